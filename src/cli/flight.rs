@@ -1,0 +1,176 @@
+//! `git crew flight [--explain]` and `git crew flight schema`: the resolved routing config.
+
+use std::path::{Path, PathBuf};
+
+use clap::{Args, Subcommand};
+use serde_json::json;
+
+use super::context::CommandContext;
+use super::error::{CrewError, Result};
+use super::ui::Report;
+use crate::core::flight::{self, Invocation, Layer, LayerSource, Resolved};
+
+/// Print the resolved routing config.
+///
+/// Four layers, each overriding the one below, merged key by key: the shipped defaults,
+/// the user's `$XDG_CONFIG_HOME/git-crew/flight.toml` (else `~/.config/git-crew/flight.toml`),
+/// the project's `.crew/flight.toml`, and the routing flags of this invocation.
+///
+/// Examples:
+///   git crew flight --explain
+///   git crew flight --backend claude --effort high
+///   git crew flight --set backends.codex.concurrency=5
+///   git crew flight schema > flight.schema.json
+#[derive(Debug, Args)]
+#[command(args_conflicts_with_subcommands = true)]
+pub struct FlightArgs {
+    #[command(subcommand)]
+    pub action: Option<FlightAction>,
+
+    /// Say which layer each value comes from.
+    #[arg(long)]
+    pub explain: bool,
+
+    #[command(flatten)]
+    pub routing: RoutingArgs,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum FlightAction {
+    /// Print the JSON Schema of flight.toml (for taplo and other TOML editors).
+    Schema,
+}
+
+/// The invocation layer: routing flags any command that resolves routing accepts.
+#[derive(Debug, Clone, Default, Args)]
+pub struct RoutingArgs {
+    /// Route to this backend (sets `default_backend`).
+    #[arg(long, value_name = "NAME")]
+    pub backend: Option<String>,
+    /// The model of the chosen backend.
+    #[arg(long, value_name = "MODEL")]
+    pub model: Option<String>,
+    /// The reasoning effort of the chosen backend.
+    #[arg(long, value_name = "EFFORT")]
+    pub effort: Option<String>,
+    /// How many runs of the chosen backend may be live at once.
+    #[arg(long, value_name = "N")]
+    pub concurrency: Option<String>,
+    /// The time budget of a run of the chosen backend (e.g. 25m, 1h 30m).
+    #[arg(long, value_name = "DURATION")]
+    pub time_budget: Option<String>,
+    /// Set any key: dotted.key=value (value in TOML syntax, or a plain string).
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    pub set: Vec<String>,
+}
+
+impl RoutingArgs {
+    fn invocation(&self) -> Invocation {
+        Invocation {
+            backend: self.backend.clone(),
+            model: self.model.clone(),
+            effort: self.effort.clone(),
+            concurrency: self.concurrency.clone(),
+            time_budget: self.time_budget.clone(),
+            set: self.set.clone(),
+        }
+    }
+}
+
+pub fn run(ctx: &CommandContext, args: FlightArgs) -> Result<Report> {
+    if let Some(FlightAction::Schema) = args.action {
+        let schema = flight::json_schema();
+        let human = serde_json::to_string_pretty(&schema).map_err(CrewError::internal)?;
+        return Ok(Report::new(schema, human));
+    }
+    let resolved = resolve(ctx, &args.routing)?;
+    let sources = resolved.sources();
+    let mut human = String::new();
+    flight::leaves("", &resolved.table, &mut |key, value| {
+        human.push_str(&format!("{key} = {value}"));
+        if args.explain {
+            let origin = resolved.origin_of(key);
+            let layer = origin.map_or(Layer::Default, |o| o.layer);
+            human.push_str(&format!("    # {}", layer.as_str()));
+            if let Some(o) = origin.filter(|o| o.layer != Layer::Default) {
+                human.push_str(&format!(" ({}", o.origin));
+                if let Some((line, col)) = o.location {
+                    human.push_str(&format!(":{line}:{col}"));
+                }
+                human.push(')');
+            }
+        }
+        human.push('\n');
+    });
+    let mut fields = json!({ "flight": resolved.flight });
+    if args.explain {
+        fields["sources"] = serde_json::to_value(&sources).map_err(CrewError::internal)?;
+    }
+    Ok(Report::new(fields, human))
+}
+
+/// Resolves the routing config for this invocation: reads the user and project layers
+/// and merges them with the defaults and the flags. Any problem is exit 2, listing every
+/// diagnostic.
+pub fn resolve(ctx: &CommandContext, routing: &RoutingArgs) -> Result<Resolved> {
+    let mut files = Vec::new();
+    if let Some(path) = user_config_path() {
+        read_layer(&path, Layer::User, &mut files)?;
+    }
+    if let Ok(workdir) = ctx.workdir() {
+        read_layer(
+            &workdir.join(".crew").join("flight.toml"),
+            Layer::Project,
+            &mut files,
+        )?;
+    }
+    flight::resolve(&files, &routing.invocation()).map_err(|diagnostics| {
+        let count = diagnostics.len();
+        let noun = if count == 1 { "problem" } else { "problems" };
+        CrewError::usage(
+            "config-invalid",
+            format!("flight config has {count} {noun}"),
+        )
+        .with_details(diagnostics.iter().map(|d| d.to_string()).collect())
+        .hinted("`git crew flight schema` prints every key and its type")
+    })
+}
+
+/// `$XDG_CONFIG_HOME/git-crew/flight.toml`, else `~/.config/git-crew/flight.toml`.
+pub fn user_config_path() -> Option<PathBuf> {
+    let xdg = std::env::var_os("XDG_CONFIG_HOME")
+        .map(PathBuf::from)
+        .filter(|p| p.is_absolute());
+    let base =
+        xdg.or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".config")))?;
+    Some(base.join("git-crew").join("flight.toml"))
+}
+
+fn read_layer(path: &Path, layer: Layer, files: &mut Vec<LayerSource>) -> Result<()> {
+    match std::fs::read(path) {
+        Ok(bytes) => {
+            let text = String::from_utf8(bytes).map_err(|e| {
+                CrewError::usage(
+                    "config-invalid",
+                    format!(
+                        "{}: not UTF-8 (byte {})",
+                        path.display(),
+                        e.utf8_error().valid_up_to()
+                    ),
+                )
+            })?;
+            files.push(LayerSource {
+                layer,
+                origin: path.display().to_string(),
+                text,
+                has_lines: true,
+            });
+            Ok(())
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(CrewError::usage(
+            "config-unreadable",
+            format!("cannot read {}: {e}", path.display()),
+        )),
+    }
+}

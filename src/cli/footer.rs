@@ -1,0 +1,107 @@
+//! `git crew footer [FILE]`: the footer relay's primitive.
+
+use std::io::{BufRead, BufReader, Read};
+use std::path::PathBuf;
+
+use clap::Args;
+use serde_json::json;
+
+use super::context::CommandContext;
+use super::error::{CrewError, ErrorKind, Result, exit};
+use super::ui::Report;
+use crate::core::footer::{FooterScanner, HelpRequest};
+
+/// Extract the footer from a worker's reply.
+///
+/// Only `## Result`, `## How to verify` and `## Deferred / concerns` cross back to the
+/// lead. Headings are matched whatever their case and spacing; when one appears more than
+/// once the last occurrence wins; the rebuilt footer is capped at 60 lines. Exit 1 when a
+/// section is missing, 5 when the reply is a complete NEEDS-HELP request.
+///
+/// Examples:
+///   git crew footer reply.md
+///   codex exec --json ... | jq -r 'select(.type=="item.completed").item.text' | git crew footer
+#[derive(Debug, Args)]
+pub struct FooterArgs {
+    /// The reply to read; standard input when left out.
+    pub file: Option<PathBuf>,
+}
+
+pub fn run(ctx: &CommandContext, args: FooterArgs) -> Result<Report> {
+    let extraction = match &args.file {
+        Some(path) => {
+            let path = ctx.cwd.join(path);
+            let file = std::fs::File::open(&path).map_err(|e| {
+                CrewError::new(
+                    ErrorKind::NotFound,
+                    "file-not-found",
+                    format!("cannot read {}: {e}", path.display()),
+                )
+            })?;
+            scan(file)?
+        }
+        None => scan(std::io::stdin().lock())?,
+    };
+    let help = match &extraction.help {
+        HelpRequest::Asked(help) => serde_json::to_value(help).map_err(CrewError::internal)?,
+        _ => serde_json::Value::Null,
+    };
+    let missing: Vec<&str> = extraction.missing.iter().map(|s| s.key()).collect();
+    let fields = json!({
+        "footer_text": extraction.footer_text,
+        "sections": extraction.sections,
+        "missing": missing,
+        "truncated": extraction.truncated,
+        "needs_help": help,
+    });
+    let mut human = extraction.footer_text.clone().unwrap_or_default();
+    let mut report = Report::new(fields, String::new());
+    match &extraction.help {
+        HelpRequest::Asked(h) => {
+            human = format!(
+                "NEEDS-HELP: {}\ntried: {}\noptions: {}\nleaning: {}\ncost-if-wrong: {}",
+                h.question, h.tried, h.options, h.leaning, h.cost_if_wrong
+            );
+            report.exit = Some(exit::ATTENTION);
+        }
+        HelpRequest::Incomplete { missing } => {
+            report.verdict = Some(
+                CrewError::check(
+                    "needs-help-incomplete",
+                    format!("NEEDS-HELP without {}", missing.join(", ")),
+                )
+                .hinted("a NEEDS-HELP reply carries tried:, options:, leaning: and cost-if-wrong:"),
+            );
+        }
+        HelpRequest::NotAsked if !extraction.is_complete() => {
+            report.verdict = Some(
+                CrewError::check("footer-rejected", "the reply's footer is incomplete")
+                    .with_details(extraction.rejections())
+                    .hinted(
+                        "end the reply with ## Result, ## How to verify and ## Deferred / concerns",
+                    ),
+            );
+        }
+        HelpRequest::NotAsked => {}
+    }
+    report.human = human;
+    Ok(report)
+}
+
+/// Streams a reply through the scanner, one line at a time, whatever its bytes.
+fn scan(input: impl Read) -> Result<crate::core::footer::Extraction> {
+    let mut reader = BufReader::with_capacity(1 << 16, input);
+    let mut scanner = FooterScanner::new();
+    let mut line = Vec::with_capacity(256);
+    loop {
+        line.clear();
+        let n = reader
+            .read_until(b'\n', &mut line)
+            .map_err(CrewError::internal)?;
+        if n == 0 {
+            break;
+        }
+        scanner.push_bytes(&line);
+    }
+    Ok(scanner.finish())
+}

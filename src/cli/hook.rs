@@ -1,0 +1,249 @@
+//! `git crew hook pre-commit|post-merge`: the entry points the installed hook shims call.
+//! Output is for the person running git (prefixed `crew:` on stderr) unless `--json`.
+
+use clap::{Args, Subcommand};
+use serde_json::json;
+
+use super::context::CommandContext;
+use super::error::{CrewError, Result};
+use super::ui::{Format, Report};
+use crate::core::scope::{self, Change, RunIdentity, Scope};
+use crate::git::{self, repo::state_dir};
+use crate::state::live;
+
+/// Run a git-crew hook (called by the shims `git crew init` installs).
+#[derive(Debug, Args)]
+pub struct HookArgs {
+    #[command(subcommand)]
+    pub hook: Hook,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Hook {
+    /// Refuse staged paths outside the crew run's write scope.
+    PreCommit,
+    /// Audit crew runs that a plain `git merge` brought in; never blocks.
+    PostMerge {
+        /// Whether the merge was a squash (git passes 1 or 0).
+        #[arg(default_value = "0")]
+        squash: String,
+    },
+}
+
+pub fn run(ctx: &CommandContext, args: HookArgs) -> Result<Report> {
+    match args.hook {
+        Hook::PreCommit => pre_commit(ctx),
+        Hook::PostMerge { .. } => Ok(post_merge(ctx).unwrap_or_else(|err| {
+            // An observer never breaks the user's merge.
+            let message = format!("post-merge audit skipped: {err}");
+            say(ctx, &format!("warning: {message}"));
+            Report::new(json!({"runs": [], "warnings": [message]}), "")
+        })),
+    }
+}
+
+/// Human lines from a hook go to stderr, where git shows them.
+fn say(ctx: &CommandContext, line: &str) {
+    if ctx.format == Format::Human {
+        eprintln!("crew: {line}");
+    }
+}
+
+fn pre_commit(ctx: &CommandContext) -> Result<Report> {
+    let repo = ctx.repo()?;
+    let identity = git::identity::read(repo).map_err(|e| {
+        CrewError::internal(format!("cannot read this worktree's crew identity: {e:#}"))
+    })?;
+    match identity {
+        Some(identity) => crew_worktree(repo, identity),
+        None => Ok(plain_checkout(ctx, repo)),
+    }
+}
+
+/// Inside a crew worktree: every staged path must be inside the run's scope.
+fn crew_worktree(repo: &gix::Repository, identity: RunIdentity) -> Result<Report> {
+    let role_may_commit = scope::Role::parse(&identity.role).is_some_and(scope::Role::may_commit);
+    let changes = if role_may_commit {
+        git::staged::staged_changes(repo).map_err(CrewError::internal)?
+    } else {
+        Vec::new()
+    };
+    let violations = scope::check_commit(&identity, &changes);
+    let fields = json!({
+        "run": identity.run,
+        "task": identity.task,
+        "role": identity.role,
+        "scope": identity.scope,
+        "staged": changes.iter().map(|c| &c.path).collect::<Vec<_>>(),
+        "violations": violations.iter().map(ToString::to_string).collect::<Vec<_>>(),
+    });
+    let mut report = Report::new(fields, "");
+    report.prefix = "crew: ";
+    if violations.is_empty() {
+        return Ok(report);
+    }
+    let read_only = matches!(violations[0], scope::Violation::ReadOnlyRole { .. });
+    let mut verdict = CrewError::check(
+        "scope-violation",
+        format!(
+            "commit refused in run {} (task {})",
+            identity.run, identity.task
+        ),
+    )
+    .with_details(violations.iter().map(ToString::to_string).collect());
+    verdict = if read_only {
+        verdict.hinted("write the findings to the manifest ($CREW_MANIFEST) instead of committing")
+    } else {
+        verdict.hinted("unstage those paths (git restore --staged <path>); they belong to another run or to the lead")
+    };
+    report.verdict = Some(verdict);
+    Ok(report)
+}
+
+/// Outside crew worktrees the commit always proceeds, with a warning for each staged path
+/// an in-flight run holds in its exclusive scope.
+fn plain_checkout(ctx: &CommandContext, repo: &gix::Repository) -> Report {
+    let mut warnings = Vec::new();
+    let runs = live::list(&state_dir(repo), &mut |path, err| {
+        warnings.push(format!("unreadable live pointer {}: {err}", path.display()));
+    });
+    if !runs.is_empty() {
+        match git::staged::staged_changes(repo) {
+            Ok(changes) => warnings.extend(held_paths(&runs, &changes)),
+            Err(err) => warnings.push(format!("cannot list the staged paths: {err:#}")),
+        }
+    }
+    for warning in &warnings {
+        say(ctx, &format!("warning: {warning}"));
+    }
+    Report::new(json!({"run": null, "warnings": warnings}), "")
+}
+
+/// One warning per staged path that a live run's scope holds.
+fn held_paths(runs: &[live::LiveRun], changes: &[Change]) -> Vec<String> {
+    let mut out = Vec::new();
+    for run in runs {
+        let Ok(scope) = Scope::new(&run.scope) else {
+            continue;
+        };
+        for change in changes {
+            if let Ok(path) = scope::normalize_path(&change.path)
+                && scope.contains(&path)
+            {
+                out.push(format!(
+                    "{} is held by in-flight run {} (task {}, scope {})",
+                    change.path,
+                    run.run,
+                    run.task,
+                    run.scope.join(", ")
+                ));
+            }
+        }
+    }
+    out
+}
+
+/// After a plain `git merge`: every crew run branch (`crew/<task>/<run>`) the merge
+/// brought in is audited against its run's scope; violations are reported, never fatal.
+fn post_merge(ctx: &CommandContext) -> anyhow::Result<Report> {
+    let repo = ctx.repo()?;
+    let head = repo.head_id()?.detach();
+    let Some(orig) = repo
+        .try_find_reference("ORIG_HEAD")?
+        .and_then(|mut r| r.peel_to_id().ok())
+        .map(|id| id.detach())
+    else {
+        return Ok(Report::new(json!({"runs": []}), ""));
+    };
+    let state = state_dir(repo);
+    let live_runs = live::list(&state, &mut |_, _| {});
+    let mut runs = Vec::new();
+    let refs = repo.references()?;
+    for reference in refs.prefixed("refs/heads/crew/")? {
+        let Ok(mut reference) = reference else {
+            continue;
+        };
+        let branch = reference.name().shorten().to_string();
+        let Ok(tip) = reference.peel_to_id().map(|id| id.detach()) else {
+            continue;
+        };
+        let is_ancestor = |of: gix::ObjectId| -> bool {
+            tip == of
+                || repo
+                    .merge_base(tip, of)
+                    .ok()
+                    .flatten()
+                    .is_some_and(|b| b.detach() == tip)
+        };
+        if !is_ancestor(head) || is_ancestor(orig) {
+            continue;
+        }
+        let run_id = branch.rsplit('/').next().unwrap_or_default().to_string();
+        let identity = match live_runs.iter().find(|r| r.run == run_id) {
+            Some(live) => git::identity::find_run(repo.common_dir(), &run_id)?.or_else(|| {
+                Some(RunIdentity {
+                    run: live.run.clone(),
+                    task: live.task.clone(),
+                    role: "implement".into(),
+                    scope: live.scope.clone(),
+                })
+            }),
+            None => git::identity::find_run(repo.common_dir(), &run_id)?,
+        };
+        let Some(identity) = identity else {
+            say(
+                ctx,
+                &format!(
+                    "warning: merged {branch}, but no record of run {run_id} is here to audit it against"
+                ),
+            );
+            runs.push(json!({"run": run_id, "branch": branch, "audited": false, "violations": []}));
+            continue;
+        };
+        let base = repo
+            .merge_base(orig, tip)
+            .ok()
+            .flatten()
+            .map_or(orig, |b| b.detach());
+        let changes = git::diff::changed_paths(repo, base, tip)?;
+        let violations: Vec<String> = if changes.is_empty() {
+            Vec::new()
+        } else {
+            scope::check_commit(&identity, &changes)
+                .iter()
+                .map(ToString::to_string)
+                .collect()
+        };
+        if violations.is_empty() {
+            say(
+                ctx,
+                &format!(
+                    "merged run {} (task {}): {} paths, all inside its scope",
+                    identity.run,
+                    identity.task,
+                    changes.len()
+                ),
+            );
+        } else {
+            say(
+                ctx,
+                &format!(
+                    "warning: merged run {} (task {}) breaks its fences:",
+                    identity.run, identity.task
+                ),
+            );
+            for v in &violations {
+                say(ctx, &format!("  {v}"));
+            }
+        }
+        runs.push(json!({
+            "run": identity.run,
+            "task": identity.task,
+            "branch": branch,
+            "audited": true,
+            "files": changes.iter().map(|c| &c.path).collect::<Vec<_>>(),
+            "violations": violations,
+        }));
+    }
+    Ok(Report::new(json!({"runs": runs}), ""))
+}

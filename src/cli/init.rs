@@ -1,0 +1,372 @@
+//! `git crew init [--uninstall]`: hooks, notes config, worktree config, the starter
+//! `.crew/flight.toml`. Idempotent; the uninstall removes exactly what init added, as
+//! recorded in `<git-common-dir>/crew/init.json`.
+
+use std::path::Path;
+
+use clap::Args;
+use serde_json::json;
+
+use super::context::CommandContext;
+use super::error::{CrewError, Result};
+use super::ui::Report;
+use crate::core::hookblock;
+use crate::git::hooks_dir::{self, HookAction};
+use crate::git::repo::state_dir;
+use crate::git::run::GitRunner;
+use crate::state::init_record::{ConfigValue, InitRecord};
+use crate::state::live;
+
+/// The hook shims, as shipped in `hooks/`.
+const SHIMS: &[(&str, &str)] = &[
+    ("pre-commit", include_str!("../../hooks/pre-commit")),
+    ("post-merge", include_str!("../../hooks/post-merge")),
+];
+
+/// The commented starter written to `.crew/flight.toml` when there is none.
+pub const STARTER_FLIGHT: &str = include_str!("../../templates/flight.toml");
+
+/// The notes ref that carries run records.
+pub const NOTES_REF: &str = "refs/notes/crew";
+
+/// Config git-crew needs: (key, value, multi-valued).
+const CONFIG: &[(&str, &str, bool)] = &[
+    ("extensions.worktreeConfig", "true", false),
+    ("notes.displayRef", NOTES_REF, true),
+    ("notes.rewriteRef", NOTES_REF, true),
+];
+
+/// Set up git-crew in this repository.
+///
+/// Installs the pre-commit and post-merge hook shims into the hooks directory git really
+/// uses (`core.hooksPath` when set, e.g. husky's, else .git/hooks), as marker blocks
+/// inside any existing hook; enables `extensions.worktreeConfig`; sets
+/// `notes.displayRef` and `notes.rewriteRef` to refs/notes/crew so `git log` shows run
+/// records and rebases keep them; writes a commented `.crew/flight.toml` if there is none.
+/// Running it twice changes nothing the second time.
+///
+/// Examples:
+///   git crew init
+///   git crew init --uninstall
+#[derive(Debug, Args)]
+pub struct InitArgs {
+    /// Remove exactly what init added (hook blocks, config values, an unedited starter
+    /// flight.toml), and nothing else.
+    #[arg(long)]
+    pub uninstall: bool,
+}
+
+pub fn run(ctx: &CommandContext, args: InitArgs) -> Result<Report> {
+    let repo = ctx.repo()?;
+    let workdir = ctx.workdir()?.to_path_buf();
+    let state = state_dir(repo);
+    let git = GitRunner::new(&workdir);
+    if args.uninstall {
+        uninstall(repo, &workdir, &state, &git)
+    } else {
+        install(repo, &workdir, &state, &git)
+    }
+}
+
+/// The shim's block with the absolute path of this binary as the fallback when
+/// `git-crew` is not on PATH at commit time.
+fn shim_block(shim: &str) -> Result<String> {
+    let block = hookblock::block_of(shim)
+        .ok_or_else(|| CrewError::internal("a shipped hook shim has no marker block"))?;
+    let exe = std::env::current_exe().map_err(CrewError::internal)?;
+    Ok(block.replace("@GIT_CREW_EXE@", &sh_quote(&exe.to_string_lossy())))
+}
+
+fn sh_quote(s: &str) -> String {
+    format!("'{}'", s.replace('\'', r"'\''"))
+}
+
+fn install(
+    repo: &gix::Repository,
+    workdir: &Path,
+    state: &Path,
+    git: &GitRunner,
+) -> Result<Report> {
+    let mut record = InitRecord::load(state)
+        .map_err(CrewError::internal)?
+        .unwrap_or_default();
+    let dir = hooks_dir::hooks_dir(repo);
+    let mut hooks = Vec::new();
+    let mut human = Vec::new();
+    for (name, shim) in SHIMS {
+        let block = shim_block(shim)?;
+        let action = hooks_dir::install(&dir, name, &block).map_err(CrewError::internal)?;
+        if action == HookAction::Created && !record.hooks_created.iter().any(|h| h == name) {
+            record.hooks_created.push(name.to_string());
+        }
+        let path = dir.join(name);
+        human.push(format!("hook {}: {}", path.display(), action_word(action)));
+        hooks.push(json!({"name": name, "path": path, "action": action}));
+    }
+    record.hooks_dir = Some(dir.clone());
+
+    let mut config = Vec::new();
+    for (key, value, multi) in CONFIG {
+        let current = git.local_values(key).map_err(CrewError::internal)?;
+        let present = if *multi {
+            current.iter().any(|v| v == value)
+        } else {
+            current
+                .last()
+                .is_some_and(|v| v.eq_ignore_ascii_case(value))
+        };
+        let action = if present {
+            "kept"
+        } else {
+            if *multi {
+                git.add_local(key, value)
+            } else {
+                git.set_local(key, value)
+            }
+            .map_err(CrewError::internal)?;
+            let added = ConfigValue {
+                key: key.to_string(),
+                value: value.to_string(),
+            };
+            // A single-valued key that held something else is not ours to unset later.
+            if (*multi || current.is_empty()) && !record.config_added.contains(&added) {
+                record.config_added.push(added);
+            }
+            "set"
+        };
+        human.push(format!("config {key} = {value}: {action}"));
+        config.push(json!({"key": key, "value": value, "action": action}));
+    }
+
+    let flight_path = workdir.join(".crew").join("flight.toml");
+    let flight_action = if flight_path.exists() {
+        "kept"
+    } else {
+        std::fs::create_dir_all(flight_path.parent().expect("has a parent"))
+            .map_err(CrewError::internal)?;
+        hooks_dir::write_atomic(&flight_path, STARTER_FLIGHT, 0o644)
+            .map_err(CrewError::internal)?;
+        record.flight_created = Some(STARTER_FLIGHT.to_string());
+        "created"
+    };
+    human.push(format!("{}: {flight_action}", flight_path.display()));
+
+    let exclude = exclude_state_dir(repo, workdir, state, &mut record)?;
+    record.save(state).map_err(CrewError::internal)?;
+    if let Some(line) = &exclude {
+        human.push(format!("info/exclude: {line}"));
+    }
+    let fields = json!({
+        "hooks_dir": dir,
+        "hooks": hooks,
+        "config": config,
+        "flight": {"path": flight_path, "action": flight_action},
+        "state_dir": state,
+        "exclude": exclude,
+    });
+    Ok(Report::new(fields, human.join("\n")))
+}
+
+/// Local state lives in `<git-common-dir>/crew/`, which git never tracks when the git dir
+/// is the usual `.git`. When the git dir sits inside the work tree under another name
+/// (`GIT_DIR=.repo`), an `info/exclude` entry keeps the state folder out of git.
+fn exclude_state_dir(
+    repo: &gix::Repository,
+    workdir: &Path,
+    state: &Path,
+    record: &mut InitRecord,
+) -> Result<Option<String>> {
+    let (Ok(workdir), Ok(state_parent)) =
+        (workdir.canonicalize(), repo.common_dir().canonicalize())
+    else {
+        return Ok(None);
+    };
+    let Ok(relative) = state_parent
+        .join("crew")
+        .strip_prefix(&workdir)
+        .map(Path::to_path_buf)
+    else {
+        return Ok(None);
+    };
+    if relative
+        .components()
+        .next()
+        .is_some_and(|c| c.as_os_str() == ".git")
+    {
+        return Ok(None);
+    }
+    let line = format!("/{}/", relative.to_string_lossy());
+    let exclude = repo.common_dir().join("info").join("exclude");
+    let text = std::fs::read_to_string(&exclude).unwrap_or_default();
+    if !text.lines().any(|l| l == line) {
+        std::fs::create_dir_all(exclude.parent().expect("has a parent"))
+            .map_err(CrewError::internal)?;
+        let sep = if text.is_empty() || text.ends_with('\n') {
+            ""
+        } else {
+            "\n"
+        };
+        hooks_dir::write_atomic(&exclude, &format!("{text}{sep}{line}\n"), 0o644)
+            .map_err(CrewError::internal)?;
+        record.exclude_added = Some(line.clone());
+    }
+    let _ = state;
+    Ok(Some(line))
+}
+
+fn uninstall(
+    repo: &gix::Repository,
+    workdir: &Path,
+    state: &Path,
+    git: &GitRunner,
+) -> Result<Report> {
+    let record = InitRecord::load(state).map_err(CrewError::internal)?;
+    let known = record.is_some();
+    let record = record.unwrap_or_default();
+    let dir = record
+        .hooks_dir
+        .clone()
+        .unwrap_or_else(|| hooks_dir::hooks_dir(repo));
+    let mut human = Vec::new();
+    let mut warnings = Vec::new();
+    let mut hooks = Vec::new();
+    for (name, _) in SHIMS {
+        let created = record.hooks_created.iter().any(|h| h == name);
+        let action = hooks_dir::uninstall(&dir, name, created).map_err(CrewError::internal)?;
+        let path = dir.join(name);
+        human.push(format!("hook {}: {}", path.display(), action_word(action)));
+        hooks.push(json!({"name": name, "path": path, "action": action}));
+    }
+
+    let crew_worktrees = has_crew_worktrees(repo);
+    let mut config = Vec::new();
+    for added in &record.config_added {
+        let action = if added.key == "extensions.worktreeConfig" && crew_worktrees {
+            warnings.push(
+                "kept extensions.worktreeConfig: crew worktrees still use their own config"
+                    .to_string(),
+            );
+            "kept"
+        } else {
+            let present = git.local_values(&added.key).map_err(CrewError::internal)?;
+            if present.iter().any(|v| v.eq_ignore_ascii_case(&added.value)) {
+                git.unset_local(&added.key, &added.value)
+                    .map_err(CrewError::internal)?;
+                "unset"
+            } else {
+                "absent"
+            }
+        };
+        human.push(format!("config {} = {}: {action}", added.key, added.value));
+        config.push(json!({"key": added.key, "value": added.value, "action": action}));
+    }
+    if !known {
+        warnings
+            .push("no record of what init added here: only hook blocks were removed".to_string());
+    }
+
+    let flight_path = workdir.join(".crew").join("flight.toml");
+    let flight_action = match &record.flight_created {
+        Some(written) => match std::fs::read_to_string(&flight_path) {
+            Ok(current) if &current == written => {
+                std::fs::remove_file(&flight_path).map_err(CrewError::internal)?;
+                // Only an empty .crew goes; plans or anything else keep it.
+                let _ = std::fs::remove_dir(flight_path.parent().expect("has a parent"));
+                "removed"
+            }
+            Ok(_) => {
+                warnings.push(format!(
+                    "kept {}: it was edited after init",
+                    flight_path.display()
+                ));
+                "kept"
+            }
+            Err(_) => "absent",
+        },
+        None => "kept",
+    };
+    human.push(format!("{}: {flight_action}", flight_path.display()));
+
+    if let Some(line) = &record.exclude_added {
+        let exclude = repo.common_dir().join("info").join("exclude");
+        if let Ok(text) = std::fs::read_to_string(&exclude) {
+            let kept: Vec<&str> = text.lines().filter(|l| l != line).collect();
+            let mut out = kept.join("\n");
+            if !out.is_empty() {
+                out.push('\n');
+            }
+            hooks_dir::write_atomic(&exclude, &out, 0o644).map_err(CrewError::internal)?;
+        }
+    }
+    InitRecord::delete(state).map_err(CrewError::internal)?;
+    for warning in &warnings {
+        super::ui::warn(warning);
+    }
+    let fields = json!({
+        "hooks_dir": dir,
+        "hooks": hooks,
+        "config": config,
+        "flight": {"path": flight_path, "action": flight_action},
+        "warnings": warnings,
+    });
+    Ok(Report::new(fields, human.join("\n")))
+}
+
+/// Whether any worktree still carries a crew identity or any run is live.
+fn has_crew_worktrees(repo: &gix::Repository) -> bool {
+    let live = !live::list(&state_dir(repo), &mut |_, _| {}).is_empty();
+    let Ok(entries) = std::fs::read_dir(repo.common_dir().join("worktrees")) else {
+        return live;
+    };
+    live || entries.flatten().any(|e| {
+        crate::git::identity::read_git_dir(&e.path())
+            .ok()
+            .flatten()
+            .is_some()
+    })
+}
+
+fn action_word(action: HookAction) -> &'static str {
+    match action {
+        HookAction::Created => "created",
+        HookAction::Updated => "git-crew block added",
+        HookAction::Unchanged => "already installed",
+        HookAction::Chained => "moved aside and chained",
+        HookAction::Removed => "git-crew block removed",
+        HookAction::Deleted => "removed (git-crew had created it)",
+        HookAction::Restored => "original hook restored",
+        HookAction::Absent => "nothing of git-crew's",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::core::flight::{Layer, LayerSource, parse_layer};
+
+    #[test]
+    fn the_starter_flight_is_valid_and_changes_nothing() {
+        let parsed = parse_layer(&LayerSource {
+            layer: Layer::Project,
+            origin: "starter".into(),
+            text: STARTER_FLIGHT.into(),
+            has_lines: true,
+        })
+        .unwrap();
+        assert_eq!(parsed.table.keys().collect::<Vec<_>>(), ["version"]);
+    }
+
+    #[test]
+    fn every_shim_has_a_block_and_calls_its_hook() {
+        for (name, shim) in SHIMS {
+            let block = hookblock::block_of(shim).unwrap();
+            assert!(block.contains(&format!("git-crew hook {name}")));
+            assert!(shim.starts_with(hookblock::SHEBANG));
+        }
+    }
+
+    #[test]
+    fn quoting_survives_quotes() {
+        assert_eq!(sh_quote("/a b/it's"), r"'/a b/it'\''s'");
+    }
+}

@@ -1,0 +1,153 @@
+//! The command line: clap definitions and orchestration only, one file per command.
+//! Every command returns a [`ui::Report`] or a [`error::CrewError`]; `main` renders either
+//! and turns it into the exit code.
+
+pub mod context;
+pub mod error;
+pub mod flight;
+pub mod footer;
+pub mod hook;
+pub mod init;
+pub mod ui;
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+use context::CommandContext;
+use error::{CrewError, ErrorKind};
+use ui::Format;
+
+const EXAMPLES: &str = "\
+Examples:
+  git crew init                      install hooks, notes config and .crew/flight.toml
+  git crew flight --explain          show the routing config and where each value comes from
+  git crew flight --backend claude --set fences.time_budget=40m
+  git crew footer reply.md           extract the footer a worker handed back
+  git crew -C ../other-repo init --uninstall
+
+Output is JSON when stdout is not a terminal (or with --json / GIT_CREW_FORMAT=json).
+Exit codes: 0 ok, 1 a check said no, 2 usage or config error, 3 not found,
+4 refused by state, 5 needs attention, 70 internal error.";
+
+/// Dispatch coding agents into fenced worktrees and keep their record in git.
+///
+/// git-crew turns a repository into a dispatch floor for coding agents: workers run in
+/// their own worktrees, fenced by a write scope that git hooks enforce, and their
+/// outcomes are kept in git notes.
+#[derive(Debug, Parser)]
+#[command(name = "git-crew", bin_name = "git crew", version, after_help = EXAMPLES)]
+pub struct Cli {
+    /// Run as if started in PATH (repeatable, like git's -C).
+    #[arg(short = 'C', value_name = "PATH", global = true, action = clap::ArgAction::Append)]
+    pub directories: Vec<PathBuf>,
+
+    /// Print JSON on stdout, whatever stdout is.
+    #[arg(long, global = true, conflicts_with = "human")]
+    pub json: bool,
+
+    /// Print a human rendering on stdout, whatever stdout is.
+    #[arg(long, global = true)]
+    pub human: bool,
+
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// Every registered command.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    Init(init::InitArgs),
+    Flight(flight::FlightArgs),
+    Footer(footer::FooterArgs),
+    #[command(hide = true)]
+    Hook(hook::HookArgs),
+}
+
+impl Command {
+    /// Hook entry points print for a person by default: git shows their output in the
+    /// terminal of whoever runs `git commit`.
+    fn human_by_default(&self) -> bool {
+        matches!(self, Command::Hook(_))
+    }
+}
+
+/// Parses the arguments, runs the command, renders its result.
+pub fn main() -> ExitCode {
+    ExitCode::from(run(std::env::args_os()))
+}
+
+/// Like [`main`], for a given argument list; returns the exit code.
+pub fn run(args: impl IntoIterator<Item = OsString>) -> u8 {
+    let args: Vec<OsString> = args.into_iter().collect();
+    let cli = match Cli::try_parse_from(&args) {
+        Ok(cli) => cli,
+        Err(err) => return usage_error(&args, err),
+    };
+    let format = Format::detect(cli.json, cli.human, cli.command.human_by_default());
+    let ctx = match CommandContext::new(&cli.directories, format) {
+        Ok(ctx) => ctx,
+        Err(err) => return ui::emit_error(format, &err),
+    };
+    let result = match cli.command {
+        Command::Init(args) => init::run(&ctx, args),
+        Command::Flight(args) => flight::run(&ctx, args),
+        Command::Footer(args) => footer::run(&ctx, args),
+        Command::Hook(args) => hook::run(&ctx, args),
+    };
+    match result {
+        Ok(report) => ui::emit(format, report),
+        Err(err) => ui::emit_error(format, &err),
+    }
+}
+
+/// Renders a clap error: help and version go to stdout with exit 0; anything else is a
+/// usage error (exit 2), in the JSON envelope when JSON was asked for.
+fn usage_error(args: &[OsString], err: clap::Error) -> u8 {
+    use clap::error::ErrorKind as Clap;
+    if matches!(
+        err.kind(),
+        Clap::DisplayHelp | Clap::DisplayVersion | Clap::DisplayHelpOnMissingArgumentOrSubcommand
+    ) {
+        let _ = err.print();
+        return if err.kind() == Clap::DisplayHelpOnMissingArgumentOrSubcommand {
+            error::exit::USAGE
+        } else {
+            error::exit::OK
+        };
+    }
+    let json = args.iter().any(|a| a == "--json");
+    let human = args.iter().any(|a| a == "--human");
+    let format = Format::detect(json, human, false);
+    match format {
+        Format::Human => {
+            let _ = err.print();
+            error::exit::USAGE
+        }
+        Format::Json => {
+            let rendered = err.render().to_string();
+            let message = rendered
+                .lines()
+                .next()
+                .unwrap_or("invalid arguments")
+                .trim_start_matches("error: ")
+                .to_string();
+            let usage = CrewError::new(ErrorKind::Usage, "usage", message)
+                .hinted("run `git crew --help` for the commands and their flags");
+            ui::emit_error(format, &usage)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn verify_app() {
+        Cli::command().debug_assert();
+    }
+}

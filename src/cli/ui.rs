@@ -1,0 +1,134 @@
+//! Rendering: stdout carries the data (JSON or a human rendering), stderr carries status,
+//! warnings and errors. Nothing else in the crate writes to stdout.
+
+use std::io::{IsTerminal, Write};
+
+use serde_json::{Map, Value};
+
+use super::error::{CrewError, exit};
+
+/// How a command's data is printed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    Json,
+    Human,
+}
+
+impl Format {
+    /// `--json` / `--human` win; then `GIT_CREW_FORMAT`; then JSON unless stdout is a
+    /// terminal. `human_by_default` is for hook entry points, whose stdout git sends to
+    /// the user's terminal.
+    pub fn detect(json: bool, human: bool, human_by_default: bool) -> Format {
+        if json {
+            return Format::Json;
+        }
+        if human {
+            return Format::Human;
+        }
+        match std::env::var("GIT_CREW_FORMAT").ok().as_deref() {
+            Some("json") => return Format::Json,
+            Some("human") => return Format::Human,
+            _ => {}
+        }
+        if human_by_default || std::io::stdout().is_terminal() {
+            Format::Human
+        } else {
+            Format::Json
+        }
+    }
+}
+
+/// What a command produced: its data, a human rendering of it, and — when a check said
+/// no — the verdict that sets `"ok": false` and the exit code.
+#[derive(Debug, Default)]
+pub struct Report {
+    pub fields: Map<String, Value>,
+    pub human: String,
+    pub verdict: Option<CrewError>,
+    /// A non-failing exit code other than 0 (e.g. 5 for "needs attention").
+    pub exit: Option<u8>,
+    /// Put before every line of a human-rendered verdict (`crew: ` for hooks).
+    pub prefix: &'static str,
+}
+
+impl Report {
+    pub fn new(fields: Value, human: impl Into<String>) -> Report {
+        let fields = match fields {
+            Value::Object(map) => map,
+            other => {
+                let mut map = Map::new();
+                map.insert("value".into(), other);
+                map
+            }
+        };
+        Report {
+            fields,
+            human: human.into(),
+            verdict: None,
+            exit: None,
+            prefix: "",
+        }
+    }
+
+    pub fn with_verdict(mut self, verdict: Option<CrewError>) -> Report {
+        self.verdict = verdict;
+        self
+    }
+
+    pub fn exit_code(&self) -> u8 {
+        match &self.verdict {
+            Some(v) => v.exit_code(),
+            None => self.exit.unwrap_or(exit::OK),
+        }
+    }
+}
+
+/// Prints a successful or check-failed report; returns the exit code.
+pub fn emit(format: Format, report: Report) -> u8 {
+    let code = report.exit_code();
+    match format {
+        Format::Json => {
+            let mut object = Map::new();
+            object.insert("ok".into(), Value::Bool(report.verdict.is_none()));
+            if let Some(verdict) = &report.verdict {
+                object.insert("error".into(), verdict.to_json());
+            }
+            object.extend(report.fields);
+            print_json(&Value::Object(object));
+        }
+        Format::Human => {
+            if !report.human.is_empty() {
+                let mut out = std::io::stdout().lock();
+                let _ = out.write_all(report.human.as_bytes());
+                if !report.human.ends_with('\n') {
+                    let _ = out.write_all(b"\n");
+                }
+            }
+            if let Some(verdict) = &report.verdict {
+                eprint!("{}", verdict.render_human(report.prefix));
+            }
+        }
+    }
+    code
+}
+
+/// Prints an error; returns its exit code.
+pub fn emit_error(format: Format, err: &CrewError) -> u8 {
+    match format {
+        Format::Json => print_json(&serde_json::json!({"ok": false, "error": err.to_json()})),
+        Format::Human => eprint!("{}", err.render_human("")),
+    }
+    err.exit_code()
+}
+
+fn print_json(value: &Value) {
+    let mut out = std::io::stdout().lock();
+    // A closed stdout (a pipe whose reader went away) is not worth a panic.
+    let _ = serde_json::to_writer(&mut out, value);
+    let _ = out.write_all(b"\n");
+}
+
+/// A warning on stderr, git style.
+pub fn warn(message: &str) {
+    eprintln!("warning: {message}");
+}

@@ -1,0 +1,472 @@
+//! Write scopes: the globs a run may write, path normalisation, and the verdict on a set
+//! of changed paths. Pure: callers gather the changed paths and the run identity first.
+//!
+//! Glob rules (documented in README.md): patterns are relative to the repository root;
+//! `*` and `?` never cross `/`, `**` does; a pattern ending in `/` means everything under
+//! that directory; a pattern without any glob character matches that path and everything
+//! under it (as a git pathspec does). Matching is case-sensitive, so a path that differs
+//! from an in-scope path only by case is outside the scope.
+
+use std::fmt;
+
+use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
+
+/// Paths no worker may ever commit, whatever its scope (compared case-insensitively).
+pub const PROTECTED_PATHS: &[&str] = &[".crew/", "docs/state/crew.json"];
+
+/// What a run is for; `review` and `investigate` runs produce a manifest, never commits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Role {
+    Implement,
+    Review,
+    Investigate,
+    Cleanup,
+}
+
+impl Role {
+    /// Every role name, in the order the help text lists them.
+    pub const NAMES: &'static [&'static str] = &["implement", "review", "investigate", "cleanup"];
+
+    pub fn parse(name: &str) -> Option<Role> {
+        match name {
+            "implement" => Some(Role::Implement),
+            "review" => Some(Role::Review),
+            "investigate" => Some(Role::Investigate),
+            "cleanup" => Some(Role::Cleanup),
+            _ => None,
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Role::Implement => "implement",
+            Role::Review => "review",
+            Role::Investigate => "investigate",
+            Role::Cleanup => "cleanup",
+        }
+    }
+
+    /// Whether runs of this role may commit at all.
+    pub fn may_commit(self) -> bool {
+        matches!(self, Role::Implement | Role::Cleanup)
+    }
+}
+
+/// A glob that could not be used as a write scope.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("invalid scope glob `{glob}`: {reason}")]
+pub struct ScopeError {
+    pub glob: String,
+    pub reason: String,
+}
+
+/// A compiled write scope.
+#[derive(Debug, Clone)]
+pub struct Scope {
+    globs: Vec<String>,
+    set: GlobSet,
+}
+
+impl Scope {
+    /// Compiles the globs of a scope; an empty list is a scope that admits nothing.
+    pub fn new<S: AsRef<str>>(globs: &[S]) -> Result<Scope, ScopeError> {
+        let mut builder = GlobSetBuilder::new();
+        let mut kept = Vec::with_capacity(globs.len());
+        for raw in globs {
+            let raw = raw.as_ref();
+            let err = |reason: &str| ScopeError {
+                glob: raw.to_string(),
+                reason: reason.to_string(),
+            };
+            let trimmed = raw.trim();
+            let is_dir = trimmed.ends_with('/');
+            let normal = normalize_path(trimmed).map_err(|e| err(&e.to_string()))?;
+            if normal.is_empty() {
+                return Err(err("it names the repository root; use `**` for everything"));
+            }
+            let literal = !normal.contains(['*', '?', '[', '{']);
+            let mut patterns = Vec::with_capacity(2);
+            if is_dir {
+                patterns.push(format!("{normal}/**"));
+            } else {
+                patterns.push(normal.clone());
+                if literal {
+                    patterns.push(format!("{normal}/**"));
+                }
+            }
+            for pattern in patterns {
+                let glob = GlobBuilder::new(&pattern)
+                    .literal_separator(true)
+                    .backslash_escape(true)
+                    .build()
+                    .map_err(|e| err(&e.kind().to_string()))?;
+                builder.add(glob);
+            }
+            kept.push(raw.to_string());
+        }
+        let set = builder.build().map_err(|e| ScopeError {
+            glob: kept.join(", "),
+            reason: e.to_string(),
+        })?;
+        Ok(Scope { globs: kept, set })
+    }
+
+    /// The globs as given.
+    pub fn globs(&self) -> &[String] {
+        &self.globs
+    }
+
+    /// Whether an already normalised repository-relative path is inside the scope.
+    pub fn contains(&self, normalized_path: &str) -> bool {
+        self.set.is_match(normalized_path)
+    }
+}
+
+/// A path that cannot be normalised inside the repository.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PathError {
+    #[error("`..` leads outside the repository")]
+    EscapesRoot,
+}
+
+/// Normalises a repository-relative path: no leading `/` or `./`, no `.` or empty
+/// components, `..` resolved; a path that climbs above the root is an error.
+pub fn normalize_path(path: &str) -> Result<String, PathError> {
+    let mut parts: Vec<&str> = Vec::new();
+    for part in path.split('/') {
+        match part {
+            "" | "." => {}
+            ".." => {
+                if parts.pop().is_none() {
+                    return Err(PathError::EscapesRoot);
+                }
+            }
+            other => parts.push(other),
+        }
+    }
+    Ok(parts.join("/"))
+}
+
+/// Whether a normalised path is one no worker may commit. Compared the way a
+/// case-insensitive or Unicode-folding filesystem would see it, so `.CREW/x` or
+/// `.crew\u{200c}/x` are caught as well.
+pub fn protected_rule(normalized_path: &str) -> Option<&'static str> {
+    let folded: String = normalized_path
+        .split('/')
+        .map(fold_component)
+        .collect::<Vec<_>>()
+        .join("/");
+    PROTECTED_PATHS
+        .iter()
+        .copied()
+        .find(|rule| match rule.strip_suffix('/') {
+            Some(dir) => folded == dir || folded.starts_with(rule),
+            None => folded == *rule,
+        })
+}
+
+/// Folds a path component as permissive filesystems do: ASCII case, code points that
+/// HFS+ ignores, and the trailing dots and spaces that NTFS drops.
+fn fold_component(component: &str) -> String {
+    let kept: String = component
+        .chars()
+        .filter(|c| !is_ignorable(*c))
+        .map(|c| c.to_ascii_lowercase())
+        .collect();
+    kept.trim_end_matches(['.', ' ']).to_string()
+}
+
+fn is_ignorable(c: char) -> bool {
+    matches!(c as u32, 0x200c..=0x200f | 0x202a..=0x202e | 0x206a..=0x206f | 0xfeff)
+}
+
+/// How a staged path differs from HEAD.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ChangeKind {
+    Added,
+    Deleted,
+    Modified,
+    /// Same content, different mode (executable bit, symlink, gitlink).
+    ModeChanged,
+    /// An unmerged (conflicted) index entry.
+    Unmerged,
+}
+
+impl ChangeKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ChangeKind::Added => "added",
+            ChangeKind::Deleted => "deleted",
+            ChangeKind::Modified => "modified",
+            ChangeKind::ModeChanged => "mode changed",
+            ChangeKind::Unmerged => "unmerged",
+        }
+    }
+}
+
+/// One changed path, repository-relative as git stores it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Change {
+    pub path: String,
+    pub kind: ChangeKind,
+}
+
+/// Why a commit is refused.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Violation {
+    /// The run's role may not commit at all.
+    ReadOnlyRole { role: String },
+    /// The run's identity is unusable (unknown role, broken glob): fail closed.
+    BadIdentity { reason: String },
+    /// A path outside the run's write scope.
+    OutsideScope { change: Change, scope: Vec<String> },
+    /// A path no worker may commit.
+    Protected { change: Change, rule: &'static str },
+    /// A path that climbs above the repository root.
+    EscapesRoot { change: Change },
+}
+
+impl fmt::Display for Violation {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Violation::ReadOnlyRole { role } => {
+                write!(
+                    f,
+                    "a {role} run may not commit; its only output is its manifest"
+                )
+            }
+            Violation::BadIdentity { reason } => write!(f, "{reason}"),
+            Violation::OutsideScope { change, scope } => {
+                let scope = if scope.is_empty() {
+                    "(the run has none)".to_string()
+                } else {
+                    scope.join(", ")
+                };
+                write!(
+                    f,
+                    "{} ({}) is outside the write scope {scope}",
+                    change.path,
+                    change.kind.as_str()
+                )
+            }
+            Violation::Protected { change, rule } => write!(
+                f,
+                "{} ({}) is protected: no worker may commit {rule}",
+                change.path,
+                change.kind.as_str()
+            ),
+            Violation::EscapesRoot { change } => {
+                write!(f, "{} leads outside the repository", change.path)
+            }
+        }
+    }
+}
+
+/// The identity a crew worktree carries in its own config.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct RunIdentity {
+    pub run: String,
+    pub task: String,
+    pub role: String,
+    pub scope: Vec<String>,
+}
+
+/// The pre-commit verdict for a crew worktree: every reason the commit is refused, in
+/// the order of the changes (empty means the commit may proceed).
+pub fn check_commit(identity: &RunIdentity, changes: &[Change]) -> Vec<Violation> {
+    let role = match Role::parse(&identity.role) {
+        Some(role) => role,
+        None => {
+            return vec![Violation::BadIdentity {
+                reason: format!(
+                    "run {} has unknown role `{}` (expected one of {})",
+                    identity.run,
+                    identity.role,
+                    Role::NAMES.join(", ")
+                ),
+            }];
+        }
+    };
+    if !role.may_commit() {
+        return vec![Violation::ReadOnlyRole {
+            role: role.as_str().to_string(),
+        }];
+    }
+    let scope = match Scope::new(&identity.scope) {
+        Ok(scope) => scope,
+        Err(e) => {
+            return vec![Violation::BadIdentity {
+                reason: format!("run {}: {e}", identity.run),
+            }];
+        }
+    };
+    audit_changes(&scope, changes)
+}
+
+/// Checks every changed path against a scope and the protected paths.
+pub fn audit_changes(scope: &Scope, changes: &[Change]) -> Vec<Violation> {
+    let mut violations = Vec::new();
+    for change in changes {
+        let normal = match normalize_path(&change.path) {
+            Ok(normal) => normal,
+            Err(PathError::EscapesRoot) => {
+                violations.push(Violation::EscapesRoot {
+                    change: change.clone(),
+                });
+                continue;
+            }
+        };
+        if let Some(rule) = protected_rule(&normal) {
+            violations.push(Violation::Protected {
+                change: change.clone(),
+                rule,
+            });
+        } else if !scope.contains(&normal) {
+            violations.push(Violation::OutsideScope {
+                change: change.clone(),
+                scope: scope.globs().to_vec(),
+            });
+        }
+    }
+    violations
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn change(path: &str, kind: ChangeKind) -> Change {
+        Change {
+            path: path.to_string(),
+            kind,
+        }
+    }
+
+    fn identity(role: &str, scope: &[&str]) -> RunIdentity {
+        RunIdentity {
+            run: "r1".into(),
+            task: "t1".into(),
+            role: role.into(),
+            scope: scope.iter().map(|s| s.to_string()).collect(),
+        }
+    }
+
+    #[test]
+    fn normalisation_resolves_dots_and_refuses_escape() {
+        assert_eq!(normalize_path("./src//a/./b.rs").unwrap(), "src/a/b.rs");
+        assert_eq!(normalize_path("/src/x/../y.rs").unwrap(), "src/y.rs");
+        assert_eq!(normalize_path("src/../../etc"), Err(PathError::EscapesRoot));
+        assert_eq!(normalize_path("..").unwrap_err(), PathError::EscapesRoot);
+    }
+
+    #[test]
+    fn star_does_not_cross_directories_but_double_star_does() {
+        let scope = Scope::new(&["src/*.rs", "docs/**"]).unwrap();
+        assert!(scope.contains("src/a.rs"));
+        assert!(!scope.contains("src/deep/a.rs"));
+        assert!(scope.contains("docs/a/b/c.md"));
+        assert!(!scope.contains("docsx/a.md"));
+    }
+
+    #[test]
+    fn literal_and_trailing_slash_patterns_cover_directories() {
+        let scope = Scope::new(&["src/routes", "tests/"]).unwrap();
+        assert!(scope.contains("src/routes"));
+        assert!(scope.contains("src/routes/a/b.rs"));
+        assert!(!scope.contains("src/routes2/a.rs"));
+        assert!(scope.contains("tests/x.rs"));
+        assert!(!scope.contains("tests"));
+    }
+
+    #[test]
+    fn globs_are_normalised_and_root_or_escape_refused() {
+        let scope = Scope::new(&["./src/**"]).unwrap();
+        assert!(scope.contains("src/a.rs"));
+        assert_eq!(scope.globs(), ["./src/**"]);
+        assert!(Scope::new(&["."]).is_err());
+        assert!(Scope::new(&["../x/**"]).is_err());
+        assert!(Scope::new(&["src/[a"]).is_err());
+    }
+
+    #[test]
+    fn matching_is_case_sensitive() {
+        let scope = Scope::new(&["src/**"]).unwrap();
+        assert!(!scope.contains("SRC/a.rs"));
+        let v = audit_changes(&scope, &[change("Src/a.rs", ChangeKind::Added)]);
+        assert_eq!(v.len(), 1);
+    }
+
+    #[test]
+    fn protected_paths_resist_case_and_ignorable_characters() {
+        assert_eq!(protected_rule(".crew/flight.toml"), Some(".crew/"));
+        assert_eq!(protected_rule(".crew"), Some(".crew/"));
+        assert_eq!(protected_rule(".CREW/flight.toml"), Some(".crew/"));
+        assert_eq!(protected_rule(".cr\u{200c}ew/x"), Some(".crew/"));
+        assert_eq!(protected_rule(".crew./x"), Some(".crew/"));
+        assert_eq!(
+            protected_rule("Docs/State/CREW.json"),
+            Some("docs/state/crew.json")
+        );
+        assert_eq!(protected_rule(".crewmate/x"), None);
+        assert_eq!(protected_rule("docs/state/crew.json.bak"), None);
+    }
+
+    #[test]
+    fn verdict_names_each_violation_with_the_scope() {
+        let id = identity("implement", &["src/routes/**"]);
+        let changes = [
+            change("src/routes/a.rs", ChangeKind::Modified),
+            change("src/other.rs", ChangeKind::Added),
+            change("src/../../etc/passwd", ChangeKind::Added),
+            change(".crew/flight.toml", ChangeKind::Modified),
+            change("src/routes/x/../../lib.rs", ChangeKind::Deleted),
+        ];
+        let v = check_commit(&id, &changes);
+        let text: Vec<String> = v.iter().map(|v| v.to_string()).collect();
+        assert_eq!(
+            text,
+            [
+                "src/other.rs (added) is outside the write scope src/routes/**",
+                "src/../../etc/passwd leads outside the repository",
+                ".crew/flight.toml (modified) is protected: no worker may commit .crew/",
+                "src/routes/x/../../lib.rs (deleted) is outside the write scope src/routes/**",
+            ]
+        );
+    }
+
+    #[test]
+    fn protected_beats_a_scope_that_covers_it() {
+        let id = identity("implement", &["**"]);
+        let v = check_commit(&id, &[change("docs/state/crew.json", ChangeKind::Modified)]);
+        assert!(matches!(v[0], Violation::Protected { .. }));
+    }
+
+    #[test]
+    fn read_only_roles_may_not_commit_and_unknown_roles_fail_closed() {
+        for role in ["review", "investigate"] {
+            let v = check_commit(&identity(role, &["**"]), &[]);
+            assert_eq!(v, [Violation::ReadOnlyRole { role: role.into() }]);
+        }
+        let v = check_commit(&identity("boss", &["**"]), &[]);
+        assert!(matches!(&v[0], Violation::BadIdentity { reason } if reason.contains("boss")));
+        assert!(
+            check_commit(
+                &identity("cleanup", &["**"]),
+                &[change("a", ChangeKind::Deleted)]
+            )
+            .is_empty()
+        );
+    }
+
+    #[test]
+    fn an_empty_scope_admits_nothing() {
+        let v = check_commit(
+            &identity("implement", &[]),
+            &[change("a.txt", ChangeKind::Added)],
+        );
+        assert_eq!(
+            v[0].to_string(),
+            "a.txt (added) is outside the write scope (the run has none)"
+        );
+    }
+}

@@ -1,0 +1,153 @@
+//! The hooks directory git really uses, and the file work of adding and removing
+//! git-crew's marker block in its hooks. The text edits themselves are
+//! `core::hookblock`.
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+
+use anyhow::Context;
+use serde::Serialize;
+
+use crate::core::hookblock::{self, Install};
+
+/// Suffix of a non-shell hook moved aside so a shell hook can chain it.
+pub const CHAINED_SUFFIX: &str = ".pre-crew";
+
+/// `core.hooksPath` when set (relative to the work tree, `~` expanded), else the common
+/// `hooks` directory. Never rewrites `core.hooksPath`.
+pub fn hooks_dir(repo: &gix::Repository) -> PathBuf {
+    let configured = repo
+        .config_snapshot()
+        .string("core.hooksPath")
+        .map(|v| v.to_string())
+        .filter(|v| !v.is_empty());
+    match configured {
+        Some(value) => {
+            let path = match value.strip_prefix("~/") {
+                Some(rest) => std::env::var_os("HOME")
+                    .map_or_else(|| PathBuf::from(&value), |h| PathBuf::from(h).join(rest)),
+                None => PathBuf::from(&value),
+            };
+            if path.is_absolute() {
+                path
+            } else {
+                repo.workdir().unwrap_or_else(|| repo.git_dir()).join(path)
+            }
+        }
+        None => repo.common_dir().join("hooks"),
+    }
+}
+
+/// What happened to one hook file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum HookAction {
+    /// There was no hook: git-crew created it.
+    Created,
+    /// git-crew's block was added to (or refreshed in) an existing hook.
+    Updated,
+    /// The hook already carried the current block.
+    Unchanged,
+    /// A non-shell hook was moved aside and is now run after git-crew's block.
+    Chained,
+    /// git-crew's block was taken out of a hook that stays.
+    Removed,
+    /// A hook git-crew had created was deleted.
+    Deleted,
+    /// A chained hook was moved back into place.
+    Restored,
+    /// There was nothing of git-crew's to remove.
+    Absent,
+}
+
+/// Adds `block` to the hook `name` in `dir`.
+pub fn install(dir: &Path, name: &str, block: &str) -> anyhow::Result<HookAction> {
+    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    let path = dir.join(name);
+    let plan = match read_optional(&path)? {
+        None => hookblock::install(None, block),
+        // A binary hook cannot take a shell block.
+        Some(text) if text.contains('\0') || text.contains('\u{fffd}') => Install::Chain,
+        Some(text) => hookblock::install(Some(&text), block),
+    };
+    match plan {
+        Install::Create(text) => {
+            write_atomic(&path, &text, 0o755)?;
+            Ok(HookAction::Created)
+        }
+        Install::Update(text) => {
+            let mode = std::fs::metadata(&path).map_or(0o755, |m| m.permissions().mode() & 0o7777);
+            write_atomic(&path, &text, mode | 0o111)?;
+            Ok(HookAction::Updated)
+        }
+        Install::Unchanged => Ok(HookAction::Unchanged),
+        Install::Chain => {
+            let moved = format!("{name}{CHAINED_SUFFIX}");
+            let moved_path = dir.join(&moved);
+            if moved_path.exists() {
+                anyhow::bail!(
+                    "cannot chain {}: {} already exists",
+                    path.display(),
+                    moved_path.display()
+                );
+            }
+            std::fs::rename(&path, &moved_path)
+                .with_context(|| format!("cannot move {} aside", path.display()))?;
+            let text = format!(
+                "{}\n{}\n",
+                hookblock::SHEBANG,
+                hookblock::chain_block(block, &moved)
+            );
+            write_atomic(&path, &text, 0o755)?;
+            Ok(HookAction::Chained)
+        }
+    }
+}
+
+/// Takes git-crew's block out of the hook `name`; deletes the file when git-crew created
+/// it and nothing else was added since; moves a chained hook back.
+pub fn uninstall(dir: &Path, name: &str, created: bool) -> anyhow::Result<HookAction> {
+    let path = dir.join(name);
+    let Some(text) = read_optional(&path)? else {
+        return Ok(HookAction::Absent);
+    };
+    let Some(left) = hookblock::remove(&text) else {
+        return Ok(HookAction::Absent);
+    };
+    let moved_path = dir.join(format!("{name}{CHAINED_SUFFIX}"));
+    if hookblock::is_only_shebang(&left) && moved_path.exists() {
+        std::fs::rename(&moved_path, &path)
+            .with_context(|| format!("cannot restore {}", moved_path.display()))?;
+        return Ok(HookAction::Restored);
+    }
+    if created && hookblock::is_only_shebang(&left) {
+        std::fs::remove_file(&path).with_context(|| format!("cannot remove {}", path.display()))?;
+        return Ok(HookAction::Deleted);
+    }
+    let mode = std::fs::metadata(&path).map_or(0o755, |m| m.permissions().mode() & 0o7777);
+    write_atomic(&path, &left, mode)?;
+    Ok(HookAction::Removed)
+}
+
+fn read_optional(path: &Path) -> anyhow::Result<Option<String>> {
+    match std::fs::read(path) {
+        Ok(bytes) => Ok(Some(String::from_utf8_lossy(&bytes).into_owned())),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(e).with_context(|| format!("cannot read {}", path.display())),
+    }
+}
+
+/// Writes a file through a temporary sibling and a rename, so a reader never sees half.
+pub fn write_atomic(path: &Path, text: &str, mode: u32) -> anyhow::Result<()> {
+    let dir = path.parent().context("a file path has a parent")?;
+    let mut tmp = tempfile::NamedTempFile::new_in(dir)
+        .with_context(|| format!("cannot create a temporary file in {}", dir.display()))?;
+    std::io::Write::write_all(&mut tmp, text.as_bytes())
+        .with_context(|| format!("cannot write {}", path.display()))?;
+    tmp.as_file()
+        .set_permissions(std::fs::Permissions::from_mode(mode))
+        .with_context(|| format!("cannot set the mode of {}", path.display()))?;
+    tmp.persist(path)
+        .with_context(|| format!("cannot write {}", path.display()))?;
+    Ok(())
+}

@@ -1,0 +1,10 @@
+//! The only module that touches gix or spawns `git`. In-process with gix where gix has
+//! the porcelain; the `git` binary (behind [`run::GitRunner`]) for writes to the user's
+//! config and checkout.
+
+pub mod diff;
+pub mod hooks_dir;
+pub mod identity;
+pub mod repo;
+pub mod run;
+pub mod staged;

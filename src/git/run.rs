@@ -1,0 +1,87 @@
+//! The `git` binary, for what must go through git itself (writes to the user's config).
+//! Every call goes through [`GitRunner`] so it can move in-process later without
+//! touching callers.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use anyhow::{Context, bail};
+
+/// Runs `git` in one directory.
+pub struct GitRunner {
+    dir: PathBuf,
+}
+
+impl GitRunner {
+    pub fn new(dir: &Path) -> GitRunner {
+        GitRunner {
+            dir: dir.to_path_buf(),
+        }
+    }
+
+    fn command(&self, args: &[&str]) -> Command {
+        let mut cmd = Command::new("git");
+        cmd.arg("-C").arg(&self.dir).args(args);
+        cmd
+    }
+
+    /// Runs git and returns its stdout; a non-zero exit is an error carrying stderr.
+    pub fn output(&self, args: &[&str]) -> anyhow::Result<String> {
+        let out = self
+            .command(args)
+            .output()
+            .with_context(|| format!("cannot run git {}", args.join(" ")))?;
+        if !out.status.success() {
+            bail!(
+                "git {} failed: {}",
+                args.join(" "),
+                String::from_utf8_lossy(&out.stderr).trim()
+            );
+        }
+        Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+    }
+
+    /// Every value of a key in the repository's own config (`--local`); empty when unset.
+    pub fn local_values(&self, key: &str) -> anyhow::Result<Vec<String>> {
+        let out = self
+            .command(&["config", "--local", "--get-all", key])
+            .output()
+            .with_context(|| format!("cannot run git config --get-all {key}"))?;
+        // Exit 1 means "no such key".
+        match out.status.code() {
+            Some(0) => Ok(String::from_utf8_lossy(&out.stdout)
+                .lines()
+                .map(str::to_string)
+                .collect()),
+            Some(1) => Ok(Vec::new()),
+            _ => bail!(
+                "git config --get-all {key} failed: {}",
+                String::from_utf8_lossy(&out.stderr).trim()
+            ),
+        }
+    }
+
+    /// Adds a value to a (multi-valued) key of the repository's own config.
+    pub fn add_local(&self, key: &str, value: &str) -> anyhow::Result<()> {
+        self.output(&["config", "--local", "--add", key, value])
+            .map(drop)
+    }
+
+    /// Sets a single-valued key of the repository's own config.
+    pub fn set_local(&self, key: &str, value: &str) -> anyhow::Result<()> {
+        self.output(&["config", "--local", key, value]).map(drop)
+    }
+
+    /// Removes exactly one value of a key from the repository's own config.
+    pub fn unset_local(&self, key: &str, value: &str) -> anyhow::Result<()> {
+        self.output(&[
+            "config",
+            "--local",
+            "--fixed-value",
+            "--unset-all",
+            key,
+            value,
+        ])
+        .map(drop)
+    }
+}

@@ -1,0 +1,276 @@
+//! Staged paths: the index against HEAD's tree, in-process.
+//!
+//! This runs in the pre-commit hook on every commit, so it does what git does and gix's
+//! `tree_index_status` does not: it trusts the index's cache-tree extension and skips
+//! every directory whose cached tree id still equals HEAD's subtree, only descending where
+//! something was staged. Without a cache tree it walks everything and is merely correct.
+
+use std::ops::Range;
+
+use anyhow::Context;
+use gix::ObjectId;
+use gix::bstr::ByteSlice;
+use gix::index::entry::{Flags, Stage};
+use gix::index::extension::Tree as CacheTree;
+
+use crate::core::scope::{Change, ChangeKind};
+
+/// Every path whose staged state differs from HEAD: additions, modifications, deletions
+/// (a rename shows as both), mode changes (executable bit, symlinks, gitlinks) and
+/// unmerged entries. Paths are in index order, repository-relative.
+pub fn staged_changes(repo: &gix::Repository) -> anyhow::Result<Vec<Change>> {
+    let path = repo.index_path();
+    let index = match gix::index::File::at(
+        &path,
+        repo.object_hash(),
+        // The hook reads the index git has just written; re-hashing megabytes on every
+        // commit buys nothing here.
+        true,
+        gix::index::decode::Options::default(),
+    ) {
+        Ok(index) => index,
+        Err(_) if !path.exists() => {
+            gix::index::File::from_state(gix::index::State::new(repo.object_hash()), path.clone())
+        }
+        Err(e) => {
+            return Err(e).with_context(|| format!("cannot read the index at {}", path.display()));
+        }
+    };
+    let head = head_tree(repo)?;
+    let mut walk = Walk {
+        repo,
+        state: &index,
+        out: Vec::new(),
+    };
+    let all = 0..index.entries().len();
+    walk.dir(b"", head, all, index.tree())?;
+    Ok(walk.out)
+}
+
+/// HEAD's tree, or `None` on an unborn branch.
+fn head_tree(repo: &gix::Repository) -> anyhow::Result<Option<ObjectId>> {
+    let mut head = repo.head().context("cannot read HEAD")?;
+    match head.peel_to_commit() {
+        Ok(commit) => Ok(Some(
+            commit
+                .tree_id()
+                .context("cannot read HEAD's tree")?
+                .detach(),
+        )),
+        Err(_) if head.is_unborn() => Ok(None),
+        Err(e) => Err(e).context("cannot resolve HEAD to a commit"),
+    }
+}
+
+struct TreeItem {
+    name: Vec<u8>,
+    mode: u32,
+    id: ObjectId,
+    is_tree: bool,
+}
+
+enum Group {
+    /// One path: its entries (several when unmerged).
+    File(Range<usize>),
+    /// Everything under a directory.
+    Dir(Range<usize>),
+}
+
+struct Walk<'a> {
+    repo: &'a gix::Repository,
+    state: &'a gix::index::State,
+    out: Vec<Change>,
+}
+
+impl Walk<'_> {
+    fn path(&self, i: usize) -> &[u8] {
+        self.state.entries()[i].path(self.state).as_bytes()
+    }
+
+    fn push(&mut self, path: &[u8], kind: ChangeKind) {
+        self.out.push(Change {
+            path: String::from_utf8_lossy(path.strip_suffix(b"/").unwrap_or(path)).into_owned(),
+            kind,
+        });
+    }
+
+    fn tree_items(&self, id: ObjectId) -> anyhow::Result<Vec<TreeItem>> {
+        let tree = self
+            .repo
+            .find_tree(id)
+            .with_context(|| format!("cannot read tree {id}"))?;
+        let decoded = tree
+            .decode()
+            .with_context(|| format!("cannot decode tree {id}"))?;
+        let mut items: Vec<TreeItem> = decoded
+            .entries
+            .iter()
+            .map(|e| TreeItem {
+                name: e.filename.to_vec(),
+                mode: u32::from(e.mode.value()),
+                id: e.oid.to_owned(),
+                is_tree: e.mode.is_tree(),
+            })
+            .collect();
+        items.sort_by(|a, b| a.name.cmp(&b.name));
+        Ok(items)
+    }
+
+    /// Compares one directory: HEAD's subtree `head` with the index entries `range`, all of
+    /// which start with `prefix` (empty, or ending in `/`).
+    fn dir(
+        &mut self,
+        prefix: &[u8],
+        head: Option<ObjectId>,
+        range: Range<usize>,
+        cache: Option<&CacheTree>,
+    ) -> anyhow::Result<()> {
+        if let (Some(head), Some(cache)) = (head, cache)
+            && cache.num_entries == u32::try_from(range.len()).ok()
+            && cache.id == head
+        {
+            return Ok(());
+        }
+        let groups = self.groups(prefix, range);
+        let items = match head {
+            Some(id) => self.tree_items(id)?,
+            None => Vec::new(),
+        };
+        let mut item_iter = items.into_iter().peekable();
+        let mut group_iter = groups.into_iter().peekable();
+        loop {
+            let order = match (item_iter.peek(), group_iter.peek()) {
+                (None, None) => break,
+                (Some(_), None) => std::cmp::Ordering::Less,
+                (None, Some(_)) => std::cmp::Ordering::Greater,
+                (Some(item), Some((name, _))) => item.name.as_slice().cmp(name),
+            };
+            match order {
+                std::cmp::Ordering::Less => {
+                    let item = item_iter.next().expect("peeked");
+                    self.deleted(prefix, &item)?;
+                }
+                std::cmp::Ordering::Greater => {
+                    let (_, group) = group_iter.next().expect("peeked");
+                    self.added(group);
+                }
+                std::cmp::Ordering::Equal => {
+                    let item = item_iter.next().expect("peeked");
+                    let (name, group) = group_iter.next().expect("peeked");
+                    self.both(prefix, &name, item, group, cache)?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Splits the entries of a directory by their first path component, sorted by name.
+    fn groups(&self, prefix: &[u8], range: Range<usize>) -> Vec<(Vec<u8>, Group)> {
+        let mut groups = Vec::new();
+        let mut i = range.start;
+        while i < range.end {
+            let path = self.path(i);
+            let rel = &path[prefix.len()..];
+            match rel.find_byte(b'/') {
+                Some(slash) => {
+                    let name = rel[..slash].to_vec();
+                    let dir_len = prefix.len() + slash + 1;
+                    let mut j = i + 1;
+                    while j < range.end && self.path(j).get(..dir_len) == Some(&path[..dir_len]) {
+                        j += 1;
+                    }
+                    groups.push((name, Group::Dir(i..j)));
+                    i = j;
+                }
+                None => {
+                    let mut j = i + 1;
+                    while j < range.end && self.path(j) == path {
+                        j += 1;
+                    }
+                    groups.push((rel.to_vec(), Group::File(i..j)));
+                    i = j;
+                }
+            }
+        }
+        groups.sort_by(|a, b| a.0.cmp(&b.0));
+        groups
+    }
+
+    fn counts(&self, i: usize) -> bool {
+        !self.state.entries()[i].flags.contains(Flags::INTENT_TO_ADD)
+    }
+
+    fn added(&mut self, group: Group) {
+        let range = match group {
+            Group::File(r) => r.start..r.start + 1,
+            Group::Dir(r) => r,
+        };
+        for i in range {
+            if self.counts(i) {
+                let path = self.path(i).to_vec();
+                self.push(&path, ChangeKind::Added);
+            }
+        }
+    }
+
+    fn deleted(&mut self, prefix: &[u8], item: &TreeItem) -> anyhow::Result<()> {
+        let path = [prefix, &item.name].concat();
+        if !item.is_tree {
+            self.push(&path, ChangeKind::Deleted);
+            return Ok(());
+        }
+        let dir_prefix = [path.as_slice(), b"/"].concat();
+        for child in self.tree_items(item.id)? {
+            self.deleted(&dir_prefix, &child)?;
+        }
+        Ok(())
+    }
+
+    fn both(
+        &mut self,
+        prefix: &[u8],
+        name: &[u8],
+        item: TreeItem,
+        group: Group,
+        cache: Option<&CacheTree>,
+    ) -> anyhow::Result<()> {
+        match group {
+            Group::File(range) => {
+                let entry = &self.state.entries()[range.start];
+                let path = [prefix, name].concat();
+                if range.len() > 1 || entry.stage() != Stage::Unconflicted {
+                    self.push(&path, ChangeKind::Unmerged);
+                } else if !self.counts(range.start) {
+                    // An intent-to-add entry records no content to commit.
+                    self.deleted(prefix, &item)?;
+                } else if item.is_tree && !entry.mode.is_sparse() {
+                    self.deleted(prefix, &item)?;
+                    self.push(&path, ChangeKind::Added);
+                } else if entry.id != item.id {
+                    self.push(&path, ChangeKind::Modified);
+                } else if entry.mode.bits() != item.mode {
+                    self.push(&path, ChangeKind::ModeChanged);
+                }
+            }
+            Group::Dir(range) => {
+                let first = &self.state.entries()[range.start];
+                if range.len() == 1 && first.mode.is_sparse() {
+                    // A sparse-index directory entry stands for the whole subtree.
+                    if first.id != item.id {
+                        let path = self.path(range.start).to_vec();
+                        self.push(&path, ChangeKind::Modified);
+                    }
+                } else if item.is_tree {
+                    let child =
+                        cache.and_then(|c| c.children.iter().find(|t| t.name.as_slice() == name));
+                    let dir_prefix = [prefix, name, b"/"].concat();
+                    self.dir(&dir_prefix, Some(item.id), range, child)?;
+                } else {
+                    self.deleted(prefix, &item)?;
+                    self.added(Group::Dir(range));
+                }
+            }
+        }
+        Ok(())
+    }
+}

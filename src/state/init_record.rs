@@ -1,0 +1,67 @@
+//! What `git crew init` added, so `init --uninstall` removes exactly that and nothing the
+//! user had before: `<git-common-dir>/crew/init.json`.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::Context;
+use serde::{Deserialize, Serialize};
+
+use crate::git::hooks_dir::write_atomic;
+
+const FILE: &str = "init.json";
+
+/// One config value init added.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ConfigValue {
+    pub key: String,
+    pub value: String,
+}
+
+/// Everything init added over all its runs (a second init adds nothing new).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct InitRecord {
+    /// The hooks directory the hooks went into.
+    #[serde(default)]
+    pub hooks_dir: Option<PathBuf>,
+    /// Hooks that did not exist before init created them.
+    #[serde(default)]
+    pub hooks_created: Vec<String>,
+    #[serde(default)]
+    pub config_added: Vec<ConfigValue>,
+    /// The starter `.crew/flight.toml` as written, when init created it.
+    #[serde(default)]
+    pub flight_created: Option<String>,
+    /// The line init added to `info/exclude`, if any.
+    #[serde(default)]
+    pub exclude_added: Option<String>,
+}
+
+impl InitRecord {
+    pub fn load(state_dir: &Path) -> anyhow::Result<Option<InitRecord>> {
+        let path = state_dir.join(FILE);
+        match std::fs::read(&path) {
+            Ok(bytes) => serde_json::from_slice(&bytes)
+                .map(Some)
+                .with_context(|| format!("cannot parse {}", path.display())),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(e).with_context(|| format!("cannot read {}", path.display())),
+        }
+    }
+
+    pub fn save(&self, state_dir: &Path) -> anyhow::Result<()> {
+        std::fs::create_dir_all(state_dir)
+            .with_context(|| format!("cannot create {}", state_dir.display()))?;
+        let text = serde_json::to_string_pretty(self)?;
+        write_atomic(&state_dir.join(FILE), &text, 0o644)
+    }
+
+    pub fn delete(state_dir: &Path) -> anyhow::Result<()> {
+        let path = state_dir.join(FILE);
+        match std::fs::remove_file(&path) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                Err(e).with_context(|| format!("cannot remove {}", path.display()))
+            }
+            _ => Ok(()),
+        }
+    }
+}

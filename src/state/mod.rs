@@ -1,0 +1,4 @@
+//! Local, never-committed state under `<git-common-dir>/crew/`.
+
+pub mod init_record;
+pub mod live;

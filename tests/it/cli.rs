@@ -1,0 +1,115 @@
+//! The command contract shared by every command: output format, error envelope, exit
+//! codes, `-C`, `--version`, `--help`.
+
+use crate::common::{TestEnv, write};
+
+#[test]
+fn version_and_help_exit_zero() {
+    let env = TestEnv::new();
+    let out = env.crew(env.root(), &["--version"]);
+    out.expect_code(0);
+    assert_eq!(
+        out.stdout,
+        format!("git-crew {}\n", env!("CARGO_PKG_VERSION"))
+    );
+    let out = env.crew(env.root(), &["--help"]);
+    out.expect_code(0);
+    assert!(out.stdout.contains("Examples:"));
+    assert!(out.stdout.contains("init"));
+    assert!(
+        out.stdout
+            .contains("Exit codes: 0 ok, 1 a check said no, 2 usage or config error")
+    );
+    assert!(
+        !out.stdout
+            .lines()
+            .any(|l| l.trim_start().starts_with("hook ")),
+        "hidden entry points stay out of the help"
+    );
+    let out = env.crew(env.root(), &["flight", "--help"]);
+    out.expect_code(0);
+    assert!(out.stdout.contains("git crew flight --explain"));
+}
+
+#[test]
+fn usage_errors_are_exit_2_in_the_envelope() {
+    let env = TestEnv::new();
+    let out = env.crew(env.root(), &["frobnicate"]);
+    out.expect_code(2);
+    let json = out.json();
+    assert_eq!(json["ok"], false);
+    assert_eq!(json["error"]["code"], "usage");
+    assert!(
+        json["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("frobnicate")
+    );
+    assert!(json["error"]["hint"].as_str().unwrap().contains("--help"));
+
+    let out = env.crew(env.root(), &["flight", "--bogus", "--human"]);
+    out.expect_code(2);
+    assert_eq!(out.stdout, "");
+    assert!(out.stderr.contains("--bogus"));
+}
+
+#[test]
+fn commands_of_later_issues_are_not_registered() {
+    let env = TestEnv::new();
+    for command in ["dispatch", "wait", "integrate"] {
+        env.crew(env.root(), &[command]).expect_code(2);
+    }
+}
+
+#[test]
+fn minus_c_works_like_git_and_stacks() {
+    let env = TestEnv::new();
+    let repo = env.fixture("plain.sh", "repo", &[]);
+    write(
+        &repo.join(".crew/flight.toml"),
+        "default_backend = \"claude\"\n",
+    );
+    let out = env.crew(env.root(), &["-C", "repo", "flight"]);
+    out.expect_code(0);
+    assert_eq!(out.json()["flight"]["default_backend"], "claude");
+    let out = env.crew(env.root(), &["-C", "repo", "-C", ".crew", "flight"]);
+    assert_eq!(out.json()["flight"]["default_backend"], "claude");
+    let out = env.crew(env.root(), &["-C", "missing", "flight"]);
+    out.expect_code(2);
+    assert_eq!(out.json()["error"]["code"], "bad-directory");
+}
+
+#[test]
+fn the_format_follows_flags_and_environment() {
+    let env = TestEnv::new();
+    let repo = env.fixture("plain.sh", "repo", &[]);
+    // Not a terminal: JSON.
+    assert!(
+        env.crew(&repo, &["flight"])
+            .stdout
+            .starts_with("{\"ok\":true,")
+    );
+    // --human on a pipe.
+    let human = env.crew(&repo, &["flight", "--human"]).stdout;
+    assert!(
+        human.starts_with("backends.claude.adapter = \"claude\"\n"),
+        "{human}"
+    );
+    // GIT_CREW_FORMAT=human, and --json beats it.
+    let mut cmd = env.command(crate::common::bin());
+    let out = cmd
+        .current_dir(&repo)
+        .env("GIT_CREW_FORMAT", "human")
+        .arg("flight")
+        .output()
+        .unwrap();
+    assert_eq!(String::from_utf8_lossy(&out.stdout), human);
+    let mut cmd = env.command(crate::common::bin());
+    let out = cmd
+        .current_dir(&repo)
+        .env("GIT_CREW_FORMAT", "human")
+        .args(["flight", "--json"])
+        .output()
+        .unwrap();
+    assert!(out.stdout.starts_with(b"{\"ok\":true,"));
+}

@@ -1,0 +1,324 @@
+//! The pre-commit and post-merge hooks, driven by real `git commit` and `git merge` in
+//! linked worktrees whose `crew.*` identity was set by hand.
+
+use std::path::{Path, PathBuf};
+
+use crate::common::{TestEnv, read, write};
+
+/// A repository with git-crew's hooks and a crew worktree: returns (repo, worktree).
+fn crew_setup(env: &TestEnv, role: &str, scope: &[&str]) -> (PathBuf, PathBuf) {
+    let mut args = vec!["r1", "routes", role];
+    args.extend_from_slice(scope);
+    let dir = env.fixture("crew-worktree.sh", "case", &args);
+    let (repo, wt) = (dir.join("repo"), dir.join("wt"));
+    env.crew(&repo, &["init"]).expect_code(0);
+    (repo, wt)
+}
+
+fn commit(env: &TestEnv, wt: &Path, message: &str) -> crate::common::Out {
+    env.git(wt, &["commit", "-q", "-m", message])
+}
+
+#[test]
+fn an_in_scope_commit_passes() {
+    let env = TestEnv::new();
+    let (_, wt) = crew_setup(&env, "implement", &["src/routes/**"]);
+    write(&wt.join("src/routes/b.rs"), "pub fn b() {}\n");
+    write(&wt.join("src/routes/a.rs"), "pub fn routes() { b() }\n");
+    env.git_ok(&wt, &["add", "-A"]);
+    let out = commit(&env, &wt, "in scope");
+    out.expect_code(0);
+    assert_eq!(out.stderr, "");
+}
+
+#[test]
+fn an_out_of_scope_commit_is_refused_naming_each_path_and_the_scope() {
+    let env = TestEnv::new();
+    let (_, wt) = crew_setup(&env, "implement", &["src/routes/**", "docs/*.md"]);
+    write(&wt.join("src/routes/b.rs"), "ok\n");
+    write(&wt.join("src/lib.rs"), "changed\n");
+    write(&wt.join("Cargo.toml"), "[package]\n");
+    env.git_ok(&wt, &["add", "-A"]);
+    let head_before = env.git_ok(&wt, &["rev-parse", "HEAD"]);
+    let out = commit(&env, &wt, "too wide");
+    out.expect_code(1);
+    assert_eq!(
+        out.stderr,
+        "crew: error: commit refused in run r1 (task routes)\n\
+         crew:   Cargo.toml (added) is outside the write scope src/routes/**, docs/*.md\n\
+         crew:   src/lib.rs (modified) is outside the write scope src/routes/**, docs/*.md\n\
+         crew: hint: unstage those paths (git restore --staged <path>); they belong to another run or to the lead\n"
+    );
+    assert_eq!(env.git_ok(&wt, &["rev-parse", "HEAD"]), head_before);
+}
+
+#[test]
+fn a_rename_out_of_scope_is_refused_on_its_outside_side() {
+    let env = TestEnv::new();
+    let (_, wt) = crew_setup(&env, "implement", &["src/routes/**"]);
+    env.git_ok(&wt, &["mv", "src/routes/a.rs", "src/a.rs"]);
+    let out = commit(&env, &wt, "rename out");
+    out.expect_code(1);
+    assert!(
+        out.stderr
+            .contains("src/a.rs (added) is outside the write scope src/routes/**"),
+        "{}",
+        out.stderr
+    );
+    assert!(!out.stderr.contains("src/routes/a.rs"), "{}", out.stderr);
+
+    // Renaming in from outside touches the outside side too.
+    env.git_ok(&wt, &["reset", "-q", "--hard"]);
+    env.git_ok(&wt, &["mv", "src/lib.rs", "src/routes/lib.rs"]);
+    let out = commit(&env, &wt, "rename in");
+    out.expect_code(1);
+    assert!(
+        out.stderr.contains("src/lib.rs (deleted) is outside"),
+        "{}",
+        out.stderr
+    );
+}
+
+#[test]
+fn a_deletion_out_of_scope_is_refused() {
+    let env = TestEnv::new();
+    let (_, wt) = crew_setup(&env, "implement", &["src/routes/**"]);
+    env.git_ok(&wt, &["rm", "-q", "README.md"]);
+    let out = commit(&env, &wt, "delete");
+    out.expect_code(1);
+    assert!(
+        out.stderr
+            .contains("README.md (deleted) is outside the write scope"),
+        "{}",
+        out.stderr
+    );
+    // A whole directory deleted outside the scope names every file in it.
+    env.git_ok(&wt, &["reset", "-q", "--hard"]);
+    env.git_ok(&wt, &["rm", "-q", "-r", "docs"]);
+    let out = commit(&env, &wt, "delete dir");
+    out.expect_code(1);
+    assert!(
+        out.stderr.contains("docs/guide.md (deleted)"),
+        "{}",
+        out.stderr
+    );
+}
+
+#[test]
+fn mode_changes_and_symlinks_out_of_scope_are_refused() {
+    let env = TestEnv::new();
+    let (_, wt) = crew_setup(&env, "implement", &["src/**"]);
+    env.git_ok(&wt, &["update-index", "--chmod=-x", "build.sh"]);
+    env.git_ok(&wt, &["update-index", "--chmod=+x", "README.md"]);
+    std::os::unix::fs::symlink("/etc/passwd", wt.join("link")).unwrap();
+    std::os::unix::fs::symlink("../README.md", wt.join("src/readme-link")).unwrap();
+    env.git_ok(&wt, &["add", "link", "src/readme-link"]);
+    let out = commit(&env, &wt, "modes");
+    out.expect_code(1);
+    assert!(
+        out.stderr.contains("README.md (mode changed) is outside"),
+        "{}",
+        out.stderr
+    );
+    assert!(
+        out.stderr.contains("link (added) is outside"),
+        "{}",
+        out.stderr
+    );
+    assert!(!out.stderr.contains("src/readme-link"), "{}", out.stderr);
+}
+
+#[test]
+fn a_gitlink_out_of_scope_is_refused() {
+    let env = TestEnv::new();
+    let (_, wt) = crew_setup(&env, "implement", &["src/**"]);
+    let head = env.git_ok(&wt, &["rev-parse", "HEAD"]);
+    let spec = format!("160000,{},vendor/lib", head.trim());
+    env.git_ok(&wt, &["update-index", "--add", "--cacheinfo", &spec]);
+    let out = commit(&env, &wt, "submodule");
+    out.expect_code(1);
+    assert!(
+        out.stderr.contains("vendor/lib (added) is outside"),
+        "{}",
+        out.stderr
+    );
+}
+
+#[test]
+fn commit_all_reads_the_index_git_hands_the_hook() {
+    let env = TestEnv::new();
+    let (_, wt) = crew_setup(&env, "implement", &["src/routes/**"]);
+    write(
+        &wt.join("README.md"),
+        "changed but only staged by commit -a\n",
+    );
+    let out = env.git(&wt, &["commit", "-q", "-a", "-m", "all"]);
+    out.expect_code(1);
+    assert!(
+        out.stderr.contains("README.md (modified) is outside"),
+        "{}",
+        out.stderr
+    );
+    // And `git commit <path>` uses yet another temporary index.
+    let out = env.git(&wt, &["commit", "-q", "-m", "only", "README.md"]);
+    out.expect_code(1);
+    assert!(
+        out.stderr.contains("README.md (modified) is outside"),
+        "{}",
+        out.stderr
+    );
+}
+
+#[test]
+fn read_only_roles_may_not_commit_at_all() {
+    for role in ["review", "investigate"] {
+        let env = TestEnv::new();
+        let (_, wt) = crew_setup(&env, role, &["**"]);
+        write(&wt.join("src/routes/a.rs"), "changed\n");
+        env.git_ok(&wt, &["add", "-A"]);
+        let out = commit(&env, &wt, "review commits");
+        out.expect_code(1);
+        assert!(
+            out.stderr.contains(&format!(
+                "a {role} run may not commit; its only output is its manifest"
+            )),
+            "{}",
+            out.stderr
+        );
+        assert!(out.stderr.contains("$CREW_MANIFEST"));
+    }
+}
+
+#[test]
+fn protected_paths_are_refused_whatever_the_scope() {
+    let env = TestEnv::new();
+    let (_, wt) = crew_setup(&env, "implement", &["**"]);
+    write(&wt.join(".crew/flight.toml"), "version = 1\n");
+    write(&wt.join("docs/state/crew.json"), "{}\n");
+    write(&wt.join("src/routes/a.rs"), "fine\n");
+    env.git_ok(&wt, &["add", "-A"]);
+    let out = commit(&env, &wt, "protected");
+    out.expect_code(1);
+    assert!(
+        out.stderr
+            .contains(".crew/flight.toml (added) is protected: no worker may commit .crew/"),
+        "{}",
+        out.stderr
+    );
+    assert!(
+        out.stderr
+            .contains("docs/state/crew.json (added) is protected"),
+        "{}",
+        out.stderr
+    );
+    assert!(!out.stderr.contains("src/routes/a.rs"));
+}
+
+#[test]
+fn the_hook_reports_json_when_asked() {
+    let env = TestEnv::new();
+    let (_, wt) = crew_setup(&env, "implement", &["src/routes/**"]);
+    write(&wt.join("src/lib.rs"), "x\n");
+    env.git_ok(&wt, &["add", "-A"]);
+    let out = env.crew(&wt, &["hook", "pre-commit", "--json"]);
+    out.expect_code(1);
+    let json = out.json();
+    assert_eq!(json["ok"], false);
+    assert_eq!(json["error"]["code"], "scope-violation");
+    assert_eq!(json["run"], "r1");
+    assert_eq!(json["staged"], serde_json::json!(["src/lib.rs"]));
+    assert_eq!(
+        json["violations"][0],
+        "src/lib.rs (modified) is outside the write scope src/routes/**"
+    );
+}
+
+#[test]
+fn a_plain_checkout_commits_freely_and_is_warned_about_paths_a_live_run_holds() {
+    let env = TestEnv::new();
+    let (repo, _) = crew_setup(&env, "implement", &["src/routes/**"]);
+    write(&repo.join("src/lib.rs"), "lead's change\n");
+    env.git_ok(&repo, &["add", "-A"]);
+    let out = commit(&env, &repo, "lead commit");
+    out.expect_code(0);
+    assert_eq!(out.stderr, "");
+
+    write(
+        &repo.join(".git/crew/live/r1.json"),
+        r#"{"run": "r1", "task": "routes", "scope": ["src/routes/**"], "phase": "working"}"#,
+    );
+    write(
+        &repo.join("src/routes/a.rs"),
+        "the lead touches the run's files\n",
+    );
+    env.git_ok(&repo, &["add", "-A"]);
+    let out = commit(&env, &repo, "lead commit 2");
+    out.expect_code(0);
+    assert_eq!(
+        out.stderr,
+        "crew: warning: src/routes/a.rs is held by in-flight run r1 (task routes, scope src/routes/**)\n"
+    );
+}
+
+#[test]
+fn post_merge_audits_a_crew_branch_merged_by_hand_and_never_blocks() {
+    let env = TestEnv::new();
+    let (repo, wt) = crew_setup(&env, "implement", &["src/routes/**"]);
+    write(&wt.join("src/routes/b.rs"), "in scope\n");
+    env.git_ok(&wt, &["add", "-A"]);
+    env.git_ok(&wt, &["commit", "-q", "-m", "work"]);
+    // Sneak an out-of-scope change past the hook.
+    write(&wt.join("README.md"), "sneaky\n");
+    env.git_ok(&wt, &["commit", "-q", "--no-verify", "-am", "sneak"]);
+
+    let out = env.git(
+        &repo,
+        &[
+            "merge",
+            "-q",
+            "--no-ff",
+            "-m",
+            "merge run",
+            "crew/routes/r1",
+        ],
+    );
+    out.expect_code(0);
+    assert!(
+        out.stderr
+            .contains("crew: warning: merged run r1 (task routes) breaks its fences:"),
+        "{}",
+        out.stderr
+    );
+    assert!(
+        out.stderr
+            .contains("crew:   README.md (modified) is outside the write scope src/routes/**"),
+        "{}",
+        out.stderr
+    );
+    assert_eq!(read(&repo.join("README.md")), "sneaky\n");
+
+    // JSON from the entry point itself, after the fact.
+    let out = env.crew(&repo, &["hook", "post-merge", "0", "--json"]);
+    out.expect_code(0);
+    let json = out.json();
+    assert_eq!(json["runs"][0]["run"], "r1");
+    assert_eq!(
+        json["runs"][0]["files"],
+        serde_json::json!(["README.md", "src/routes/b.rs"])
+    );
+}
+
+#[test]
+fn post_merge_of_a_clean_run_says_so() {
+    let env = TestEnv::new();
+    let (repo, wt) = crew_setup(&env, "implement", &["src/routes/**"]);
+    write(&wt.join("src/routes/b.rs"), "in scope\n");
+    env.git_ok(&wt, &["add", "-A"]);
+    env.git_ok(&wt, &["commit", "-q", "-m", "work"]);
+    let out = env.git(&repo, &["merge", "-q", "--ff-only", "crew/routes/r1"]);
+    out.expect_code(0);
+    assert_eq!(
+        out.stderr,
+        "crew: merged run r1 (task routes): 1 paths, all inside its scope\n"
+    );
+}

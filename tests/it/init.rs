@@ -1,0 +1,268 @@
+//! `git crew init` and `init --uninstall` on real repositories.
+
+use std::os::unix::fs::PermissionsExt;
+
+use crate::common::{TestEnv, read, write};
+
+fn local_config(env: &TestEnv, dir: &std::path::Path, key: &str) -> Vec<String> {
+    env.git(dir, &["config", "--local", "--get-all", key])
+        .stdout
+        .lines()
+        .map(str::to_string)
+        .collect()
+}
+
+#[test]
+fn init_on_a_plain_repository_installs_everything() {
+    let env = TestEnv::new();
+    let repo = env.fixture("plain.sh", "repo", &[]);
+    let out = env.crew(&repo, &["init"]);
+    out.expect_code(0);
+    let json = out.json();
+    assert_eq!(json["ok"], true);
+    assert_eq!(json["hooks"][0]["name"], "pre-commit");
+    assert_eq!(json["hooks"][0]["action"], "created");
+    assert_eq!(json["hooks"][1]["name"], "post-merge");
+    assert_eq!(json["flight"]["action"], "created");
+
+    for hook in ["pre-commit", "post-merge"] {
+        let path = repo.join(".git/hooks").join(hook);
+        let text = read(&path);
+        assert!(
+            text.starts_with("#!/bin/sh\n# >>> git-crew >>>\n"),
+            "{text}"
+        );
+        assert!(text.contains(&format!("git-crew hook {hook} \"$@\"")));
+        assert!(text.trim_end().ends_with("# <<< git-crew <<<"));
+        assert_ne!(
+            std::fs::metadata(&path).unwrap().permissions().mode() & 0o111,
+            0
+        );
+    }
+    assert_eq!(
+        local_config(&env, &repo, "extensions.worktreeConfig"),
+        ["true"]
+    );
+    assert_eq!(
+        local_config(&env, &repo, "notes.displayRef"),
+        ["refs/notes/crew"]
+    );
+    assert_eq!(
+        local_config(&env, &repo, "notes.rewriteRef"),
+        ["refs/notes/crew"]
+    );
+    let flight = read(&repo.join(".crew/flight.toml"));
+    assert!(flight.starts_with("# git-crew flight control"));
+
+    // The local state folder stays out of git: only the committed config shows up.
+    let status = env.git_ok(&repo, &["status", "--porcelain", "--untracked-files=all"]);
+    assert_eq!(status, "?? .crew/flight.toml\n");
+    // And the starter config resolves cleanly.
+    env.crew(&repo, &["flight"]).expect_code(0);
+}
+
+#[test]
+fn init_twice_changes_nothing_the_second_time() {
+    let env = TestEnv::new();
+    let repo = env.fixture("existing-hook.sh", "repo", &[]);
+    env.crew(&repo, &["init"]).expect_code(0);
+    let snapshot = || {
+        (
+            read(&repo.join(".git/hooks/pre-commit")),
+            read(&repo.join(".git/hooks/post-merge")),
+            read(&repo.join(".git/config")),
+            read(&repo.join(".crew/flight.toml")),
+        )
+    };
+    let first = snapshot();
+    let out = env.crew(&repo, &["init"]);
+    out.expect_code(0);
+    let json = out.json();
+    assert_eq!(json["hooks"][0]["action"], "unchanged");
+    assert_eq!(json["hooks"][1]["action"], "unchanged");
+    assert!(
+        json["config"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|c| c["action"] == "kept")
+    );
+    assert_eq!(json["flight"]["action"], "kept");
+    assert_eq!(snapshot(), first);
+    assert_eq!(local_config(&env, &repo, "notes.displayRef").len(), 1);
+}
+
+#[test]
+fn an_existing_hook_keeps_running_after_init_and_is_restored_by_uninstall() {
+    let env = TestEnv::new();
+    let repo = env.fixture("existing-hook.sh", "repo", &[]);
+    let hook = repo.join(".git/hooks/pre-commit");
+    let original = read(&hook);
+    let out = env.crew(&repo, &["init"]);
+    out.expect_code(0);
+    assert_eq!(out.json()["hooks"][0]["action"], "updated");
+    let text = read(&hook);
+    assert!(text.starts_with("#!/bin/sh\n# >>> git-crew >>>"));
+    assert!(text.contains("exit 0"));
+
+    write(&repo.join("notes.txt"), "x\n");
+    env.git_ok(&repo, &["add", "notes.txt"]);
+    env.git_ok(&repo, &["commit", "-q", "-m", "plain commit"]);
+    assert_eq!(read(&repo.join(".git/own-hook-ran")), "ran\n");
+
+    let out = env.crew(&repo, &["init", "--uninstall"]);
+    out.expect_code(0);
+    assert_eq!(out.json()["hooks"][0]["action"], "removed");
+    assert_eq!(read(&hook), original);
+    assert_ne!(
+        std::fs::metadata(&hook).unwrap().permissions().mode() & 0o111,
+        0
+    );
+}
+
+#[test]
+fn a_husky_hooks_path_is_honoured_and_never_rewritten() {
+    let env = TestEnv::new();
+    let repo = env.fixture("husky.sh", "repo", &[]);
+    let out = env.crew(&repo, &["init"]);
+    out.expect_code(0);
+    let json = out.json();
+    let hooks_dir = std::path::PathBuf::from(json["hooks_dir"].as_str().unwrap());
+    assert_eq!(
+        hooks_dir.canonicalize().unwrap(),
+        repo.join(".husky").canonicalize().unwrap()
+    );
+    assert_eq!(local_config(&env, &repo, "core.hooksPath"), [".husky"]);
+    let text = read(&repo.join(".husky/pre-commit"));
+    assert!(text.starts_with("# >>> git-crew >>>"), "{text}");
+    assert!(text.ends_with("echo ran >> \"$(git rev-parse --git-common-dir)/husky-ran\"\n"));
+    assert!(!repo.join(".git/hooks/pre-commit").exists());
+
+    write(&repo.join("notes.txt"), "x\n");
+    env.git_ok(&repo, &["add", "notes.txt"]);
+    env.git_ok(&repo, &["commit", "-q", "-m", "through husky"]);
+    assert_eq!(read(&repo.join(".git/husky-ran")), "ran\n");
+
+    env.crew(&repo, &["init", "--uninstall"]).expect_code(0);
+    assert_eq!(
+        read(&repo.join(".husky/pre-commit")),
+        "echo ran >> \"$(git rev-parse --git-common-dir)/husky-ran\"\n"
+    );
+    assert!(!repo.join(".husky/post-merge").exists());
+    assert_eq!(local_config(&env, &repo, "core.hooksPath"), [".husky"]);
+}
+
+#[test]
+fn a_hook_in_another_language_is_chained_and_restored() {
+    let env = TestEnv::new();
+    let repo = env.fixture("python-hook.sh", "repo", &[]);
+    let hook = repo.join(".git/hooks/pre-commit");
+    let original = read(&hook);
+    let out = env.crew(&repo, &["init"]);
+    out.expect_code(0);
+    assert_eq!(out.json()["hooks"][0]["action"], "chained");
+    assert_eq!(read(&repo.join(".git/hooks/pre-commit.pre-crew")), original);
+
+    write(&repo.join("notes.txt"), "x\n");
+    env.git_ok(&repo, &["add", "notes.txt"]);
+    env.git_ok(&repo, &["commit", "-q", "-m", "chained"]);
+    assert_eq!(read(&repo.join(".git/python-hook-ran")), "ran\n");
+
+    let out = env.crew(&repo, &["init", "--uninstall"]);
+    out.expect_code(0);
+    assert_eq!(out.json()["hooks"][0]["action"], "restored");
+    assert_eq!(read(&hook), original);
+    assert!(!repo.join(".git/hooks/pre-commit.pre-crew").exists());
+}
+
+#[test]
+fn uninstall_removes_exactly_what_init_added() {
+    let env = TestEnv::new();
+    let repo = env.fixture("plain.sh", "repo", &[]);
+    // The user had one of the values already: it is not init's to remove.
+    env.git_ok(
+        &repo,
+        &["config", "--local", "notes.displayRef", "refs/notes/crew"],
+    );
+    env.git_ok(
+        &repo,
+        &[
+            "config",
+            "--local",
+            "--add",
+            "notes.displayRef",
+            "refs/notes/review",
+        ],
+    );
+    let config_before = read(&repo.join(".git/config"));
+    env.crew(&repo, &["init"]).expect_code(0);
+    env.crew(&repo, &["init"]).expect_code(0);
+
+    let out = env.crew(&repo, &["init", "--uninstall"]);
+    out.expect_code(0);
+    let json = out.json();
+    assert_eq!(json["hooks"][0]["action"], "deleted");
+    assert_eq!(json["hooks"][1]["action"], "deleted");
+    assert_eq!(json["flight"]["action"], "removed");
+    assert!(!repo.join(".git/hooks/pre-commit").exists());
+    assert!(!repo.join(".git/hooks/post-merge").exists());
+    assert!(!repo.join(".crew").exists());
+    assert_eq!(
+        local_config(&env, &repo, "notes.displayRef"),
+        ["refs/notes/crew", "refs/notes/review"]
+    );
+    assert!(local_config(&env, &repo, "notes.rewriteRef").is_empty());
+    assert!(local_config(&env, &repo, "extensions.worktreeConfig").is_empty());
+    // git leaves empty section headers behind when the last key goes; the keys are what count.
+    let keys = |text: &str| {
+        text.lines()
+            .filter(|l| l.contains('='))
+            .map(str::to_string)
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(keys(&read(&repo.join(".git/config"))), keys(&config_before));
+    assert!(!repo.join(".git/crew/init.json").exists());
+    assert_eq!(env.git_ok(&repo, &["status", "--porcelain"]), "");
+}
+
+#[test]
+fn uninstall_keeps_an_edited_flight_file_and_hooks_the_user_extended() {
+    let env = TestEnv::new();
+    let repo = env.fixture("plain.sh", "repo", &[]);
+    env.crew(&repo, &["init"]).expect_code(0);
+    write(
+        &repo.join(".crew/flight.toml"),
+        "version = 1\ndefault_backend = \"claude\"\n",
+    );
+    let hook = repo.join(".git/hooks/post-merge");
+    let mut text = read(&hook);
+    text.push_str("echo mine\n");
+    write(&hook, &text);
+
+    let out = env.crew(&repo, &["init", "--uninstall"]);
+    out.expect_code(0);
+    let json = out.json();
+    assert_eq!(json["flight"]["action"], "kept");
+    assert_eq!(json["hooks"][1]["action"], "removed");
+    assert_eq!(read(&hook), "#!/bin/sh\necho mine\n");
+    assert!(
+        out.stderr.contains("it was edited after init"),
+        "{}",
+        out.stderr
+    );
+    assert_eq!(
+        read(&repo.join(".crew/flight.toml")),
+        "version = 1\ndefault_backend = \"claude\"\n"
+    );
+}
+
+#[test]
+fn init_outside_a_repository_is_a_usage_error() {
+    let env = TestEnv::new();
+    let out = env.crew(env.root(), &["init"]);
+    out.expect_code(2);
+    let json = out.json();
+    assert_eq!(json["ok"], false);
+    assert_eq!(json["error"]["code"], "not-a-repository");
+    assert!(json["error"]["hint"].as_str().unwrap().contains("-C"));
+}

@@ -1,0 +1,8 @@
+//! Integration tests: the real `git-crew` binary against real repositories.
+
+mod cli;
+mod common;
+mod flight;
+mod footer;
+mod hook;
+mod init;
