@@ -179,16 +179,12 @@ fn post_merge(ctx: &CommandContext) -> anyhow::Result<Report> {
             continue;
         }
         let run_id = branch.rsplit('/').next().unwrap_or_default().to_string();
-        let identity = match live_runs.iter().find(|r| r.run == run_id) {
-            Some(live) => git::identity::find_run(repo.common_dir(), &run_id)?.or_else(|| {
-                Some(RunIdentity {
-                    run: live.run.clone(),
-                    task: live.task.clone(),
-                    role: "implement".into(),
-                    scope: live.scope.clone(),
-                })
-            }),
-            None => git::identity::find_run(repo.common_dir(), &run_id)?,
+        let identity = match git::identity::find_run(repo.common_dir(), &run_id)? {
+            Some(identity) => Some(identity),
+            None => live_runs
+                .iter()
+                .find(|r| r.run == run_id)
+                .map(live::LiveRun::identity),
         };
         let Some(identity) = identity else {
             say(

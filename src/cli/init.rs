@@ -91,6 +91,18 @@ fn install(
         .map_err(CrewError::internal)?
         .unwrap_or_default();
     let dir = hooks_dir::hooks_dir(repo);
+    let mut warnings = Vec::new();
+    let shared_hooks_path = repo.config_snapshot().string("core.hooksPath").is_some()
+        && git
+            .local_values("core.hooksPath")
+            .map_err(CrewError::internal)?
+            .is_empty();
+    if shared_hooks_path {
+        warnings.push(format!(
+            "core.hooksPath is set outside this repository: the hooks in {} serve every repository that uses it",
+            dir.display()
+        ));
+    }
     let mut hooks = Vec::new();
     let mut human = Vec::new();
     for (name, shim) in SHIMS {
@@ -151,10 +163,11 @@ fn install(
     };
     human.push(format!("{}: {flight_action}", flight_path.display()));
 
-    let exclude = exclude_state_dir(repo, workdir, state, &mut record)?;
+    // Local state lives in <git-common-dir>/crew/, inside the git dir: git never tracks
+    // it, so nothing needs ignoring in the work tree.
     record.save(state).map_err(CrewError::internal)?;
-    if let Some(line) = &exclude {
-        human.push(format!("info/exclude: {line}"));
+    for warning in &warnings {
+        super::ui::warn(warning);
     }
     let fields = json!({
         "hooks_dir": dir,
@@ -162,56 +175,9 @@ fn install(
         "config": config,
         "flight": {"path": flight_path, "action": flight_action},
         "state_dir": state,
-        "exclude": exclude,
+        "warnings": warnings,
     });
     Ok(Report::new(fields, human.join("\n")))
-}
-
-/// Local state lives in `<git-common-dir>/crew/`, which git never tracks when the git dir
-/// is the usual `.git`. When the git dir sits inside the work tree under another name
-/// (`GIT_DIR=.repo`), an `info/exclude` entry keeps the state folder out of git.
-fn exclude_state_dir(
-    repo: &gix::Repository,
-    workdir: &Path,
-    state: &Path,
-    record: &mut InitRecord,
-) -> Result<Option<String>> {
-    let (Ok(workdir), Ok(state_parent)) =
-        (workdir.canonicalize(), repo.common_dir().canonicalize())
-    else {
-        return Ok(None);
-    };
-    let Ok(relative) = state_parent
-        .join("crew")
-        .strip_prefix(&workdir)
-        .map(Path::to_path_buf)
-    else {
-        return Ok(None);
-    };
-    if relative
-        .components()
-        .next()
-        .is_some_and(|c| c.as_os_str() == ".git")
-    {
-        return Ok(None);
-    }
-    let line = format!("/{}/", relative.to_string_lossy());
-    let exclude = repo.common_dir().join("info").join("exclude");
-    let text = std::fs::read_to_string(&exclude).unwrap_or_default();
-    if !text.lines().any(|l| l == line) {
-        std::fs::create_dir_all(exclude.parent().expect("has a parent"))
-            .map_err(CrewError::internal)?;
-        let sep = if text.is_empty() || text.ends_with('\n') {
-            ""
-        } else {
-            "\n"
-        };
-        hooks_dir::write_atomic(&exclude, &format!("{text}{sep}{line}\n"), 0o644)
-            .map_err(CrewError::internal)?;
-        record.exclude_added = Some(line.clone());
-    }
-    let _ = state;
-    Ok(Some(line))
 }
 
 fn uninstall(
@@ -287,17 +253,6 @@ fn uninstall(
     };
     human.push(format!("{}: {flight_action}", flight_path.display()));
 
-    if let Some(line) = &record.exclude_added {
-        let exclude = repo.common_dir().join("info").join("exclude");
-        if let Ok(text) = std::fs::read_to_string(&exclude) {
-            let kept: Vec<&str> = text.lines().filter(|l| l != line).collect();
-            let mut out = kept.join("\n");
-            if !out.is_empty() {
-                out.push('\n');
-            }
-            hooks_dir::write_atomic(&exclude, &out, 0o644).map_err(CrewError::internal)?;
-        }
-    }
     InitRecord::delete(state).map_err(CrewError::internal)?;
     for warning in &warnings {
         super::ui::warn(warning);

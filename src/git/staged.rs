@@ -132,6 +132,11 @@ impl Walk<'_> {
             return Ok(());
         }
         let groups = self.groups(prefix, range);
+        // Cache-tree children by name, for lookups while merging (a directory may have
+        // hundreds of subdirectories).
+        let mut children: Vec<&CacheTree> =
+            cache.map_or_else(Vec::new, |c| c.children.iter().collect());
+        children.sort_by(|a, b| a.name.cmp(&b.name));
         let items = match head {
             Some(id) => self.tree_items(id)?,
             None => Vec::new(),
@@ -157,7 +162,11 @@ impl Walk<'_> {
                 std::cmp::Ordering::Equal => {
                     let item = item_iter.next().expect("peeked");
                     let (name, group) = group_iter.next().expect("peeked");
-                    self.both(prefix, &name, item, group, cache)?;
+                    let child = children
+                        .binary_search_by(|c| c.name.as_slice().cmp(&name))
+                        .ok()
+                        .map(|i| children[i]);
+                    self.both(prefix, &name, item, group, child)?;
                 }
             }
         }
@@ -174,11 +183,13 @@ impl Walk<'_> {
             match rel.find_byte(b'/') {
                 Some(slash) => {
                     let name = rel[..slash].to_vec();
-                    let dir_len = prefix.len() + slash + 1;
-                    let mut j = i + 1;
-                    while j < range.end && self.path(j).get(..dir_len) == Some(&path[..dir_len]) {
-                        j += 1;
-                    }
+                    let dir = &path[..prefix.len() + slash + 1];
+                    // Entries are sorted, so a directory's entries are contiguous: find
+                    // its end by binary search instead of comparing every entry.
+                    let j = i
+                        + 1
+                        + self.state.entries()[i + 1..range.end]
+                            .partition_point(|e| e.path(self.state).starts_with(dir));
                     groups.push((name, Group::Dir(i..j)));
                     i = j;
                 }
@@ -232,7 +243,7 @@ impl Walk<'_> {
         name: &[u8],
         item: TreeItem,
         group: Group,
-        cache: Option<&CacheTree>,
+        child_cache: Option<&CacheTree>,
     ) -> anyhow::Result<()> {
         match group {
             Group::File(range) => {
@@ -261,10 +272,8 @@ impl Walk<'_> {
                         self.push(&path, ChangeKind::Modified);
                     }
                 } else if item.is_tree {
-                    let child =
-                        cache.and_then(|c| c.children.iter().find(|t| t.name.as_slice() == name));
                     let dir_prefix = [prefix, name, b"/"].concat();
-                    self.dir(&dir_prefix, Some(item.id), range, child)?;
+                    self.dir(&dir_prefix, Some(item.id), range, child_cache)?;
                 } else {
                     self.deleted(prefix, &item)?;
                     self.added(Group::Dir(range));

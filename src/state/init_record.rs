@@ -31,9 +31,6 @@ pub struct InitRecord {
     /// The starter `.crew/flight.toml` as written, when init created it.
     #[serde(default)]
     pub flight_created: Option<String>,
-    /// The line init added to `info/exclude`, if any.
-    #[serde(default)]
-    pub exclude_added: Option<String>,
 }
 
 impl InitRecord {

@@ -5,14 +5,34 @@ use std::path::Path;
 
 use serde::Deserialize;
 
+use crate::core::scope::RunIdentity;
+
 /// The part of a live pointer other commands read.
 #[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
 pub struct LiveRun {
     pub run: String,
     #[serde(default)]
     pub task: String,
+    #[serde(default = "default_role")]
+    pub role: String,
     #[serde(default)]
     pub scope: Vec<String>,
+}
+
+fn default_role() -> String {
+    "implement".into()
+}
+
+impl LiveRun {
+    /// The run identity the pointer records.
+    pub fn identity(&self) -> RunIdentity {
+        RunIdentity {
+            run: self.run.clone(),
+            task: self.task.clone(),
+            role: self.role.clone(),
+            scope: self.scope.clone(),
+        }
+    }
 }
 
 /// Every readable live pointer under `state_dir`; unreadable ones are reported through
