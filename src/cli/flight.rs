@@ -10,18 +10,15 @@ use super::error::{CrewError, Result};
 use super::ui::Report;
 use crate::core::flight::{self, Invocation, Layer, LayerSource, Resolved};
 
+const FLIGHT_EXAMPLES: &str = "Examples:\n  git crew flight --explain\n  git crew flight --backend claude --effort high\n  git crew flight --set backends.codex.concurrency=5\n  git crew flight schema > flight.schema.json";
+
 /// Print the resolved routing config.
 ///
 /// Four layers, each overriding the one below, merged key by key: the shipped defaults,
 /// the user's `$XDG_CONFIG_HOME/git-crew/flight.toml` (else `~/.config/git-crew/flight.toml`),
 /// the project's `.crew/flight.toml`, and the routing flags of this invocation.
-///
-/// Examples:
-///   git crew flight --explain
-///   git crew flight --backend claude --effort high
-///   git crew flight --set backends.codex.concurrency=5
-///   git crew flight schema > flight.schema.json
 #[derive(Debug, Args)]
+#[command(after_help = FLIGHT_EXAMPLES)]
 #[command(args_conflicts_with_subcommands = true)]
 pub struct FlightArgs {
     #[command(subcommand)]

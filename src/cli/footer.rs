@@ -11,17 +11,16 @@ use super::error::{CrewError, ErrorKind, Result, exit};
 use super::ui::Report;
 use crate::core::footer::{FooterScanner, HelpRequest};
 
+const FOOTER_EXAMPLES: &str = "Examples:\n  git crew footer reply.md\n  git crew footer < reply.md";
+
 /// Extract the footer from a worker's reply.
 ///
 /// Only `## Result`, `## How to verify` and `## Deferred / concerns` cross back to the
 /// lead. Headings are matched whatever their case and spacing; when one appears more than
 /// once the last occurrence wins; the rebuilt footer is capped at 60 lines. Exit 1 when a
 /// section is missing, 5 when the reply is a complete NEEDS-HELP request.
-///
-/// Examples:
-///   git crew footer reply.md
-///   codex exec --json ... | jq -r 'select(.type=="item.completed").item.text' | git crew footer
 #[derive(Debug, Args)]
+#[command(after_help = FOOTER_EXAMPLES)]
 pub struct FooterArgs {
     /// The reply to read; standard input when left out.
     pub file: Option<PathBuf>,

@@ -36,6 +36,8 @@ const CONFIG: &[(&str, &str, bool)] = &[
     ("notes.rewriteRef", NOTES_REF, true),
 ];
 
+const INIT_EXAMPLES: &str = "Examples:\n  git crew init\n  git crew init --uninstall";
+
 /// Set up git-crew in this repository.
 ///
 /// Installs the pre-commit and post-merge hook shims into the hooks directory git really
@@ -44,11 +46,8 @@ const CONFIG: &[(&str, &str, bool)] = &[
 /// `notes.displayRef` and `notes.rewriteRef` to refs/notes/crew so `git log` shows run
 /// records and rebases keep them; writes a commented `.crew/flight.toml` if there is none.
 /// Running it twice changes nothing the second time.
-///
-/// Examples:
-///   git crew init
-///   git crew init --uninstall
 #[derive(Debug, Args)]
+#[command(after_help = INIT_EXAMPLES)]
 pub struct InitArgs {
     /// Remove exactly what init added (hook blocks, config values, an unedited starter
     /// flight.toml), and nothing else.

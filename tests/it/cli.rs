@@ -26,9 +26,16 @@ fn version_and_help_exit_zero() {
             .any(|l| l.trim_start().starts_with("hook ")),
         "hidden entry points stay out of the help"
     );
-    let out = env.crew(env.root(), &["flight", "--help"]);
-    out.expect_code(0);
-    assert!(out.stdout.contains("git crew flight --explain"));
+    for (command, example) in [
+        ("flight", "  git crew flight --explain\n"),
+        ("init", "  git crew init --uninstall\n"),
+        ("footer", "  git crew footer reply.md\n"),
+    ] {
+        let out = env.crew(env.root(), &[command, "--help"]);
+        out.expect_code(0);
+        assert!(out.stdout.contains("Examples:\n"), "{}", out.stdout);
+        assert!(out.stdout.contains(example), "{}", out.stdout);
+    }
 }
 
 #[test]
