@@ -8,7 +8,7 @@ use clap::Args;
 use serde_json::json;
 
 use super::context::CommandContext;
-use super::error::{CrewError, Result};
+use super::error::{CrewError, ErrorKind, Result};
 use super::ui::Report;
 use crate::core::hookblock;
 use crate::git::hooks_dir::{self, HookAction};
@@ -67,13 +67,35 @@ pub fn run(ctx: &CommandContext, args: InitArgs) -> Result<Report> {
     }
 }
 
-/// The shim's block with the absolute path of this binary as the fallback when
-/// `git-crew` is not on PATH at commit time.
-fn shim_block(shim: &str) -> Result<String> {
+/// The shim's block, with the absolute path of this binary as the fallback for when
+/// `git-crew` is not on PATH at commit time — unless the hooks live in the work tree
+/// (husky's `.husky`), where they are committed and a path of this machine has no place.
+fn shim_block(shim: &str, embed_exe: bool) -> Result<String> {
     let block = hookblock::block_of(shim)
         .ok_or_else(|| CrewError::internal("a shipped hook shim has no marker block"))?;
-    let exe = std::env::current_exe().map_err(CrewError::internal)?;
-    Ok(block.replace("@GIT_CREW_EXE@", &sh_quote(&exe.to_string_lossy())))
+    let exe = if embed_exe {
+        std::env::current_exe()
+            .map_err(CrewError::internal)?
+            .to_string_lossy()
+            .into_owned()
+    } else {
+        String::new()
+    };
+    Ok(block.replace("@GIT_CREW_EXE@", &sh_quote(&exe)))
+}
+
+/// Whether `dir` lies inside the work tree (its hooks are then usually committed).
+fn inside_work_tree(dir: &Path, workdir: &Path) -> bool {
+    match (dir.canonicalize(), workdir.canonicalize()) {
+        (Ok(dir), Ok(workdir)) => dir.starts_with(workdir),
+        _ => dir.starts_with(workdir),
+    }
+}
+
+/// Saves the record after each step, so a failure half-way never leaves an addition
+/// that uninstall does not know about.
+fn checkpoint(record: &InitRecord, state: &Path) -> Result<()> {
+    record.save(state).map_err(CrewError::internal)
 }
 
 fn sh_quote(s: &str) -> String {
@@ -102,19 +124,41 @@ fn install(
             dir.display()
         ));
     }
+    std::fs::create_dir_all(&dir).map_err(CrewError::internal)?;
+    let embed_exe = !inside_work_tree(&dir, workdir);
+    if !embed_exe {
+        warnings.push(format!(
+            "the hooks in {} are part of the work tree: they call git-crew from PATH",
+            dir.display()
+        ));
+    }
+    record.hooks_dir = Some(dir.clone());
     let mut hooks = Vec::new();
     let mut human = Vec::new();
     for (name, shim) in SHIMS {
-        let block = shim_block(shim)?;
-        let action = hooks_dir::install(&dir, name, &block).map_err(CrewError::internal)?;
+        let block = shim_block(shim, embed_exe)?;
+        let action =
+            hooks_dir::install(&dir, name, &block).map_err(|e| match e
+                .downcast_ref::<hooks_dir::ChainTargetTaken>()
+            {
+                Some(taken) => {
+                    CrewError::new(ErrorKind::Refused, "hook-in-the-way", taken.to_string()).hinted(
+                        format!(
+                            "move or remove {} by hand, then run git crew init again",
+                            taken.moved.display()
+                        ),
+                    )
+                }
+                None => CrewError::internal(e),
+            })?;
         if action == HookAction::Created && !record.hooks_created.iter().any(|h| h == name) {
             record.hooks_created.push(name.to_string());
         }
+        checkpoint(&record, state)?;
         let path = dir.join(name);
         human.push(format!("hook {}: {}", path.display(), action_word(action)));
         hooks.push(json!({"name": name, "path": path, "action": action}));
     }
-    record.hooks_dir = Some(dir.clone());
 
     let mut config = Vec::new();
     for (key, value, multi) in CONFIG {
@@ -142,6 +186,7 @@ fn install(
             // A single-valued key that held something else is not ours to unset later.
             if (*multi || current.is_empty()) && !record.config_added.contains(&added) {
                 record.config_added.push(added);
+                checkpoint(&record, state)?;
             }
             "set"
         };
@@ -155,16 +200,16 @@ fn install(
     } else {
         std::fs::create_dir_all(flight_path.parent().expect("has a parent"))
             .map_err(CrewError::internal)?;
+        record.flight_created = Some(STARTER_FLIGHT.to_string());
+        checkpoint(&record, state)?;
         hooks_dir::write_atomic(&flight_path, STARTER_FLIGHT, 0o644)
             .map_err(CrewError::internal)?;
-        record.flight_created = Some(STARTER_FLIGHT.to_string());
         "created"
     };
     human.push(format!("{}: {flight_action}", flight_path.display()));
 
     // Local state lives in <git-common-dir>/crew/, inside the git dir: git never tracks
     // it, so nothing needs ignoring in the work tree.
-    record.save(state).map_err(CrewError::internal)?;
     for warning in &warnings {
         super::ui::warn(warning);
     }
@@ -203,13 +248,12 @@ fn uninstall(
         hooks.push(json!({"name": name, "path": path, "action": action}));
     }
 
-    let crew_worktrees = has_crew_worktrees(repo);
+    let crew_worktrees = worktree_config_in_use(repo);
     let mut config = Vec::new();
     for added in &record.config_added {
         let action = if added.key == "extensions.worktreeConfig" && crew_worktrees {
             warnings.push(
-                "kept extensions.worktreeConfig: crew worktrees still use their own config"
-                    .to_string(),
+                "kept extensions.worktreeConfig: worktrees still use their own config".to_string(),
             );
             "kept"
         } else {
@@ -266,18 +310,15 @@ fn uninstall(
     Ok(Report::new(fields, human.join("\n")))
 }
 
-/// Whether any worktree still carries a crew identity or any run is live.
-fn has_crew_worktrees(repo: &gix::Repository) -> bool {
+/// Whether anything still relies on `extensions.worktreeConfig`: a live run, or any
+/// worktree (the main one included) with a non-empty `config.worktree`.
+fn worktree_config_in_use(repo: &gix::Repository) -> bool {
     let live = !live::list(&state_dir(repo), &mut |_, _| {}).is_empty();
-    let Ok(entries) = std::fs::read_dir(repo.common_dir().join("worktrees")) else {
-        return live;
-    };
-    live || entries.flatten().any(|e| {
-        crate::git::identity::read_git_dir(&e.path())
-            .ok()
-            .flatten()
-            .is_some()
-    })
+    live || crate::git::identity::worktree_git_dirs(repo.common_dir())
+        .iter()
+        .any(|dir| {
+            std::fs::read(dir.join("config.worktree")).is_ok_and(|b| !b.trim_ascii().is_empty())
+        })
 }
 
 fn action_word(action: HookAction) -> &'static str {

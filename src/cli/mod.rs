@@ -107,16 +107,9 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> u8 {
 /// usage error (exit 2), in the JSON envelope when JSON was asked for.
 fn usage_error(args: &[OsString], err: clap::Error) -> u8 {
     use clap::error::ErrorKind as Clap;
-    if matches!(
-        err.kind(),
-        Clap::DisplayHelp | Clap::DisplayVersion | Clap::DisplayHelpOnMissingArgumentOrSubcommand
-    ) {
+    if matches!(err.kind(), Clap::DisplayHelp | Clap::DisplayVersion) {
         let _ = err.print();
-        return if err.kind() == Clap::DisplayHelpOnMissingArgumentOrSubcommand {
-            error::exit::USAGE
-        } else {
-            error::exit::OK
-        };
+        return error::exit::OK;
     }
     let json = args.iter().any(|a| a == "--json");
     let human = args.iter().any(|a| a == "--human");
@@ -127,13 +120,17 @@ fn usage_error(args: &[OsString], err: clap::Error) -> u8 {
             error::exit::USAGE
         }
         Format::Json => {
-            let rendered = err.render().to_string();
-            let message = rendered
-                .lines()
-                .next()
-                .unwrap_or("invalid arguments")
-                .trim_start_matches("error: ")
-                .to_string();
+            let message = if err.kind() == Clap::DisplayHelpOnMissingArgumentOrSubcommand {
+                "a subcommand is required".to_string()
+            } else {
+                let rendered = err.render().to_string();
+                rendered
+                    .lines()
+                    .next()
+                    .unwrap_or("invalid arguments")
+                    .trim_start_matches("error: ")
+                    .to_string()
+            };
             let usage = CrewError::new(ErrorKind::Usage, "usage", message)
                 .hinted("run `git crew --help` for the commands and their flags");
             ui::emit_error(format, &usage)

@@ -70,11 +70,6 @@ impl Report {
         }
     }
 
-    pub fn with_verdict(mut self, verdict: Option<CrewError>) -> Report {
-        self.verdict = verdict;
-        self
-    }
-
     pub fn exit_code(&self) -> u8 {
         match &self.verdict {
             Some(v) => v.exit_code(),

@@ -563,6 +563,7 @@ impl Walker<'_> {
                 for (name, item) in t.iter() {
                     match item.get_ref() {
                         DeValue::String(s) => {
+                            self.record(&join_key(dotted, name.get_ref()), name.span().start);
                             out.insert(name.get_ref().to_string(), Value::String(s.to_string()));
                         }
                         other => self.report(
@@ -668,35 +669,48 @@ fn toml_string(s: &str) -> String {
     Value::String(s.to_string()).to_string()
 }
 
-/// The invocation layer's documents, in the order they apply.
-fn invocation_sources(inv: &Invocation, backend: &str) -> Result<Vec<LayerSource>, Diagnostic> {
-    let mut out = Vec::new();
-    let mut push = |origin: String, text: String| {
-        out.push(LayerSource {
-            layer: Layer::Invocation,
-            origin,
-            text,
-            has_lines: false,
-        })
-    };
-    for pair in &inv.set {
-        let Some((key, value)) = pair.split_once('=') else {
-            return Err(Diagnostic {
+fn invocation_source(origin: String, text: String) -> LayerSource {
+    LayerSource {
+        layer: Layer::Invocation,
+        origin,
+        text,
+        has_lines: false,
+    }
+}
+
+/// The `--set` pairs as layer documents, in the order they apply.
+fn set_sources(inv: &Invocation) -> Result<Vec<LayerSource>, Diagnostic> {
+    inv.set
+        .iter()
+        .map(|pair| match pair.split_once('=') {
+            Some((key, value)) => Ok(invocation_source(
+                format!("--set {pair}"),
+                set_document(key, value),
+            )),
+            None => Err(Diagnostic {
                 origin: format!("--set {pair}"),
                 location: None,
                 key: pair.clone(),
                 message: "expected dotted.key=value".into(),
                 suggestion: None,
-            });
-        };
-        push(format!("--set {pair}"), set_document(key, value));
-    }
+            }),
+        })
+        .collect()
+}
+
+/// The routing flags as layer documents: `--backend`, then the per-backend flags, which
+/// go to `backend` (the chosen backend) when it exists.
+fn flag_sources(inv: &Invocation, backend: Option<&str>) -> Vec<LayerSource> {
+    let mut out = Vec::new();
     if let Some(b) = &inv.backend {
-        push(
+        out.push(invocation_source(
             format!("--backend {b}"),
             set_document("default_backend", &toml_string(b)),
-        );
+        ));
     }
+    let Some(backend) = backend else {
+        return out;
+    };
     let flags = [
         ("model", &inv.model, true),
         ("effort", &inv.effort, true),
@@ -707,13 +721,13 @@ fn invocation_sources(inv: &Invocation, backend: &str) -> Result<Vec<LayerSource
         if let Some(v) = value {
             let raw = if is_string { toml_string(v) } else { v.clone() };
             let flag = format!("--{} {v}", name.replace('_', "-"));
-            push(
+            out.push(invocation_source(
                 flag,
                 set_document(&format!("backends.{backend}.{name}"), &raw),
-            );
+            ));
         }
     }
-    Ok(out)
+    out
 }
 
 /// The resolved config, with every key's provenance.
@@ -790,36 +804,30 @@ pub fn resolve(
     if !diagnostics.is_empty() {
         return Err(diagnostics);
     }
-    let backend_after_set = {
-        let mut probe = table.clone();
-        for pair in &invocation.set {
-            if let Some((k, v)) = pair.split_once('=')
-                && k.trim() == "default_backend"
-            {
-                probe.insert(
-                    "default_backend".into(),
-                    Value::String(v.trim().trim_matches('"').into()),
-                );
-            }
-        }
-        invocation
-            .backend
-            .clone()
-            .or_else(|| {
-                probe
-                    .get("default_backend")
-                    .and_then(Value::as_str)
-                    .map(String::from)
-            })
-            .unwrap_or_default()
-    };
-    match invocation_sources(invocation, &backend_after_set) {
+    match set_sources(invocation) {
         Ok(sources) => {
             for source in &sources {
                 apply(source, &mut table, &mut diagnostics);
             }
         }
         Err(d) => diagnostics.push(d),
+    }
+    // The per-backend flags follow the backend this invocation routes to; an unknown one
+    // is reported by the reference check below, once.
+    let chosen = invocation.backend.clone().or_else(|| {
+        table
+            .get("default_backend")
+            .and_then(Value::as_str)
+            .map(String::from)
+    });
+    let known = chosen.filter(|b| {
+        table
+            .get("backends")
+            .and_then(Value::as_table)
+            .is_some_and(|t| t.contains_key(b))
+    });
+    for source in &flag_sources(invocation, known.as_deref()) {
+        apply(source, &mut table, &mut diagnostics);
     }
     if !diagnostics.is_empty() {
         return Err(diagnostics);
@@ -1123,12 +1131,12 @@ mod tests {
         let user = file(
             Layer::User,
             "user.toml",
-            "[backends.codex]\nmodel = \"user-model\"\neffort = \"low\"\n",
+            "[backends.codex]\nmodel = \"user-model\"\neffort = \"low\"\nenv = { A = \"1\" }\n",
         );
         let project = file(
             Layer::Project,
             ".crew/flight.toml",
-            "[backends.codex]\neffort = \"medium\"\n",
+            "[backends.codex]\neffort = \"medium\"\nenv = { B = \"2\" }\n",
         );
         let r = resolve(&[user, project], &Invocation::default()).unwrap();
         let codex = &r.flight.backends["codex"];
@@ -1136,6 +1144,8 @@ mod tests {
         assert_eq!(codex.effort.as_deref(), Some("medium"));
         assert_eq!(codex.concurrency, Some(3));
         let sources = r.sources();
+        assert_eq!(sources["backends.codex.env.A"], Layer::User);
+        assert_eq!(sources["backends.codex.env.B"], Layer::Project);
         assert_eq!(sources["backends.codex.model"], Layer::User);
         assert_eq!(sources["backends.codex.effort"], Layer::Project);
         assert_eq!(sources["backends.codex.concurrency"], Layer::Default);
@@ -1178,13 +1188,34 @@ mod tests {
 
     #[test]
     fn set_default_backend_steers_the_routing_flags() {
+        for value in ["claude", "'claude'", "\"claude\""] {
+            let inv = Invocation {
+                model: Some("m".into()),
+                set: vec![format!("default_backend={value}")],
+                ..Invocation::default()
+            };
+            let r = resolve(&[], &inv).unwrap();
+            assert_eq!(
+                r.flight.backends["claude"].model.as_deref(),
+                Some("m"),
+                "{value}"
+            );
+            assert_eq!(
+                r.flight.backends["codex"].model.as_deref(),
+                Some("gpt-5.6-sol")
+            );
+        }
+    }
+
+    #[test]
+    fn an_unknown_backend_is_one_error_not_two() {
         let inv = Invocation {
+            backend: Some("claud".into()),
             model: Some("m".into()),
-            set: vec!["default_backend=claude".into()],
             ..Invocation::default()
         };
-        let r = resolve(&[], &inv).unwrap();
-        assert_eq!(r.flight.backends["claude"].model.as_deref(), Some("m"));
+        let errs = errors(&[], &inv);
+        assert_eq!(errs.len(), 1, "{errs:#?}");
     }
 
     #[test]
@@ -1276,7 +1307,10 @@ mod tests {
         let errs = errors(&[], &inv);
         assert_eq!(
             errs,
-            ["--set novalue: `novalue`: expected dotted.key=value"]
+            [
+                "--set novalue: `novalue`: expected dotted.key=value",
+                "--concurrency lots: `backends.codex.concurrency`: expected an integer, found string"
+            ]
         );
         let inv = Invocation {
             concurrency: Some("lots".into()),

@@ -54,27 +54,45 @@ impl Section {
     }
 }
 
+/// The level of a line that starts with 1 to 6 `#`, and the text after them.
+fn heading_parts(line: &str) -> Option<(usize, &str)> {
+    let trimmed = line.trim();
+    let hashes = trimmed.len() - trimmed.trim_start_matches('#').len();
+    (1..=6)
+        .contains(&hashes)
+        .then(|| (hashes, &trimmed[hashes..]))
+}
+
 /// Recognises a footer heading, tolerant of case, spacing and decoration:
 /// `##Result`, `## HOW TO VERIFY`, `### Deferred/Concerns:` all match.
 pub fn classify_heading(line: &str) -> Option<Section> {
-    let trimmed = line.trim();
-    let hashes = trimmed.len() - trimmed.trim_start_matches('#').len();
-    if !(1..=6).contains(&hashes) {
-        return None;
-    }
-    let name: String = trimmed[hashes..]
+    classify_heading_at(line).map(|(section, _)| section)
+}
+
+fn classify_heading_at(line: &str) -> Option<(Section, usize)> {
+    let (level, text) = heading_parts(line)?;
+    let name: String = text
         .chars()
         .filter(|c| c.is_alphanumeric())
         .flat_map(char::to_lowercase)
         .collect();
-    match name.as_str() {
-        "result" | "results" => Some(Section::Result),
-        "howtoverify" => Some(Section::HowToVerify),
+    let section = match name.as_str() {
+        "result" | "results" => Section::Result,
+        "howtoverify" => Section::HowToVerify,
         "deferredconcerns" | "deferredandconcerns" | "deferred" | "concernsdeferred" => {
-            Some(Section::Deferred)
+            Section::Deferred
         }
-        _ => None,
-    }
+        _ => return None,
+    };
+    Some((section, level))
+}
+
+/// A markdown code fence (```` ``` ```` or `~~~`, three or more): its character and length.
+fn fence_of(line: &str) -> Option<(char, usize)> {
+    let trimmed = line.trim_start();
+    let c = trimmed.chars().next().filter(|c| *c == '`' || *c == '~')?;
+    let len = trimmed.len() - trimmed.trim_start_matches(c).len();
+    (len >= 3).then_some((c, len))
 }
 
 /// The content of one section since its latest heading, bounded.
@@ -238,7 +256,10 @@ fn help_field(line: &str) -> Option<(usize, &str)> {
 #[derive(Debug, Default, Clone)]
 pub struct FooterScanner {
     sections: [SectionBuf; 3],
-    current: Option<Section>,
+    /// The section being read, and the level of its heading.
+    current: Option<(Section, usize)>,
+    /// The code fence the reader is inside: headings there are content, not structure.
+    fence: Option<(char, usize)>,
     first_line_seen: bool,
     help: HelpBuf,
 }
@@ -265,17 +286,40 @@ impl FooterScanner {
                 return;
             }
         }
-        let heading = classify_heading(line);
+        let heading = match (self.fence, fence_of(line)) {
+            (None, Some(open)) => {
+                self.fence = Some(open);
+                None
+            }
+            (Some((c, len)), Some((c2, len2))) => {
+                if c == c2 && len2 >= len && line.trim().chars().all(|x| x == c) {
+                    self.fence = None;
+                }
+                None
+            }
+            (Some(_), None) => None,
+            (None, None) => classify_heading_at(line),
+        };
         if self.help.asked {
             self.help.push(line, heading.is_some());
         }
         match heading {
-            Some(section) => {
+            Some((section, level)) => {
                 self.sections[section.index()].reset();
-                self.current = Some(section);
+                self.current = Some((section, level));
             }
             None => {
-                if let Some(section) = self.current {
+                // Another heading at the level of the current section's ends it
+                // (`## Appendix` after `## Deferred / concerns`); a deeper one, or a
+                // `# comment` under a `##` heading, is part of it.
+                let ends = self.fence.is_none()
+                    && self.current.is_some_and(|(_, level)| {
+                        heading_parts(line)
+                            .is_some_and(|(l, text)| l == level && text.starts_with(' '))
+                    });
+                if ends {
+                    self.current = None;
+                } else if let Some((section, _)) = self.current {
                     self.sections[section.index()].push(line);
                 }
             }
@@ -333,6 +377,17 @@ impl FooterScanner {
                 .join("\n\n")
         });
         let [result, how_to_verify, deferred] = texts;
+        let help = self.help.finish();
+        if let HelpRequest::Incomplete { .. } = help {
+            // SPEC §5.5: a NEEDS-HELP missing a field is a reply without a footer.
+            return Extraction {
+                footer_text: None,
+                sections: Sections::default(),
+                missing: Section::ALL.to_vec(),
+                truncated: false,
+                help,
+            };
+        }
         Extraction {
             footer_text,
             sections: Sections {
@@ -342,7 +397,7 @@ impl FooterScanner {
             },
             missing,
             truncated,
-            help: self.help.finish(),
+            help,
         }
     }
 }
@@ -562,6 +617,39 @@ mod tests {
     }
 
     #[test]
+    fn a_following_heading_of_the_same_level_ends_a_section() {
+        let x = extract_footer(
+            "## Result\nok\n### Details\nmore\n## How to verify\nrun\n# not a heading, a comment\nmake\n## Deferred / concerns\nnone\n## Appendix\nthe whole log\n",
+        );
+        assert_eq!(x.sections.result.as_deref(), Some("ok\n### Details\nmore"));
+        assert_eq!(
+            x.sections.how_to_verify.as_deref(),
+            Some("run\n# not a heading, a comment\nmake")
+        );
+        assert_eq!(x.sections.deferred.as_deref(), Some("none"));
+    }
+
+    #[test]
+    fn headings_inside_code_fences_are_content() {
+        let text = "Quoting the template:\n```\n## Result\n## How to verify\n## Deferred / concerns\n```\n";
+        assert_eq!(extract_footer(text).missing.len(), 3);
+        let text = "## Result\nok\n## How to verify\n~~~sh\n# Result\ncargo test\n~~~\n## Deferred / concerns\nnone\n";
+        let x = extract_footer(text);
+        assert_eq!(x.sections.result.as_deref(), Some("ok"));
+        assert_eq!(
+            x.sections.how_to_verify.as_deref(),
+            Some("~~~sh\n# Result\ncargo test\n~~~")
+        );
+        // A fence closes only with its own character, at least as long.
+        let text = "## Result\n````\n```\n## Result\n````\n## How to verify\nx\n## Deferred / concerns\ny\n";
+        let x = extract_footer(text);
+        assert_eq!(
+            x.sections.result.as_deref(),
+            Some("````\n```\n## Result\n````")
+        );
+    }
+
+    #[test]
     fn needs_help_with_all_fields_is_a_request() {
         let text = "\nNEEDS-HELP: which database?\ntried: sqlite in memory\n  and a temp file\noptions: postgres | sqlite\nleaning: sqlite\n- cost-if-wrong: a migration later\n";
         let x = extract_footer(text);
@@ -580,7 +668,11 @@ mod tests {
 
     #[test]
     fn needs_help_missing_a_field_is_incomplete_and_only_the_first_line_counts() {
-        let x = extract_footer("NEEDS-HELP: stuck\ntried: a\nleaning: b\n");
+        let x = extract_footer(
+            "NEEDS-HELP: stuck\ntried: a\nleaning: b\n## Result\nr\n## How to verify\nv\n## Deferred / concerns\nd\n",
+        );
+        assert_eq!(x.missing.len(), 3);
+        assert_eq!(x.footer_text, None);
         assert_eq!(
             x.help,
             HelpRequest::Incomplete {

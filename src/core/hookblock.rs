@@ -13,11 +13,16 @@ pub const END: &str = "# <<< git-crew <<<";
 /// The first line of a hook git-crew creates.
 pub const SHEBANG: &str = "#!/bin/sh";
 
+/// The byte range of the block (markers included) in a text.
+fn span(text: &str) -> Option<std::ops::Range<usize>> {
+    let start = text.find(BEGIN)?;
+    let end = text[start..].find(END)? + start + END.len();
+    Some(start..end)
+}
+
 /// The block (markers included) found in a shim such as `hooks/pre-commit`.
-pub fn block_of(shim: &str) -> Option<&str> {
-    let start = shim.find(BEGIN)?;
-    let end = shim[start..].find(END)? + start + END.len();
-    Some(&shim[start..end])
+pub fn block_of(text: &str) -> Option<&str> {
+    span(text).map(|r| &text[r])
 }
 
 /// What installing a block into a hook amounts to.
@@ -81,10 +86,10 @@ pub fn install(existing: Option<&str>, block: &str) -> Install {
 
 /// The text of a hook without git-crew's block, or `None` when it has none.
 pub fn remove(text: &str) -> Option<String> {
-    let start = text.find(BEGIN)?;
-    let end = text[start..].find(END)? + start + END.len();
-    let after = text[end..].strip_prefix('\n').unwrap_or(&text[end..]);
-    Some(format!("{}{after}", &text[..start]))
+    let range = span(text)?;
+    let rest = &text[range.end..];
+    let after = rest.strip_prefix('\n').unwrap_or(rest);
+    Some(format!("{}{after}", &text[..range.start]))
 }
 
 /// Whether what is left of a hook after removing the block is only what git-crew wrote
@@ -93,13 +98,15 @@ pub fn is_only_shebang(text: &str) -> bool {
     text.trim() == SHEBANG || text.trim().is_empty()
 }
 
-/// The block of a chaining hook: runs git-crew's block, then the hook moved aside.
+/// The block of a chaining hook: runs git-crew's block, then the hook moved aside — if
+/// git would have run it (it is executable).
 pub fn chain_block(block: &str, moved_name: &str) -> String {
     let body = block
         .strip_suffix(END)
         .unwrap_or(block)
         .trim_end_matches('\n');
-    format!("{body}\nexec \"$(dirname \"$0\")/{moved_name}\" \"$@\"\n{END}")
+    let moved = format!("\"$(dirname \"$0\")/{moved_name}\"");
+    format!("{body}\nif [ -x {moved} ]; then exec {moved} \"$@\"; fi\n{END}")
 }
 
 #[cfg(test)]
@@ -165,8 +172,9 @@ mod tests {
         assert!(is_shell_script(""));
         let chained = chain_block(BLOCK, "pre-commit.pre-crew");
         assert!(chained.starts_with(BEGIN));
+        let moved = "\"$(dirname \"$0\")/pre-commit.pre-crew\"";
         assert!(chained.ends_with(&format!(
-            "exec \"$(dirname \"$0\")/pre-commit.pre-crew\" \"$@\"\n{END}"
+            "if [ -x {moved} ]; then exec {moved} \"$@\"; fi\n{END}"
         )));
     }
 

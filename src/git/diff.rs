@@ -29,19 +29,45 @@ pub fn changed_paths(
         if mode.is_tree() {
             continue;
         }
-        let kind = match &change {
-            D::Addition { .. } => ChangeKind::Added,
-            D::Deletion { .. } => ChangeKind::Deleted,
+        let path = |p: &gix::bstr::BStr| p.to_string();
+        match &change {
+            D::Addition { location, .. } => out.push(Change {
+                path: path(location.as_ref()),
+                kind: ChangeKind::Added,
+            }),
+            D::Deletion { location, .. } => out.push(Change {
+                path: path(location.as_ref()),
+                kind: ChangeKind::Deleted,
+            }),
             D::Modification {
-                previous_id, id, ..
-            } if previous_id == id => ChangeKind::ModeChanged,
-            D::Modification { .. } => ChangeKind::Modified,
-            D::Rewrite { .. } => ChangeKind::Added,
-        };
-        out.push(Change {
-            path: change.location().to_string(),
-            kind,
-        });
+                location,
+                previous_id,
+                id,
+                ..
+            } => out.push(Change {
+                path: path(location.as_ref()),
+                kind: if previous_id == id {
+                    ChangeKind::ModeChanged
+                } else {
+                    ChangeKind::Modified
+                },
+            }),
+            // Rename tracking is off, so this does not occur; were it on, both sides count.
+            D::Rewrite {
+                source_location,
+                location,
+                ..
+            } => {
+                out.push(Change {
+                    path: path(source_location.as_ref()),
+                    kind: ChangeKind::Deleted,
+                });
+                out.push(Change {
+                    path: path(location.as_ref()),
+                    kind: ChangeKind::Added,
+                });
+            }
+        }
     }
     Ok(out)
 }

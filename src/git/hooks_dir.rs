@@ -60,15 +60,39 @@ pub enum HookAction {
     Absent,
 }
 
+/// A hook cannot be chained because the name it would be moved to is taken.
+#[derive(Debug, thiserror::Error)]
+#[error("cannot move {hook} aside: {moved} already exists")]
+pub struct ChainTargetTaken {
+    pub hook: PathBuf,
+    pub moved: PathBuf,
+}
+
 /// Adds `block` to the hook `name` in `dir`.
 pub fn install(dir: &Path, name: &str, block: &str) -> anyhow::Result<HookAction> {
     std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
     let path = dir.join(name);
-    let plan = match read_optional(&path)? {
-        None => hookblock::install(None, block),
-        // A binary hook cannot take a shell block.
-        Some(text) if text.contains('\0') || text.contains('\u{fffd}') => Install::Chain,
-        Some(text) => hookblock::install(Some(&text), block),
+    let moved = format!("{name}{CHAINED_SUFFIX}");
+    let moved_path = dir.join(&moved);
+    // Once a hook has been chained, the block that belongs in its place is the chaining one.
+    let block = if moved_path.exists() {
+        hookblock::chain_block(block, &moved)
+    } else {
+        block.to_string()
+    };
+    let plan = match std::fs::symlink_metadata(&path) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => hookblock::install(None, &block),
+        Err(e) => return Err(e).with_context(|| format!("cannot read {}", path.display())),
+        // A symlink is moved aside as it is (it often points at a tracked script), and a
+        // hook git would not run (not executable) stays one that does not run.
+        Ok(meta) if meta.file_type().is_symlink() || meta.permissions().mode() & 0o111 == 0 => {
+            Install::Chain
+        }
+        Ok(_) => match read_optional(&path)? {
+            // A binary hook cannot take a shell block.
+            Some(text) if text.contains('\0') || text.contains('\u{fffd}') => Install::Chain,
+            text => hookblock::install(text.as_deref(), &block),
+        },
     };
     match plan {
         Install::Create(text) => {
@@ -77,27 +101,22 @@ pub fn install(dir: &Path, name: &str, block: &str) -> anyhow::Result<HookAction
         }
         Install::Update(text) => {
             let mode = std::fs::metadata(&path).map_or(0o755, |m| m.permissions().mode() & 0o7777);
-            write_atomic(&path, &text, mode | 0o111)?;
+            write_atomic(&path, &text, mode)?;
             Ok(HookAction::Updated)
         }
         Install::Unchanged => Ok(HookAction::Unchanged),
         Install::Chain => {
-            let moved = format!("{name}{CHAINED_SUFFIX}");
-            let moved_path = dir.join(&moved);
-            if moved_path.exists() {
-                anyhow::bail!(
-                    "cannot chain {}: {} already exists",
-                    path.display(),
-                    moved_path.display()
-                );
+            if std::fs::symlink_metadata(&moved_path).is_ok() {
+                return Err(ChainTargetTaken {
+                    hook: path,
+                    moved: moved_path,
+                }
+                .into());
             }
             std::fs::rename(&path, &moved_path)
                 .with_context(|| format!("cannot move {} aside", path.display()))?;
-            let text = format!(
-                "{}\n{}\n",
-                hookblock::SHEBANG,
-                hookblock::chain_block(block, &moved)
-            );
+            let chained = hookblock::chain_block(&block, &moved);
+            let text = format!("{}\n{chained}\n", hookblock::SHEBANG);
             write_atomic(&path, &text, 0o755)?;
             Ok(HookAction::Chained)
         }

@@ -1,7 +1,7 @@
 //! A crew worktree's run identity, read from that worktree's own config file
 //! (`<git-dir>/config.worktree`, written by `git config --worktree`) without spawning git.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 
@@ -42,13 +42,20 @@ pub fn read_git_dir(git_dir: &Path) -> anyhow::Result<Option<RunIdentity>> {
     }))
 }
 
-/// The identity of run `run` from whichever linked worktree carries it.
+/// The private git dirs of every worktree: the common dir (the main worktree) and each
+/// linked worktree's `worktrees/<id>`.
+pub fn worktree_git_dirs(common_dir: &Path) -> Vec<PathBuf> {
+    let mut dirs = vec![common_dir.to_path_buf()];
+    if let Ok(entries) = std::fs::read_dir(common_dir.join("worktrees")) {
+        dirs.extend(entries.flatten().map(|e| e.path()));
+    }
+    dirs
+}
+
+/// The identity of run `run` from whichever worktree carries it.
 pub fn find_run(common_dir: &Path, run: &str) -> anyhow::Result<Option<RunIdentity>> {
-    let Ok(entries) = std::fs::read_dir(common_dir.join("worktrees")) else {
-        return Ok(None);
-    };
-    for entry in entries.flatten() {
-        if let Some(identity) = read_git_dir(&entry.path())?
+    for dir in worktree_git_dirs(common_dir) {
+        if let Some(identity) = read_git_dir(&dir)?
             && identity.run == run
         {
             return Ok(Some(identity));

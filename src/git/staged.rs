@@ -107,7 +107,8 @@ impl Walk<'_> {
             .iter()
             .map(|e| TreeItem {
                 name: e.filename.to_vec(),
-                mode: u32::from(e.mode.value()),
+                // Old trees may carry non-canonical modes (100664); git compares canonical ones.
+                mode: u32::from(e.mode.normalized().value()),
                 id: e.oid.to_owned(),
                 is_tree: e.mode.is_tree(),
             })
@@ -254,7 +255,7 @@ impl Walk<'_> {
                 } else if !self.counts(range.start) {
                     // An intent-to-add entry records no content to commit.
                     self.deleted(prefix, &item)?;
-                } else if item.is_tree && !entry.mode.is_sparse() {
+                } else if item.is_tree {
                     self.deleted(prefix, &item)?;
                     self.push(&path, ChangeKind::Added);
                 } else if entry.id != item.id {

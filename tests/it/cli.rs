@@ -54,6 +54,12 @@ fn usage_errors_are_exit_2_in_the_envelope() {
     );
     assert!(json["error"]["hint"].as_str().unwrap().contains("--help"));
 
+    for args in [&[][..], &["hook"][..]] {
+        let out = env.crew(env.root(), args);
+        out.expect_code(2);
+        assert_eq!(out.json()["error"]["message"], "a subcommand is required");
+    }
+
     let out = env.crew(env.root(), &["flight", "--bogus", "--human"]);
     out.expect_code(2);
     assert_eq!(out.stdout, "");
@@ -63,8 +69,11 @@ fn usage_errors_are_exit_2_in_the_envelope() {
 #[test]
 fn commands_of_later_issues_are_not_registered() {
     let env = TestEnv::new();
-    for command in ["dispatch", "wait", "integrate"] {
-        env.crew(env.root(), &[command]).expect_code(2);
+    for command in ["dispatch", "wait", "integrate", "status", "should-stop"] {
+        let out = env.crew(env.root(), &[command]);
+        out.expect_code(2);
+        let message = out.json()["error"]["message"].as_str().unwrap().to_string();
+        assert!(message.contains("unrecognized subcommand"), "{message}");
     }
 }
 

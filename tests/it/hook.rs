@@ -322,3 +322,49 @@ fn post_merge_of_a_clean_run_says_so() {
         "crew: merged run r1 (task routes): 1 paths, all inside its scope\n"
     );
 }
+
+#[test]
+fn intent_to_add_paths_are_not_commits() {
+    let env = TestEnv::new();
+    let (_, wt) = crew_setup(&env, "implement", &["src/routes/**"]);
+    write(&wt.join("later.txt"), "not yet\n");
+    write(&wt.join("src/routes/b.rs"), "ok\n");
+    env.git_ok(&wt, &["add", "-N", "later.txt"]);
+    env.git_ok(&wt, &["add", "src/routes/b.rs"]);
+    let out = env.crew(&wt, &["hook", "pre-commit", "--json"]);
+    out.expect_code(0);
+    assert_eq!(out.json()["staged"], serde_json::json!(["src/routes/b.rs"]));
+}
+
+#[test]
+fn the_first_commit_on_an_unborn_branch_is_checked_too() {
+    let env = TestEnv::new();
+    let repo = env.root().join("fresh");
+    env.git_ok(
+        env.root(),
+        &["init", "-q", "-b", "main", repo.to_str().unwrap()],
+    );
+    env.git_ok(&repo, &["config", "extensions.worktreeConfig", "true"]);
+    for (key, value) in [
+        ("crew.run", "r0"),
+        ("crew.task", "boot"),
+        ("crew.role", "implement"),
+        ("crew.scope", "src/"),
+    ] {
+        env.git_ok(&repo, &["config", "--worktree", key, value]);
+    }
+    write(&repo.join("src/main.rs"), "fn main() {}\n");
+    write(&repo.join("Makefile"), "all:\n");
+    env.git_ok(&repo, &["add", "-A"]);
+    let out = env.crew(&repo, &["hook", "pre-commit", "--json"]);
+    out.expect_code(1);
+    let json = out.json();
+    assert_eq!(
+        json["staged"],
+        serde_json::json!(["Makefile", "src/main.rs"])
+    );
+    assert_eq!(
+        json["violations"],
+        serde_json::json!(["Makefile (added) is outside the write scope src/"])
+    );
+}

@@ -135,6 +135,15 @@ fn a_husky_hooks_path_is_honoured_and_never_rewritten() {
     assert_eq!(local_config(&env, &repo, "core.hooksPath"), [".husky"]);
     let text = read(&repo.join(".husky/pre-commit"));
     assert!(text.starts_with("# >>> git-crew >>>"), "{text}");
+    // A committed hook carries no path of this machine.
+    let bin = crate::common::bin();
+    assert!(!text.contains(bin.to_str().unwrap()), "{text}");
+    assert!(
+        out.json()["warnings"][0]
+            .as_str()
+            .unwrap()
+            .contains("part of the work tree")
+    );
     assert!(text.ends_with("echo ran >> \"$(git rev-parse --git-common-dir)/husky-ran\"\n"));
     assert!(!repo.join(".git/hooks/pre-commit").exists());
 
@@ -155,7 +164,7 @@ fn a_husky_hooks_path_is_honoured_and_never_rewritten() {
 #[test]
 fn a_hook_in_another_language_is_chained_and_restored() {
     let env = TestEnv::new();
-    let repo = env.fixture("python-hook.sh", "repo", &[]);
+    let repo = env.fixture("awk-hook.sh", "repo", &[]);
     let hook = repo.join(".git/hooks/pre-commit");
     let original = read(&hook);
     let out = env.crew(&repo, &["init"]);
@@ -166,7 +175,16 @@ fn a_hook_in_another_language_is_chained_and_restored() {
     write(&repo.join("notes.txt"), "x\n");
     env.git_ok(&repo, &["add", "notes.txt"]);
     env.git_ok(&repo, &["commit", "-q", "-m", "chained"]);
-    assert_eq!(read(&repo.join(".git/python-hook-ran")), "ran\n");
+    assert_eq!(read(&repo.join(".git/awk-hook-ran")), "ran\n");
+
+    // A second init keeps the chain: the moved hook still runs.
+    let out = env.crew(&repo, &["init"]);
+    out.expect_code(0);
+    assert_eq!(out.json()["hooks"][0]["action"], "unchanged");
+    write(&repo.join("notes2.txt"), "x\n");
+    env.git_ok(&repo, &["add", "notes2.txt"]);
+    env.git_ok(&repo, &["commit", "-q", "-m", "chained again"]);
+    assert_eq!(read(&repo.join(".git/awk-hook-ran")), "ran\nran\n");
 
     let out = env.crew(&repo, &["init", "--uninstall"]);
     out.expect_code(0);
@@ -298,4 +316,84 @@ fn a_hooks_path_shared_by_every_repository_is_used_with_a_warning() {
     );
     assert!(read(&shared.join("pre-commit")).contains("# >>> git-crew >>>"));
     assert!(!repo.join(".git/hooks/pre-commit").exists());
+}
+
+#[test]
+fn a_symlinked_hook_is_moved_aside_as_a_link_and_restored() {
+    let env = TestEnv::new();
+    let repo = env.fixture("plain.sh", "repo", &[]);
+    write(
+        &repo.join("scripts/check.sh"),
+        "#!/bin/sh\necho ran >> \"$(git rev-parse --git-common-dir)/linked-ran\"\n",
+    );
+    std::fs::set_permissions(
+        repo.join("scripts/check.sh"),
+        std::fs::Permissions::from_mode(0o755),
+    )
+    .unwrap();
+    let hook = repo.join(".git/hooks/pre-commit");
+    std::os::unix::fs::symlink("../../scripts/check.sh", &hook).unwrap();
+
+    let out = env.crew(&repo, &["init"]);
+    out.expect_code(0);
+    assert_eq!(out.json()["hooks"][0]["action"], "chained");
+    let moved = repo.join(".git/hooks/pre-commit.pre-crew");
+    assert!(
+        std::fs::symlink_metadata(&moved)
+            .unwrap()
+            .file_type()
+            .is_symlink()
+    );
+    write(&repo.join("notes.txt"), "x\n");
+    env.git_ok(&repo, &["add", "notes.txt"]);
+    env.git_ok(&repo, &["commit", "-q", "-m", "through the link"]);
+    assert_eq!(read(&repo.join(".git/linked-ran")), "ran\n");
+
+    env.crew(&repo, &["init", "--uninstall"]).expect_code(0);
+    let meta = std::fs::symlink_metadata(&hook).unwrap();
+    assert!(meta.file_type().is_symlink());
+    assert_eq!(
+        std::fs::read_link(&hook).unwrap(),
+        std::path::Path::new("../../scripts/check.sh")
+    );
+}
+
+#[test]
+fn a_disabled_hook_stays_disabled() {
+    let env = TestEnv::new();
+    let repo = env.fixture("existing-hook.sh", "repo", &[]);
+    let hook = repo.join(".git/hooks/pre-commit");
+    std::fs::set_permissions(&hook, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let original = read(&hook);
+    env.crew(&repo, &["init"]).expect_code(0);
+    write(&repo.join("notes.txt"), "x\n");
+    env.git_ok(&repo, &["add", "notes.txt"]);
+    env.git_ok(&repo, &["commit", "-q", "-m", "disabled hook"]);
+    assert!(!repo.join(".git/own-hook-ran").exists());
+
+    env.crew(&repo, &["init", "--uninstall"]).expect_code(0);
+    assert_eq!(read(&hook), original);
+    assert_eq!(
+        std::fs::metadata(&hook).unwrap().permissions().mode() & 0o777,
+        0o644
+    );
+}
+
+#[test]
+fn a_hook_in_the_way_of_chaining_is_refused_and_nothing_is_lost() {
+    let env = TestEnv::new();
+    let repo = env.fixture("awk-hook.sh", "repo", &[]);
+    write(
+        &repo.join(".git/hooks/pre-commit.pre-crew"),
+        "#!/bin/sh\necho older\n",
+    );
+    let before = read(&repo.join(".git/hooks/pre-commit"));
+    let out = env.crew(&repo, &["init"]);
+    out.expect_code(4);
+    assert_eq!(out.json()["error"]["code"], "hook-in-the-way");
+    assert_eq!(read(&repo.join(".git/hooks/pre-commit")), before);
+    assert_eq!(
+        read(&repo.join(".git/hooks/pre-commit.pre-crew")),
+        "#!/bin/sh\necho older\n"
+    );
 }
