@@ -7,4 +7,5 @@
 pub mod cli;
 pub mod core;
 pub mod git;
+pub mod run;
 pub mod state;

@@ -84,12 +84,12 @@ fn shim_block(shim: &str, embed_exe: bool) -> Result<String> {
     Ok(block.replace("@GIT_CREW_EXE@", &sh_quote(&exe)))
 }
 
-/// Whether `dir` lies inside the work tree (its hooks are then usually committed).
-fn inside_work_tree(dir: &Path, workdir: &Path) -> bool {
-    match (dir.canonicalize(), workdir.canonicalize()) {
-        (Ok(dir), Ok(workdir)) => dir.starts_with(workdir),
-        _ => dir.starts_with(workdir),
-    }
+/// Whether `dir` lies inside the work tree (its hooks are then usually committed), and
+/// not inside the git dir.
+fn inside_work_tree(dir: &Path, workdir: &Path, git_dir: &Path) -> bool {
+    let canon = |p: &Path| p.canonicalize().unwrap_or_else(|_| p.to_path_buf());
+    let dir = canon(dir);
+    dir.starts_with(canon(workdir)) && !dir.starts_with(canon(git_dir))
 }
 
 /// Saves the record after each step, so a failure half-way never leaves an addition
@@ -125,7 +125,7 @@ fn install(
         ));
     }
     std::fs::create_dir_all(&dir).map_err(CrewError::internal)?;
-    let embed_exe = !inside_work_tree(&dir, workdir);
+    let embed_exe = !inside_work_tree(&dir, workdir, repo.common_dir());
     if !embed_exe {
         warnings.push(format!(
             "the hooks in {} are part of the work tree: they call git-crew from PATH",

@@ -2,13 +2,19 @@
 //! Every command returns a [`ui::Report`] or a [`error::CrewError`]; `main` renders either
 //! and turns it into the exit code.
 
+pub mod abandon;
 pub mod context;
+pub mod dispatch;
 pub mod error;
 pub mod flight;
 pub mod footer;
 pub mod hook;
 pub mod init;
+pub mod runs;
+pub mod show;
+pub mod status;
 pub mod ui;
+pub mod wait;
 
 use std::ffi::OsString;
 use std::path::PathBuf;
@@ -61,16 +67,25 @@ pub struct Cli {
 pub enum Command {
     Init(init::InitArgs),
     Flight(flight::FlightArgs),
+    Dispatch(dispatch::DispatchArgs),
+    Wait(wait::WaitArgs),
+    #[command(visible_alias = "ls")]
+    Status(status::StatusArgs),
+    Show(show::ShowArgs),
+    Transcript(show::TranscriptArgs),
+    Abandon(abandon::AbandonArgs),
     Footer(footer::FooterArgs),
     #[command(hide = true)]
     Hook(hook::HookArgs),
+    #[command(hide = true)]
+    Supervise(abandon::SuperviseArgs),
 }
 
 impl Command {
     /// Hook entry points print for a person by default: git shows their output in the
     /// terminal of whoever runs `git commit`.
     fn human_by_default(&self) -> bool {
-        matches!(self, Command::Hook(_))
+        matches!(self, Command::Hook(_) | Command::Supervise(_))
     }
 }
 
@@ -94,8 +109,15 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> u8 {
     let result = match cli.command {
         Command::Init(args) => init::run(&ctx, args),
         Command::Flight(args) => flight::run(&ctx, args),
+        Command::Dispatch(args) => dispatch::run(&ctx, args),
+        Command::Wait(args) => wait::run(&ctx, args),
+        Command::Status(args) => status::run(&ctx, args),
+        Command::Show(args) => show::run(&ctx, args),
+        Command::Transcript(args) => show::transcript(&ctx, args),
+        Command::Abandon(args) => abandon::abandon(&ctx, args),
         Command::Footer(args) => footer::run(&ctx, args),
         Command::Hook(args) => hook::run(&ctx, args),
+        Command::Supervise(args) => abandon::supervise(&ctx, args),
     };
     match result {
         Ok(report) => ui::emit(format, report),

@@ -244,11 +244,18 @@ const FENCES: &[Field] = &[
     ),
 ];
 
-const WORKTREE: &[Field] = &[field(
-    "cleanup",
-    Kind::Enum(&["conservative", "eager", "never"]),
-    "When integrated worktrees are removed; work is never lost.",
-)];
+const WORKTREE: &[Field] = &[
+    field(
+        "cleanup",
+        Kind::Enum(&["conservative", "eager", "never"]),
+        "When integrated worktrees are removed; work is never lost.",
+    ),
+    field(
+        "port_range",
+        Kind::Str,
+        "Ports handed to workers as CREW_PORT, e.g. \"4100-4199\": one per live run.",
+    ),
+];
 
 const SUMMARY: &[Field] = &[
     field(
@@ -1033,6 +1040,7 @@ pub struct Fences {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct WorktreePolicy {
     pub cleanup: String,
+    pub port_range: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -4,7 +4,7 @@
 //! each section (bounded by the line cap) is kept, so a transcript of any size is read in
 //! one pass without being held in memory.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// The rebuilt footer never exceeds this many lines.
 pub const MAX_FOOTER_LINES: usize = 60;
@@ -155,7 +155,7 @@ impl SectionBuf {
 const HELP_FIELDS: [&str; 4] = ["tried", "options", "leaning", "cost-if-wrong"];
 
 /// A worker's structured request for help (SPEC §5.5).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct NeedsHelp {
     /// What follows `NEEDS-HELP:` on the first line.
     pub question: String,

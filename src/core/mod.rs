@@ -4,4 +4,5 @@
 pub mod flight;
 pub mod footer;
 pub mod hookblock;
+pub mod record;
 pub mod scope;

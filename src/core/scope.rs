@@ -180,6 +180,35 @@ fn is_ignorable(c: char) -> bool {
     matches!(c as u32, 0x200c..=0x200f | 0x202a..=0x202e | 0x206a..=0x206f | 0xfeff)
 }
 
+/// The directory components of a glob before its first glob character.
+fn literal_prefix(glob: &str) -> Vec<String> {
+    let normal = normalize_path(glob.trim()).unwrap_or_default();
+    normal
+        .split('/')
+        .take_while(|part| !part.contains(['*', '?', '[', '{']))
+        .filter(|part| !part.is_empty())
+        .map(str::to_string)
+        .collect()
+}
+
+/// Whether two write scopes may claim a common path, decided conservatively: two globs
+/// are disjoint only when neither's literal directory prefix contains the other's
+/// (`src/a/**` and `src/b/**` are; `src/**` and `src/a.rs` are not; `**/*.rs` overlaps
+/// everything). Returns the first pair of globs that may overlap.
+pub fn scopes_overlap(a: &[String], b: &[String]) -> Option<(String, String)> {
+    for ga in a {
+        let pa = literal_prefix(ga);
+        for gb in b {
+            let pb = literal_prefix(gb);
+            let n = pa.len().min(pb.len());
+            if pa[..n] == pb[..n] {
+                return Some((ga.clone(), gb.clone()));
+            }
+        }
+    }
+    None
+}
+
 /// How a staged path differs from HEAD.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ChangeKind {
@@ -456,6 +485,24 @@ mod tests {
             )
             .is_empty()
         );
+    }
+
+    #[test]
+    fn overlap_is_decided_conservatively() {
+        let v = |globs: &[&str]| globs.iter().map(|g| g.to_string()).collect::<Vec<_>>();
+        assert_eq!(scopes_overlap(&v(&["src/a/**"]), &v(&["src/b/**"])), None);
+        assert_eq!(scopes_overlap(&v(&["src/a.rs"]), &v(&["src/b.rs"])), None);
+        assert_eq!(
+            scopes_overlap(&v(&["docs/"]), &v(&["src/**", "tests/*.rs"])),
+            None
+        );
+        assert_eq!(
+            scopes_overlap(&v(&["src/**"]), &v(&["docs/x", "src/a.rs"])),
+            Some(("src/**".into(), "src/a.rs".into()))
+        );
+        assert!(scopes_overlap(&v(&["src/routes"]), &v(&["src/routes/x.rs"])).is_some());
+        assert!(scopes_overlap(&v(&["**/*.rs"]), &v(&["docs/a.md"])).is_some());
+        assert!(scopes_overlap(&v(&["./src/*.rs"]), &v(&["src/*.md"])).is_some());
     }
 
     #[test]

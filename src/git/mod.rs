@@ -8,3 +8,4 @@ pub mod identity;
 pub mod repo;
 pub mod run;
 pub mod staged;
+pub mod worktree;

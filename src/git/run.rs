@@ -41,6 +41,13 @@ impl GitRunner {
         Ok(String::from_utf8_lossy(&out.stdout).into_owned())
     }
 
+    /// Runs git and returns what it did, whatever its exit code.
+    pub fn raw(&self, args: &[&str]) -> anyhow::Result<std::process::Output> {
+        self.command(args)
+            .output()
+            .with_context(|| format!("cannot run git {}", args.join(" ")))
+    }
+
     /// Every value of a key in the repository's own config (`--local`); empty when unset.
     pub fn local_values(&self, key: &str) -> anyhow::Result<Vec<String>> {
         let out = self

@@ -2,3 +2,4 @@
 
 pub mod init_record;
 pub mod live;
+pub mod runs;

@@ -175,3 +175,34 @@ pub fn write(path: &Path, text: &str) {
 pub fn read(path: &Path) -> String {
     std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
+
+impl Drop for TestEnv {
+    /// No test leaves a supervisor or worker behind, even when it fails half-way: every
+    /// live run under the temp dir has its supervisor and worker group killed.
+    fn drop(&mut self) {
+        let Ok(entries) = std::fs::read_dir(self.root()) else {
+            return;
+        };
+        for entry in entries.flatten() {
+            let live = entry.path().join(".git/crew/live");
+            let Ok(pointers) = std::fs::read_dir(&live) else {
+                continue;
+            };
+            for pointer in pointers.flatten() {
+                let Ok(bytes) = std::fs::read(pointer.path()) else {
+                    continue;
+                };
+                let Ok(record) = serde_json::from_slice::<Value>(&bytes) else {
+                    continue;
+                };
+                for key in ["supervisor_pid", "pid"] {
+                    if let Some(pid) = record[key].as_u64() {
+                        let _ = Command::new("kill")
+                            .args(["-9", "--", &format!("-{pid}")])
+                            .status();
+                    }
+                }
+            }
+        }
+    }
+}

@@ -2,6 +2,7 @@
 
 mod cli;
 mod common;
+mod dispatch;
 mod flight;
 mod footer;
 mod hook;

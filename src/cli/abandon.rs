@@ -1,0 +1,58 @@
+//! `git crew abandon RUN` and the hidden `git crew supervise RUN`.
+
+use clap::Args;
+use serde_json::json;
+
+use super::context::CommandContext;
+use super::error::{CrewError, ErrorKind, Result};
+use super::runs;
+use super::ui::Report;
+use crate::run::supervisor;
+
+/// Stop a run: kill its worker's process group, keep its branch and commits, record the
+/// outcome `abandoned`.
+#[derive(Debug, Args)]
+#[command(after_help = "Examples:\n  git crew abandon 20261202-101500-1a2b")]
+pub struct AbandonArgs {
+    pub run: String,
+}
+
+pub fn abandon(ctx: &CommandContext, args: AbandonArgs) -> Result<Report> {
+    let store = runs::store(ctx)?;
+    let record = runs::load(&store, &args.run)?;
+    if record.phase.is_final() {
+        return Err(CrewError::new(
+            ErrorKind::Refused,
+            "run-ended",
+            format!(
+                "run {} has already ended ({})",
+                record.run,
+                record.phase.as_str()
+            ),
+        ));
+    }
+    let repo_dir = ctx.workdir()?.to_path_buf();
+    let record = supervisor::abandon(&store, &repo_dir, record, "abandoned by the lead")
+        .map_err(CrewError::internal)?;
+    let human = format!(
+        "abandoned {} (task {}); branch {} kept",
+        record.run, record.task, record.branch
+    );
+    Ok(Report::new(
+        json!({"run": runs::result_json(&record)}),
+        human,
+    ))
+}
+
+/// Drive a run (started detached by dispatch; not for direct use).
+#[derive(Debug, Args)]
+pub struct SuperviseArgs {
+    pub run: String,
+}
+
+pub fn supervise(ctx: &CommandContext, args: SuperviseArgs) -> Result<Report> {
+    let repo = ctx.repo()?;
+    let store = crate::state::runs::RunStore::new(&crate::git::repo::state_dir(repo));
+    supervisor::supervise(repo, &store, &args.run).map_err(CrewError::internal)?;
+    Ok(Report::new(json!({"run": args.run}), ""))
+}

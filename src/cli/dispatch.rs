@@ -1,0 +1,180 @@
+//! `git crew dispatch`: a worker in its own worktree, in the background, at once.
+
+use std::path::PathBuf;
+
+use clap::Args;
+use serde_json::json;
+
+use super::context::CommandContext;
+use super::error::{CrewError, ErrorKind, Result};
+use super::flight::{RoutingArgs, resolve};
+use super::ui::Report;
+use crate::git::hooks_dir;
+use crate::run::dispatch::{self, Refusal, Request};
+use crate::state::runs::RunStore;
+
+const EXAMPLES: &str = "Examples:\n  git crew dispatch --task routes --scope 'src/routes/**' --prompt 'Add the /crew routes.'\n  git crew dispatch --task audit --role review --prompt-file docs/review.md --backend claude\n  git crew dispatch --task fix-login --scope src/auth/ --prompt-file task.md --verify 'cargo test auth' --wait";
+
+/// Start a worker on a task, in its own worktree, in the background.
+///
+/// Cuts a worktree and branch `crew/<task>/<run>` from HEAD (or --base), fences it (write
+/// scope, time budget, delivery contract, NEEDS-HELP), starts the worker under a detached
+/// supervisor and returns the run id at once. Refused (exit 4) when the task already has
+/// an in-flight run, when the scope overlaps an in-flight run's, or when the backend is at
+/// its concurrency limit.
+#[derive(Debug, Args)]
+#[command(after_help = EXAMPLES)]
+pub struct DispatchArgs {
+    /// The task id (becomes part of the branch name).
+    #[arg(long)]
+    pub task: String,
+    /// The task, as text.
+    #[arg(
+        long,
+        conflicts_with = "prompt_file",
+        required_unless_present = "prompt_file"
+    )]
+    pub prompt: Option<String>,
+    /// The task, from a file.
+    #[arg(long, value_name = "FILE")]
+    pub prompt_file: Option<PathBuf>,
+    /// A glob the run may write (repeatable); required for implement and cleanup runs.
+    #[arg(long, value_name = "GLOB")]
+    pub scope: Vec<String>,
+    /// implement | review | investigate | cleanup.
+    #[arg(long, default_value = "implement")]
+    pub role: String,
+    /// The command that checks the work, run in the worktree.
+    #[arg(long, value_name = "CMD")]
+    pub verify: Option<String>,
+    /// Cut the worktree from this revision instead of HEAD.
+    #[arg(long, value_name = "REV")]
+    pub base: Option<String>,
+    /// Block until the run ends and print its result, as `git crew wait` does.
+    #[arg(long)]
+    pub wait: bool,
+    #[command(flatten)]
+    pub routing: RoutingArgs,
+}
+
+pub fn run(ctx: &CommandContext, args: DispatchArgs) -> Result<Report> {
+    let flight = resolve(ctx, &args.routing)?.flight;
+    let repo = ctx.repo()?;
+    let repo_dir = ctx.workdir()?.to_path_buf();
+    let prompt = match (&args.prompt, &args.prompt_file) {
+        (Some(text), _) => text.clone(),
+        (None, Some(file)) => std::fs::read_to_string(ctx.cwd.join(file)).map_err(|e| {
+            CrewError::new(
+                ErrorKind::NotFound,
+                "file-not-found",
+                format!("cannot read {}: {e}", file.display()),
+            )
+        })?,
+        (None, None) => unreachable!("clap requires one of --prompt and --prompt-file"),
+    };
+    let base_rev = args.base.clone().unwrap_or_else(|| "HEAD".into());
+    let base = crate::git::worktree::rev_parse(&repo_dir, &base_rev).map_err(|e| {
+        CrewError::usage("bad-base", e.to_string()).hinted("--base takes a branch, tag or commit")
+    })?;
+    let store = super::runs::store(ctx)?;
+    let request = Request {
+        task: args.task.clone(),
+        prompt,
+        scope: args.scope.clone(),
+        role: args.role.clone(),
+        verify: args.verify.clone(),
+        base: args.base.clone(),
+        backend: args.routing.backend.clone(),
+    };
+    let _guard = DispatchLock::take(&store)?;
+    let live = store.live().map_err(CrewError::internal)?;
+    let plan = dispatch::plan(
+        &flight,
+        &request,
+        &live,
+        base,
+        dispatch::new_run_id(),
+        &store,
+    )
+    .map_err(|r| match r {
+        Refusal::Usage(m) => CrewError::usage("dispatch-invalid", m),
+        Refusal::State(m) => CrewError::new(ErrorKind::Refused, "dispatch-refused", m)
+            .hinted("`git crew status` shows the in-flight runs"),
+    })?;
+    let run_hooks = store.root().join("hooks");
+    dispatch::ensure_run_hooks(&run_hooks, &hooks_dir::hooks_dir(repo))
+        .map_err(CrewError::internal)?;
+    let record =
+        dispatch::apply(&plan, &repo_dir, &run_hooks, &store).map_err(CrewError::internal)?;
+    drop(_guard);
+    if args.wait {
+        return super::wait::wait_for(&store, std::slice::from_ref(&record.run), false, None);
+    }
+    let fields = json!({
+        "run": record.run,
+        "task": record.task,
+        "role": record.role,
+        "phase": record.phase,
+        "worktree": record.worktree,
+        "branch": record.branch,
+        "base": record.base,
+        "backend": record.backend,
+        "model": record.model,
+        "effort": record.effort,
+        "tier": record.tier,
+        "scope": record.scope,
+        "deadline": record.deadline,
+    });
+    let human = format!(
+        "dispatched {} (task {}) to {} in {}",
+        record.run, record.task, record.backend, record.worktree
+    );
+    Ok(Report::new(fields, human))
+}
+
+/// Serialises the check-then-create part of dispatches: two dispatches at once cannot
+/// both pass the same refusal checks.
+struct DispatchLock(PathBuf);
+
+impl DispatchLock {
+    fn take(store: &RunStore) -> Result<DispatchLock> {
+        let path = store.root().join("dispatch.lock");
+        std::fs::create_dir_all(store.root()).map_err(CrewError::internal)?;
+        let start = std::time::Instant::now();
+        loop {
+            match std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .open(&path)
+            {
+                Ok(_) => return Ok(DispatchLock(path)),
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                    let stale = std::fs::metadata(&path)
+                        .and_then(|m| m.modified())
+                        .is_ok_and(|t| t.elapsed().unwrap_or_default().as_secs() > 60);
+                    if stale {
+                        let _ = std::fs::remove_file(&path);
+                    } else if start.elapsed().as_secs() > 30 {
+                        return Err(CrewError::new(
+                            ErrorKind::Refused,
+                            "dispatch-busy",
+                            "another dispatch holds the lock",
+                        )
+                        .hinted(format!(
+                            "remove {} if no dispatch is running",
+                            path.display()
+                        )));
+                    }
+                    std::thread::sleep(std::time::Duration::from_millis(20));
+                }
+                Err(e) => return Err(CrewError::internal(e)),
+            }
+        }
+    }
+}
+
+impl Drop for DispatchLock {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}

@@ -1,0 +1,124 @@
+//! What the run-reading commands share: opening the run store, reaping runs whose
+//! supervisor died, and the run result as SPEC §2 prints it.
+
+use serde_json::Value;
+
+use super::context::CommandContext;
+use super::error::{CrewError, ErrorKind, Result};
+use crate::core::record::RunRecord;
+use crate::run::supervisor;
+use crate::state::runs::RunStore;
+
+/// The run store of the current repository, with dead supervisors reaped.
+pub fn store(ctx: &CommandContext) -> Result<RunStore> {
+    let repo = ctx.repo()?;
+    let store = RunStore::new(&crate::git::repo::state_dir(repo));
+    let repo_dir = ctx.workdir()?.to_path_buf();
+    supervisor::reap_dead(&store, &repo_dir).map_err(CrewError::internal)?;
+    Ok(store)
+}
+
+/// One run, live or finished; exit 3 when there is none.
+pub fn load(store: &RunStore, run: &str) -> Result<RunRecord> {
+    store
+        .load(run)
+        .map_err(CrewError::internal)?
+        .ok_or_else(|| {
+            CrewError::new(
+                ErrorKind::NotFound,
+                "run-not-found",
+                format!("no run {run}"),
+            )
+            .hinted("`git crew status` lists the runs")
+        })
+}
+
+/// The run result of SPEC §2 (never the transcript).
+pub fn result_json(record: &RunRecord) -> Value {
+    let mut value = serde_json::to_value(record).unwrap_or(Value::Null);
+    if record.finished_at.is_none() {
+        value["elapsed_s"] =
+            supervisor::elapsed_s(&record.started_at, crate::run::process::now_millis()).into();
+    }
+    value
+}
+
+/// One line per run for people.
+pub fn result_line(record: &RunRecord) -> String {
+    let elapsed = if record.finished_at.is_none() {
+        supervisor::elapsed_s(&record.started_at, crate::run::process::now_millis())
+    } else {
+        record.elapsed_s
+    };
+    format!(
+        "{}  {:<10} {:<14} {:<12} {}s/{}s  {}",
+        record.run,
+        record.task,
+        record.phase.as_str(),
+        record.backend,
+        elapsed,
+        record.budget_s,
+        record.decision.as_deref().unwrap_or("")
+    )
+}
+
+/// A run in full for people: fences, phase, attempts, footer, verify, decision.
+pub fn result_block(record: &RunRecord) -> String {
+    let mut out = vec![
+        format!(
+            "run {} (task {}, role {})",
+            record.run, record.task, record.role
+        ),
+        format!(
+            "phase {}{}, attempts {}",
+            record.phase.as_str(),
+            record
+                .outcome
+                .map(|o| format!(
+                    " ({})",
+                    serde_json::to_value(o)
+                        .unwrap_or_default()
+                        .as_str()
+                        .unwrap_or_default()
+                ))
+                .unwrap_or_default(),
+            record.attempts
+        ),
+        format!(
+            "backend {} model {} session {}",
+            record.backend,
+            record.model.as_deref().unwrap_or("-"),
+            record.session.as_deref().unwrap_or("-")
+        ),
+        format!("branch {} in {}", record.branch, record.worktree),
+        format!("scope {}", record.scope.join(", ")),
+        format!("budget {}s, deadline {}", record.budget_s, record.deadline),
+    ];
+    if let Some(decision) = &record.decision {
+        out.push(format!("decision: {decision}"));
+    }
+    if let Some(verify) = &record.verify {
+        out.push(format!(
+            "verify `{}`: reward {} ({})",
+            verify.command,
+            verify.reward,
+            if verify.passed { "pass" } else { "fail" }
+        ));
+    }
+    if let Some(help) = &record.needs_help {
+        out.push(format!(
+            "NEEDS-HELP: {}\n  tried: {}\n  options: {}\n  leaning: {}\n  cost-if-wrong: {}",
+            help.question, help.tried, help.options, help.leaning, help.cost_if_wrong
+        ));
+    }
+    if let Some(footer) = &record.footer {
+        out.push(format!(
+            "## Result\n{}\n\n## How to verify\n{}\n\n## Deferred / concerns\n{}",
+            footer.result, footer.how_to_verify, footer.deferred
+        ));
+    }
+    for d in &record.discrepancies {
+        out.push(format!("discrepancy: {d}"));
+    }
+    out.join("\n")
+}

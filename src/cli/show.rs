@@ -1,0 +1,52 @@
+//! `git crew show RUN` and `git crew transcript RUN`.
+
+use clap::Args;
+use serde_json::json;
+
+use super::context::CommandContext;
+use super::error::{CrewError, Result};
+use super::runs;
+use super::ui::Report;
+
+/// Show one run's record: fences, phase, attempts, extracted footer, verify result, decision.
+#[derive(Debug, Args)]
+#[command(after_help = "Examples:\n  git crew show 20261202-101500-1a2b")]
+pub struct ShowArgs {
+    pub run: String,
+}
+
+pub fn run(ctx: &CommandContext, args: ShowArgs) -> Result<Report> {
+    let store = runs::store(ctx)?;
+    let record = runs::load(&store, &args.run)?;
+    Ok(Report::new(
+        json!({"run": runs::result_json(&record)}),
+        runs::result_block(&record),
+    ))
+}
+
+/// Print a run's archived raw transcript (for debugging: the only command that does).
+///
+/// The transcript holds every attempt of the run's task, each under a metadata header.
+#[derive(Debug, Args)]
+#[command(after_help = "Examples:\n  git crew transcript 20261202-101500-1a2b | less")]
+pub struct TranscriptArgs {
+    pub run: String,
+}
+
+pub fn transcript(ctx: &CommandContext, args: TranscriptArgs) -> Result<Report> {
+    let store = runs::store(ctx)?;
+    let record = runs::load(&store, &args.run)?;
+    let path = store.transcript_path(&record.task);
+    let bytes = std::fs::read(&path).map_err(|e| {
+        CrewError::new(
+            super::error::ErrorKind::NotFound,
+            "transcript-not-found",
+            format!("no transcript at {}: {e}", path.display()),
+        )
+    })?;
+    let text = String::from_utf8_lossy(&bytes).into_owned();
+    Ok(Report::new(
+        json!({"run": record.run, "task": record.task, "path": path, "transcript": text}),
+        text,
+    ))
+}

@@ -1,0 +1,57 @@
+//! `git crew status [RUN]` (alias `ls`): in-flight and recent runs.
+
+use clap::Args;
+use serde_json::json;
+
+use super::context::CommandContext;
+use super::error::{CrewError, Result};
+use super::runs;
+use super::ui::Report;
+
+const EXAMPLES: &str =
+    "Examples:\n  git crew status\n  git crew status 20261202-101500-1a2b\n  git crew ls --all";
+
+/// List in-flight and recent runs: phase, elapsed/budget, session, last activity.
+#[derive(Debug, Args)]
+#[command(after_help = EXAMPLES)]
+pub struct StatusArgs {
+    /// Only this run.
+    pub run: Option<String>,
+    /// How many finished runs to include (most recent first).
+    #[arg(long, default_value_t = 20)]
+    pub recent: usize,
+    /// Include every finished run.
+    #[arg(long)]
+    pub all: bool,
+}
+
+pub fn run(ctx: &CommandContext, args: StatusArgs) -> Result<Report> {
+    let store = runs::store(ctx)?;
+    let mut records = match &args.run {
+        Some(run) => vec![runs::load(&store, run)?],
+        None => {
+            let mut live = store.live().map_err(CrewError::internal)?;
+            let mut finished = store.finished().map_err(CrewError::internal)?;
+            let keep = if args.all {
+                finished.len()
+            } else {
+                args.recent
+            };
+            let skip = finished.len().saturating_sub(keep);
+            live.extend(finished.drain(skip..));
+            live
+        }
+    };
+    records.sort_by(|a, b| a.started_at.cmp(&b.started_at).then(a.run.cmp(&b.run)));
+    let human = if records.is_empty() {
+        "no runs".to_string()
+    } else {
+        records
+            .iter()
+            .map(runs::result_line)
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    let fields = json!({"runs": records.iter().map(runs::result_json).collect::<Vec<_>>()});
+    Ok(Report::new(fields, human))
+}

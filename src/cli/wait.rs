@@ -1,0 +1,109 @@
+//! `git crew wait RUN... [--any] [--timeout D]`.
+
+use std::time::{Duration, Instant};
+
+use clap::Args;
+use serde_json::json;
+
+use super::context::CommandContext;
+use super::error::{CrewError, Result, exit};
+use super::runs;
+use super::ui::Report;
+use crate::core::record::{Outcome, Phase, RunRecord};
+use crate::state::runs::RunStore;
+
+const EXAMPLES: &str = "Examples:\n  git crew wait 20261202-101500-1a2b\n  git crew wait RUN1 RUN2 --any --timeout 10m";
+
+/// Block until runs finish; print their results (footer only, never the transcript).
+///
+/// Exits 0 when every run passed, 5 when any needs help (and none failed), 1 otherwise;
+/// 5 as well when --timeout expires first (the JSON says `"timed_out": true`).
+#[derive(Debug, Args)]
+#[command(after_help = EXAMPLES)]
+pub struct WaitArgs {
+    /// The runs to wait for.
+    #[arg(required = true)]
+    pub runs: Vec<String>,
+    /// Return as soon as one of them finishes.
+    #[arg(long)]
+    pub any: bool,
+    /// Give up after this long (e.g. 90s, 10m).
+    #[arg(long, value_name = "DURATION")]
+    pub timeout: Option<String>,
+}
+
+pub fn run(ctx: &CommandContext, args: WaitArgs) -> Result<Report> {
+    let timeout = args
+        .timeout
+        .as_deref()
+        .map(|t| {
+            humantime::parse_duration(t)
+                .map_err(|e| CrewError::usage("bad-duration", format!("--timeout {t}: {e}")))
+        })
+        .transpose()?;
+    let store = runs::store(ctx)?;
+    for run in &args.runs {
+        runs::load(&store, run)?;
+    }
+    wait_for(&store, &args.runs, args.any, timeout)
+}
+
+/// Whether `wait` stops waiting for a run: it ended, or it needs the lead.
+fn settled(record: &RunRecord) -> bool {
+    record.phase.is_final() || record.phase == Phase::NeedsHelp
+}
+
+/// Polls the runs until they settle (or one does, with `any`), then reports them.
+pub fn wait_for(
+    store: &RunStore,
+    runs: &[String],
+    any: bool,
+    timeout: Option<Duration>,
+) -> Result<Report> {
+    let start = Instant::now();
+    let (records, timed_out) = loop {
+        let mut records = Vec::new();
+        for run in runs {
+            records.push(runs::load(store, run)?);
+        }
+        let done = records.iter().filter(|r| settled(r)).count();
+        if (any && done > 0) || done == records.len() {
+            break (records, false);
+        }
+        if timeout.is_some_and(|t| start.elapsed() >= t) {
+            break (records, true);
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    // With --any, the runs that settled are the answer; the others are still going.
+    let judged: Vec<&RunRecord> = records.iter().filter(|r| !any || settled(r)).collect();
+    let failed = judged
+        .iter()
+        .any(|r| r.phase.is_final() && r.outcome != Some(Outcome::Pass));
+    let help = judged.iter().any(|r| r.phase == Phase::NeedsHelp);
+    let code = if timed_out {
+        exit::ATTENTION
+    } else if judged.iter().all(|r| r.outcome == Some(Outcome::Pass)) {
+        exit::OK
+    } else if help && !failed {
+        exit::ATTENTION
+    } else {
+        exit::CHECK
+    };
+    let fields = json!({
+        "runs": records.iter().map(runs::result_json).collect::<Vec<_>>(),
+        "timed_out": timed_out,
+    });
+    let human = records
+        .iter()
+        .map(runs::result_block)
+        .collect::<Vec<_>>()
+        .join("\n\n");
+    let mut report = Report::new(fields, human);
+    if code == exit::CHECK {
+        report.verdict = Some(CrewError::check("run-failed", "not every run passed"));
+    } else if code != exit::OK {
+        report.exit = Some(code);
+    }
+    Ok(report)
+}

@@ -1,0 +1,284 @@
+//! The run record: everything known about one run, as the live pointer and the finished
+//! run record store it and as `status`, `show` and `wait` print it (SPEC §2 "run result").
+//! Pure data; `state::runs` reads and writes it.
+
+use serde::{Deserialize, Serialize};
+
+use super::footer::NeedsHelp;
+
+/// Where a run is in its life (SPEC §5).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Phase {
+    Queued,
+    Preparing,
+    Working,
+    NeedsHelp,
+    Verifying,
+    Done,
+    Failed,
+    TimedOut,
+    Rejected,
+    Abandoned,
+    AwaitingAttach,
+}
+
+impl Phase {
+    /// Whether the run has ended (its live pointer becomes a run record).
+    pub fn is_final(self) -> bool {
+        matches!(
+            self,
+            Phase::Done | Phase::Failed | Phase::TimedOut | Phase::Rejected | Phase::Abandoned
+        )
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Phase::Queued => "queued",
+            Phase::Preparing => "preparing",
+            Phase::Working => "working",
+            Phase::NeedsHelp => "needs-help",
+            Phase::Verifying => "verifying",
+            Phase::Done => "done",
+            Phase::Failed => "failed",
+            Phase::TimedOut => "timed-out",
+            Phase::Rejected => "rejected",
+            Phase::Abandoned => "abandoned",
+            Phase::AwaitingAttach => "awaiting-attach",
+        }
+    }
+}
+
+/// What a finished run measured (SPEC §2 `outcome`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Outcome {
+    Pass,
+    Fail,
+    FooterReject,
+    ScopeReject,
+    Timeout,
+    NeedsHelp,
+    Abandoned,
+}
+
+impl Outcome {
+    /// The phase a run ends in with this outcome.
+    pub fn final_phase(self) -> Phase {
+        match self {
+            Outcome::Pass => Phase::Done,
+            Outcome::Fail => Phase::Failed,
+            Outcome::FooterReject | Outcome::ScopeReject => Phase::Rejected,
+            Outcome::Timeout => Phase::TimedOut,
+            Outcome::NeedsHelp => Phase::NeedsHelp,
+            Outcome::Abandoned => Phase::Abandoned,
+        }
+    }
+}
+
+/// The footer that crossed back.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Footer {
+    pub result: String,
+    pub how_to_verify: String,
+    pub deferred: String,
+    pub truncated: bool,
+}
+
+/// The verify command's result.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Verify {
+    pub command: String,
+    pub reward: f64,
+    pub passed: bool,
+}
+
+/// What the run's branch changed since its base.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DiffStat {
+    pub files: Vec<String>,
+    pub insertions: u64,
+    pub deletions: u64,
+}
+
+/// One run, live or finished.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunRecord {
+    pub run: String,
+    pub task: String,
+    pub role: String,
+    pub phase: Phase,
+    pub outcome: Option<Outcome>,
+    pub backend: String,
+    pub adapter: String,
+    pub model: Option<String>,
+    pub effort: Option<String>,
+    pub tier: Option<String>,
+    pub session: Option<String>,
+    pub attempts: u32,
+    pub worktree: String,
+    pub branch: String,
+    pub base: String,
+    pub scope: Vec<String>,
+    pub started_at: String,
+    pub finished_at: Option<String>,
+    pub deadline: String,
+    pub budget_s: u64,
+    pub idle_timeout_s: Option<u64>,
+    pub elapsed_s: u64,
+    pub last_activity_at: Option<String>,
+    pub footer: Option<Footer>,
+    pub needs_help: Option<NeedsHelp>,
+    pub verify: Option<Verify>,
+    pub verify_command: Option<String>,
+    pub decision: Option<String>,
+    pub diff: DiffStat,
+    pub discrepancies: Vec<String>,
+    /// The worker's process group while it runs.
+    pub pid: Option<u32>,
+    pub supervisor_pid: Option<u32>,
+    pub port: Option<u16>,
+    pub prompt_file: String,
+    pub manifest: String,
+    /// Why the run ended the way it did, in one line.
+    pub reason: Option<String>,
+}
+
+impl RunRecord {
+    /// Whether the worker said it was done (`claimed` in the ledger): a footer, a request
+    /// for help, or nothing.
+    pub fn claimed(&self) -> &'static str {
+        if self.needs_help.is_some() {
+            "help"
+        } else if self.footer.is_some() {
+            "done"
+        } else {
+            "none"
+        }
+    }
+
+    /// Compares the worker's claims with cheap objective facts.
+    pub fn find_discrepancies(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        let read_only = matches!(self.role.as_str(), "review" | "investigate");
+        if self.footer.is_some() && !read_only && self.diff.files.is_empty() {
+            out.push("the footer reports work, but the branch has no change".to_string());
+        }
+        if read_only && !self.diff.files.is_empty() {
+            out.push(format!(
+                "a {} run left changes ({} files)",
+                self.role,
+                self.diff.files.len()
+            ));
+        }
+        if let (Some(footer), Some(verify)) = (&self.footer, &self.verify)
+            && !verify.passed
+            && claims_pass(&footer.result)
+        {
+            out.push(format!(
+                "the footer claims success, but verify gave reward {}",
+                verify.reward
+            ));
+        }
+        out
+    }
+}
+
+/// Whether a result section claims a pass in so many words.
+fn claims_pass(result: &str) -> bool {
+    let lower = result.to_lowercase();
+    ["pass", "green", "all tests", "succeed", "works"]
+        .iter()
+        .any(|w| lower.contains(w))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn record() -> RunRecord {
+        RunRecord {
+            run: "r".into(),
+            task: "t".into(),
+            role: "implement".into(),
+            phase: Phase::Done,
+            outcome: Some(Outcome::Pass),
+            backend: "script".into(),
+            adapter: "command".into(),
+            model: None,
+            effort: None,
+            tier: None,
+            session: None,
+            attempts: 1,
+            worktree: "/w".into(),
+            branch: "crew/t/r".into(),
+            base: "abc".into(),
+            scope: vec!["src/**".into()],
+            started_at: "2026-01-01T00:00:00Z".into(),
+            finished_at: None,
+            deadline: "2026-01-01T00:25:00Z".into(),
+            budget_s: 1500,
+            idle_timeout_s: None,
+            elapsed_s: 0,
+            last_activity_at: None,
+            footer: None,
+            needs_help: None,
+            verify: None,
+            verify_command: None,
+            decision: None,
+            diff: DiffStat::default(),
+            discrepancies: vec![],
+            pid: None,
+            supervisor_pid: None,
+            port: None,
+            prompt_file: String::new(),
+            manifest: String::new(),
+            reason: None,
+        }
+    }
+
+    #[test]
+    fn phases_serialise_in_kebab_case_and_know_when_they_are_final() {
+        assert_eq!(
+            serde_json::to_string(&Phase::TimedOut).unwrap(),
+            "\"timed-out\""
+        );
+        assert_eq!(
+            serde_json::to_string(&Outcome::ScopeReject).unwrap(),
+            "\"scope-reject\""
+        );
+        assert!(Phase::Rejected.is_final());
+        assert!(!Phase::NeedsHelp.is_final());
+        assert_eq!(Outcome::FooterReject.final_phase(), Phase::Rejected);
+    }
+
+    #[test]
+    fn discrepancies_compare_claims_with_facts() {
+        let mut r = record();
+        r.footer = Some(Footer {
+            result: "All tests pass".into(),
+            ..Footer::default()
+        });
+        assert_eq!(
+            r.find_discrepancies(),
+            ["the footer reports work, but the branch has no change"]
+        );
+        r.diff.files = vec!["src/a.rs".into()];
+        r.verify = Some(Verify {
+            command: "false".into(),
+            reward: 0.0,
+            passed: false,
+        });
+        assert_eq!(
+            r.find_discrepancies(),
+            ["the footer claims success, but verify gave reward 0"]
+        );
+        r.role = "review".into();
+        r.verify = None;
+        assert_eq!(
+            r.find_discrepancies(),
+            ["a review run left changes (1 files)"]
+        );
+        assert_eq!(r.claimed(), "done");
+    }
+}

@@ -1,0 +1,117 @@
+//! Run worktrees and their branches, through the git binary (a linked worktree, its lock,
+//! its own config, commits made on a worker's behalf, and what its branch changed).
+
+use std::path::Path;
+
+use anyhow::{Context, bail};
+
+use super::run::GitRunner;
+
+/// Cuts a linked worktree at `path` on a new branch `branch` from `base`.
+pub fn add(repo_dir: &Path, path: &Path, branch: &str, base: &str) -> anyhow::Result<()> {
+    let path = path.to_string_lossy();
+    GitRunner::new(repo_dir)
+        .output(&["worktree", "add", "--quiet", "-b", branch, &path, base])
+        .map(drop)
+}
+
+/// Locks a worktree so `git worktree prune` and `remove` leave it alone.
+pub fn lock(repo_dir: &Path, path: &Path, reason: &str) -> anyhow::Result<()> {
+    let path = path.to_string_lossy();
+    GitRunner::new(repo_dir)
+        .output(&["worktree", "lock", "--reason", reason, &path])
+        .map(drop)
+}
+
+/// Unlocks a worktree; one that is not locked is fine.
+pub fn unlock(repo_dir: &Path, path: &Path) -> anyhow::Result<()> {
+    let path = path.to_string_lossy();
+    let out = GitRunner::new(repo_dir).raw(&["worktree", "unlock", &path])?;
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    if out.status.success() || stderr.contains("not locked") {
+        Ok(())
+    } else {
+        bail!("git worktree unlock failed: {}", stderr.trim())
+    }
+}
+
+/// Sets a key in a worktree's own config (`git config --worktree`).
+pub fn set_config(worktree: &Path, key: &str, values: &[&str]) -> anyhow::Result<()> {
+    let git = GitRunner::new(worktree);
+    for (i, value) in values.iter().enumerate() {
+        let mut args = vec!["config", "--worktree"];
+        if i > 0 {
+            args.push("--add");
+        }
+        args.extend([key, value]);
+        git.output(&args)?;
+    }
+    Ok(())
+}
+
+/// What committing a worker's leftover work came to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Commit {
+    /// Nothing was left uncommitted.
+    Clean,
+    Committed,
+    /// A hook refused the commit; its output.
+    Refused(String),
+}
+
+/// Whether the worktree has uncommitted changes (untracked files included).
+pub fn is_dirty(worktree: &Path) -> anyhow::Result<bool> {
+    let status =
+        GitRunner::new(worktree).output(&["status", "--porcelain", "--untracked-files=all"])?;
+    Ok(!status.trim().is_empty())
+}
+
+/// Commits everything left in the worktree, through its hooks.
+pub fn commit_all(worktree: &Path, message: &str) -> anyhow::Result<Commit> {
+    let git = GitRunner::new(worktree);
+    if !is_dirty(worktree)? {
+        return Ok(Commit::Clean);
+    }
+    git.output(&["add", "-A"])?;
+    let staged = git.raw(&["diff", "--cached", "--quiet"])?;
+    if staged.status.success() {
+        return Ok(Commit::Clean);
+    }
+    let out = git.raw(&["commit", "--quiet", "-m", message])?;
+    if out.status.success() {
+        Ok(Commit::Committed)
+    } else {
+        let mut text = String::from_utf8_lossy(&out.stderr).into_owned();
+        text.push_str(&String::from_utf8_lossy(&out.stdout));
+        Ok(Commit::Refused(text.trim().to_string()))
+    }
+}
+
+/// The commit a revision names.
+pub fn rev_parse(dir: &Path, rev: &str) -> anyhow::Result<String> {
+    let spec = format!("{rev}^{{commit}}");
+    let out = GitRunner::new(dir).raw(&["rev-parse", "--verify", "--quiet", &spec])?;
+    if !out.status.success() {
+        bail!("`{rev}` does not name a commit");
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).trim().to_string())
+}
+
+/// Files, insertions and deletions between two commits.
+pub fn numstat(dir: &Path, base: &str, tip: &str) -> anyhow::Result<(Vec<String>, u64, u64)> {
+    let range = format!("{base}..{tip}");
+    let out = GitRunner::new(dir)
+        .output(&["diff", "--numstat", "--no-renames", "-z", &range])
+        .context("cannot measure the run's diff")?;
+    let (mut files, mut ins, mut del) = (Vec::new(), 0, 0);
+    for record in out.split('\0').filter(|r| !r.is_empty()) {
+        let mut parts = record.splitn(3, '\t');
+        let (a, d, path) = (parts.next(), parts.next(), parts.next());
+        ins += a.and_then(|n| n.parse::<u64>().ok()).unwrap_or(0);
+        del += d.and_then(|n| n.parse::<u64>().ok()).unwrap_or(0);
+        if let Some(path) = path {
+            files.push(path.to_string());
+        }
+    }
+    Ok((files, ins, del))
+}

@@ -1,0 +1,68 @@
+//! The generic adapter: any command (aider, gemini, opencode, a shell script). Its argv
+//! comes from flight (`argv`, `resume_argv`) with placeholders; stdout is the reply when
+//! it wrote no manifest; a resumable worker writes its session id to `CREW_SESSION_FILE`.
+
+use std::path::Path;
+
+use anyhow::bail;
+
+use super::{Adapter, Attempt, Launch};
+
+pub struct CommandAdapter;
+
+fn expand(template: &[String], attempt: &Attempt, session: Option<&str>) -> anyhow::Result<Launch> {
+    let record = attempt.record;
+    let vars = [
+        (
+            "{prompt_file}",
+            attempt.prompt_file.to_string_lossy().into_owned(),
+        ),
+        ("{prompt}", attempt.prompt.to_string()),
+        ("{worktree}", record.worktree.clone()),
+        ("{model}", record.model.clone().unwrap_or_default()),
+        ("{effort}", record.effort.clone().unwrap_or_default()),
+        ("{session}", session.unwrap_or_default().to_string()),
+        ("{run}", record.run.clone()),
+    ];
+    let mut words: Vec<String> = template
+        .iter()
+        .map(|word| {
+            vars.iter()
+                .fold(word.clone(), |acc, (key, value)| acc.replace(key, value))
+        })
+        .collect();
+    words.extend(attempt.config.extra_args.clone().unwrap_or_default());
+    if words.is_empty() {
+        bail!("the command backend has an empty argv");
+    }
+    let program = words.remove(0);
+    Ok(Launch {
+        program,
+        args: words,
+    })
+}
+
+impl Adapter for CommandAdapter {
+    fn launch(&self, attempt: &Attempt) -> anyhow::Result<Launch> {
+        expand(
+            attempt.config.argv.as_deref().unwrap_or_default(),
+            attempt,
+            None,
+        )
+    }
+
+    fn resume(&self, attempt: &Attempt, session: &str) -> Option<anyhow::Result<Launch>> {
+        let template = attempt.config.resume_argv.as_deref()?;
+        Some(expand(template, attempt, Some(session)))
+    }
+
+    fn session(&self, _stdout: &[u8], session_file: &Path) -> Option<String> {
+        let text = std::fs::read_to_string(session_file).ok()?;
+        let id = text.trim();
+        (!id.is_empty()).then(|| id.to_string())
+    }
+
+    fn reply(&self, stdout: &[u8]) -> Option<String> {
+        (!stdout.is_empty()).then(|| String::from_utf8_lossy(stdout).into_owned())
+    }
+}

@@ -1,0 +1,364 @@
+//! Dispatch: decide (refusals, routing, fences) and then apply (worktree, identity,
+//! hooks, prompt, live pointer, detached supervisor), returning at once.
+
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use anyhow::Context;
+
+use super::process::{now_millis, rfc3339};
+use super::{prompt, supervisor};
+use crate::core::flight::{Backend as BackendConfig, Flight};
+use crate::core::record::{DiffStat, Phase, RunRecord};
+use crate::core::scope::{self, Role};
+use crate::git::{hooks_dir, worktree};
+use crate::state::runs::RunStore;
+
+/// What a dispatch asks for, after flags are parsed.
+#[derive(Debug, Clone)]
+pub struct Request {
+    pub task: String,
+    pub prompt: String,
+    pub scope: Vec<String>,
+    pub role: String,
+    pub verify: Option<String>,
+    pub base: Option<String>,
+    pub backend: Option<String>,
+}
+
+/// Why a dispatch cannot go ahead.
+#[derive(Debug, thiserror::Error)]
+pub enum Refusal {
+    #[error("{0}")]
+    Usage(String),
+    #[error("{0}")]
+    State(String),
+}
+
+/// Everything decided before anything is written.
+#[derive(Debug, Clone)]
+pub struct Plan {
+    pub record: RunRecord,
+    pub backend: BackendConfig,
+    pub task_prompt: String,
+}
+
+/// A task id is used in a branch name: it must be a valid, simple ref component path.
+pub fn check_task_id(task: &str) -> Result<(), Refusal> {
+    let ok = !task.is_empty()
+        && task.len() <= 100
+        && task
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | '/'))
+        && !task.starts_with(['-', '.', '/'])
+        && !task.ends_with(['/', '.'])
+        && !task.contains("..")
+        && !task.contains("//")
+        && !task.ends_with(".lock")
+        && !task.split('/').any(|part| part.starts_with('.'));
+    if ok {
+        Ok(())
+    } else {
+        Err(Refusal::Usage(format!(
+            "`{task}` cannot be a task id: use letters, digits, `-`, `_`, `.` and `/` (it becomes part of a branch name)"
+        )))
+    }
+}
+
+/// Decides a dispatch: routing, fences, and every refusal (SPEC §5.1).
+pub fn plan(
+    flight: &Flight,
+    request: &Request,
+    live: &[RunRecord],
+    base_commit: String,
+    run: String,
+    store: &RunStore,
+) -> Result<Plan, Refusal> {
+    check_task_id(&request.task)?;
+    let role = Role::parse(&request.role).ok_or_else(|| {
+        Refusal::Usage(format!(
+            "unknown role `{}` (expected one of {})",
+            request.role,
+            Role::NAMES.join(", ")
+        ))
+    })?;
+    if role.may_commit() && request.scope.is_empty() {
+        return Err(Refusal::Usage(format!(
+            "a {} run needs a write scope: pass --scope GLOB (repeatable)",
+            role.as_str()
+        )));
+    }
+    scope::Scope::new(&request.scope).map_err(|e| Refusal::Usage(e.to_string()))?;
+    let role_routing = flight.roles.get(role.as_str()).cloned().unwrap_or_default();
+    let backend_name = request
+        .backend
+        .clone()
+        .or(role_routing.backend.clone())
+        .unwrap_or_else(|| flight.default_backend.clone());
+    let backend = flight
+        .backends
+        .get(&backend_name)
+        .cloned()
+        .ok_or_else(|| Refusal::Usage(format!("unknown backend `{backend_name}`")))?;
+    let adapter = backend.adapter.clone().unwrap_or_default();
+    super::backends::adapter(&adapter).map_err(Refusal::Usage)?;
+
+    if let Some(other) = live.iter().find(|r| r.task == request.task) {
+        return Err(Refusal::State(format!(
+            "task {} already has an in-flight run: {} ({})",
+            request.task,
+            other.run,
+            other.phase.as_str()
+        )));
+    }
+    if role.may_commit() {
+        for other in live
+            .iter()
+            .filter(|r| Role::parse(&r.role).is_some_and(Role::may_commit))
+        {
+            if let Some((mine, theirs)) = scope::scopes_overlap(&request.scope, &other.scope) {
+                return Err(Refusal::State(format!(
+                    "the write scope `{mine}` overlaps `{theirs}` of in-flight run {} (task {})",
+                    other.run, other.task
+                )));
+            }
+        }
+    }
+    let limit = backend.concurrency.unwrap_or(1).max(1) as usize;
+    let busy = live.iter().filter(|r| r.backend == backend_name).count();
+    if busy >= limit {
+        return Err(Refusal::State(format!(
+            "backend {backend_name} is at its concurrency limit ({busy} of {limit} runs live)"
+        )));
+    }
+
+    let budget = role_routing
+        .time_budget
+        .as_deref()
+        .or(backend.time_budget.as_deref())
+        .unwrap_or(&flight.fences.time_budget);
+    let budget = humantime::parse_duration(budget).unwrap_or(Duration::from_secs(25 * 60));
+    let idle = backend
+        .idle_timeout
+        .as_deref()
+        .and_then(|d| humantime::parse_duration(d).ok());
+    let now = now_millis();
+    let run_dir = store.run_dir(&run);
+    let port = pick_port(&flight.worktree.port_range, live);
+    let record = RunRecord {
+        run: run.clone(),
+        task: request.task.clone(),
+        role: role.as_str().to_string(),
+        phase: Phase::Preparing,
+        outcome: None,
+        backend: backend_name,
+        adapter,
+        model: role_routing.model.clone().or(backend.model.clone()),
+        effort: role_routing.effort.clone().or(backend.effort.clone()),
+        tier: backend.tier.clone(),
+        session: None,
+        attempts: 0,
+        worktree: store.worktree_path(&run).to_string_lossy().into_owned(),
+        branch: format!("crew/{}/{run}", request.task),
+        base: base_commit,
+        scope: request.scope.clone(),
+        started_at: rfc3339(now),
+        finished_at: None,
+        deadline: rfc3339(now + budget.as_millis() as u64),
+        budget_s: budget.as_secs(),
+        idle_timeout_s: idle.map(|d| d.as_secs()),
+        elapsed_s: 0,
+        last_activity_at: None,
+        footer: None,
+        needs_help: None,
+        verify: None,
+        verify_command: request.verify.clone(),
+        decision: None,
+        diff: DiffStat::default(),
+        discrepancies: Vec::new(),
+        pid: None,
+        supervisor_pid: None,
+        port,
+        prompt_file: run_dir.join("prompt.md").to_string_lossy().into_owned(),
+        manifest: run_dir.join("manifest.md").to_string_lossy().into_owned(),
+        reason: None,
+    };
+    Ok(Plan {
+        record,
+        backend,
+        task_prompt: request.prompt.clone(),
+    })
+}
+
+/// The lowest port of `range` ("4100-4199") no live run holds.
+fn pick_port(range: &str, live: &[RunRecord]) -> Option<u16> {
+    let (lo, hi) = range.split_once('-')?;
+    let (lo, hi): (u16, u16) = (lo.trim().parse().ok()?, hi.trim().parse().ok()?);
+    (lo..=hi).find(|p| !live.iter().any(|r| r.port == Some(*p)))
+}
+
+/// A new run id: sortable by time, unique on this machine.
+pub fn new_run_id() -> String {
+    let now = now_millis();
+    let stamp = rfc3339(now).replace(['-', ':'], "");
+    let stamp = stamp.trim_end_matches('Z').replace('T', "-");
+    let salt = (now % 1000) as u32 ^ (std::process::id() << 10);
+    format!("{stamp}-{:04x}", salt & 0xffff)
+}
+
+/// Carries out a plan: worktree and branch, identity, hooks, prompt, live pointer, and
+/// the detached supervisor. On failure everything created so far is taken back.
+pub fn apply(
+    plan: &Plan,
+    repo_dir: &Path,
+    hooks: &Path,
+    store: &RunStore,
+) -> anyhow::Result<RunRecord> {
+    let record = &plan.record;
+    let wt = PathBuf::from(&record.worktree);
+    std::fs::create_dir_all(wt.parent().context("worktree path has a parent")?)?;
+    worktree::add(repo_dir, &wt, &record.branch, &record.base)?;
+    let undo = |err: anyhow::Error| -> anyhow::Error {
+        let _ = worktree::unlock(repo_dir, &wt);
+        let git = crate::git::run::GitRunner::new(repo_dir);
+        let _ = git.output(&["worktree", "remove", "--force", &wt.to_string_lossy()]);
+        let _ = git.output(&["branch", "-D", &record.branch]);
+        let _ = std::fs::remove_dir_all(store.run_dir(&record.run));
+        let _ = std::fs::remove_file(store.live_path(&record.run));
+        err
+    };
+    let result = (|| -> anyhow::Result<RunRecord> {
+        worktree::set_config(&wt, "crew.run", &[&record.run])?;
+        worktree::set_config(&wt, "crew.task", &[&record.task])?;
+        worktree::set_config(&wt, "crew.role", &[&record.role])?;
+        let globs: Vec<&str> = record.scope.iter().map(String::as_str).collect();
+        if !globs.is_empty() {
+            worktree::set_config(&wt, "crew.scope", &globs)?;
+        }
+        worktree::set_config(&wt, "core.hooksPath", &[&hooks.to_string_lossy()])?;
+        copy_worktree_includes(repo_dir, &wt)?;
+        worktree::lock(
+            repo_dir,
+            &wt,
+            &format!("git-crew run {} is live", record.run),
+        )?;
+        let run_dir = store.run_dir(&record.run);
+        std::fs::create_dir_all(&run_dir)?;
+        std::fs::write(
+            &record.prompt_file,
+            prompt::worker(record, &plan.task_prompt),
+        )?;
+        std::fs::write(
+            run_dir.join(supervisor::BACKEND_FILE),
+            serde_json::to_vec_pretty(&plan.backend)?,
+        )?;
+        std::fs::write(run_dir.join("task-prompt.md"), &plan.task_prompt)?;
+        store.write_live(record)?;
+        let pid = spawn_supervisor(repo_dir, &record.run, &run_dir)?;
+        let mut started = record.clone();
+        started.supervisor_pid = Some(pid);
+        Ok(started)
+    })();
+    result.map_err(undo)
+}
+
+/// Starts `git crew supervise RUN` detached: a session of its own (so every process of
+/// the run can be found and ended through it), no terminal, output to the run's folder.
+/// It outlives this process.
+fn spawn_supervisor(repo_dir: &Path, run: &str, run_dir: &Path) -> anyhow::Result<u32> {
+    let exe = std::env::current_exe().context("cannot find the git-crew binary")?;
+    let log = super::process::open_append(&run_dir.join("supervisor.log"))?;
+    let mut command = Command::new(exe);
+    command
+        .arg("-C")
+        .arg(repo_dir)
+        .args(["supervise", run])
+        .stdin(Stdio::null())
+        .stdout(log.try_clone()?)
+        .stderr(log);
+    // SAFETY: setsid(2) is async-signal-safe, as pre_exec requires.
+    unsafe {
+        command.pre_exec(|| {
+            libc::setsid();
+            Ok(())
+        });
+    }
+    let child = command.spawn().context("cannot start the supervisor")?;
+    Ok(child.id())
+}
+
+/// Copies the untracked files `.worktreeinclude` lists (one path per line, `#` comments)
+/// from the main work tree into the run's worktree.
+fn copy_worktree_includes(repo_dir: &Path, wt: &Path) -> anyhow::Result<()> {
+    let Ok(list) = std::fs::read_to_string(repo_dir.join(".worktreeinclude")) else {
+        return Ok(());
+    };
+    for line in list
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with('#'))
+    {
+        let Ok(rel) = scope::normalize_path(line) else {
+            continue;
+        };
+        let from = repo_dir.join(&rel);
+        let to = wt.join(&rel);
+        if from.is_file() && !to.exists() {
+            if let Some(dir) = to.parent() {
+                std::fs::create_dir_all(dir)?;
+            }
+            std::fs::copy(&from, &to)
+                .with_context(|| format!("cannot copy {rel} into the worktree"))?;
+        }
+    }
+    Ok(())
+}
+
+/// The hook names git runs on the client side; the run worktrees' hooks directory has a
+/// shim for each, so the repository's own hooks keep running there.
+const CLIENT_HOOKS: &[&str] = &[
+    "applypatch-msg",
+    "pre-applypatch",
+    "post-applypatch",
+    "pre-commit",
+    "pre-merge-commit",
+    "prepare-commit-msg",
+    "commit-msg",
+    "post-commit",
+    "pre-rebase",
+    "post-checkout",
+    "post-merge",
+    "pre-push",
+    "post-rewrite",
+    "reference-transaction",
+    "push-to-checkout",
+    "pre-auto-gc",
+];
+
+/// Writes (or refreshes) `<git-common-dir>/crew/hooks/`: the hooks directory of every run
+/// worktree. `pre-commit` runs the scope check first; every shim then chains the hook the
+/// repository already has in `chain_dir` (its `core.hooksPath`, or `.git/hooks`).
+pub fn ensure_run_hooks(hooks: &Path, chain_dir: &Path) -> anyhow::Result<()> {
+    std::fs::create_dir_all(hooks)?;
+    let exe = std::env::current_exe().context("cannot find the git-crew binary")?;
+    let quote = |s: &str| format!("'{}'", s.replace('\'', r"'\''"));
+    let exe = quote(&exe.to_string_lossy());
+    let chain = quote(&chain_dir.to_string_lossy());
+    for name in CLIENT_HOOKS {
+        let check = match *name {
+            "pre-commit" => format!("{exe} hook pre-commit \"$@\" || exit $?\n"),
+            "post-merge" => format!("{exe} hook post-merge \"$@\" || true\n"),
+            _ => String::new(),
+        };
+        let text = format!(
+            "#!/bin/sh\n# git-crew: hooks of run worktrees (written by dispatch)\n{check}if [ -x {chain}/{name} ]; then exec {chain}/{name} \"$@\"; fi\n"
+        );
+        let path = hooks.join(name);
+        if std::fs::read_to_string(&path).ok().as_deref() != Some(text.as_str()) {
+            hooks_dir::write_atomic(&path, &text, 0o755)?;
+        }
+    }
+    Ok(())
+}

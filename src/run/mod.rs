@@ -1,0 +1,9 @@
+//! A run's life: dispatch, the supervisor that drives the worker, and the backends that
+//! know each worker CLI.
+
+pub mod backends;
+pub mod dispatch;
+pub mod process;
+pub mod prompt;
+pub mod supervisor;
+pub mod verify;

@@ -1,0 +1,249 @@
+//! Processes: a worker in its own process group with every byte of its output archived,
+//! watched against a deadline and an idle watchdog, and killed as a whole group.
+
+use std::io::{Read, Write};
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use anyhow::Context;
+
+/// Sends SIGKILL to a whole process group.
+pub fn kill_group(pgid: u32) {
+    if pgid > 1 {
+        // SAFETY: kill(2) with a negative pid signals the process group; it has no memory
+        // effects on this process.
+        unsafe {
+            libc::kill(-(pgid as i32), libc::SIGKILL);
+        }
+    }
+}
+
+/// Sends SIGKILL to every process of a session (the supervisor is a session leader, so
+/// this reaches its workers even when the supervisor is gone or never recorded their pid).
+pub fn kill_session(sid: u32) {
+    if sid <= 1 {
+        return;
+    }
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|n| n.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+            continue;
+        };
+        // Fields after the command name (which may hold spaces): state ppid pgrp session.
+        let session = stat
+            .rsplit_once(')')
+            .and_then(|(_, rest)| rest.split_whitespace().nth(3))
+            .and_then(|s| s.parse::<u32>().ok());
+        if session == Some(sid) {
+            // SAFETY: kill(2) has no memory effects on this process.
+            unsafe {
+                libc::kill(pid as i32, libc::SIGKILL);
+            }
+        }
+    }
+}
+
+/// Whether process `pid` exists and its command line mentions `needle` (guards against
+/// a recycled pid).
+pub fn is_alive(pid: u32, needle: &str) -> bool {
+    match std::fs::read(format!("/proc/{pid}/cmdline")) {
+        Ok(cmdline) => {
+            let text = String::from_utf8_lossy(&cmdline);
+            // A zombie has an empty command line: it is gone for our purposes.
+            !text.is_empty() && text.contains(needle)
+        }
+        // SAFETY: kill(2) with signal 0 only checks that the process exists.
+        Err(_) => unsafe { libc::kill(pid as i32, 0) == 0 },
+    }
+}
+
+pub fn now_millis() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
+}
+
+/// RFC 3339 UTC, to the second.
+pub fn rfc3339(millis: u64) -> String {
+    humantime::format_rfc3339_seconds(UNIX_EPOCH + Duration::from_millis(millis)).to_string()
+}
+
+/// What to start.
+pub struct Spec {
+    pub program: String,
+    pub args: Vec<String>,
+    pub cwd: PathBuf,
+    pub env: Vec<(String, String)>,
+    /// Every byte of stdout and stderr is appended here.
+    pub transcript: PathBuf,
+    /// Stdout alone is also kept here (a command worker's reply).
+    pub stdout_file: PathBuf,
+}
+
+/// How a watched process ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Ended {
+    Exited(Option<i32>),
+    /// The deadline passed; the group was killed.
+    Deadline,
+    /// Silent longer than the idle watchdog allows; the group was killed.
+    Idle,
+}
+
+/// A started worker.
+pub struct Running {
+    child: std::process::Child,
+    readers: Vec<std::thread::JoinHandle<()>>,
+    last_activity: Arc<AtomicU64>,
+    pub pid: u32,
+}
+
+/// Starts a process in its own process group, stdin closed, output archived.
+pub fn start(spec: &Spec) -> anyhow::Result<Running> {
+    let transcript = open_append(&spec.transcript)?;
+    let transcript = Arc::new(Mutex::new(transcript));
+    let stdout_file = std::fs::File::create(&spec.stdout_file)
+        .with_context(|| format!("cannot create {}", spec.stdout_file.display()))?;
+    let mut cmd = Command::new(&spec.program);
+    cmd.args(&spec.args)
+        .current_dir(&spec.cwd)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0);
+    for key in [
+        "GIT_DIR",
+        "GIT_WORK_TREE",
+        "GIT_INDEX_FILE",
+        "GIT_PREFIX",
+        "GIT_COMMON_DIR",
+        "GIT_OBJECT_DIRECTORY",
+    ] {
+        cmd.env_remove(key);
+    }
+    for (key, value) in &spec.env {
+        cmd.env(key, value);
+    }
+    let mut child = cmd
+        .spawn()
+        .with_context(|| format!("cannot start `{}`", spec.program))?;
+    let last_activity = Arc::new(AtomicU64::new(now_millis()));
+    let mut readers = Vec::new();
+    let stdout = child.stdout.take().context("stdout is piped")?;
+    let stderr = child.stderr.take().context("stderr is piped")?;
+    readers.push(pump(
+        stdout,
+        transcript.clone(),
+        Some(stdout_file),
+        last_activity.clone(),
+    ));
+    readers.push(pump(stderr, transcript, None, last_activity.clone()));
+    let pid = child.id();
+    Ok(Running {
+        child,
+        readers,
+        last_activity,
+        pid,
+    })
+}
+
+fn pump(
+    mut from: impl Read + Send + 'static,
+    transcript: Arc<Mutex<std::fs::File>>,
+    mut copy: Option<std::fs::File>,
+    activity: Arc<AtomicU64>,
+) -> std::thread::JoinHandle<()> {
+    std::thread::spawn(move || {
+        let mut buf = [0u8; 8192];
+        loop {
+            match from.read(&mut buf) {
+                Ok(0) | Err(_) => break,
+                Ok(n) => {
+                    activity.store(now_millis(), Ordering::Relaxed);
+                    if let Ok(mut t) = transcript.lock() {
+                        let _ = t.write_all(&buf[..n]);
+                    }
+                    if let Some(c) = copy.as_mut() {
+                        let _ = c.write_all(&buf[..n]);
+                    }
+                }
+            }
+        }
+    })
+}
+
+impl Running {
+    /// Milliseconds since the epoch of the last output.
+    pub fn last_activity(&self) -> u64 {
+        self.last_activity.load(Ordering::Relaxed)
+    }
+
+    /// Waits for the process, killing its group at `deadline` or after `idle` of silence.
+    /// `tick` runs about once a second while waiting (to refresh the live pointer).
+    pub fn watch(
+        mut self,
+        deadline: Instant,
+        idle: Option<Duration>,
+        tick: &mut dyn FnMut(u64),
+    ) -> anyhow::Result<Ended> {
+        let mut last_tick = Instant::now();
+        let ended = loop {
+            if let Some(status) = self
+                .child
+                .try_wait()
+                .context("cannot wait for the worker")?
+            {
+                break Ended::Exited(status.code());
+            }
+            if Instant::now() >= deadline {
+                break Ended::Deadline;
+            }
+            if let Some(idle) = idle {
+                let silent = now_millis().saturating_sub(self.last_activity());
+                if silent >= idle.as_millis() as u64 {
+                    break Ended::Idle;
+                }
+            }
+            if last_tick.elapsed() >= Duration::from_secs(1) {
+                tick(self.last_activity());
+                last_tick = Instant::now();
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        };
+        // Whatever the worker left running in its group goes with it: no process is left
+        // behind, and the output pipes close.
+        kill_group(self.pid);
+        let _ = self.child.wait();
+        for reader in self.readers {
+            let _ = reader.join();
+        }
+        Ok(ended)
+    }
+}
+
+/// Opens a file for appending, creating it (mode 0600) with its folder.
+pub fn open_append(path: &Path) -> anyhow::Result<std::fs::File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    }
+    std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .mode(0o600)
+        .open(path)
+        .with_context(|| format!("cannot open {}", path.display()))
+}

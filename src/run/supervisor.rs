@@ -1,0 +1,506 @@
+//! The supervisor: `git crew` itself, detached, one per run. It starts the worker, keeps
+//! the live pointer current, enforces the time budget and the idle watchdog, commits what
+//! the worker left behind through the hooks, audits the branch against the scope,
+//! extracts the footer (with one corrective retry), verifies, and files the run record.
+//! It never trusts an exit code alone.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, bail};
+
+use super::backends::{self, Adapter, Attempt};
+use super::process::{self, Ended, Spec, now_millis, rfc3339};
+use super::{prompt, verify};
+use crate::core::flight::Backend as BackendConfig;
+use crate::core::footer::{FooterScanner, HelpRequest};
+use crate::core::record::{DiffStat, Footer, Outcome, Phase, RunRecord};
+use crate::core::scope::{self, RunIdentity};
+use crate::git::{self, worktree};
+use crate::state::runs::RunStore;
+
+/// The file a run's resolved backend config is kept in (so config edits after dispatch do
+/// not change a live run).
+pub const BACKEND_FILE: &str = "backend.json";
+
+/// Drives run `run` to its end (or to `needs-help`). Any failure of the supervisor itself
+/// ends the run as `failed` with the reason, so no run is left hanging.
+pub fn supervise(repo: &gix::Repository, store: &RunStore, run: &str) -> anyhow::Result<()> {
+    let record = store
+        .load(run)?
+        .with_context(|| format!("no live run {run}"))?;
+    if record.phase.is_final() {
+        bail!("run {run} has already ended ({})", record.phase.as_str());
+    }
+    let mut sup = Supervisor::new(repo, store, record)?;
+    if let Err(err) = sup.drive() {
+        if err.downcast_ref::<EndedOutside>().is_some() {
+            // Abandoned (or reaped) while it ran: the record is already filed.
+            if let Some(pid) = sup.record.pid {
+                process::kill_group(pid);
+            }
+            return Ok(());
+        }
+        sup.record.decision = Some(format!("supervisor error: {err:#}"));
+        sup.finish(Outcome::Fail)?;
+        return Err(err);
+    }
+    Ok(())
+}
+
+/// The run's live pointer went away while the supervisor drove it: someone else ended it.
+#[derive(Debug, thiserror::Error)]
+#[error("the run was ended from outside its supervisor")]
+struct EndedOutside;
+
+enum Next {
+    Fresh(PathBuf),
+    Resume(String, PathBuf),
+}
+
+struct Supervisor<'a> {
+    repo: &'a gix::Repository,
+    store: &'a RunStore,
+    record: RunRecord,
+    config: BackendConfig,
+    adapter: Box<dyn Adapter>,
+    deadline: Instant,
+    run_dir: PathBuf,
+    transcript: PathBuf,
+    repo_dir: PathBuf,
+}
+
+impl<'a> Supervisor<'a> {
+    fn new(
+        repo: &'a gix::Repository,
+        store: &'a RunStore,
+        mut record: RunRecord,
+    ) -> anyhow::Result<Self> {
+        let run_dir = store.run_dir(&record.run);
+        let config: BackendConfig = serde_json::from_slice(
+            &std::fs::read(run_dir.join(BACKEND_FILE))
+                .context("cannot read the run's backend config")?,
+        )?;
+        let adapter = backends::adapter(&record.adapter).map_err(anyhow::Error::msg)?;
+        let deadline_ms = humantime::parse_rfc3339(&record.deadline)
+            .ok()
+            .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+            .map_or(now_millis(), |d| d.as_millis() as u64);
+        let deadline =
+            Instant::now() + Duration::from_millis(deadline_ms.saturating_sub(now_millis()));
+        record.supervisor_pid = Some(std::process::id());
+        let transcript = store.transcript_path(&record.task);
+        let repo_dir = repo
+            .workdir()
+            .map(Path::to_path_buf)
+            .unwrap_or_else(|| repo.common_dir().to_path_buf());
+        Ok(Supervisor {
+            repo,
+            store,
+            record,
+            config,
+            adapter,
+            deadline,
+            run_dir,
+            transcript,
+            repo_dir,
+        })
+    }
+
+    fn save(&self) -> anyhow::Result<()> {
+        if !self.store.live_path(&self.record.run).exists() {
+            return Err(EndedOutside.into());
+        }
+        self.store.write_live(&self.record)
+    }
+
+    fn drive(&mut self) -> anyhow::Result<()> {
+        self.record.phase = Phase::Working;
+        self.save()?;
+        let mut next = Next::Fresh(PathBuf::from(&self.record.prompt_file));
+        let mut corrected = false;
+        loop {
+            let ended = self.attempt(&next)?;
+            match ended {
+                Ended::Deadline => {
+                    self.settle_work()?;
+                    self.record.decision = Some("the time budget was spent".into());
+                    return self.finish(Outcome::Timeout);
+                }
+                Ended::Idle => {
+                    self.settle_work()?;
+                    let idle = self.record.idle_timeout_s.unwrap_or_default();
+                    self.record.decision =
+                        Some(format!("the worker was silent for {idle}s (idle watchdog)"));
+                    return self.finish(Outcome::Timeout);
+                }
+                Ended::Exited(_) => {}
+            }
+            if let Some(reason) = self.settle_work()? {
+                self.record.decision = Some(reason);
+                return self.finish(Outcome::ScopeReject);
+            }
+            let reply = self.reply();
+            let mut scanner = FooterScanner::new();
+            for line in reply.as_deref().unwrap_or("").split('\n') {
+                scanner.push_line(line);
+            }
+            let extraction = scanner.finish();
+            if let HelpRequest::Asked(help) = extraction.help {
+                // A handoff is not a failure: the run waits for `advise`.
+                self.record.needs_help = Some(help);
+                self.record.phase = Phase::NeedsHelp;
+                self.record.pid = None;
+                self.record.decision = Some("the worker asked for help".into());
+                return self.save();
+            }
+            if !extraction.is_complete() {
+                let problem = match &reply {
+                    None => "you exited without a reply".to_string(),
+                    Some(_) => extraction.rejections().join("; "),
+                };
+                if corrected {
+                    self.record.decision = Some(format!(
+                        "footer rejected after one corrective retry: {problem}"
+                    ));
+                    return self.finish(Outcome::FooterReject);
+                }
+                corrected = true;
+                let file = self
+                    .run_dir
+                    .join(format!("corrective-{}.md", self.record.attempts));
+                std::fs::write(&file, prompt::corrective(&self.record, &problem))
+                    .context("cannot write the corrective prompt")?;
+                next = match (
+                    &self.record.session,
+                    self.config.session_reuse.unwrap_or(true),
+                ) {
+                    (Some(session), true) => Next::Resume(session.clone(), file),
+                    _ => Next::Fresh(file),
+                };
+                continue;
+            }
+            let s = extraction.sections;
+            self.record.footer = Some(Footer {
+                result: s.result.unwrap_or_default(),
+                how_to_verify: s.how_to_verify.unwrap_or_default(),
+                deferred: s.deferred.unwrap_or_default(),
+                truncated: extraction.truncated,
+            });
+            return self.verify();
+        }
+    }
+
+    /// Runs one attempt to its end.
+    fn attempt(&mut self, next: &Next) -> anyhow::Result<Ended> {
+        self.record.attempts += 1;
+        let n = self.record.attempts;
+        let manifest = PathBuf::from(&self.record.manifest);
+        if manifest.exists() {
+            // A manifest from an earlier attempt must never be read as this one's reply.
+            let _ = std::fs::rename(
+                &manifest,
+                self.run_dir.join(format!("manifest.attempt-{}.md", n - 1)),
+            );
+        }
+        let (prompt_file, session) = match next {
+            Next::Fresh(file) => (file.clone(), None),
+            Next::Resume(session, file) => (file.clone(), Some(session.clone())),
+        };
+        let prompt_text =
+            std::fs::read_to_string(&prompt_file).context("cannot read the prompt")?;
+        let attempt = Attempt {
+            record: &self.record,
+            config: &self.config,
+            prompt_file: &prompt_file,
+            prompt: &prompt_text,
+        };
+        let launch = match &session {
+            Some(id) => self
+                .adapter
+                .resume(&attempt, id)
+                .unwrap_or_else(|| self.adapter.launch(&attempt))?,
+            None => self.adapter.launch(&attempt)?,
+        };
+        let session_file = self.run_dir.join("session");
+        let mut header = process::open_append(&self.transcript)?;
+        std::io::Write::write_all(
+            &mut header,
+            format!(
+                "\n===== git-crew run {} task {} attempt {n} backend {} model {} at {}{} =====\n",
+                self.record.run,
+                self.record.task,
+                self.record.backend,
+                self.record.model.as_deref().unwrap_or("-"),
+                rfc3339(now_millis()),
+                session
+                    .as_deref()
+                    .map(|s| format!(" resuming {s}"))
+                    .unwrap_or_default(),
+            )
+            .as_bytes(),
+        )?;
+        let mut env = vec![
+            ("CREW_RUN".to_string(), self.record.run.clone()),
+            ("CREW_TASK".into(), self.record.task.clone()),
+            ("CREW_ROLE".into(), self.record.role.clone()),
+            ("CREW_ATTEMPT".into(), n.to_string()),
+            ("CREW_WORKTREE".into(), self.record.worktree.clone()),
+            ("CREW_SCOPE".into(), self.record.scope.join("\n")),
+            ("CREW_MANIFEST".into(), self.record.manifest.clone()),
+            (
+                "CREW_SESSION_FILE".into(),
+                session_file.to_string_lossy().into_owned(),
+            ),
+            ("CREW_DEADLINE".into(), self.record.deadline.clone()),
+        ];
+        if let Some(port) = self.record.port {
+            env.push(("CREW_PORT".into(), port.to_string()));
+        }
+        if let Some(id) = &session {
+            env.push(("CREW_SESSION".into(), id.clone()));
+        }
+        for (key, value) in self.config.env.clone().unwrap_or_default() {
+            env.push((key, value));
+        }
+        let stdout_file = self.run_dir.join(format!("attempt-{n}.out"));
+        let spec = Spec {
+            program: launch.program,
+            args: launch.args,
+            cwd: PathBuf::from(&self.record.worktree),
+            env,
+            transcript: self.transcript.clone(),
+            stdout_file: stdout_file.clone(),
+        };
+        let running = process::start(&spec)?;
+        self.record.pid = Some(running.pid);
+        self.record.last_activity_at = Some(rfc3339(running.last_activity()));
+        self.save()?;
+        let idle = self.record.idle_timeout_s.map(Duration::from_secs);
+        let store = self.store;
+        let record = &mut self.record;
+        let pid = running.pid;
+        let ended = running.watch(self.deadline, idle, &mut |activity| {
+            record.last_activity_at = Some(rfc3339(activity));
+            if store.live_path(&record.run).exists() {
+                let _ = store.write_live(record);
+            } else {
+                // Ended from outside: stop the worker; the next save reports it.
+                process::kill_group(pid);
+            }
+        })?;
+        self.record.pid = None;
+        let stdout = std::fs::read(&stdout_file).unwrap_or_default();
+        if let Some(id) = self.adapter.session(&stdout, &session_file) {
+            self.record.session = Some(id);
+        }
+        self.save()?;
+        Ok(ended)
+    }
+
+    /// The attempt's reply: the manifest when the worker wrote one, else what the adapter
+    /// reads from its output.
+    fn reply(&self) -> Option<String> {
+        if let Ok(text) = std::fs::read_to_string(&self.record.manifest)
+            && !text.trim().is_empty()
+        {
+            return Some(text);
+        }
+        let stdout = std::fs::read(
+            self.run_dir
+                .join(format!("attempt-{}.out", self.record.attempts)),
+        )
+        .ok()?;
+        self.adapter.reply(&stdout).filter(|r| !r.trim().is_empty())
+    }
+
+    /// Commits what the worker left uncommitted (through the hooks) and audits the whole
+    /// branch against the scope; the reason for a scope rejection, if any.
+    fn settle_work(&mut self) -> anyhow::Result<Option<String>> {
+        let wt = PathBuf::from(&self.record.worktree);
+        let read_only = !scope::Role::parse(&self.record.role).is_some_and(scope::Role::may_commit);
+        if read_only {
+            if worktree::is_dirty(&wt)? {
+                return Ok(Some(format!(
+                    "a {} run left changes in its worktree",
+                    self.record.role
+                )));
+            }
+        } else {
+            let message = format!(
+                "crew: work left uncommitted by run {} (task {})",
+                self.record.run, self.record.task
+            );
+            if let worktree::Commit::Refused(output) = worktree::commit_all(&wt, &message)? {
+                let first: Vec<&str> = output
+                    .lines()
+                    .filter(|l| l.contains("outside") || l.contains("protected"))
+                    .collect();
+                return Ok(Some(format!(
+                    "the commit of the work left behind was refused: {}",
+                    if first.is_empty() {
+                        output.clone()
+                    } else {
+                        first.join("; ")
+                    }
+                )));
+            }
+        }
+        let tip = worktree::rev_parse(&wt, "HEAD")?;
+        let (base, tip) = (oid(&self.record.base)?, oid(&tip)?);
+        if base == tip {
+            return Ok(None);
+        }
+        let changes = git::diff::changed_paths(self.repo, base, tip)?;
+        if changes.is_empty() {
+            return Ok(None);
+        }
+        let identity = RunIdentity {
+            run: self.record.run.clone(),
+            task: self.record.task.clone(),
+            role: self.record.role.clone(),
+            scope: self.record.scope.clone(),
+        };
+        let violations = scope::check_commit(&identity, &changes);
+        if violations.is_empty() {
+            return Ok(None);
+        }
+        let text: Vec<String> = violations.iter().map(ToString::to_string).collect();
+        Ok(Some(format!(
+            "the branch breaks its fences: {}",
+            text.join("; ")
+        )))
+    }
+
+    fn verify(&mut self) -> anyhow::Result<()> {
+        let Some(command) = self.record.verify_command.clone() else {
+            self.record.decision = Some("accepted on its footer (no verify command)".into());
+            return self.finish(Outcome::Pass);
+        };
+        self.record.phase = Phase::Verifying;
+        self.save()?;
+        let dir = self
+            .run_dir
+            .join(format!("verifier-{}", self.record.attempts));
+        let wt = PathBuf::from(&self.record.worktree);
+        match verify::run(&command, &wt, &dir, &self.transcript, self.deadline)? {
+            verify::Verified::Timeout => {
+                self.record.decision = Some("the verifier ran out of the time budget".into());
+                self.finish(Outcome::Timeout)
+            }
+            verify::Verified::Done(result) => {
+                let passed = result.passed;
+                self.record.decision = Some(if passed {
+                    format!("verify passed (reward {})", result.reward)
+                } else {
+                    format!("verify failed (reward {})", result.reward)
+                });
+                self.record.verify = Some(result);
+                self.finish(if passed { Outcome::Pass } else { Outcome::Fail })
+            }
+        }
+    }
+
+    /// Files the run record: outcome, diff, discrepancies; unlocks the worktree.
+    fn finish(&mut self, outcome: Outcome) -> anyhow::Result<()> {
+        if !self.store.live_path(&self.record.run).exists() {
+            return Err(EndedOutside.into());
+        }
+        let now = now_millis();
+        self.record.outcome = Some(outcome);
+        self.record.phase = outcome.final_phase();
+        self.record.pid = None;
+        self.record.finished_at = Some(rfc3339(now));
+        self.record.elapsed_s = elapsed_s(&self.record.started_at, now);
+        if let Ok((files, insertions, deletions)) =
+            worktree::numstat(&self.repo_dir, &self.record.base, &self.record.branch)
+        {
+            self.record.diff = DiffStat {
+                files,
+                insertions,
+                deletions,
+            };
+        }
+        self.record.discrepancies = self.record.find_discrepancies();
+        let _ = worktree::unlock(&self.repo_dir, Path::new(&self.record.worktree));
+        self.store.finish(&self.record)
+    }
+}
+
+fn oid(hex: &str) -> anyhow::Result<gix::ObjectId> {
+    gix::ObjectId::from_hex(hex.as_bytes()).with_context(|| format!("`{hex}` is not an object id"))
+}
+
+/// Whole seconds between an RFC 3339 time and `now` (milliseconds since the epoch).
+pub fn elapsed_s(started_at: &str, now: u64) -> u64 {
+    humantime::parse_rfc3339(started_at)
+        .ok()
+        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+        .map_or(0, |d| now.saturating_sub(d.as_millis() as u64) / 1000)
+}
+
+/// Ends a live run as `abandoned`: its supervisor and its worker's process group are
+/// killed; its branch, commits and worktree are kept.
+pub fn abandon(
+    store: &RunStore,
+    repo_dir: &Path,
+    mut record: RunRecord,
+    why: &str,
+) -> anyhow::Result<RunRecord> {
+    if let Some(pid) = record.supervisor_pid {
+        // The supervisor leads the run's session: its workers go with it, whether or not
+        // it lived to record their pid.
+        process::kill_session(pid);
+    }
+    if let Some(pid) = record.pid {
+        process::kill_group(pid);
+    }
+    let now = now_millis();
+    record.outcome = Some(Outcome::Abandoned);
+    record.phase = Phase::Abandoned;
+    record.pid = None;
+    record.decision = Some(why.to_string());
+    record.finished_at = Some(rfc3339(now));
+    record.elapsed_s = elapsed_s(&record.started_at, now);
+    if let Ok((files, insertions, deletions)) =
+        worktree::numstat(repo_dir, &record.base, &record.branch)
+    {
+        record.diff = DiffStat {
+            files,
+            insertions,
+            deletions,
+        };
+    }
+    let _ = worktree::unlock(repo_dir, Path::new(&record.worktree));
+    store.finish(&record)?;
+    Ok(record)
+}
+
+/// Marks every live run whose supervisor died (kill -9, a reboot) as `abandoned`, ending
+/// its worker's process group and keeping its commits. Runs waiting on the lead
+/// (`needs-help`) have no supervisor and are left alone; a run whose supervisor has not
+/// reported yet gets a grace period.
+pub fn reap_dead(store: &RunStore, repo_dir: &Path) -> anyhow::Result<Vec<RunRecord>> {
+    let mut reaped = Vec::new();
+    for record in store.live()? {
+        if matches!(
+            record.phase,
+            Phase::NeedsHelp | Phase::AwaitingAttach | Phase::Queued
+        ) {
+            continue;
+        }
+        let alive = match record.supervisor_pid {
+            Some(pid) => process::is_alive(pid, &record.run),
+            None => elapsed_s(&record.started_at, now_millis()) < 30,
+        };
+        if !alive {
+            reaped.push(abandon(
+                store,
+                repo_dir,
+                record,
+                "the supervisor died; commits kept",
+            )?);
+        }
+    }
+    Ok(reaped)
+}

@@ -1,0 +1,65 @@
+//! The verify command (SPEC §5.6): run in the worktree with a fresh, empty
+//! `$CREW_VERIFIER_DIR`; reward from `reward.json`'s `reward` or `reward.txt` there, else
+//! 1.0 for exit 0 and 0.0 otherwise; pass is reward >= 1.0.
+
+use std::path::Path;
+use std::time::Instant;
+
+use anyhow::Context;
+
+use super::process::{Ended, Spec, start};
+use crate::core::record::Verify;
+
+/// How verification ended.
+pub enum Verified {
+    Done(Verify),
+    /// The verifier ran out of time: a timeout, never a failed solution.
+    Timeout,
+}
+
+/// Runs `command` with `sh -c` in `worktree`; its output is archived to `transcript`.
+pub fn run(
+    command: &str,
+    worktree: &Path,
+    verifier_dir: &Path,
+    transcript: &Path,
+    deadline: Instant,
+) -> anyhow::Result<Verified> {
+    if verifier_dir.exists() {
+        std::fs::remove_dir_all(verifier_dir).context("cannot clear the verifier folder")?;
+    }
+    std::fs::create_dir_all(verifier_dir).context("cannot create the verifier folder")?;
+    let spec = Spec {
+        program: "sh".into(),
+        args: vec!["-c".into(), command.into()],
+        cwd: worktree.to_path_buf(),
+        env: vec![(
+            "CREW_VERIFIER_DIR".into(),
+            verifier_dir.to_string_lossy().into_owned(),
+        )],
+        transcript: transcript.to_path_buf(),
+        stdout_file: verifier_dir.with_extension("out"),
+    };
+    let code = match start(&spec)?.watch(deadline, None, &mut |_| {})? {
+        Ended::Exited(code) => code,
+        Ended::Deadline | Ended::Idle => return Ok(Verified::Timeout),
+    };
+    let reward = read_reward(verifier_dir).unwrap_or(if code == Some(0) { 1.0 } else { 0.0 });
+    Ok(Verified::Done(Verify {
+        command: command.to_string(),
+        reward,
+        passed: reward >= 1.0,
+    }))
+}
+
+fn read_reward(dir: &Path) -> Option<f64> {
+    if let Ok(bytes) = std::fs::read(dir.join("reward.json"))
+        && let Ok(value) = serde_json::from_slice::<serde_json::Value>(&bytes)
+        && let Some(reward) = value.get("reward").and_then(serde_json::Value::as_f64)
+    {
+        return Some(reward);
+    }
+    std::fs::read_to_string(dir.join("reward.txt"))
+        .ok()
+        .and_then(|t| t.trim().parse().ok())
+}

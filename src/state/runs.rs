@@ -1,0 +1,130 @@
+//! Where runs live on disk, never committed: live pointers
+//! (`<git-common-dir>/crew/live/<run>.json`), finished run records
+//! (`crew/runs/<run>.json`, with the run's prompt and manifest in `crew/runs/<run>/`),
+//! transcripts (`crew/transcripts/<task-hash>.log`) and worktrees
+//! (`crew/worktrees/<run>`). Every write is atomic.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::Context;
+
+use crate::core::record::RunRecord;
+use crate::git::hooks_dir::write_atomic;
+
+/// The local state folder of one repository.
+#[derive(Debug, Clone)]
+pub struct RunStore {
+    root: PathBuf,
+}
+
+impl RunStore {
+    /// `state_dir` is `<git-common-dir>/crew`.
+    pub fn new(state_dir: &Path) -> RunStore {
+        RunStore {
+            root: state_dir.to_path_buf(),
+        }
+    }
+
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    pub fn live_path(&self, run: &str) -> PathBuf {
+        self.root.join("live").join(format!("{run}.json"))
+    }
+
+    pub fn record_path(&self, run: &str) -> PathBuf {
+        self.root.join("runs").join(format!("{run}.json"))
+    }
+
+    /// The folder holding a run's prompt, manifest and supervisor log.
+    pub fn run_dir(&self, run: &str) -> PathBuf {
+        self.root.join("runs").join(run)
+    }
+
+    pub fn worktree_path(&self, run: &str) -> PathBuf {
+        self.root.join("worktrees").join(run)
+    }
+
+    /// A task's transcript, named by the blob id of `crew-task:<task>` (the same key the
+    /// ledger uses), so any task id gives a safe file name.
+    pub fn transcript_path(&self, task: &str) -> PathBuf {
+        let key = format!("crew-task:{task}");
+        let id =
+            gix::objs::compute_hash(gix::hash::Kind::Sha1, gix::objs::Kind::Blob, key.as_bytes())
+                .map(|id| id.to_string())
+                .unwrap_or_else(|_| task.replace('/', "_"));
+        self.root.join("transcripts").join(format!("{id}.log"))
+    }
+
+    /// Writes (or rewrites) a live pointer.
+    pub fn write_live(&self, record: &RunRecord) -> anyhow::Result<()> {
+        write_json(&self.live_path(&record.run), record)
+    }
+
+    /// Turns a live pointer into a finished run record: the record is written first, then
+    /// the pointer goes, so a crash in between leaves both rather than neither.
+    pub fn finish(&self, record: &RunRecord) -> anyhow::Result<()> {
+        write_json(&self.record_path(&record.run), record)?;
+        match std::fs::remove_file(self.live_path(&record.run)) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                Err(e).context("cannot remove the live pointer")
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// A run, live or finished (the live pointer wins while both exist).
+    pub fn load(&self, run: &str) -> anyhow::Result<Option<RunRecord>> {
+        for path in [self.live_path(run), self.record_path(run)] {
+            if let Some(record) = read_json(&path)? {
+                return Ok(Some(record));
+            }
+        }
+        Ok(None)
+    }
+
+    /// Every live run, oldest first.
+    pub fn live(&self) -> anyhow::Result<Vec<RunRecord>> {
+        list(&self.root.join("live"))
+    }
+
+    /// Every finished run, oldest first.
+    pub fn finished(&self) -> anyhow::Result<Vec<RunRecord>> {
+        list(&self.root.join("runs"))
+    }
+}
+
+fn write_json(path: &Path, record: &RunRecord) -> anyhow::Result<()> {
+    let dir = path.parent().context("a record path has a parent")?;
+    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    let text = serde_json::to_string_pretty(record)?;
+    write_atomic(path, &text, 0o644)
+}
+
+fn read_json(path: &Path) -> anyhow::Result<Option<RunRecord>> {
+    match std::fs::read(path) {
+        Ok(bytes) => serde_json::from_slice(&bytes)
+            .map(Some)
+            .with_context(|| format!("cannot parse {}", path.display())),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(e).with_context(|| format!("cannot read {}", path.display())),
+    }
+}
+
+fn list(dir: &Path) -> anyhow::Result<Vec<RunRecord>> {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Ok(Vec::new());
+    };
+    let mut records = Vec::new();
+    for entry in entries.flatten() {
+        let path = entry.path();
+        if path.extension().is_some_and(|e| e == "json")
+            && let Some(record) = read_json(&path)?
+        {
+            records.push(record);
+        }
+    }
+    records.sort_by(|a, b| a.started_at.cmp(&b.started_at).then(a.run.cmp(&b.run)));
+    Ok(records)
+}

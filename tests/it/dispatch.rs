@@ -1,0 +1,499 @@
+//! dispatch, the supervisor and the run-reading commands, with scripted workers
+//! (`git-fixtures/workers/*.sh`) as real background processes.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use crate::common::{Out, TestEnv, read, write};
+
+fn crew_repo(env: &TestEnv) -> PathBuf {
+    env.fixture("crew-repo.sh", "repo", &[])
+}
+
+fn dispatch(env: &TestEnv, repo: &Path, task: &str, backend: &str, extra: &[&str]) -> Out {
+    let mut args = vec![
+        "dispatch",
+        "--task",
+        task,
+        "--backend",
+        backend,
+        "--prompt",
+        "Do the task.",
+    ];
+    if !extra.contains(&"--scope") && !extra.contains(&"--role") {
+        args.extend(["--scope", "src/routes/**"]);
+    }
+    args.extend_from_slice(extra);
+    env.crew(repo, &args)
+}
+
+fn dispatched(env: &TestEnv, repo: &Path, task: &str, backend: &str, extra: &[&str]) -> String {
+    let out = dispatch(env, repo, task, backend, extra);
+    out.expect_code(0);
+    out.json()["run"].as_str().unwrap().to_string()
+}
+
+fn wait(env: &TestEnv, repo: &Path, run: &str) -> (Out, Value) {
+    let out = env.crew(repo, &["wait", run, "--timeout", "60s"]);
+    let json = out.json();
+    let result = json["runs"][0].clone();
+    (out, result)
+}
+
+fn pid_gone(pid: &str) -> bool {
+    let stat = std::fs::read_to_string(format!("/proc/{}/stat", pid.trim())).unwrap_or_default();
+    // Gone, or a zombie waiting for its parent.
+    stat.is_empty() || stat.split_whitespace().nth(2) == Some("Z")
+}
+
+#[test]
+fn a_run_works_in_the_background_and_only_its_footer_comes_back() {
+    let env = TestEnv::new();
+    let repo = crew_repo(&env);
+    let head = env.git_ok(&repo, &["rev-parse", "HEAD"]);
+    let start = Instant::now();
+    let out = dispatch(
+        &env,
+        &repo,
+        "routes",
+        "ok",
+        &["--verify", "test -f src/routes/crew.rs"],
+    );
+    out.expect_code(0);
+    assert!(start.elapsed() < Duration::from_secs(20));
+    let json = out.json();
+    let run = json["run"].as_str().unwrap().to_string();
+    assert_eq!(json["task"], "routes");
+    assert_eq!(json["role"], "implement");
+    assert_eq!(json["backend"], "ok");
+    assert_eq!(json["base"], head.trim());
+    assert_eq!(json["branch"], format!("crew/routes/{run}"));
+    assert_eq!(json["scope"], serde_json::json!(["src/routes/**"]));
+    let worktree = PathBuf::from(json["worktree"].as_str().unwrap());
+    assert!(
+        worktree.ends_with(format!(".git/crew/worktrees/{run}")),
+        "{}",
+        worktree.display()
+    );
+
+    let (out, result) = wait(&env, &repo, &run);
+    out.expect_code(0);
+    assert_eq!(result["phase"], "done");
+    assert_eq!(result["outcome"], "pass");
+    assert_eq!(result["attempts"], 1);
+    assert_eq!(result["footer"]["result"], "Added src/routes/crew.rs.");
+    assert_eq!(result["verify"]["passed"], true);
+    assert_eq!(result["verify"]["reward"], 1.0);
+    assert_eq!(
+        result["diff"]["files"],
+        serde_json::json!(["src/routes/crew.rs"])
+    );
+    assert_eq!(result["discrepancies"], serde_json::json!([]));
+    assert!(
+        !out.stdout.contains("Working on routes"),
+        "the raw reply never comes back"
+    );
+
+    // The worker's leftover work was committed on its branch, through the hooks.
+    let log = env.git_ok(
+        &repo,
+        &["log", "--format=%s", &format!("crew/routes/{run}")],
+    );
+    assert!(log.starts_with(&format!(
+        "crew: work left uncommitted by run {run} (task routes)\n"
+    )));
+    // The worktree carries its identity and is unlocked once the run ended.
+    let wt_config = env.git_ok(
+        &worktree,
+        &["config", "--worktree", "--get-all", "crew.scope"],
+    );
+    assert_eq!(wt_config, "src/routes/**\n");
+    let list = env.git_ok(&repo, &["worktree", "list", "--porcelain"]);
+    assert!(!list.contains("locked"), "{list}");
+    // The transcript holds the raw output under an attempt header.
+    let out = env.crew(&repo, &["transcript", &run, "--human"]);
+    out.expect_code(0);
+    assert!(out.stdout.contains(&format!(
+        "===== git-crew run {run} task routes attempt 1 backend ok"
+    )));
+    assert!(out.stdout.contains("Working on routes"));
+    // show and status agree.
+    let show = env.crew(&repo, &["show", &run]).json();
+    assert_eq!(show["run"]["outcome"], "pass");
+    let status = env.crew(&repo, &["status"]).json();
+    assert_eq!(status["runs"][0]["run"], run.as_str());
+    assert_eq!(env.crew(&repo, &["ls"]).json()["runs"][0]["phase"], "done");
+}
+
+#[test]
+fn the_worker_gets_its_environment_and_a_fenced_prompt() {
+    let env = TestEnv::new();
+    let repo = crew_repo(&env);
+    write(&repo.join(".env"), "SECRET=1\n");
+    write(&repo.join(".worktreeinclude"), "# local files\n.env\n");
+    let run = dispatched(&env, &repo, "routes", "ok", &[]);
+    let (_, result) = wait(&env, &repo, &run);
+    let worktree = PathBuf::from(result["worktree"].as_str().unwrap());
+    assert_eq!(read(&worktree.join(".env")), "SECRET=1\n");
+    let prompt = read(&repo.join(format!(".git/crew/runs/{run}/prompt.md")));
+    assert!(prompt.contains("run ") && prompt.contains("task `routes`"));
+    assert!(prompt.contains("   - `src/routes/**`"));
+    assert!(
+        prompt.contains("## Result")
+            && prompt.contains("## How to verify")
+            && prompt.contains("## Deferred / concerns")
+    );
+    assert!(prompt.contains("NEEDS-HELP:") && prompt.contains("cost-if-wrong:"));
+    assert!(prompt.contains("30s in all"));
+    assert_eq!(result["port"], 4100);
+}
+
+#[test]
+fn leftover_work_outside_the_scope_is_a_scope_reject() {
+    let env = TestEnv::new();
+    let repo = crew_repo(&env);
+    let run = dispatched(&env, &repo, "routes", "out-of-scope", &[]);
+    let (out, result) = wait(&env, &repo, &run);
+    out.expect_code(1);
+    assert_eq!(result["outcome"], "scope-reject");
+    assert_eq!(result["phase"], "rejected");
+    assert!(
+        result["decision"]
+            .as_str()
+            .unwrap()
+            .contains("README.md (modified) is outside the write scope src/routes/**"),
+        "{result}"
+    );
+}
+
+#[test]
+fn a_no_verify_escape_is_caught_by_the_branch_audit() {
+    let env = TestEnv::new();
+    let repo = crew_repo(&env);
+    let run = dispatched(&env, &repo, "routes", "no-verify", &[]);
+    let (out, result) = wait(&env, &repo, &run);
+    out.expect_code(1);
+    assert_eq!(result["outcome"], "scope-reject");
+    assert!(
+        result["decision"]
+            .as_str()
+            .unwrap()
+            .contains("the branch breaks its fences: README.md (modified)"),
+        "{result}"
+    );
+    // The commits are kept on the branch.
+    let log = env.git_ok(
+        &repo,
+        &["log", "--format=%s", &format!("crew/routes/{run}")],
+    );
+    assert!(log.contains("sneak past the hook"));
+}
+
+#[test]
+fn a_missing_footer_gets_one_corrective_retry() {
+    let env = TestEnv::new();
+    let repo = crew_repo(&env);
+    let run = dispatched(&env, &repo, "routes", "footer-late", &[]);
+    let (out, result) = wait(&env, &repo, &run);
+    out.expect_code(0);
+    assert_eq!(result["outcome"], "pass");
+    assert_eq!(result["attempts"], 2);
+    assert_eq!(result["footer"]["result"], "Added late.rs.");
+    let transcript = env.crew(&repo, &["transcript", &run, "--human"]).stdout;
+    assert!(transcript.contains("attempt 1 backend footer-late"));
+    assert!(transcript.contains("attempt 2 backend footer-late"));
+}
+
+#[test]
+fn a_worker_that_never_writes_a_footer_is_a_footer_reject() {
+    let env = TestEnv::new();
+    let repo = crew_repo(&env);
+    let run = dispatched(&env, &repo, "routes", "no-footer", &[]);
+    let (out, result) = wait(&env, &repo, &run);
+    out.expect_code(1);
+    assert_eq!(result["outcome"], "footer-reject");
+    assert_eq!(result["attempts"], 2);
+    assert_eq!(result["footer"], Value::Null);
+    assert!(
+        result["decision"]
+            .as_str()
+            .unwrap()
+            .contains("missing section `## Result`")
+    );
+}
+
+#[test]
+fn needs_help_stops_the_run_for_the_lead() {
+    let env = TestEnv::new();
+    let repo = crew_repo(&env);
+    let run = dispatched(&env, &repo, "routes", "needs-help", &[]);
+    let (out, result) = wait(&env, &repo, &run);
+    out.expect_code(5);
+    assert_eq!(result["phase"], "needs-help");
+    assert_eq!(result["outcome"], Value::Null);
+    assert_eq!(
+        result["needs_help"]["leaning"],
+        "sqlite, it is already a dependency"
+    );
+    assert_eq!(result["needs_help"]["cost_if_wrong"], "a migration later");
+    // The run stays live (a handoff is not a failure), holding its task.
+    let again = dispatch(&env, &repo, "routes", "ok", &[]);
+    again.expect_code(4);
+}
+
+#[test]
+fn the_manifest_is_the_reply_when_written() {
+    let env = TestEnv::new();
+    let repo = crew_repo(&env);
+    let run = dispatched(&env, &repo, "routes", "manifest", &[]);
+    let (out, result) = wait(&env, &repo, &run);
+    out.expect_code(0);
+    assert_eq!(result["footer"]["result"], "From the manifest.");
+}
+
+#[test]
+fn a_failing_verify_is_a_fail_and_a_reward_file_decides() {
+    let env = TestEnv::new();
+    let repo = crew_repo(&env);
+    let run = dispatched(&env, &repo, "routes", "ok", &["--verify", "exit 3"]);
+    let (out, result) = wait(&env, &repo, &run);
+    out.expect_code(1);
+    assert_eq!(result["outcome"], "fail");
+    assert_eq!(result["verify"]["reward"], 0.0);
+
+    let run = dispatched(
+        &env,
+        &repo,
+        "routes2",
+        "ok",
+        &[
+            "--scope",
+            "src/routes/**",
+            "--verify",
+            "echo 0.5 > \"$CREW_VERIFIER_DIR/reward.txt\"",
+        ],
+    );
+    let (out, result) = wait(&env, &repo, &run);
+    out.expect_code(1);
+    assert_eq!(result["verify"]["reward"], 0.5);
+    assert_eq!(result["verify"]["passed"], false);
+}
+
+#[test]
+fn a_hang_past_the_time_budget_is_killed_with_its_children() {
+    let env = TestEnv::new();
+    let repo = crew_repo(&env);
+    let run = dispatched(&env, &repo, "routes", "hang", &["--time-budget", "2s"]);
+    let (out, result) = wait(&env, &repo, &run);
+    out.expect_code(1);
+    assert_eq!(result["outcome"], "timeout");
+    assert_eq!(result["phase"], "timed-out");
+    let dir = repo.join(format!(".git/crew/runs/{run}"));
+    let worker = read(&dir.join("worker-pid"));
+    let child = read(&dir.join("child-pid"));
+    assert!(pid_gone(&worker), "worker {worker} still running");
+    assert!(pid_gone(&child), "child {child} still running");
+}
+
+#[test]
+fn a_silent_worker_is_caught_by_the_idle_watchdog() {
+    let env = TestEnv::new();
+    let repo = crew_repo(&env);
+    let run = dispatched(
+        &env,
+        &repo,
+        "routes",
+        "silent",
+        &["--set", "backends.silent.idle_timeout=1s"],
+    );
+    let (out, result) = wait(&env, &repo, &run);
+    out.expect_code(1);
+    assert_eq!(result["outcome"], "timeout");
+    assert!(
+        result["decision"]
+            .as_str()
+            .unwrap()
+            .contains("idle watchdog"),
+        "{result}"
+    );
+    assert!(result["elapsed_s"].as_u64().unwrap() < 20);
+}
+
+#[test]
+fn a_killed_supervisor_is_detected_and_its_run_abandoned() {
+    let env = TestEnv::new();
+    let repo = crew_repo(&env);
+    let run = dispatched(&env, &repo, "routes", "hang", &[]);
+    let dir = repo.join(format!(".git/crew/runs/{run}"));
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !dir.join("child-pid").exists() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let status = env.crew(&repo, &["status", &run]).json();
+    assert_eq!(status["runs"][0]["phase"], "working");
+    let supervisor = status["runs"][0]["supervisor_pid"].as_u64().unwrap();
+    assert!(status["runs"][0]["pid"].as_u64().is_some());
+    std::process::Command::new("kill")
+        .args(["-9", &supervisor.to_string()])
+        .status()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(200));
+    let status = env.crew(&repo, &["status", &run]).json();
+    assert_eq!(status["runs"][0]["phase"], "abandoned");
+    assert_eq!(status["runs"][0]["outcome"], "abandoned");
+    let worker = read(&dir.join("worker-pid"));
+    let child = read(&dir.join("child-pid"));
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while !(pid_gone(&worker) && pid_gone(&child)) && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(pid_gone(&worker) && pid_gone(&child));
+    // The branch is kept.
+    env.git_ok(
+        &repo,
+        &["rev-parse", "--verify", &format!("crew/routes/{run}")],
+    );
+}
+
+#[test]
+fn abandon_stops_a_live_run_and_keeps_its_branch() {
+    let env = TestEnv::new();
+    let repo = crew_repo(&env);
+    let run = dispatched(&env, &repo, "routes", "hang", &[]);
+    let out = env.crew(&repo, &["abandon", &run]);
+    out.expect_code(0);
+    assert_eq!(out.json()["run"]["outcome"], "abandoned");
+    let (out, _) = wait(&env, &repo, &run);
+    out.expect_code(1);
+    env.crew(&repo, &["abandon", &run]).expect_code(4);
+    env.git_ok(
+        &repo,
+        &["rev-parse", "--verify", &format!("crew/routes/{run}")],
+    );
+}
+
+#[test]
+fn double_dispatch_overlap_and_concurrency_are_refused() {
+    let env = TestEnv::new();
+    let repo = crew_repo(&env);
+    let first = dispatched(&env, &repo, "routes", "hang", &[]);
+    // The same task again.
+    let out = dispatch(&env, &repo, "routes", "hang", &["--scope", "docs/**"]);
+    out.expect_code(4);
+    assert!(
+        out.json()["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains(&format!("already has an in-flight run: {first}"))
+    );
+    // An overlapping scope.
+    let out = dispatch(&env, &repo, "other", "hang", &["--scope", "src/**"]);
+    out.expect_code(4);
+    assert!(
+        out.json()["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("overlaps `src/routes/**`")
+    );
+    // A disjoint scope is fine; a third run on the backend is over its limit of two.
+    dispatched(&env, &repo, "docs", "hang", &["--scope", "docs/**"]);
+    let out = dispatch(&env, &repo, "readme", "hang", &["--scope", "README.md"]);
+    out.expect_code(4);
+    assert!(
+        out.json()["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("concurrency limit (2 of 2 runs live)")
+    );
+    // Read-only roles claim no scope, but still count against the backend.
+    let status = env.crew(&repo, &["status"]).json();
+    for run in status["runs"].as_array().unwrap() {
+        env.crew(&repo, &["abandon", run["run"].as_str().unwrap()])
+            .expect_code(0);
+    }
+}
+
+#[test]
+fn bad_dispatches_are_usage_errors_and_leave_nothing_behind() {
+    let env = TestEnv::new();
+    let repo = crew_repo(&env);
+    for (args, code) in [
+        (
+            vec![
+                "dispatch", "--task", "a b", "--prompt", "x", "--scope", "src/**",
+            ],
+            "dispatch-invalid",
+        ),
+        (
+            vec!["dispatch", "--task", "t", "--prompt", "x"],
+            "dispatch-invalid",
+        ),
+        (
+            vec![
+                "dispatch", "--task", "t", "--prompt", "x", "--scope", "src/**", "--role", "boss",
+            ],
+            "dispatch-invalid",
+        ),
+        (
+            vec![
+                "dispatch", "--task", "t", "--prompt", "x", "--scope", "src/**", "--base", "nope",
+            ],
+            "bad-base",
+        ),
+        (
+            vec![
+                "dispatch",
+                "--task",
+                "t",
+                "--prompt",
+                "x",
+                "--scope",
+                "src/**",
+                "--backend",
+                "codx",
+            ],
+            "config-invalid",
+        ),
+    ] {
+        let out = env.crew(&repo, &args);
+        out.expect_code(2);
+        assert_eq!(out.json()["error"]["code"], code, "{args:?}");
+    }
+    assert_eq!(env.git_ok(&repo, &["branch", "--list", "crew/*"]), "");
+    assert!(
+        !repo.join(".git/crew/live").exists()
+            || std::fs::read_dir(repo.join(".git/crew/live"))
+                .unwrap()
+                .count()
+                == 0
+    );
+    env.crew(&repo, &["show", "nope"]).expect_code(3);
+    env.crew(&repo, &["wait", "nope"]).expect_code(3);
+}
+
+#[test]
+fn a_review_run_that_edits_files_is_a_scope_reject() {
+    let env = TestEnv::new();
+    let repo = crew_repo(&env);
+    let run = dispatched(&env, &repo, "audit", "review", &["--role", "review"]);
+    let (out, result) = wait(&env, &repo, &run);
+    out.expect_code(1);
+    assert_eq!(result["outcome"], "scope-reject");
+    assert!(
+        result["decision"]
+            .as_str()
+            .unwrap()
+            .contains("a review run left changes")
+    );
+}
+
+#[test]
+fn dispatch_wait_blocks_until_the_end() {
+    let env = TestEnv::new();
+    let repo = crew_repo(&env);
+    let out = dispatch(&env, &repo, "routes", "ok", &["--wait"]);
+    out.expect_code(0);
+    assert_eq!(out.json()["runs"][0]["outcome"], "pass");
+}
