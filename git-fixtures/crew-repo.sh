@@ -14,6 +14,9 @@ git crew init >/dev/null
 		echo "[backends.$name]"
 		echo 'adapter = "command"'
 		echo "argv = [\"$worker\", \"{prompt_file}\"]"
+		if grep -q -- "--resume SESSION" "$worker"; then
+			echo "resume_argv = [\"$worker\", \"--resume\", \"{session}\", \"{prompt_file}\"]"
+		fi
 		echo 'concurrency = 2'
 		echo 'time_budget = "30s"'
 	done

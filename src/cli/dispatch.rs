@@ -125,6 +125,23 @@ pub fn run(ctx: &CommandContext, args: DispatchArgs) -> Result<Report> {
         "scope": record.scope,
         "deadline": record.deadline,
     });
+    let mut fields = fields;
+    if record.adapter == "native" {
+        fields["directive"] = json!({
+            "worktree": record.worktree,
+            "prompt_file": record.prompt_file,
+            "manifest": record.manifest,
+            "fences": {
+                "scope": record.scope,
+                "time_budget_s": record.budget_s,
+                "deadline": record.deadline,
+                "delivery": "end the reply with ## Result, ## How to verify, ## Deferred / concerns",
+                "needs_help": "first line NEEDS-HELP: with tried:, options:, leaning:, cost-if-wrong:",
+            },
+            "attach": format!("git crew attach {} --session <ID>", record.run),
+            "deliver": format!("git crew deliver {} --reply-file <FILE>", record.run),
+        });
+    }
     let human = format!(
         "dispatched {} (task {}) to {} in {}",
         record.run, record.task, record.backend, record.worktree

@@ -3,6 +3,7 @@
 //! and turns it into the exit code.
 
 pub mod abandon;
+pub mod advise;
 pub mod context;
 pub mod dispatch;
 pub mod error;
@@ -10,6 +11,7 @@ pub mod flight;
 pub mod footer;
 pub mod hook;
 pub mod init;
+pub mod native;
 pub mod runs;
 pub mod show;
 pub mod status;
@@ -74,6 +76,9 @@ pub enum Command {
     Show(show::ShowArgs),
     Transcript(show::TranscriptArgs),
     Abandon(abandon::AbandonArgs),
+    Advise(advise::AdviseArgs),
+    Attach(native::AttachArgs),
+    Deliver(native::DeliverArgs),
     Footer(footer::FooterArgs),
     #[command(hide = true)]
     Hook(hook::HookArgs),
@@ -115,6 +120,9 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> u8 {
         Command::Show(args) => show::run(&ctx, args),
         Command::Transcript(args) => show::transcript(&ctx, args),
         Command::Abandon(args) => abandon::abandon(&ctx, args),
+        Command::Advise(args) => advise::run(&ctx, args),
+        Command::Attach(args) => native::attach(&ctx, args),
+        Command::Deliver(args) => native::deliver(&ctx, args),
         Command::Footer(args) => footer::run(&ctx, args),
         Command::Hook(args) => hook::run(&ctx, args),
         Command::Supervise(args) => abandon::supervise(&ctx, args),

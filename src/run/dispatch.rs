@@ -97,11 +97,24 @@ pub fn plan(
         .clone()
         .or(role_routing.backend.clone())
         .unwrap_or_else(|| flight.default_backend.clone());
-    let backend = flight
+    let mut backend = flight
         .backends
         .get(&backend_name)
         .cloned()
         .ok_or_else(|| Refusal::Usage(format!("unknown backend `{backend_name}`")))?;
+    // The stricter sandbox wins: a read-only role, or read-only routing for the role or
+    // the backend.
+    let read_only = !role.may_commit()
+        || role_routing.sandbox.as_deref() == Some("read-only")
+        || backend.sandbox.as_deref() == Some("read-only");
+    backend.sandbox = Some(
+        if read_only {
+            "read-only"
+        } else {
+            "worktree-full"
+        }
+        .to_string(),
+    );
     let adapter = backend.adapter.clone().unwrap_or_default();
     super::backends::adapter(&adapter).map_err(Refusal::Usage)?;
 
@@ -255,6 +268,13 @@ pub fn apply(
             serde_json::to_vec_pretty(&plan.backend)?,
         )?;
         std::fs::write(run_dir.join("task-prompt.md"), &plan.task_prompt)?;
+        if record.adapter == "native" {
+            // No process: the lead binds its own sub-task with `attach`.
+            let mut waiting = record.clone();
+            waiting.phase = Phase::AwaitingAttach;
+            store.write_live(&waiting)?;
+            return Ok(waiting);
+        }
         store.write_live(record)?;
         let pid = spawn_supervisor(repo_dir, &record.run, &run_dir)?;
         let mut started = record.clone();
@@ -267,7 +287,7 @@ pub fn apply(
 /// Starts `git crew supervise RUN` detached: a session of its own (so every process of
 /// the run can be found and ended through it), no terminal, output to the run's folder.
 /// It outlives this process.
-fn spawn_supervisor(repo_dir: &Path, run: &str, run_dir: &Path) -> anyhow::Result<u32> {
+pub fn spawn_supervisor(repo_dir: &Path, run: &str, run_dir: &Path) -> anyhow::Result<u32> {
     let exe = std::env::current_exe().context("cannot find the git-crew binary")?;
     let log = super::process::open_append(&run_dir.join("supervisor.log"))?;
     let mut command = Command::new(exe);

@@ -4,6 +4,7 @@ use crate::core::record::RunRecord;
 
 const WORKER: &str = include_str!("../../templates/worker.md");
 const CORRECTIVE: &str = include_str!("../../templates/corrective.md");
+const ADVICE: &str = include_str!("../../templates/advice.md");
 
 fn render(template: &str, vars: &[(&str, String)]) -> String {
     let mut out = template.to_string();
@@ -69,6 +70,19 @@ pub fn corrective(record: &RunRecord, problem: &str) -> String {
         &[
             ("run", record.run.clone()),
             ("problem", problem.to_string()),
+        ],
+    )
+}
+
+/// The lead's answer to a NEEDS-HELP, resuming the same session.
+pub fn advice(record: &RunRecord, advice: &str) -> String {
+    render(
+        ADVICE,
+        &[
+            ("run", record.run.clone()),
+            ("task", record.task.clone()),
+            ("advice", advice.trim().to_string()),
+            ("deadline", record.deadline.clone()),
         ],
     )
 }

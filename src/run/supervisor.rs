@@ -23,6 +23,9 @@ use crate::state::runs::RunStore;
 /// not change a live run).
 pub const BACKEND_FILE: &str = "backend.json";
 
+/// Left by `advise`: the prompt the next supervisor resumes the session with.
+pub const NEXT_FILE: &str = "next-prompt";
+
 /// Drives run `run` to its end (or to `needs-help`). Any failure of the supervisor itself
 /// ends the run as `failed` with the reason, so no run is left hanging.
 pub fn supervise(repo: &gix::Repository, store: &RunStore, run: &str) -> anyhow::Result<()> {
@@ -52,6 +55,57 @@ pub fn supervise(repo: &gix::Repository, store: &RunStore, run: &str) -> anyhow:
 #[derive(Debug, thiserror::Error)]
 #[error("the run was ended from outside its supervisor")]
 struct EndedOutside;
+
+/// What a reply came to.
+enum Judgement {
+    /// Finished, or parked waiting for help: nothing more for this attempt.
+    Settled,
+    /// The footer is incomplete: the problem, for a corrective retry.
+    Incomplete(String),
+}
+
+/// How a delivered reply (a native run) was taken.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Delivered {
+    /// The run ended or waits for help; see its record.
+    Settled(Box<RunRecord>),
+    /// The footer is incomplete; one more delivery is allowed.
+    Incomplete(String),
+}
+
+/// Takes the reply of a `native` run (the lead's own sub-task) through the same path as
+/// any worker's: settle the work, read the footer, verify. The first incomplete footer
+/// leaves the run live for one corrected delivery; the second is a `footer-reject`.
+pub fn deliver(
+    repo: &gix::Repository,
+    store: &RunStore,
+    run: &str,
+    reply: &str,
+) -> anyhow::Result<Delivered> {
+    let record = store
+        .load(run)?
+        .with_context(|| format!("no live run {run}"))?;
+    let mut sup = Supervisor::new(repo, store, record)?;
+    sup.record.supervisor_pid = None;
+    sup.record.attempts += 1;
+    sup.record.phase = Phase::Working;
+    std::fs::write(&sup.record.manifest, reply).context("cannot write the manifest")?;
+    match sup.judge(Some(reply.to_string()))? {
+        Judgement::Settled => Ok(Delivered::Settled(Box::new(sup.record))),
+        Judgement::Incomplete(problem) if sup.record.attempts >= 2 => {
+            sup.record.decision = Some(format!(
+                "footer rejected after one corrective delivery: {problem}"
+            ));
+            sup.finish(Outcome::FooterReject)?;
+            Ok(Delivered::Settled(Box::new(sup.record)))
+        }
+        Judgement::Incomplete(problem) => {
+            sup.record.decision = Some(format!("footer incomplete: {problem}"));
+            sup.save()?;
+            Ok(Delivered::Incomplete(problem))
+        }
+    }
+}
 
 enum Next {
     Fresh(PathBuf),
@@ -117,7 +171,7 @@ impl<'a> Supervisor<'a> {
     fn drive(&mut self) -> anyhow::Result<()> {
         self.record.phase = Phase::Working;
         self.save()?;
-        let mut next = Next::Fresh(PathBuf::from(&self.record.prompt_file));
+        let mut next = self.first_prompt()?;
         let mut corrected = false;
         loop {
             let ended = self.attempt(&next)?;
@@ -136,59 +190,109 @@ impl<'a> Supervisor<'a> {
                 }
                 Ended::Exited(_) => {}
             }
-            if let Some(reason) = self.settle_work()? {
-                self.record.decision = Some(reason);
-                return self.finish(Outcome::ScopeReject);
-            }
             let reply = self.reply();
-            let mut scanner = FooterScanner::new();
-            for line in reply.as_deref().unwrap_or("").split('\n') {
-                scanner.push_line(line);
+            let problem = match self.judge(reply)? {
+                Judgement::Settled => return Ok(()),
+                Judgement::Incomplete(problem) => problem,
+            };
+            if corrected {
+                self.record.decision = Some(format!(
+                    "footer rejected after one corrective retry: {problem}"
+                ));
+                return self.finish(Outcome::FooterReject);
             }
-            let extraction = scanner.finish();
-            if let HelpRequest::Asked(help) = extraction.help {
-                // A handoff is not a failure: the run waits for `advise`.
-                self.record.needs_help = Some(help);
-                self.record.phase = Phase::NeedsHelp;
-                self.record.pid = None;
-                self.record.decision = Some("the worker asked for help".into());
-                return self.save();
-            }
-            if !extraction.is_complete() {
-                let problem = match &reply {
-                    None => "you exited without a reply".to_string(),
-                    Some(_) => extraction.rejections().join("; "),
-                };
-                if corrected {
-                    self.record.decision = Some(format!(
-                        "footer rejected after one corrective retry: {problem}"
-                    ));
-                    return self.finish(Outcome::FooterReject);
-                }
-                corrected = true;
-                let file = self
-                    .run_dir
-                    .join(format!("corrective-{}.md", self.record.attempts));
-                std::fs::write(&file, prompt::corrective(&self.record, &problem))
-                    .context("cannot write the corrective prompt")?;
-                next = match (
-                    &self.record.session,
-                    self.config.session_reuse.unwrap_or(true),
-                ) {
-                    (Some(session), true) => Next::Resume(session.clone(), file),
-                    _ => Next::Fresh(file),
-                };
-                continue;
-            }
-            let s = extraction.sections;
-            self.record.footer = Some(Footer {
-                result: s.result.unwrap_or_default(),
-                how_to_verify: s.how_to_verify.unwrap_or_default(),
-                deferred: s.deferred.unwrap_or_default(),
-                truncated: extraction.truncated,
-            });
-            return self.verify();
+            corrected = true;
+            let file = self
+                .run_dir
+                .join(format!("corrective-{}.md", self.record.attempts));
+            std::fs::write(&file, prompt::corrective(&self.record, &problem))
+                .context("cannot write the corrective prompt")?;
+            next = match (
+                &self.record.session,
+                self.config.session_reuse.unwrap_or(true),
+            ) {
+                (Some(session), true) => Next::Resume(session.clone(), file),
+                _ => Next::Fresh(file),
+            };
         }
+    }
+
+    /// Judges a reply: the work is settled against the scope, then the footer is read.
+    /// A request for help parks the run; a complete footer goes on to verify; an
+    /// incomplete one is handed back to the caller, which owns the corrective retry.
+    fn judge(&mut self, reply: Option<String>) -> anyhow::Result<Judgement> {
+        if let Some(reason) = self.settle_work()? {
+            self.record.decision = Some(reason);
+            self.finish(Outcome::ScopeReject)?;
+            return Ok(Judgement::Settled);
+        }
+        let mut scanner = FooterScanner::new();
+        for line in reply.as_deref().unwrap_or("").split('\n') {
+            scanner.push_line(line);
+        }
+        let extraction = scanner.finish();
+        if let HelpRequest::Asked(help) = extraction.help {
+            // A handoff is not a failure: the run waits for `advise`.
+            self.record.needs_help = Some(help);
+            self.record.phase = Phase::NeedsHelp;
+            self.record.pid = None;
+            self.record.decision = Some("the worker asked for help".into());
+            self.save()?;
+            return Ok(Judgement::Settled);
+        }
+        if !extraction.is_complete() {
+            return Ok(Judgement::Incomplete(match &reply {
+                None => "you exited without a reply".to_string(),
+                Some(_) => extraction.rejections().join("; "),
+            }));
+        }
+        let s = extraction.sections;
+        self.record.footer = Some(Footer {
+            result: s.result.unwrap_or_default(),
+            how_to_verify: s.how_to_verify.unwrap_or_default(),
+            deferred: s.deferred.unwrap_or_default(),
+            truncated: extraction.truncated,
+        });
+        self.verify()?;
+        Ok(Judgement::Settled)
+    }
+
+    /// What the first attempt of this supervisor sends: the worker prompt, or — after
+    /// `advise` — the advice, resuming the same session where the backend can (else a
+    /// fresh session with the original prompt and the advice).
+    fn first_prompt(&self) -> anyhow::Result<Next> {
+        let next_file = self.run_dir.join(NEXT_FILE);
+        let Ok(path) = std::fs::read_to_string(&next_file) else {
+            return Ok(Next::Fresh(PathBuf::from(&self.record.prompt_file)));
+        };
+        std::fs::remove_file(&next_file)?;
+        let advice = PathBuf::from(path.trim());
+        let resumable = self.config.session_reuse.unwrap_or(true);
+        match (&self.record.session, resumable) {
+            (Some(session), true) if self.adapter_resumes() => {
+                Ok(Next::Resume(session.clone(), advice))
+            }
+            _ => {
+                let combined = self
+                    .run_dir
+                    .join(format!("restart-{}.md", self.record.attempts + 1));
+                let mut text = std::fs::read_to_string(&self.record.prompt_file)?;
+                text.push_str("\n\n");
+                text.push_str(&std::fs::read_to_string(&advice)?);
+                std::fs::write(&combined, text)?;
+                Ok(Next::Fresh(combined))
+            }
+        }
+    }
+
+    fn adapter_resumes(&self) -> bool {
+        let probe = Attempt {
+            record: &self.record,
+            config: &self.config,
+            prompt_file: Path::new(""),
+            prompt: "",
+        };
+        self.adapter.resume(&probe, "probe").is_some()
     }
 
     /// Runs one attempt to its end.
@@ -483,15 +587,21 @@ pub fn abandon(
 pub fn reap_dead(store: &RunStore, repo_dir: &Path) -> anyhow::Result<Vec<RunRecord>> {
     let mut reaped = Vec::new();
     for record in store.live()? {
+        // Runs waiting on the lead, and native runs (the lead works them), have no
+        // supervisor to lose.
         if matches!(
             record.phase,
             Phase::NeedsHelp | Phase::AwaitingAttach | Phase::Queued
-        ) {
+        ) || record.adapter == "native"
+        {
             continue;
         }
         let alive = match record.supervisor_pid {
             Some(pid) => process::is_alive(pid, &record.run),
-            None => elapsed_s(&record.started_at, now_millis()) < 30,
+            // Dispatch and advise write the pointer just before the supervisor starts.
+            None => std::fs::metadata(store.live_path(&record.run))
+                .and_then(|m| m.modified())
+                .is_ok_and(|t| t.elapsed().unwrap_or_default() < Duration::from_secs(30)),
         };
         if !alive {
             reaped.push(abandon(

@@ -497,3 +497,123 @@ fn dispatch_wait_blocks_until_the_end() {
     out.expect_code(0);
     assert_eq!(out.json()["runs"][0]["outcome"], "pass");
 }
+
+#[test]
+fn advise_resumes_the_same_session_with_the_answer() {
+    let env = TestEnv::new();
+    let repo = crew_repo(&env);
+    let run = dispatched(
+        &env,
+        &repo,
+        "routes",
+        "help-then-work",
+        &["--verify", "grep -q sqlite src/routes/store.rs"],
+    );
+    let (out, result) = wait(&env, &repo, &run);
+    out.expect_code(5);
+    assert_eq!(result["session"], format!("S-{run}"));
+    // Advice is only for runs waiting for it.
+    let out = env.crew(
+        &repo,
+        &[
+            "advise",
+            &run,
+            "--text",
+            "Use sqlite; it is already a dependency.",
+        ],
+    );
+    out.expect_code(0);
+    assert_eq!(out.json()["phase"], "working");
+    let (out, result) = wait(&env, &repo, &run);
+    out.expect_code(0);
+    assert_eq!(result["outcome"], "pass");
+    assert_eq!(result["attempts"], 2);
+    assert_eq!(
+        result["footer"]["result"],
+        format!("Resumed session S-{run}; used the advice.")
+    );
+    assert_eq!(result["needs_help"], Value::Null);
+    let transcript = env.crew(&repo, &["transcript", &run, "--human"]).stdout;
+    assert!(transcript.contains("attempt 2 backend help-then-work model - at"));
+    assert!(transcript.contains(&format!("resuming S-{run}")));
+    env.crew(&repo, &["advise", &run, "--text", "again"])
+        .expect_code(4);
+}
+
+#[test]
+fn a_native_run_is_attached_and_delivered_through_the_same_checks() {
+    let env = TestEnv::new();
+    let repo = crew_repo(&env);
+    let out = dispatch(
+        &env,
+        &repo,
+        "routes",
+        "native",
+        &["--verify", "test -f src/routes/native.rs"],
+    );
+    out.expect_code(0);
+    let json = out.json();
+    let run = json["run"].as_str().unwrap().to_string();
+    assert_eq!(json["phase"], "awaiting-attach");
+    let directive = &json["directive"];
+    assert_eq!(
+        directive["attach"],
+        format!("git crew attach {run} --session <ID>")
+    );
+    let worktree = PathBuf::from(directive["worktree"].as_str().unwrap());
+    assert!(
+        read(Path::new(directive["prompt_file"].as_str().unwrap())).contains("## How to verify")
+    );
+
+    let out = env.crew(&repo, &["attach", &run, "--session", "lead-task-7"]);
+    out.expect_code(0);
+    assert_eq!(out.json()["run"]["session"], "lead-task-7");
+    env.crew(&repo, &["attach", &run, "--session", "again"])
+        .expect_code(4);
+
+    // The lead's sub-task works in the worktree, under the same hooks.
+    write(
+        &worktree.join("src/routes/native.rs"),
+        "pub fn native() {}\n",
+    );
+    write(&env.root().join("reply1.md"), "done, no footer\n");
+    let out = env.crew(
+        &repo,
+        &[
+            "deliver",
+            &run,
+            "--reply-file",
+            env.root().join("reply1.md").to_str().unwrap(),
+        ],
+    );
+    out.expect_code(1);
+    assert_eq!(out.json()["error"]["code"], "footer-rejected");
+    assert_eq!(out.json()["run"]["phase"], "working");
+
+    write(
+        &env.root().join("reply2.md"),
+        "## Result\nAdded native.rs.\n## How to verify\ntest -f src/routes/native.rs\n## Deferred / concerns\nNone.\n",
+    );
+    let out = env.crew(
+        &repo,
+        &[
+            "deliver",
+            &run,
+            "--reply-file",
+            env.root().join("reply2.md").to_str().unwrap(),
+        ],
+    );
+    out.expect_code(0);
+    let result = &out.json()["run"];
+    assert_eq!(result["outcome"], "pass");
+    assert_eq!(result["attempts"], 2);
+    assert_eq!(
+        result["diff"]["files"],
+        serde_json::json!(["src/routes/native.rs"])
+    );
+    let log = env.git_ok(
+        &repo,
+        &["log", "--format=%s", &format!("crew/routes/{run}")],
+    );
+    assert!(log.starts_with("crew: work left uncommitted by run"));
+}

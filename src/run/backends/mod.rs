@@ -1,7 +1,10 @@
 //! One trait for every worker backend: the only place that knows a CLI's flags, how it
 //! resumes a session, and where its reply and session id are found.
 
+pub mod claude;
+pub mod codex;
 pub mod command;
+pub mod native;
 
 use std::path::Path;
 
@@ -38,9 +41,87 @@ pub trait Adapter {
 /// The adapter a backend names.
 pub fn adapter(name: &str) -> Result<Box<dyn Adapter>, String> {
     match name {
+        "codex" => Ok(Box::new(codex::CodexAdapter)),
+        "claude" => Ok(Box::new(claude::ClaudeAdapter)),
         "command" => Ok(Box::new(command::CommandAdapter)),
+        "native" => Ok(Box::new(native::NativeAdapter)),
         other => Err(format!(
-            "the `{other}` adapter is not available in this build of git-crew (available: command)"
+            "unknown adapter `{other}` (codex, claude, command, native)"
         )),
+    }
+}
+
+/// The JSON lines of a stream; lines that are not JSON are skipped.
+pub fn jsonl(stdout: &[u8]) -> impl Iterator<Item = serde_json::Value> + '_ {
+    stdout
+        .split(|b| *b == b'\n')
+        .filter_map(|line| serde_json::from_slice::<serde_json::Value>(line).ok())
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+    use crate::core::record::{DiffStat, Phase, RunRecord};
+
+    /// A captured stream of the real CLIs (`git-fixtures/streams/`).
+    pub fn stream(name: &str) -> Vec<u8> {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("git-fixtures/streams")
+            .join(name);
+        std::fs::read(path).unwrap()
+    }
+
+    /// Runs `f` with an attempt of a read-only run on `adapter`.
+    pub fn attempt_for(adapter: &str, f: impl FnOnce(&Attempt)) {
+        let record = RunRecord {
+            run: "r1".into(),
+            task: "t".into(),
+            role: "review".into(),
+            phase: Phase::Working,
+            outcome: None,
+            backend: adapter.into(),
+            adapter: adapter.into(),
+            model: Some("m1".into()),
+            effort: Some("high".into()),
+            tier: None,
+            session: None,
+            attempts: 1,
+            worktree: "/w".into(),
+            branch: "crew/t/r1".into(),
+            base: "0".into(),
+            scope: vec![],
+            started_at: String::new(),
+            finished_at: None,
+            deadline: String::new(),
+            budget_s: 60,
+            idle_timeout_s: None,
+            elapsed_s: 0,
+            last_activity_at: None,
+            footer: None,
+            needs_help: None,
+            verify: None,
+            verify_command: None,
+            decision: None,
+            diff: DiffStat::default(),
+            discrepancies: vec![],
+            pid: None,
+            supervisor_pid: None,
+            port: None,
+            prompt_file: String::new(),
+            manifest: String::new(),
+            reason: None,
+        };
+        let config = BackendConfig {
+            sandbox: Some("read-only".into()),
+            extra_args: Some(vec!["-c".into(), "x=1".into()]),
+            ..BackendConfig::default()
+        };
+        let attempt = Attempt {
+            record: &record,
+            config: &config,
+            prompt_file: std::path::Path::new("/p"),
+            prompt: "the prompt",
+        };
+        f(&attempt);
     }
 }
