@@ -117,6 +117,12 @@ pub fn plan(
     );
     let adapter = backend.adapter.clone().unwrap_or_default();
     super::backends::adapter(&adapter).map_err(Refusal::Usage)?;
+    if adapter == "claude" && !read_only && claude_refuses_root(&backend) {
+        return Err(Refusal::Usage(format!(
+            "claude runs workers without permission prompts, which it refuses as root unless IS_SANDBOX=1: \
+             on a sandboxed machine set env = {{ IS_SANDBOX = \"1\" }} in [backends.{backend_name}]"
+        )));
+    }
 
     if let Some(other) = live.iter().find(|r| r.task == request.task) {
         return Err(Refusal::State(format!(
@@ -203,6 +209,17 @@ pub fn plan(
         backend,
         task_prompt: request.prompt.clone(),
     })
+}
+
+/// Whether claude would refuse to start: running as root without `IS_SANDBOX` set for it.
+fn claude_refuses_root(backend: &BackendConfig) -> bool {
+    // SAFETY: geteuid(2) cannot fail and touches no memory.
+    let root = unsafe { libc::geteuid() } == 0;
+    let in_config = backend
+        .env
+        .as_ref()
+        .is_some_and(|e| e.contains_key("IS_SANDBOX"));
+    root && !in_config && std::env::var_os("IS_SANDBOX").is_none()
 }
 
 /// The lowest port of `range` ("4100-4199") no live run holds.

@@ -7,3 +7,4 @@ mod flight;
 mod footer;
 mod hook;
 mod init;
+mod real_clis;

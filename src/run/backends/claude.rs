@@ -1,6 +1,10 @@
 //! Anthropic `claude -p --output-format stream-json --verbose`, run in the worktree (it
-//! has no cwd flag), with a permission mode that never prompts (`acceptEdits`, or `plan`
-//! for read-only roles), `--model`, `--effort`. The session id is chosen up front with
+//! has no cwd flag), with a permission mode that never prompts, `--model`, `--effort`.
+//! The mode is `bypassPermissions` (`plan` for read-only roles): `acceptEdits` refuses
+//! every edit under a `.git/` path as "sensitive", and run worktrees live in
+//! `<git-common-dir>/crew/worktrees/`; the fence is the worktree, its pre-commit hook and
+//! the branch audit. (As root, claude allows that mode only with `IS_SANDBOX=1`; dispatch
+//! says so rather than start a worker that cannot run.) The session id is chosen up front with
 //! `--session-id` and read back from the stream; the reply is the `result` line unless it
 //! is an error; a resume (`--resume`, same cwd) repeats every flag, since claude does not
 //! remember them.
@@ -21,7 +25,7 @@ fn flags(attempt: &Attempt) -> Vec<String> {
         "--permission-mode".into(),
         match config.sandbox.as_deref() {
             Some("read-only") => "plan".into(),
-            _ => "acceptEdits".into(),
+            _ => "bypassPermissions".into(),
         },
     ];
     if let Some(model) = &record.model {

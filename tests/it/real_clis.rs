@@ -1,0 +1,245 @@
+//! The real `codex` and `claude` CLIs, headless, dispatched by git-crew against the
+//! scripted model server (`git-fixtures/model-server.py`) on 127.0.0.1.
+//!
+//! `.ci/run` installs the CLIs from npm and sets `CREW_TEST_CLIS` (the folder holding
+//! `codex` and `claude`) and `CREW_REQUIRE_REAL_CLIS=1`, so CI always runs these tests.
+//! Elsewhere they look in `~/.cache/git-crew/clis/node_modules/.bin` and, when the CLIs
+//! are not there, say so loudly and do nothing.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use crate::common::{TestEnv, read, write};
+
+/// The folder with the real CLIs, or `None` (with a loud message) when they are missing.
+fn clis() -> Option<PathBuf> {
+    let dir = std::env::var_os("CREW_TEST_CLIS")
+        .map(PathBuf::from)
+        .or_else(|| {
+            std::env::var_os("HOME")
+                .map(|h| PathBuf::from(h).join(".cache/git-crew/clis/node_modules/.bin"))
+        })?;
+    let found = dir.join("codex").exists() && dir.join("claude").exists();
+    if found {
+        return Some(dir);
+    }
+    let why = format!(
+        "the real codex and claude CLIs are not installed in {} (run .ci/run, or npm install --prefix ~/.cache/git-crew/clis @openai/codex@0.171.0 @anthropic-ai/claude-code@2.1.197)",
+        dir.display()
+    );
+    if std::env::var("CREW_REQUIRE_REAL_CLIS").as_deref() == Ok("1") {
+        panic!("{why}");
+    }
+    eprintln!("\n*** SKIPPED real-CLI test: {why} ***\n");
+    None
+}
+
+/// The scripted model server, stopped when dropped.
+struct ModelServer {
+    child: Child,
+    port: u16,
+    log: PathBuf,
+}
+
+impl ModelServer {
+    fn start(env: &TestEnv) -> ModelServer {
+        let script = crate::common::fixtures().join("model-server.py");
+        let port_file = env.root().join("model-port");
+        let log = env.root().join("model-log.jsonl");
+        let child = Command::new("python3")
+            .arg(script)
+            .args(["--lifetime", "300", "--port-file"])
+            .arg(&port_file)
+            .arg("--log")
+            .arg(&log)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("python3 runs the model server");
+        let deadline = Instant::now() + Duration::from_secs(20);
+        let port = loop {
+            if let Ok(text) = std::fs::read_to_string(&port_file)
+                && let Ok(port) = text.trim().parse()
+            {
+                break port;
+            }
+            assert!(Instant::now() < deadline, "the model server did not start");
+            std::thread::sleep(Duration::from_millis(50));
+        };
+        ModelServer { child, port, log }
+    }
+
+    /// The logged model requests (the CLIs' other probes left out).
+    fn requests(&self) -> Vec<Value> {
+        std::fs::read_to_string(&self.log)
+            .unwrap_or_default()
+            .lines()
+            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+            .filter(|r| !r["answer"].is_null())
+            .collect()
+    }
+}
+
+impl Drop for ModelServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A crew repository whose codex and claude backends are the real CLIs, pointed at the
+/// model server.
+fn repo_with_real_backends(env: &TestEnv, bin: &Path, server: &ModelServer) -> PathBuf {
+    let repo = env.fixture("crew-repo.sh", "repo", &[]);
+    let port = server.port;
+    let state = env.root();
+    let codex_home = state.join("codex-home");
+    let claude_config = state.join("claude-config");
+    std::fs::create_dir_all(&codex_home).unwrap();
+    std::fs::create_dir_all(&claude_config).unwrap();
+    let toml = format!(
+        r#"version = 1
+default_backend = "codex"
+
+[backends.codex]
+command = "{codex}"
+model = "gpt-5.5"
+effort = "medium"
+time_budget = "2m"
+extra_args = ["-c", "model_provider=mock", "-c", "model_providers.mock.name=mock", "-c", 'model_providers.mock.base_url="http://127.0.0.1:{port}/v1"', "-c", "model_providers.mock.wire_api=responses", "-c", "model_providers.mock.env_key=MOCK_API_KEY", "--disable", "unbounded_connection_retries", "-c", "model_providers.mock.request_max_retries=0", "-c", "model_providers.mock.stream_max_retries=0"]
+env = {{ MOCK_API_KEY = "dummy", CODEX_HOME = "{codex_home}" }}
+
+[backends.claude]
+command = "{claude}"
+model = "sonnet"
+effort = "medium"
+time_budget = "2m"
+env = {{ ANTHROPIC_BASE_URL = "http://127.0.0.1:{port}", ANTHROPIC_API_KEY = "dummy", DISABLE_AUTOUPDATER = "1", CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC = "1", CLAUDE_CODE_MAX_RETRIES = "0", IS_SANDBOX = "1", CLAUDE_CONFIG_DIR = "{claude_config}" }}
+"#,
+        codex = bin.join("codex").display(),
+        claude = bin.join("claude").display(),
+        codex_home = codex_home.display(),
+        claude_config = claude_config.display(),
+    );
+    write(&repo.join(".crew/flight.toml"), &toml);
+    env.git_ok(&repo, &["commit", "-q", "-am", "real backends"]);
+    repo
+}
+
+fn wait(env: &TestEnv, repo: &Path, run: &str) -> (crate::common::Out, Value) {
+    let out = env.crew(repo, &["wait", run, "--timeout", "150s"]);
+    let result = out.json()["runs"][0].clone();
+    (out, result)
+}
+
+fn full_dispatch_edits_the_worktree(backend: &str) {
+    let Some(bin) = clis() else { return };
+    let env = TestEnv::new();
+    let server = ModelServer::start(&env);
+    let repo = repo_with_real_backends(&env, &bin, &server);
+    let out = env.crew(
+        &repo,
+        &[
+            "dispatch",
+            "--task",
+            "hello",
+            "--backend",
+            backend,
+            "--scope",
+            "hello.txt",
+            "--prompt",
+            "Please [[mock:write hello.txt]]",
+            "--verify",
+            "grep -q 'hello from the mock' hello.txt",
+        ],
+    );
+    out.expect_code(0);
+    let run = out.json()["run"].as_str().unwrap().to_string();
+    let (out, result) = wait(&env, &repo, &run);
+    out.expect_code(0);
+    assert_eq!(result["outcome"], "pass", "{result}");
+    assert_eq!(result["footer"]["result"], "Wrote hello.txt with the mock.");
+    assert_eq!(result["diff"]["files"], serde_json::json!(["hello.txt"]));
+    let session = result["session"]
+        .as_str()
+        .expect("the session id was captured")
+        .to_string();
+    assert_eq!(session.len(), 36, "{session}");
+    // The file the CLI wrote is committed on the run's branch.
+    let content = env.git_ok(&repo, &["show", &format!("crew/hello/{run}:hello.txt")]);
+    assert_eq!(content, "hello from the mock\n");
+    // The model saw the task from the worktree, and only the footer came back.
+    assert!(server.requests().iter().any(|r| r["answer"] == "write"));
+    assert!(!out.stdout.contains("[[mock:write"));
+}
+
+fn needs_help_then_advise_resumes_the_same_session(backend: &str) {
+    let Some(bin) = clis() else { return };
+    let env = TestEnv::new();
+    let server = ModelServer::start(&env);
+    let repo = repo_with_real_backends(&env, &bin, &server);
+    let out = env.crew(
+        &repo,
+        &[
+            "dispatch",
+            "--task",
+            "store",
+            "--backend",
+            backend,
+            "--scope",
+            "src/**",
+            "--prompt",
+            "Pick a store. [[mock:help]]",
+        ],
+    );
+    out.expect_code(0);
+    let run = out.json()["run"].as_str().unwrap().to_string();
+    let (out, result) = wait(&env, &repo, &run);
+    out.expect_code(5);
+    assert_eq!(result["phase"], "needs-help", "{result}");
+    assert_eq!(result["needs_help"]["leaning"], "sqlite");
+    let session = result["session"].as_str().unwrap().to_string();
+
+    env.crew(&repo, &["advise", &run, "--text", "Use sqlite."])
+        .expect_code(0);
+    let (out, result) = wait(&env, &repo, &run);
+    out.expect_code(0);
+    assert_eq!(result["outcome"], "pass", "{result}");
+    assert_eq!(
+        result["session"],
+        session.as_str(),
+        "the same session was resumed"
+    );
+    assert_eq!(result["footer"]["result"], "Report from the mock.");
+    let transcript = env.crew(&repo, &["transcript", &run, "--human"]).stdout;
+    assert!(transcript.contains(&format!("resuming {session}")));
+    let requests = server.requests();
+    assert!(requests.iter().any(|r| r["answer"] == "help"));
+    assert!(requests.iter().any(|r| r["answer"] == "default"));
+    let prompt = read(&repo.join(format!(".git/crew/runs/{run}/prompt.md")));
+    assert!(prompt.contains("[[mock:help]]"));
+}
+
+#[test]
+fn codex_full_dispatch_edits_the_worktree() {
+    full_dispatch_edits_the_worktree("codex");
+}
+
+#[test]
+fn claude_full_dispatch_edits_the_worktree() {
+    full_dispatch_edits_the_worktree("claude");
+}
+
+#[test]
+fn codex_needs_help_then_advise_resumes_the_same_session() {
+    needs_help_then_advise_resumes_the_same_session("codex");
+}
+
+#[test]
+fn claude_needs_help_then_advise_resumes_the_same_session() {
+    needs_help_then_advise_resumes_the_same_session("claude");
+}
