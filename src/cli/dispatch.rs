@@ -11,7 +11,7 @@ use super::flight::{RoutingArgs, resolve};
 use super::ui::Report;
 use crate::git::hooks_dir;
 use crate::run::dispatch::{self, Refusal, Request};
-use crate::state::runs::RunStore;
+use crate::state::locks::Lock;
 
 const EXAMPLES: &str = "Examples:\n  git crew dispatch --task routes --scope 'src/routes/**' --prompt 'Add the /crew routes.'\n  git crew dispatch --task audit --role review --prompt-file docs/review.md --backend claude\n  git crew dispatch --task fix-login --scope src/auth/ --prompt-file task.md --verify 'cargo test auth' --wait";
 
@@ -53,6 +53,10 @@ pub struct DispatchArgs {
     /// Block until the run ends and print its result, as `git crew wait` does.
     #[arg(long)]
     pub wait: bool,
+    /// Beyond the backend's concurrency, queue the run (phase `queued`) instead of
+    /// refusing it; it starts when a slot frees.
+    #[arg(long)]
+    pub queue: bool,
     #[command(flatten)]
     pub routing: RoutingArgs,
 }
@@ -85,8 +89,13 @@ pub fn run(ctx: &CommandContext, args: DispatchArgs) -> Result<Report> {
         verify: args.verify.clone(),
         base: args.base.clone(),
         backend: args.routing.backend.clone(),
+        queue: args.queue,
     };
-    let _guard = DispatchLock::take(&store)?;
+    let _guard =
+        Lock::take(store.root(), "dispatch", std::time::Duration::from_secs(30)).map_err(|e| {
+            CrewError::new(ErrorKind::Refused, "dispatch-busy", e.to_string())
+                .hinted("another dispatch is under way; try again")
+        })?;
     let live = store.live().map_err(CrewError::internal)?;
     let plan = dispatch::plan(
         &flight,
@@ -105,7 +114,7 @@ pub fn run(ctx: &CommandContext, args: DispatchArgs) -> Result<Report> {
     dispatch::ensure_run_hooks(&run_hooks, &hooks_dir::hooks_dir(repo))
         .map_err(CrewError::internal)?;
     let record =
-        dispatch::apply(&plan, &repo_dir, &run_hooks, &store).map_err(CrewError::internal)?;
+        dispatch::apply(&plan, repo, &repo_dir, &run_hooks, &store).map_err(CrewError::internal)?;
     drop(_guard);
     if args.wait {
         return super::wait::wait_for(&store, std::slice::from_ref(&record.run), false, None);
@@ -147,51 +156,4 @@ pub fn run(ctx: &CommandContext, args: DispatchArgs) -> Result<Report> {
         record.run, record.task, record.backend, record.worktree
     );
     Ok(Report::new(fields, human))
-}
-
-/// Serialises the check-then-create part of dispatches: two dispatches at once cannot
-/// both pass the same refusal checks.
-struct DispatchLock(PathBuf);
-
-impl DispatchLock {
-    fn take(store: &RunStore) -> Result<DispatchLock> {
-        let path = store.root().join("dispatch.lock");
-        std::fs::create_dir_all(store.root()).map_err(CrewError::internal)?;
-        let start = std::time::Instant::now();
-        loop {
-            match std::fs::OpenOptions::new()
-                .write(true)
-                .create_new(true)
-                .open(&path)
-            {
-                Ok(_) => return Ok(DispatchLock(path)),
-                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
-                    let stale = std::fs::metadata(&path)
-                        .and_then(|m| m.modified())
-                        .is_ok_and(|t| t.elapsed().unwrap_or_default().as_secs() > 60);
-                    if stale {
-                        let _ = std::fs::remove_file(&path);
-                    } else if start.elapsed().as_secs() > 30 {
-                        return Err(CrewError::new(
-                            ErrorKind::Refused,
-                            "dispatch-busy",
-                            "another dispatch holds the lock",
-                        )
-                        .hinted(format!(
-                            "remove {} if no dispatch is running",
-                            path.display()
-                        )));
-                    }
-                    std::thread::sleep(std::time::Duration::from_millis(20));
-                }
-                Err(e) => return Err(CrewError::internal(e)),
-            }
-        }
-    }
-}
-
-impl Drop for DispatchLock {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.0);
-    }
 }

@@ -6,6 +6,7 @@ pub mod abandon;
 pub mod advise;
 pub mod context;
 pub mod dispatch;
+pub mod doctor;
 pub mod error;
 pub mod flight;
 pub mod footer;
@@ -17,6 +18,7 @@ pub mod show;
 pub mod status;
 pub mod ui;
 pub mod wait;
+pub mod watch;
 
 use std::ffi::OsString;
 use std::path::PathBuf;
@@ -79,6 +81,8 @@ pub enum Command {
     Advise(advise::AdviseArgs),
     Attach(native::AttachArgs),
     Deliver(native::DeliverArgs),
+    Watch(watch::WatchArgs),
+    Doctor(doctor::DoctorArgs),
     Footer(footer::FooterArgs),
     #[command(hide = true)]
     Hook(hook::HookArgs),
@@ -123,6 +127,8 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> u8 {
         Command::Advise(args) => advise::run(&ctx, args),
         Command::Attach(args) => native::attach(&ctx, args),
         Command::Deliver(args) => native::deliver(&ctx, args),
+        Command::Watch(args) => watch::run(&ctx, args),
+        Command::Doctor(args) => doctor::run(&ctx, args),
         Command::Footer(args) => footer::run(&ctx, args),
         Command::Hook(args) => hook::run(&ctx, args),
         Command::Supervise(args) => abandon::supervise(&ctx, args),

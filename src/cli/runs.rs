@@ -14,7 +14,15 @@ pub fn store(ctx: &CommandContext) -> Result<RunStore> {
     let repo = ctx.repo()?;
     let store = RunStore::new(&crate::git::repo::state_dir(repo));
     let repo_dir = ctx.workdir()?.to_path_buf();
-    supervisor::reap_dead(&store, &repo_dir).map_err(CrewError::internal)?;
+    let reaped = supervisor::reap_dead(&store, &repo_dir).map_err(CrewError::internal)?;
+    let queued = store
+        .live()
+        .map_err(CrewError::internal)?
+        .iter()
+        .any(|r| r.phase == crate::core::record::Phase::Queued);
+    if queued || !reaped.is_empty() {
+        crate::run::dispatch::promote_queued(&store, &repo_dir).map_err(CrewError::internal)?;
+    }
     Ok(store)
 }
 

@@ -31,14 +31,13 @@ pub fn run(ctx: &CommandContext, args: StatusArgs) -> Result<Report> {
         Some(run) => vec![runs::load(&store, run)?],
         None => {
             let mut live = store.live().map_err(CrewError::internal)?;
-            let mut finished = store.finished().map_err(CrewError::internal)?;
-            let keep = if args.all {
-                finished.len()
+            let finished = if args.all {
+                store.finished()
             } else {
-                args.recent
-            };
-            let skip = finished.len().saturating_sub(keep);
-            live.extend(finished.drain(skip..));
+                store.finished_recent(args.recent)
+            }
+            .map_err(CrewError::internal)?;
+            live.extend(finished);
             live
         }
     };

@@ -1,18 +1,73 @@
 //! Run worktrees and their branches, through the git binary (a linked worktree, its lock,
 //! its own config, commits made on a worker's behalf, and what its branch changed).
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use anyhow::{Context, bail};
 
 use super::run::GitRunner;
 
-/// Cuts a linked worktree at `path` on a new branch `branch` from `base`.
-pub fn add(repo_dir: &Path, path: &Path, branch: &str, base: &str) -> anyhow::Result<()> {
-    let path = path.to_string_lossy();
-    GitRunner::new(repo_dir)
-        .output(&["worktree", "add", "--quiet", "-b", branch, &path, base])
-        .map(drop)
+/// Cuts a linked worktree at `path` on a new branch `branch` from `base`, in-process
+/// (gix checks out about twice as fast as `git worktree add`). The branch is created
+/// first — it must not exist — and deleted again if the worktree cannot be added.
+/// Returns the worktree's private git dir.
+pub fn add(
+    repo: &gix::Repository,
+    path: &Path,
+    branch: &str,
+    base: &str,
+) -> anyhow::Result<PathBuf> {
+    use gix::refs::transaction::PreviousValue;
+    let base = gix::ObjectId::from_hex(base.as_bytes()).context("the base is not an object id")?;
+    let name: gix::refs::FullName = format!("refs/heads/{branch}")
+        .try_into()
+        .with_context(|| format!("`{branch}` is not a valid branch name"))?;
+    repo.reference(
+        name.clone(),
+        base,
+        PreviousValue::MustNotExist,
+        format!("crew: branch {branch}"),
+    )
+    .with_context(|| format!("cannot create branch {branch}"))?;
+    let interrupt = std::sync::atomic::AtomicBool::new(false);
+    match repo.add_worktree(
+        path,
+        gix::worktree::add::Head::Attached(name.clone()),
+        gix::progress::Discard,
+        &interrupt,
+    ) {
+        Ok((worktree, _)) => Ok(worktree.git_dir().to_path_buf()),
+        Err(err) => {
+            if let Ok(reference) = repo.find_reference(&name) {
+                let _ = reference.delete();
+            }
+            Err(anyhow::anyhow!(
+                "cannot add the worktree {}: {err}",
+                path.display()
+            ))
+        }
+    }
+}
+
+/// Writes a worktree's own config (`config.worktree` in its private git dir) as
+/// `git config --worktree` would: `(section, key, values)` triples, one line per value.
+pub fn write_config(git_dir: &Path, entries: &[(&str, &str, Vec<String>)]) -> anyhow::Result<()> {
+    let mut text = String::new();
+    let mut section = "";
+    for (sec, key, values) in entries {
+        if *sec != section {
+            text.push_str(&format!("[{sec}]\n"));
+            section = sec;
+        }
+        for value in values {
+            if value.contains(['\n', '\r', '\0']) {
+                bail!("a config value cannot hold a line break: {value:?}");
+            }
+            let quoted = value.replace('\\', "\\\\").replace('"', "\\\"");
+            text.push_str(&format!("\t{key} = \"{quoted}\"\n"));
+        }
+    }
+    super::hooks_dir::write_atomic(&git_dir.join("config.worktree"), &text, 0o644)
 }
 
 /// Locks a worktree so `git worktree prune` and `remove` leave it alone.

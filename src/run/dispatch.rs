@@ -26,6 +26,8 @@ pub struct Request {
     pub verify: Option<String>,
     pub base: Option<String>,
     pub backend: Option<String>,
+    /// Queue beyond the concurrency limit instead of refusing.
+    pub queue: bool,
 }
 
 /// Why a dispatch cannot go ahead.
@@ -146,10 +148,17 @@ pub fn plan(
         }
     }
     let limit = backend.concurrency.unwrap_or(1).max(1) as usize;
-    let busy = live.iter().filter(|r| r.backend == backend_name).count();
-    if busy >= limit {
+    let busy = live
+        .iter()
+        .filter(|r| r.backend == backend_name && occupies_slot(r))
+        .count();
+    let queued = busy >= limit
+        || live
+            .iter()
+            .any(|r| r.backend == backend_name && r.phase == Phase::Queued);
+    if queued && !request.queue {
         return Err(Refusal::State(format!(
-            "backend {backend_name} is at its concurrency limit ({busy} of {limit} runs live)"
+            "backend {backend_name} is at its concurrency limit ({busy} of {limit} runs live); --queue waits for a slot"
         )));
     }
 
@@ -170,7 +179,11 @@ pub fn plan(
         run: run.clone(),
         task: request.task.clone(),
         role: role.as_str().to_string(),
-        phase: Phase::Preparing,
+        phase: if queued {
+            Phase::Queued
+        } else {
+            Phase::Preparing
+        },
         outcome: None,
         backend: backend_name,
         adapter,
@@ -211,6 +224,12 @@ pub fn plan(
     })
 }
 
+/// Whether a live run takes one of its backend's concurrency slots (a queued run waits
+/// for one; a run waiting for help runs no worker).
+pub fn occupies_slot(record: &RunRecord) -> bool {
+    !matches!(record.phase, Phase::Queued | Phase::NeedsHelp)
+}
+
 /// Whether claude would refuse to start: running as root without `IS_SANDBOX` set for it.
 fn claude_refuses_root(backend: &BackendConfig) -> bool {
     // SAFETY: geteuid(2) cannot fail and touches no memory.
@@ -242,6 +261,7 @@ pub fn new_run_id() -> String {
 /// the detached supervisor. On failure everything created so far is taken back.
 pub fn apply(
     plan: &Plan,
+    repo: &gix::Repository,
     repo_dir: &Path,
     hooks: &Path,
     store: &RunStore,
@@ -249,7 +269,7 @@ pub fn apply(
     let record = &plan.record;
     let wt = PathBuf::from(&record.worktree);
     std::fs::create_dir_all(wt.parent().context("worktree path has a parent")?)?;
-    worktree::add(repo_dir, &wt, &record.branch, &record.base)?;
+    let git_dir = worktree::add(repo, &wt, &record.branch, &record.base)?;
     let undo = |err: anyhow::Error| -> anyhow::Error {
         let _ = worktree::unlock(repo_dir, &wt);
         let git = crate::git::run::GitRunner::new(repo_dir);
@@ -260,14 +280,20 @@ pub fn apply(
         err
     };
     let result = (|| -> anyhow::Result<RunRecord> {
-        worktree::set_config(&wt, "crew.run", &[&record.run])?;
-        worktree::set_config(&wt, "crew.task", &[&record.task])?;
-        worktree::set_config(&wt, "crew.role", &[&record.role])?;
-        let globs: Vec<&str> = record.scope.iter().map(String::as_str).collect();
-        if !globs.is_empty() {
-            worktree::set_config(&wt, "crew.scope", &globs)?;
-        }
-        worktree::set_config(&wt, "core.hooksPath", &[&hooks.to_string_lossy()])?;
+        worktree::write_config(
+            &git_dir,
+            &[
+                ("crew", "run", vec![record.run.clone()]),
+                ("crew", "task", vec![record.task.clone()]),
+                ("crew", "role", vec![record.role.clone()]),
+                ("crew", "scope", record.scope.clone()),
+                (
+                    "core",
+                    "hooksPath",
+                    vec![hooks.to_string_lossy().into_owned()],
+                ),
+            ],
+        )?;
         copy_worktree_includes(repo_dir, &wt)?;
         worktree::lock(
             repo_dir,
@@ -293,6 +319,10 @@ pub fn apply(
             return Ok(waiting);
         }
         store.write_live(record)?;
+        if record.phase == Phase::Queued {
+            // Started by `promote_queued` when a slot frees.
+            return Ok(record.clone());
+        }
         let pid = spawn_supervisor(repo_dir, &record.run, &run_dir)?;
         let mut started = record.clone();
         started.supervisor_pid = Some(pid);
@@ -398,4 +428,38 @@ pub fn ensure_run_hooks(hooks: &Path, chain_dir: &Path) -> anyhow::Result<()> {
         }
     }
     Ok(())
+}
+
+/// Starts queued runs, oldest first, while their backend has a free slot. Called when a
+/// run ends (by its supervisor) and by every command that reads runs, so a queue never
+/// stalls for long even when a supervisor died.
+pub fn promote_queued(store: &RunStore, repo_dir: &Path) -> anyhow::Result<Vec<String>> {
+    let _lock = crate::state::locks::Lock::take(store.root(), "dispatch", Duration::from_secs(30))?;
+    let live = store.live()?;
+    let mut started = Vec::new();
+    let mut busy: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
+    for record in live.iter().filter(|r| occupies_slot(r)) {
+        *busy.entry(record.backend.clone()).or_default() += 1;
+    }
+    for record in live.iter().filter(|r| r.phase == Phase::Queued) {
+        let run_dir = store.run_dir(&record.run);
+        let config: BackendConfig = match std::fs::read(run_dir.join(supervisor::BACKEND_FILE)) {
+            Ok(bytes) => serde_json::from_slice(&bytes)?,
+            Err(_) => continue,
+        };
+        let limit = config.concurrency.unwrap_or(1).max(1) as usize;
+        let used = busy.entry(record.backend.clone()).or_default();
+        if *used >= limit {
+            continue;
+        }
+        *used += 1;
+        let mut next = record.clone();
+        let now = now_millis();
+        next.phase = Phase::Preparing;
+        next.deadline = rfc3339(now + next.budget_s * 1000);
+        store.write_live(&next)?;
+        spawn_supervisor(repo_dir, &next.run, &run_dir)?;
+        started.push(next.run);
+    }
+    Ok(started)
 }

@@ -227,8 +227,16 @@ impl Running {
         // behind, and the output pipes close.
         kill_group(self.pid);
         let _ = self.child.wait();
+        // A process that left the group (setsid) may still hold the output pipes open:
+        // give the readers a moment to drain, then go on without them.
+        let drained = Instant::now() + Duration::from_secs(2);
+        while !self.readers.iter().all(|r| r.is_finished()) && Instant::now() < drained {
+            std::thread::sleep(Duration::from_millis(10));
+        }
         for reader in self.readers {
-            let _ = reader.join();
+            if reader.is_finished() {
+                let _ = reader.join();
+            }
         }
         Ok(ended)
     }

@@ -527,7 +527,10 @@ impl<'a> Supervisor<'a> {
         }
         self.record.discrepancies = self.record.find_discrepancies();
         let _ = worktree::unlock(&self.repo_dir, Path::new(&self.record.worktree));
-        self.store.finish(&self.record)
+        self.store.finish(&self.record)?;
+        // A slot is free: a queued run of this backend may start.
+        let _ = super::dispatch::promote_queued(self.store, &self.repo_dir);
+        Ok(())
     }
 }
 

@@ -93,6 +93,29 @@ impl RunStore {
     pub fn finished(&self) -> anyhow::Result<Vec<RunRecord>> {
         list(&self.root.join("runs"))
     }
+
+    /// The `n` most recent finished runs, oldest first. Run ids sort by time, so only
+    /// those `n` records are read, however many are on file.
+    pub fn finished_recent(&self, n: usize) -> anyhow::Result<Vec<RunRecord>> {
+        let dir = self.root.join("runs");
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            return Ok(Vec::new());
+        };
+        let mut names: Vec<String> = entries
+            .flatten()
+            .filter_map(|e| e.file_name().into_string().ok())
+            .filter(|n| n.ends_with(".json"))
+            .collect();
+        names.sort_unstable();
+        let skip = names.len().saturating_sub(n);
+        let mut records = Vec::with_capacity(n);
+        for name in &names[skip..] {
+            if let Some(record) = read_json(&dir.join(name))? {
+                records.push(record);
+            }
+        }
+        Ok(records)
+    }
 }
 
 fn write_json(path: &Path, record: &RunRecord) -> anyhow::Result<()> {

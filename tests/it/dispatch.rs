@@ -617,3 +617,139 @@ fn a_native_run_is_attached_and_delivered_through_the_same_checks() {
     );
     assert!(log.starts_with("crew: work left uncommitted by run"));
 }
+
+#[test]
+fn queue_waits_for_a_free_slot_instead_of_refusing() {
+    let env = TestEnv::new();
+    let repo = crew_repo(&env);
+    let one = ["--set", "backends.slow.concurrency=1"];
+    let first = dispatched(
+        &env,
+        &repo,
+        "first",
+        "slow",
+        &["--scope", "src/routes/first.rs", one[0], one[1]],
+    );
+    let out = dispatch(
+        &env,
+        &repo,
+        "second",
+        "slow",
+        &["--scope", "src/routes/second.rs", one[0], one[1]],
+    );
+    out.expect_code(4);
+    assert!(
+        out.json()["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("--queue waits for a slot")
+    );
+    let out = dispatch(
+        &env,
+        &repo,
+        "second",
+        "slow",
+        &["--scope", "src/routes/second.rs", "--queue", one[0], one[1]],
+    );
+    out.expect_code(0);
+    assert_eq!(out.json()["phase"], "queued");
+    let second = out.json()["run"].as_str().unwrap().to_string();
+    assert_eq!(
+        env.crew(&repo, &["status", &second]).json()["runs"][0]["phase"],
+        "queued"
+    );
+
+    let out = env.crew(&repo, &["wait", &first, &second, "--timeout", "60s"]);
+    out.expect_code(0);
+    let runs = out.json()["runs"].clone();
+    assert_eq!(runs[0]["outcome"], "pass");
+    assert_eq!(runs[1]["outcome"], "pass");
+    // The second started only once the first had ended.
+    let first_end = runs[0]["finished_at"].as_str().unwrap().to_string();
+    let transcript = env.crew(&repo, &["transcript", &second, "--human"]).stdout;
+    let started = transcript
+        .split(" at ")
+        .nth(1)
+        .unwrap()
+        .split_whitespace()
+        .next()
+        .unwrap()
+        .to_string();
+    assert!(started >= first_end, "{started} < {first_end}");
+}
+
+#[test]
+fn watch_once_prints_one_frame_of_the_runs_in_flight() {
+    let env = TestEnv::new();
+    let repo = crew_repo(&env);
+    let run = dispatched(&env, &repo, "routes", "silent", &[]);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let frame = loop {
+        let out = env.crew(&repo, &["watch", "--once"]);
+        out.expect_code(0);
+        let json = out.json();
+        if json["runs"][0]["last_line"] == "thinking..." || Instant::now() > deadline {
+            break json;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    assert_eq!(frame["runs"][0]["run"], run.as_str());
+    assert_eq!(frame["runs"][0]["phase"], "working");
+    assert_eq!(frame["runs"][0]["last_line"], "thinking...");
+    let human = env.crew(&repo, &["watch", "--once", "--human"]).stdout;
+    assert!(human.starts_with("git crew watch — 1 in flight"), "{human}");
+    assert!(human.contains("    > thinking..."), "{human}");
+    env.crew(&repo, &["abandon", &run]).expect_code(0);
+    assert_eq!(
+        env.crew(&repo, &["watch", "--once"]).json()["runs"],
+        serde_json::json!([])
+    );
+}
+
+#[test]
+fn doctor_finds_rot_and_fixes_what_it_can_without_losing_work() {
+    let env = TestEnv::new();
+    let repo = crew_repo(&env);
+    let out = env.crew(&repo, &["doctor"]);
+    out.expect_code(0);
+    assert_eq!(out.json()["problems"], serde_json::json!([]));
+
+    // A worker process that escaped its run's session outlives the run.
+    let run = dispatched(&env, &repo, "routes", "escape", &[]);
+    let (out, _) = wait(&env, &repo, &run);
+    out.expect_code(0);
+    std::fs::create_dir_all(repo.join(".git/crew/worktrees/stray")).unwrap();
+    let out = env.crew(&repo, &["doctor"]);
+    out.expect_code(1);
+    let problems = out.json()["problems"].clone();
+    let kinds: Vec<&str> = problems
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["kind"].as_str().unwrap())
+        .collect();
+    assert!(kinds.contains(&"orphan-process"), "{problems}");
+    assert!(kinds.contains(&"orphan-worktree"), "{problems}");
+
+    let out = env.crew(&repo, &["doctor", "--fix"]);
+    out.expect_code(1);
+    let problems = out.json()["problems"].clone();
+    let fixed: Vec<&str> = problems
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|p| p["fixed"] == true)
+        .map(|p| p["kind"].as_str().unwrap())
+        .collect();
+    assert_eq!(fixed, ["orphan-process"]);
+    // The orphan worktree is listed, never removed.
+    assert!(repo.join(".git/crew/worktrees/stray").exists());
+    let out = env.crew(&repo, &["doctor"]);
+    let kinds: Vec<String> = out.json()["problems"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["kind"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(kinds, ["orphan-worktree"]);
+}

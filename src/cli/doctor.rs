@@ -1,0 +1,213 @@
+//! `git crew doctor [--fix]`: find and repair rot, never losing a commit.
+
+use clap::Args;
+use serde_json::json;
+
+use super::context::CommandContext;
+use super::error::{CrewError, Result};
+use super::ui::Report;
+use crate::core::record::Phase;
+use crate::run::process;
+use crate::run::supervisor;
+use crate::state::runs::RunStore;
+
+/// Find rot: dead supervisors, orphaned worker processes, stale live pointers, orphan
+/// worktrees, missing hooks. With --fix, repair what can be repaired without losing work.
+///
+/// Runs whose supervisor died are marked abandoned by every command (their commits are
+/// kept); doctor reports them. Orphan worktrees are listed, never removed.
+#[derive(Debug, Args)]
+#[command(after_help = "Examples:\n  git crew doctor\n  git crew doctor --fix")]
+pub struct DoctorArgs {
+    /// Repair what can be repaired.
+    #[arg(long)]
+    pub fix: bool,
+}
+
+struct Problem {
+    kind: &'static str,
+    detail: String,
+    fixed: bool,
+}
+
+pub fn run(ctx: &CommandContext, args: DoctorArgs) -> Result<Report> {
+    let repo = ctx.repo()?;
+    let repo_dir = ctx.workdir()?.to_path_buf();
+    let store = RunStore::new(&crate::git::repo::state_dir(repo));
+    let mut problems = Vec::new();
+
+    for record in supervisor::reap_dead(&store, &repo_dir).map_err(CrewError::internal)? {
+        problems.push(Problem {
+            kind: "dead-supervisor",
+            detail: format!(
+                "run {} (task {}) lost its supervisor; marked abandoned, branch {} kept",
+                record.run, record.task, record.branch
+            ),
+            fixed: true,
+        });
+    }
+    let live = store.live().map_err(CrewError::internal)?;
+    let known: Vec<String> = live
+        .iter()
+        .map(|r| r.run.clone())
+        .chain(
+            store
+                .finished()
+                .map_err(CrewError::internal)?
+                .into_iter()
+                .map(|r| r.run),
+        )
+        .collect();
+
+    // Worker processes of runs that are no longer live.
+    for (pid, run) in crew_processes() {
+        if live.iter().any(|r| r.run == run) {
+            continue;
+        }
+        if args.fix {
+            process::kill_group(pid);
+        }
+        problems.push(Problem {
+            kind: "orphan-process",
+            detail: format!("process {pid} still works for run {run}, which is not live"),
+            fixed: args.fix,
+        });
+    }
+
+    // Live pointers whose worktree is gone.
+    for record in &live {
+        if record.phase != Phase::Queued && !std::path::Path::new(&record.worktree).exists() {
+            let fixed = args.fix
+                && supervisor::abandon(
+                    &store,
+                    &repo_dir,
+                    record.clone(),
+                    "its worktree is gone (doctor)",
+                )
+                .is_ok();
+            problems.push(Problem {
+                kind: "stale-pointer",
+                detail: format!(
+                    "run {} is live but its worktree {} is gone",
+                    record.run, record.worktree
+                ),
+                fixed,
+            });
+        }
+    }
+
+    // Worktrees no run knows: listed, never removed.
+    if let Ok(entries) = std::fs::read_dir(store.root().join("worktrees")) {
+        for entry in entries.flatten() {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if !known.contains(&name) {
+                problems.push(Problem {
+                    kind: "orphan-worktree",
+                    detail: format!(
+                        "{} belongs to no run; inspect it, then `git worktree remove` it yourself",
+                        entry.path().display()
+                    ),
+                    fixed: false,
+                });
+            }
+        }
+    }
+
+    // Hooks init installed that are gone.
+    if let Ok(Some(record)) = crate::state::init_record::InitRecord::load(store.root()) {
+        let dir = record
+            .hooks_dir
+            .clone()
+            .unwrap_or_else(|| crate::git::hooks_dir::hooks_dir(repo));
+        for name in ["pre-commit", "post-merge"] {
+            let text = std::fs::read_to_string(dir.join(name)).unwrap_or_default();
+            if !text.contains(crate::core::hookblock::BEGIN) {
+                problems.push(Problem {
+                    kind: "hook-missing",
+                    detail: format!(
+                        "{} has lost git-crew's block; run `git crew init` to put it back",
+                        dir.join(name).display()
+                    ),
+                    fixed: false,
+                });
+            }
+        }
+    }
+
+    let open = problems.iter().filter(|p| !p.fixed).count();
+    let list: Vec<_> = problems
+        .iter()
+        .map(|p| json!({"kind": p.kind, "detail": p.detail, "fixed": p.fixed}))
+        .collect();
+    let human = if problems.is_empty() {
+        "no problems found".to_string()
+    } else {
+        problems
+            .iter()
+            .map(|p| {
+                format!(
+                    "{}{}: {}",
+                    if p.fixed { "fixed " } else { "" },
+                    p.kind,
+                    p.detail
+                )
+            })
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    let mut report = Report::new(json!({"problems": list}), human);
+    if open > 0 {
+        report.verdict = Some(
+            CrewError::check(
+                "problems-found",
+                format!("{open} problem(s) need attention"),
+            )
+            .hinted(if args.fix {
+                "the rest needs a person"
+            } else {
+                "`git crew doctor --fix` repairs what it can"
+            }),
+        );
+    }
+    Ok(report)
+}
+
+/// Processes that carry a `CREW_RUN` in their environment: (process group, run).
+fn crew_processes() -> Vec<(u32, String)> {
+    let mut out = Vec::new();
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return out;
+    };
+    for entry in entries.flatten() {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|n| n.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        if pid == std::process::id() {
+            continue;
+        }
+        let Ok(environ) = std::fs::read(format!("/proc/{pid}/environ")) else {
+            continue;
+        };
+        let run = environ
+            .split(|b| *b == 0)
+            .find_map(|kv| kv.strip_prefix(b"CREW_RUN="))
+            .map(|v| String::from_utf8_lossy(v).into_owned());
+        let Some(run) = run else { continue };
+        let pgid = std::fs::read_to_string(format!("/proc/{pid}/stat"))
+            .ok()
+            .and_then(|s| {
+                s.rsplit_once(')').and_then(|(_, rest)| {
+                    rest.split_whitespace().nth(2).and_then(|g| g.parse().ok())
+                })
+            })
+            .unwrap_or(pid);
+        if !out.iter().any(|(g, _)| *g == pgid) {
+            out.push((pgid, run));
+        }
+    }
+    out
+}

@@ -1,0 +1,100 @@
+//! `git crew watch [--once]`: a live console of the in-flight runs.
+
+use std::io::{IsTerminal, Read, Seek, SeekFrom, Write};
+
+use clap::Args;
+use serde_json::json;
+
+use super::context::CommandContext;
+use super::error::{CrewError, Result};
+use super::runs;
+use super::ui::{Format, Report};
+use crate::core::record::RunRecord;
+use crate::run::process::now_millis;
+use crate::state::runs::RunStore;
+
+/// Watch the in-flight runs: phase, elapsed/budget, session, last activity and the last
+/// line of output, refreshed until none is left.
+///
+/// With --once (or when stdout is not a terminal) it prints one frame and exits.
+#[derive(Debug, Args)]
+#[command(after_help = "Examples:\n  git crew watch\n  git crew watch --once --json")]
+pub struct WatchArgs {
+    /// Print one frame and exit.
+    #[arg(long)]
+    pub once: bool,
+    /// Time between frames.
+    #[arg(long, default_value = "1s", value_name = "DURATION")]
+    pub interval: String,
+}
+
+pub fn run(ctx: &CommandContext, args: WatchArgs) -> Result<Report> {
+    let interval = humantime::parse_duration(&args.interval).map_err(|e| {
+        CrewError::usage("bad-duration", format!("--interval {}: {e}", args.interval))
+    })?;
+    let live_console = !args.once && ctx.format == Format::Human && std::io::stdout().is_terminal();
+    loop {
+        let store = runs::store(ctx)?;
+        let live = store.live().map_err(CrewError::internal)?;
+        if !live_console {
+            let frame = live
+                .iter()
+                .map(|r| frame_json(&store, r))
+                .collect::<Vec<_>>();
+            return Ok(Report::new(json!({"runs": frame}), render(&store, &live)));
+        }
+        let mut out = std::io::stdout().lock();
+        let _ = writeln!(out, "\x1b[2J\x1b[H{}", render(&store, &live));
+        let _ = out.flush();
+        if live.is_empty() {
+            return Ok(Report::new(json!({"runs": []}), ""));
+        }
+        std::thread::sleep(interval);
+    }
+}
+
+fn frame_json(store: &RunStore, record: &RunRecord) -> serde_json::Value {
+    let mut value = runs::result_json(record);
+    value["last_line"] = last_line(store, record).into();
+    value
+}
+
+fn render(store: &RunStore, live: &[RunRecord]) -> String {
+    let mut lines = vec![format!(
+        "git crew watch — {} in flight — {}",
+        live.len(),
+        crate::run::process::rfc3339(now_millis())
+    )];
+    for record in live {
+        lines.push(format!(
+            "{}  session {}  last activity {}",
+            runs::result_line(record),
+            record.session.as_deref().unwrap_or("-"),
+            record.last_activity_at.as_deref().unwrap_or("-"),
+        ));
+        let last = last_line(store, record);
+        if !last.is_empty() {
+            lines.push(format!("    > {last}"));
+        }
+    }
+    lines.join("\n")
+}
+
+/// The last non-empty line of the task's transcript, shortened.
+fn last_line(store: &RunStore, record: &RunRecord) -> String {
+    let Ok(mut file) = std::fs::File::open(store.transcript_path(&record.task)) else {
+        return String::new();
+    };
+    let len = file.metadata().map(|m| m.len()).unwrap_or(0);
+    let _ = file.seek(SeekFrom::Start(len.saturating_sub(4096)));
+    let mut tail = Vec::new();
+    let _ = file.read_to_end(&mut tail);
+    let text = String::from_utf8_lossy(&tail);
+    let line = text
+        .lines()
+        .rev()
+        .find(|l| !l.trim().is_empty())
+        .unwrap_or("")
+        .trim();
+    line.chars().take(100).collect()
+}
