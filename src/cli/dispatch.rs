@@ -57,6 +57,9 @@ pub struct DispatchArgs {
     /// refusing it; it starts when a slot frees.
     #[arg(long)]
     pub queue: bool,
+    /// Archive raw transcripts in DIR instead of .git/crew/transcripts; "" disables them.
+    #[arg(long, value_name = "DIR")]
+    pub transcripts: Option<String>,
     #[command(flatten)]
     pub routing: RoutingArgs,
 }
@@ -90,6 +93,13 @@ pub fn run(ctx: &CommandContext, args: DispatchArgs) -> Result<Report> {
         base: args.base.clone(),
         backend: args.routing.backend.clone(),
         queue: args.queue,
+        transcripts: args.transcripts.as_ref().map(|d| {
+            if d.is_empty() {
+                PathBuf::new()
+            } else {
+                ctx.cwd.join(d)
+            }
+        }),
     };
     let _guard =
         Lock::take(store.root(), "dispatch", std::time::Duration::from_secs(30)).map_err(|e| {

@@ -59,8 +59,8 @@ pub fn run(ctx: &CommandContext, args: DoctorArgs) -> Result<Report> {
         )
         .collect();
 
-    // Worker processes of runs that are no longer live.
-    for (pid, run) in crew_processes() {
+    // Worker processes of this repository's runs that are no longer live.
+    for (pid, run) in crew_processes(&store.root().join("worktrees")) {
         if live.iter().any(|r| r.run == run) {
             continue;
         }
@@ -172,8 +172,10 @@ pub fn run(ctx: &CommandContext, args: DoctorArgs) -> Result<Report> {
     Ok(report)
 }
 
-/// Processes that carry a `CREW_RUN` in their environment: (process group, run).
-fn crew_processes() -> Vec<(u32, String)> {
+/// Processes working for a run of this repository — a `CREW_RUN` in their environment
+/// and a `CREW_WORKTREE` under `worktrees` — as (process group, run).
+fn crew_processes(worktrees: &std::path::Path) -> Vec<(u32, String)> {
+    let prefix = worktrees.to_string_lossy().into_owned();
     let mut out = Vec::new();
     let Ok(entries) = std::fs::read_dir("/proc") else {
         return out;
@@ -192,11 +194,18 @@ fn crew_processes() -> Vec<(u32, String)> {
         let Ok(environ) = std::fs::read(format!("/proc/{pid}/environ")) else {
             continue;
         };
-        let run = environ
-            .split(|b| *b == 0)
-            .find_map(|kv| kv.strip_prefix(b"CREW_RUN="))
-            .map(|v| String::from_utf8_lossy(v).into_owned());
-        let Some(run) = run else { continue };
+        let var = |name: &[u8]| {
+            environ
+                .split(|b| *b == 0)
+                .find_map(|kv| kv.strip_prefix(name))
+                .map(|v| String::from_utf8_lossy(v).into_owned())
+        };
+        let (Some(run), Some(worktree)) = (var(b"CREW_RUN="), var(b"CREW_WORKTREE=")) else {
+            continue;
+        };
+        if !worktree.starts_with(&prefix) {
+            continue;
+        }
         let pgid = std::fs::read_to_string(format!("/proc/{pid}/stat"))
             .ok()
             .and_then(|s| {

@@ -36,7 +36,16 @@ pub struct TranscriptArgs {
 pub fn transcript(ctx: &CommandContext, args: TranscriptArgs) -> Result<Report> {
     let store = runs::store(ctx)?;
     let record = runs::load(&store, &args.run)?;
-    let path = store.transcript_path(&record.task);
+    let Some(path) = record.transcript.clone().map(std::path::PathBuf::from) else {
+        return Err(CrewError::new(
+            super::error::ErrorKind::NotFound,
+            "transcript-disabled",
+            format!(
+                "run {} was dispatched with transcripts disabled",
+                record.run
+            ),
+        ));
+    };
     let bytes = std::fs::read(&path).map_err(|e| {
         CrewError::new(
             super::error::ErrorKind::NotFound,

@@ -142,6 +142,9 @@ pub struct RunRecord {
     pub manifest: String,
     /// Why the run ended the way it did, in one line.
     pub reason: Option<String>,
+    /// Where the raw output is archived; `None` when transcripts are disabled.
+    #[serde(default)]
+    pub transcript: Option<String>,
 }
 
 impl RunRecord {
@@ -234,6 +237,7 @@ mod tests {
             prompt_file: String::new(),
             manifest: String::new(),
             reason: None,
+            transcript: None,
         }
     }
 

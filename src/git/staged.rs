@@ -26,7 +26,11 @@ pub fn staged_changes(repo: &gix::Repository) -> anyhow::Result<Vec<Change>> {
         // The hook reads the index git has just written; re-hashing megabytes on every
         // commit buys nothing here.
         true,
-        gix::index::decode::Options::default(),
+        // One thread: spawning a pool costs more than it saves on an index this size.
+        gix::index::decode::Options {
+            thread_limit: Some(1),
+            ..Default::default()
+        },
     ) {
         Ok(index) => index,
         Err(_) if !path.exists() => {

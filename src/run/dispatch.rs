@@ -28,6 +28,9 @@ pub struct Request {
     pub backend: Option<String>,
     /// Queue beyond the concurrency limit instead of refusing.
     pub queue: bool,
+    /// Where transcripts go: `None` for `<git-common-dir>/crew/transcripts`, an empty
+    /// path to disable them.
+    pub transcripts: Option<PathBuf>,
 }
 
 /// Why a dispatch cannot go ahead.
@@ -216,6 +219,23 @@ pub fn plan(
         prompt_file: run_dir.join("prompt.md").to_string_lossy().into_owned(),
         manifest: run_dir.join("manifest.md").to_string_lossy().into_owned(),
         reason: None,
+        transcript: match &request.transcripts {
+            None => Some(
+                store
+                    .transcript_path(&request.task)
+                    .to_string_lossy()
+                    .into_owned(),
+            ),
+            Some(dir) if dir.as_os_str().is_empty() => None,
+            Some(dir) => {
+                let name = store.transcript_path(&request.task);
+                let name = name
+                    .file_name()
+                    .map(|n| n.to_os_string())
+                    .unwrap_or_default();
+                Some(dir.join(name).to_string_lossy().into_owned())
+            }
+        },
     };
     Ok(Plan {
         record,

@@ -143,7 +143,11 @@ impl<'a> Supervisor<'a> {
         let deadline =
             Instant::now() + Duration::from_millis(deadline_ms.saturating_sub(now_millis()));
         record.supervisor_pid = Some(std::process::id());
-        let transcript = store.transcript_path(&record.task);
+        // Transcripts disabled (`--transcripts ""`): the output still has to go somewhere.
+        let transcript = record
+            .transcript
+            .as_ref()
+            .map_or_else(|| PathBuf::from("/dev/null"), PathBuf::from);
         let repo_dir = repo
             .workdir()
             .map(Path::to_path_buf)

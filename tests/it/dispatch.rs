@@ -753,3 +753,33 @@ fn doctor_finds_rot_and_fixes_what_it_can_without_losing_work() {
         .collect();
     assert_eq!(kinds, ["orphan-worktree"]);
 }
+
+#[test]
+fn transcripts_can_go_elsewhere_or_nowhere() {
+    let env = TestEnv::new();
+    let repo = crew_repo(&env);
+    let dir = env.root().join("transcripts");
+    let run = dispatched(
+        &env,
+        &repo,
+        "routes",
+        "ok",
+        &["--transcripts", dir.to_str().unwrap()],
+    );
+    wait(&env, &repo, &run).0.expect_code(0);
+    let files: Vec<_> = std::fs::read_dir(&dir).unwrap().flatten().collect();
+    assert_eq!(files.len(), 1);
+    let mode = std::os::unix::fs::PermissionsExt::mode(&files[0].metadata().unwrap().permissions());
+    assert_eq!(mode & 0o777, 0o600);
+    assert!(
+        env.crew(&repo, &["transcript", &run, "--human"])
+            .stdout
+            .contains("Working on routes")
+    );
+
+    let run = dispatched(&env, &repo, "routes2", "ok", &["--transcripts", ""]);
+    wait(&env, &repo, &run).0.expect_code(0);
+    let out = env.crew(&repo, &["transcript", &run]);
+    out.expect_code(3);
+    assert_eq!(out.json()["error"]["code"], "transcript-disabled");
+}

@@ -110,6 +110,7 @@ pub(crate) mod tests {
             prompt_file: String::new(),
             manifest: String::new(),
             reason: None,
+            transcript: None,
         };
         let config = BackendConfig {
             sandbox: Some("read-only".into()),
