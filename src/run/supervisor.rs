@@ -122,6 +122,8 @@ struct Supervisor<'a> {
     run_dir: PathBuf,
     transcript: PathBuf,
     repo_dir: PathBuf,
+    /// What the adapters noticed in the streams, kept for the run's discrepancies.
+    warnings: Vec<String>,
 }
 
 impl<'a> Supervisor<'a> {
@@ -162,6 +164,7 @@ impl<'a> Supervisor<'a> {
             run_dir,
             transcript,
             repo_dir,
+            warnings: Vec::new(),
         })
     }
 
@@ -402,6 +405,7 @@ impl<'a> Supervisor<'a> {
         if let Some(id) = self.adapter.session(&stdout, &session_file) {
             self.record.session = Some(id);
         }
+        self.warnings.extend(self.adapter.warnings(&stdout));
         self.save()?;
         Ok(ended)
     }
@@ -530,6 +534,9 @@ impl<'a> Supervisor<'a> {
             };
         }
         self.record.discrepancies = self.record.find_discrepancies();
+        self.record
+            .discrepancies
+            .extend(self.warnings.iter().cloned());
         let _ = worktree::unlock(&self.repo_dir, Path::new(&self.record.worktree));
         self.store.finish(&self.record)?;
         // A slot is free: a queued run of this backend may start.

@@ -78,6 +78,27 @@ impl Adapter for ClaudeAdapter {
         }
         result["result"].as_str().map(String::from)
     }
+
+    fn warnings(&self, stdout: &[u8]) -> Vec<String> {
+        let Some(result) = jsonl(stdout).filter(|e| e["type"] == "result").last() else {
+            return Vec::new();
+        };
+        let denied: Vec<String> = result["permission_denials"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|d| d["tool_name"].as_str().unwrap_or("a tool").to_string())
+            .collect();
+        if denied.is_empty() {
+            Vec::new()
+        } else {
+            vec![format!(
+                "claude denied {} tool call(s): {}",
+                denied.len(),
+                denied.join(", ")
+            )]
+        }
+    }
 }
 
 #[cfg(test)]
@@ -94,6 +115,20 @@ mod tests {
         );
         let reply = ClaudeAdapter.reply(&out).unwrap();
         assert!(reply.ends_with("## Deferred / concerns\nnone"), "{reply}");
+    }
+
+    #[test]
+    fn permission_denials_are_reported() {
+        let out = br#"{"type":"result","is_error":false,"result":"x","permission_denials":[{"tool_name":"Write","tool_use_id":"t"}]}"#;
+        assert_eq!(
+            ClaudeAdapter.warnings(out),
+            ["claude denied 1 tool call(s): Write"]
+        );
+        assert!(
+            ClaudeAdapter
+                .warnings(&stream("claude-print.jsonl"))
+                .is_empty()
+        );
     }
 
     #[test]

@@ -36,6 +36,10 @@ pub trait Adapter {
     fn session(&self, stdout: &[u8], session_file: &Path) -> Option<String>;
     /// The reply of an attempt that wrote no manifest.
     fn reply(&self, stdout: &[u8]) -> Option<String>;
+    /// Facts from the stream that contradict a clean run (denied tool calls, ...).
+    fn warnings(&self, _stdout: &[u8]) -> Vec<String> {
+        Vec::new()
+    }
 }
 
 /// The adapter a backend names.
