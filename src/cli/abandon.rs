@@ -32,8 +32,20 @@ pub fn abandon(ctx: &CommandContext, args: AbandonArgs) -> Result<Report> {
         ));
     }
     let repo_dir = ctx.workdir()?.to_path_buf();
-    let record = supervisor::abandon(&store, &repo_dir, record, "abandoned by the lead")
-        .map_err(CrewError::internal)?;
+    let run = record.run.clone();
+    let Some(record) = supervisor::abandon(&store, &repo_dir, record, "abandoned by the lead")
+        .map_err(CrewError::internal)?
+    else {
+        let ended = runs::load(&store, &run)?;
+        return Err(CrewError::new(
+            ErrorKind::Refused,
+            "run-ended",
+            format!(
+                "run {run} ended ({}) before it could be abandoned",
+                ended.phase.as_str()
+            ),
+        ));
+    };
     let human = format!(
         "abandoned {} (task {}); branch {} kept",
         record.run, record.task, record.branch

@@ -48,7 +48,13 @@ pub fn run(ctx: &CommandContext, args: AdviseArgs) -> Result<Report> {
     record.needs_help = None;
     record.decision = None;
     record.supervisor_pid = None;
-    store.write_live(&record).map_err(CrewError::internal)?;
+    if !store.update_live(&record).map_err(CrewError::internal)? {
+        return Err(CrewError::new(
+            ErrorKind::Refused,
+            "run-ended",
+            format!("run {} has ended", record.run),
+        ));
+    }
     let repo_dir = ctx.workdir()?.to_path_buf();
     let pid = dispatch::spawn_supervisor(&repo_dir, &record.run, &run_dir)
         .map_err(CrewError::internal)?;

@@ -84,7 +84,7 @@ pub fn run(ctx: &CommandContext, args: DoctorArgs) -> Result<Report> {
                     record.clone(),
                     "its worktree is gone (doctor)",
                 )
-                .is_ok();
+                .is_ok_and(|r| r.is_some());
             problems.push(Problem {
                 kind: "stale-pointer",
                 detail: format!(

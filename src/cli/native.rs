@@ -38,7 +38,13 @@ pub fn attach(ctx: &CommandContext, args: AttachArgs) -> Result<Report> {
     }
     record.session = Some(args.session.clone());
     record.phase = Phase::Working;
-    store.write_live(&record).map_err(CrewError::internal)?;
+    if !store.update_live(&record).map_err(CrewError::internal)? {
+        return Err(CrewError::new(
+            ErrorKind::Refused,
+            "run-ended",
+            format!("run {} has ended", record.run),
+        ));
+    }
     let human = format!("run {} is bound to session {}", record.run, args.session);
     Ok(Report::new(
         json!({"run": runs::result_json(&record)}),

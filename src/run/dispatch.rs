@@ -472,12 +472,25 @@ pub fn promote_queued(store: &RunStore, repo_dir: &Path) -> anyhow::Result<Vec<S
         if *used >= limit {
             continue;
         }
-        *used += 1;
-        let mut next = record.clone();
+        // Re-read: it may have been abandoned since the list was taken.
+        let Some(mut next) = store
+            .load_live(&record.run)?
+            .filter(|r| r.phase == Phase::Queued)
+        else {
+            continue;
+        };
+        // The budget counts from the start, not from the queue.
         let now = now_millis();
         next.phase = Phase::Preparing;
+        next.started_at = rfc3339(now);
         next.deadline = rfc3339(now + next.budget_s * 1000);
-        store.write_live(&next)?;
+        if let Ok(task_prompt) = std::fs::read_to_string(run_dir.join("task-prompt.md")) {
+            std::fs::write(&next.prompt_file, prompt::worker(&next, &task_prompt))?;
+        }
+        if !store.update_live(&next)? {
+            continue;
+        }
+        *used += 1;
         spawn_supervisor(repo_dir, &next.run, &run_dir)?;
         started.push(next.run);
     }

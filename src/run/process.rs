@@ -56,6 +56,43 @@ pub fn kill_session(sid: u32) {
     }
 }
 
+/// Kills everything working for run `run`: every process whose environment carries
+/// `CREW_RUN=<run>` (the worker, its children, even ones that left its session), and the
+/// run's supervisor — but only a process that really is that supervisor, never whatever
+/// now holds a recycled pid.
+pub fn kill_run(run: &str, supervisor_pid: Option<u32>) {
+    if let Some(pid) = supervisor_pid
+        && is_alive(pid, run)
+    {
+        kill_session(pid);
+    }
+    let needle = format!("CREW_RUN={run}");
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|n| n.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        if pid == std::process::id() {
+            continue;
+        }
+        let Ok(environ) = std::fs::read(format!("/proc/{pid}/environ")) else {
+            continue;
+        };
+        if environ.split(|b| *b == 0).any(|kv| kv == needle.as_bytes()) {
+            // SAFETY: kill(2) has no memory effects on this process.
+            unsafe {
+                libc::kill(pid as i32, libc::SIGKILL);
+            }
+        }
+    }
+}
+
 /// Whether process `pid` exists and its command line mentions `needle` (guards against
 /// a recycled pid).
 pub fn is_alive(pid: u32, needle: &str) -> bool {

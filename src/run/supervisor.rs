@@ -44,6 +44,9 @@ pub fn supervise(repo: &gix::Repository, store: &RunStore, run: &str) -> anyhow:
             }
             return Ok(());
         }
+        if let Some(pid) = sup.record.pid {
+            process::kill_group(pid);
+        }
         sup.record.decision = Some(format!("supervisor error: {err:#}"));
         sup.finish(Outcome::Fail)?;
         return Err(err);
@@ -169,10 +172,11 @@ impl<'a> Supervisor<'a> {
     }
 
     fn save(&self) -> anyhow::Result<()> {
-        if !self.store.live_path(&self.record.run).exists() {
-            return Err(EndedOutside.into());
+        if self.store.update_live(&self.record)? {
+            Ok(())
+        } else {
+            Err(EndedOutside.into())
         }
-        self.store.write_live(&self.record)
     }
 
     fn drive(&mut self) -> anyhow::Result<()> {
@@ -393,9 +397,7 @@ impl<'a> Supervisor<'a> {
         let pid = running.pid;
         let ended = running.watch(self.deadline, idle, &mut |activity| {
             record.last_activity_at = Some(rfc3339(activity));
-            if store.live_path(&record.run).exists() {
-                let _ = store.write_live(record);
-            } else {
+            if let Ok(false) = store.update_live(record) {
                 // Ended from outside: stop the worker; the next save reports it.
                 process::kill_group(pid);
             }
@@ -515,34 +517,39 @@ impl<'a> Supervisor<'a> {
 
     /// Files the run record: outcome, diff, discrepancies; unlocks the worktree.
     fn finish(&mut self, outcome: Outcome) -> anyhow::Result<()> {
-        if !self.store.live_path(&self.record.run).exists() {
-            return Err(EndedOutside.into());
-        }
-        let now = now_millis();
-        self.record.outcome = Some(outcome);
-        self.record.phase = outcome.final_phase();
-        self.record.pid = None;
-        self.record.finished_at = Some(rfc3339(now));
-        self.record.elapsed_s = elapsed_s(&self.record.started_at, now);
-        if let Ok((files, insertions, deletions)) =
-            worktree::numstat(&self.repo_dir, &self.record.base, &self.record.branch)
-        {
-            self.record.diff = DiffStat {
-                files,
-                insertions,
-                deletions,
-            };
-        }
-        self.record.discrepancies = self.record.find_discrepancies();
+        seal(&mut self.record, outcome, &self.repo_dir);
         self.record
             .discrepancies
             .extend(self.warnings.iter().cloned());
-        let _ = worktree::unlock(&self.repo_dir, Path::new(&self.record.worktree));
-        self.store.finish(&self.record)?;
+        if !self.store.finish(&self.record)? {
+            return Err(EndedOutside.into());
+        }
         // A slot is free: a queued run of this backend may start.
         let _ = super::dispatch::promote_queued(self.store, &self.repo_dir);
         Ok(())
     }
+}
+
+/// Completes a record for filing: outcome, final phase, times, the branch's diff,
+/// discrepancies; and unlocks the worktree (kept, with its branch).
+fn seal(record: &mut RunRecord, outcome: Outcome, repo_dir: &Path) {
+    let now = now_millis();
+    record.outcome = Some(outcome);
+    record.phase = outcome.final_phase();
+    record.pid = None;
+    record.finished_at = Some(rfc3339(now));
+    record.elapsed_s = elapsed_s(&record.started_at, now);
+    if let Ok((files, insertions, deletions)) =
+        worktree::numstat(repo_dir, &record.base, &record.branch)
+    {
+        record.diff = DiffStat {
+            files,
+            insertions,
+            deletions,
+        };
+    }
+    record.discrepancies = record.find_discrepancies();
+    let _ = worktree::unlock(repo_dir, Path::new(&record.worktree));
 }
 
 fn oid(hex: &str) -> anyhow::Result<gix::ObjectId> {
@@ -557,41 +564,23 @@ pub fn elapsed_s(started_at: &str, now: u64) -> u64 {
         .map_or(0, |d| now.saturating_sub(d.as_millis() as u64) / 1000)
 }
 
-/// Ends a live run as `abandoned`: its supervisor and its worker's process group are
-/// killed; its branch, commits and worktree are kept.
+/// Ends a live run as `abandoned`: its supervisor and every process working for it are
+/// killed; its branch, commits and worktree are kept. `None` when the run had already
+/// ended (its supervisor or another process got there first).
 pub fn abandon(
     store: &RunStore,
     repo_dir: &Path,
     mut record: RunRecord,
     why: &str,
-) -> anyhow::Result<RunRecord> {
-    if let Some(pid) = record.supervisor_pid {
-        // The supervisor leads the run's session: its workers go with it, whether or not
-        // it lived to record their pid.
-        process::kill_session(pid);
-    }
-    if let Some(pid) = record.pid {
-        process::kill_group(pid);
-    }
-    let now = now_millis();
-    record.outcome = Some(Outcome::Abandoned);
-    record.phase = Phase::Abandoned;
-    record.pid = None;
+) -> anyhow::Result<Option<RunRecord>> {
+    process::kill_run(&record.run, record.supervisor_pid);
     record.decision = Some(why.to_string());
-    record.finished_at = Some(rfc3339(now));
-    record.elapsed_s = elapsed_s(&record.started_at, now);
-    if let Ok((files, insertions, deletions)) =
-        worktree::numstat(repo_dir, &record.base, &record.branch)
-    {
-        record.diff = DiffStat {
-            files,
-            insertions,
-            deletions,
-        };
+    seal(&mut record, Outcome::Abandoned, repo_dir);
+    if store.finish(&record)? {
+        Ok(Some(record))
+    } else {
+        Ok(None)
     }
-    let _ = worktree::unlock(repo_dir, Path::new(&record.worktree));
-    store.finish(&record)?;
-    Ok(record)
 }
 
 /// Marks every live run whose supervisor died (kill -9, a reboot) as `abandoned`, ending
@@ -617,13 +606,11 @@ pub fn reap_dead(store: &RunStore, repo_dir: &Path) -> anyhow::Result<Vec<RunRec
                 .and_then(|m| m.modified())
                 .is_ok_and(|t| t.elapsed().unwrap_or_default() < Duration::from_secs(30)),
         };
-        if !alive {
-            reaped.push(abandon(
-                store,
-                repo_dir,
-                record,
-                "the supervisor died; commits kept",
-            )?);
+        if !alive
+            && let Some(record) =
+                abandon(store, repo_dir, record, "the supervisor died; commits kept")?
+        {
+            reaped.push(record);
         }
     }
     Ok(reaped)

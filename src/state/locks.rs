@@ -1,47 +1,47 @@
-//! A lock file under `<git-common-dir>/crew/`, for the short check-then-act sections that
-//! must not interleave across processes (dispatch refusals, queue promotion).
+//! Locks under `<git-common-dir>/crew/`, for the short check-then-act sections that must
+//! not interleave across processes (dispatch refusals, queue promotion, live-pointer
+//! updates). An `flock(2)` on a file that stays: the kernel releases it when its holder
+//! dies, so no lock is ever stale.
 
-use std::path::{Path, PathBuf};
+use std::os::fd::AsRawFd;
+use std::path::Path;
 use std::time::{Duration, Instant};
 
-use anyhow::bail;
+use anyhow::{Context, bail};
 
 /// Held until dropped.
-pub struct Lock(PathBuf);
+pub struct Lock(std::fs::File);
 
 impl Lock {
-    /// Takes `<dir>/<name>.lock`, waiting up to `wait`; a lock older than a minute is
-    /// taken to be left by a dead process and broken.
+    /// Takes `<dir>/<name>.lock`, waiting up to `wait`.
     pub fn take(dir: &Path, name: &str, wait: Duration) -> anyhow::Result<Lock> {
         std::fs::create_dir_all(dir)?;
         let path = dir.join(format!("{name}.lock"));
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&path)
+            .with_context(|| format!("cannot open {}", path.display()))?;
         let start = Instant::now();
         loop {
-            match std::fs::OpenOptions::new()
-                .write(true)
-                .create_new(true)
-                .open(&path)
-            {
-                Ok(_) => return Ok(Lock(path)),
-                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
-                    let stale = std::fs::metadata(&path)
-                        .and_then(|m| m.modified())
-                        .is_ok_and(|t| t.elapsed().unwrap_or_default() > Duration::from_secs(60));
-                    if stale {
-                        let _ = std::fs::remove_file(&path);
-                    } else if start.elapsed() > wait {
-                        bail!("{} is held by another git-crew process", path.display());
-                    }
-                    std::thread::sleep(Duration::from_millis(20));
-                }
-                Err(e) => return Err(e.into()),
+            // SAFETY: flock(2) on a descriptor this function owns.
+            if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } == 0 {
+                return Ok(Lock(file));
             }
+            if start.elapsed() > wait {
+                bail!("{} is held by another git-crew process", path.display());
+            }
+            std::thread::sleep(Duration::from_millis(10));
         }
     }
 }
 
 impl Drop for Lock {
     fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.0);
+        // SAFETY: unlocking the descriptor this lock owns (closing it would too).
+        unsafe {
+            libc::flock(self.0.as_raw_fd(), libc::LOCK_UN);
+        }
     }
 }

@@ -8,8 +8,11 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 
+use std::time::Duration;
+
 use crate::core::record::RunRecord;
 use crate::git::hooks_dir::write_atomic;
+use crate::state::locks::Lock;
 
 /// The local state folder of one repository.
 #[derive(Debug, Clone)]
@@ -57,21 +60,47 @@ impl RunStore {
         self.root.join("transcripts").join(format!("{id}.log"))
     }
 
-    /// Writes (or rewrites) a live pointer.
+    /// Serialises every change to live pointers across processes.
+    fn pointer_lock(&self) -> anyhow::Result<Lock> {
+        Lock::take(&self.root, "pointers", Duration::from_secs(30))
+    }
+
+    /// Writes a new live pointer (dispatch).
     pub fn write_live(&self, record: &RunRecord) -> anyhow::Result<()> {
+        let _lock = self.pointer_lock()?;
         write_json(&self.live_path(&record.run), record)
     }
 
-    /// Turns a live pointer into a finished run record: the record is written first, then
-    /// the pointer goes, so a crash in between leaves both rather than neither.
-    pub fn finish(&self, record: &RunRecord) -> anyhow::Result<()> {
-        write_json(&self.record_path(&record.run), record)?;
-        match std::fs::remove_file(self.live_path(&record.run)) {
-            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
-                Err(e).context("cannot remove the live pointer")
-            }
-            _ => Ok(()),
+    /// Rewrites a live pointer only while the run is still live; `false` when someone
+    /// else has ended it (the pointer is gone), so an ended run is never brought back.
+    pub fn update_live(&self, record: &RunRecord) -> anyhow::Result<bool> {
+        let _lock = self.pointer_lock()?;
+        if !self.live_path(&record.run).exists() {
+            return Ok(false);
         }
+        write_json(&self.live_path(&record.run), record)?;
+        Ok(true)
+    }
+
+    /// Ends a run: files its record and removes its live pointer, only if the run is
+    /// still live — exactly one of the processes that may end a run (its supervisor,
+    /// abandon, the reaper) wins; the others get `false`. The record is written before the
+    /// pointer goes, so a crash in between leaves both rather than neither.
+    pub fn finish(&self, record: &RunRecord) -> anyhow::Result<bool> {
+        let _lock = self.pointer_lock()?;
+        let live = self.live_path(&record.run);
+        if !live.exists() {
+            return Ok(false);
+        }
+        write_json(&self.record_path(&record.run), record)?;
+        std::fs::remove_file(&live).context("cannot remove the live pointer")?;
+        Ok(true)
+    }
+
+    /// A run's current live pointer, read under the pointer lock.
+    pub fn load_live(&self, run: &str) -> anyhow::Result<Option<RunRecord>> {
+        let _lock = self.pointer_lock()?;
+        read_json(&self.live_path(run))
     }
 
     /// A run, live or finished (the live pointer wins while both exist).
@@ -142,10 +171,13 @@ fn list(dir: &Path) -> anyhow::Result<Vec<RunRecord>> {
     let mut records = Vec::new();
     for entry in entries.flatten() {
         let path = entry.path();
-        if path.extension().is_some_and(|e| e == "json")
-            && let Some(record) = read_json(&path)?
-        {
-            records.push(record);
+        if path.extension().is_some_and(|e| e == "json") {
+            // One broken file must not hide every other run (doctor reports it).
+            match read_json(&path) {
+                Ok(Some(record)) => records.push(record),
+                Ok(None) => {}
+                Err(e) => eprintln!("warning: {e:#}"),
+            }
         }
     }
     records.sort_by(|a, b| a.started_at.cmp(&b.started_at).then(a.run.cmp(&b.run)));
