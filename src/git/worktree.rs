@@ -170,3 +170,13 @@ pub fn numstat(dir: &Path, base: &str, tip: &str) -> anyhow::Result<(Vec<String>
     }
     Ok((files, ins, del))
 }
+
+/// Removes a worktree's `index.lock` (left by a git process that was killed).
+pub fn clear_index_lock(worktree: &Path) {
+    let Ok(link) = std::fs::read_to_string(worktree.join(".git")) else {
+        return;
+    };
+    if let Some(dir) = link.trim().strip_prefix("gitdir:") {
+        let _ = std::fs::remove_file(Path::new(dir.trim()).join("index.lock"));
+    }
+}

@@ -188,12 +188,13 @@ impl<'a> Supervisor<'a> {
             let ended = self.attempt(&next)?;
             match ended {
                 Ended::Deadline => {
-                    self.settle_work()?;
+                    // The work is kept if it can be; the outcome stays a timeout.
+                    let _ = self.settle_work();
                     self.record.decision = Some("the time budget was spent".into());
                     return self.finish(Outcome::Timeout);
                 }
                 Ended::Idle => {
-                    self.settle_work()?;
+                    let _ = self.settle_work();
                     let idle = self.record.idle_timeout_s.unwrap_or_default();
                     self.record.decision =
                         Some(format!("the worker was silent for {idle}s (idle watchdog)"));
@@ -218,13 +219,27 @@ impl<'a> Supervisor<'a> {
                 .join(format!("corrective-{}.md", self.record.attempts));
             std::fs::write(&file, prompt::corrective(&self.record, &problem))
                 .context("cannot write the corrective prompt")?;
-            next = match (
-                &self.record.session,
-                self.config.session_reuse.unwrap_or(true),
-            ) {
-                (Some(session), true) => Next::Resume(session.clone(), file),
-                _ => Next::Fresh(file),
-            };
+            next = self.continue_with(file)?;
+        }
+    }
+
+    /// The next attempt with `file` as its prompt: the same session where the backend can
+    /// resume it, else a fresh session given the original prompt with `file` appended (a
+    /// fresh session knows nothing of the task).
+    fn continue_with(&self, file: PathBuf) -> anyhow::Result<Next> {
+        let resumable = self.config.session_reuse.unwrap_or(true) && self.adapter_resumes();
+        match (&self.record.session, resumable) {
+            (Some(session), true) => Ok(Next::Resume(session.clone(), file)),
+            _ => {
+                let combined = self
+                    .run_dir
+                    .join(format!("restart-{}.md", self.record.attempts + 1));
+                let mut text = std::fs::read_to_string(&self.record.prompt_file)?;
+                text.push_str("\n\n");
+                text.push_str(&std::fs::read_to_string(&file)?);
+                std::fs::write(&combined, text)?;
+                Ok(Next::Fresh(combined))
+            }
         }
     }
 
@@ -232,9 +247,9 @@ impl<'a> Supervisor<'a> {
     /// A request for help parks the run; a complete footer goes on to verify; an
     /// incomplete one is handed back to the caller, which owns the corrective retry.
     fn judge(&mut self, reply: Option<String>) -> anyhow::Result<Judgement> {
-        if let Some(reason) = self.settle_work()? {
+        if let Some((outcome, reason)) = self.settle_work()? {
             self.record.decision = Some(reason);
-            self.finish(Outcome::ScopeReject)?;
+            self.finish(outcome)?;
             return Ok(Judgement::Settled);
         }
         let mut scanner = FooterScanner::new();
@@ -247,8 +262,13 @@ impl<'a> Supervisor<'a> {
             self.record.needs_help = Some(help);
             self.record.phase = Phase::NeedsHelp;
             self.record.pid = None;
+            // This supervisor exits now: a pid kept here could be recycled by the time
+            // someone abandons the run.
+            self.record.supervisor_pid = None;
             self.record.decision = Some("the worker asked for help".into());
             self.save()?;
+            // Parked, it holds no slot: a queued run may start.
+            let _ = super::dispatch::promote_queued(self.store, &self.repo_dir);
             return Ok(Judgement::Settled);
         }
         if !extraction.is_complete() {
@@ -277,23 +297,7 @@ impl<'a> Supervisor<'a> {
             return Ok(Next::Fresh(PathBuf::from(&self.record.prompt_file)));
         };
         std::fs::remove_file(&next_file)?;
-        let advice = PathBuf::from(path.trim());
-        let resumable = self.config.session_reuse.unwrap_or(true);
-        match (&self.record.session, resumable) {
-            (Some(session), true) if self.adapter_resumes() => {
-                Ok(Next::Resume(session.clone(), advice))
-            }
-            _ => {
-                let combined = self
-                    .run_dir
-                    .join(format!("restart-{}.md", self.record.attempts + 1));
-                let mut text = std::fs::read_to_string(&self.record.prompt_file)?;
-                text.push_str("\n\n");
-                text.push_str(&std::fs::read_to_string(&advice)?);
-                std::fs::write(&combined, text)?;
-                Ok(Next::Fresh(combined))
-            }
-        }
+        self.continue_with(PathBuf::from(path.trim()))
     }
 
     fn adapter_resumes(&self) -> bool {
@@ -403,6 +407,9 @@ impl<'a> Supervisor<'a> {
             }
         })?;
         self.record.pid = None;
+        // A worker killed in the middle of `git add` or `git commit` leaves the index lock
+        // behind; nothing else can hold it now.
+        worktree::clear_index_lock(Path::new(&self.record.worktree));
         let stdout = std::fs::read(&stdout_file).unwrap_or_default();
         if let Some(id) = self.adapter.session(&stdout, &session_file) {
             self.record.session = Some(id);
@@ -425,19 +432,26 @@ impl<'a> Supervisor<'a> {
                 .join(format!("attempt-{}.out", self.record.attempts)),
         )
         .ok()?;
-        self.adapter.reply(&stdout).filter(|r| !r.trim().is_empty())
+        let reply = self
+            .adapter
+            .reply(&stdout)
+            .filter(|r| !r.trim().is_empty())?;
+        // The manifest is the reply (SPEC §2): written from the final message when the
+        // worker did not write it itself.
+        let _ = std::fs::write(&self.record.manifest, &reply);
+        Some(reply)
     }
 
     /// Commits what the worker left uncommitted (through the hooks) and audits the whole
     /// branch against the scope; the reason for a scope rejection, if any.
-    fn settle_work(&mut self) -> anyhow::Result<Option<String>> {
+    fn settle_work(&mut self) -> anyhow::Result<Option<(Outcome, String)>> {
         let wt = PathBuf::from(&self.record.worktree);
         let read_only = !scope::Role::parse(&self.record.role).is_some_and(scope::Role::may_commit);
         if read_only {
             if worktree::is_dirty(&wt)? {
-                return Ok(Some(format!(
-                    "a {} run left changes in its worktree",
-                    self.record.role
+                return Ok(Some((
+                    Outcome::ScopeReject,
+                    format!("a {} run left changes in its worktree", self.record.role),
                 )));
             }
         } else {
@@ -446,18 +460,34 @@ impl<'a> Supervisor<'a> {
                 self.record.run, self.record.task
             );
             if let worktree::Commit::Refused(output) = worktree::commit_all(&wt, &message)? {
-                let first: Vec<&str> = output
+                // The scope check's own lines name the paths; any other refusal (a lint
+                // hook, a missing identity) is a failure, not a scope rejection.
+                let scope_lines: Vec<&str> = output
                     .lines()
-                    .filter(|l| l.contains("outside") || l.contains("protected"))
+                    .filter(|l| {
+                        l.contains("outside the write scope")
+                            || l.contains("is protected")
+                            || l.contains("may not commit")
+                    })
+                    .map(|l| l.trim_start_matches("crew:").trim())
                     .collect();
-                return Ok(Some(format!(
-                    "the commit of the work left behind was refused: {}",
-                    if first.is_empty() {
-                        output.clone()
-                    } else {
-                        first.join("; ")
-                    }
-                )));
+                return Ok(Some(if scope_lines.is_empty() {
+                    (
+                        Outcome::Fail,
+                        format!(
+                            "a hook refused the commit of the work left behind: {}",
+                            output.trim()
+                        ),
+                    )
+                } else {
+                    (
+                        Outcome::ScopeReject,
+                        format!(
+                            "the commit of the work left behind was refused: {}",
+                            scope_lines.join("; ")
+                        ),
+                    )
+                }));
             }
         }
         let tip = worktree::rev_parse(&wt, "HEAD")?;
@@ -480,9 +510,9 @@ impl<'a> Supervisor<'a> {
             return Ok(None);
         }
         let text: Vec<String> = violations.iter().map(ToString::to_string).collect();
-        Ok(Some(format!(
-            "the branch breaks its fences: {}",
-            text.join("; ")
+        Ok(Some((
+            Outcome::ScopeReject,
+            format!("the branch breaks its fences: {}", text.join("; ")),
         )))
     }
 
