@@ -90,8 +90,10 @@ pub fn run(ctx: &CommandContext, args: DispatchArgs) -> Result<Report> {
         scope: args.scope.clone(),
         role: args.role.clone(),
         verify: args.verify.clone(),
-        base: args.base.clone(),
         backend: args.routing.backend.clone(),
+        model: args.routing.model.clone(),
+        effort: args.routing.effort.clone(),
+        time_budget: args.routing.time_budget.clone(),
         queue: args.queue,
         transcripts: args.transcripts.as_ref().map(|d| {
             if d.is_empty() {
@@ -120,6 +122,17 @@ pub fn run(ctx: &CommandContext, args: DispatchArgs) -> Result<Report> {
         Refusal::State(m) => CrewError::new(ErrorKind::Refused, "dispatch-refused", m)
             .hinted("`git crew status` shows the in-flight runs"),
     })?;
+    let worktree_config = repo
+        .config_snapshot()
+        .boolean("extensions.worktreeConfig")
+        .unwrap_or(false);
+    if !worktree_config {
+        return Err(CrewError::usage(
+            "not-initialised",
+            "extensions.worktreeConfig is off: a run worktree could not carry its own identity and hooks",
+        )
+        .hinted("run `git crew init` once in this repository"));
+    }
     let run_hooks = store.root().join("hooks");
     dispatch::ensure_run_hooks(&run_hooks, &hooks_dir::hooks_dir(repo))
         .map_err(CrewError::internal)?;
@@ -127,7 +140,13 @@ pub fn run(ctx: &CommandContext, args: DispatchArgs) -> Result<Report> {
         dispatch::apply(&plan, repo, &repo_dir, &run_hooks, &store).map_err(CrewError::internal)?;
     drop(_guard);
     if args.wait {
-        return super::wait::wait_for(&store, std::slice::from_ref(&record.run), false, None);
+        return super::wait::wait_for(
+            &store,
+            Some(&repo_dir),
+            std::slice::from_ref(&record.run),
+            false,
+            None,
+        );
     }
     let fields = json!({
         "run": record.run,

@@ -45,7 +45,7 @@ pub fn run(ctx: &CommandContext, args: WaitArgs) -> Result<Report> {
     for run in &args.runs {
         runs::load(&store, run)?;
     }
-    wait_for(&store, &args.runs, args.any, timeout)
+    wait_for(&store, Some(ctx.workdir()?), &args.runs, args.any, timeout)
 }
 
 /// Whether `wait` stops waiting for a run: it ended, or it needs the lead.
@@ -56,11 +56,13 @@ fn settled(record: &RunRecord) -> bool {
 /// Polls the runs until they settle (or one does, with `any`), then reports them.
 pub fn wait_for(
     store: &RunStore,
+    repo_dir: Option<&std::path::Path>,
     runs: &[String],
     any: bool,
     timeout: Option<Duration>,
 ) -> Result<Report> {
     let start = Instant::now();
+    let mut last_check = Instant::now();
     let (records, timed_out) = loop {
         let mut records = Vec::new();
         for run in runs {
@@ -74,6 +76,14 @@ pub fn wait_for(
             break (records, true);
         }
         std::thread::sleep(Duration::from_millis(100));
+        // A supervisor may die, or a slot free up, while we wait: look about once a second.
+        if last_check.elapsed() >= Duration::from_secs(1) {
+            last_check = Instant::now();
+            if let Some(repo_dir) = repo_dir {
+                let _ = crate::run::supervisor::reap_dead(store, repo_dir);
+                let _ = crate::run::dispatch::promote_queued(store, repo_dir);
+            }
+        }
     };
     // With --any, the runs that settled are the answer; the others are still going.
     let judged: Vec<&RunRecord> = records.iter().filter(|r| !any || settled(r)).collect();

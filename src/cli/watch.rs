@@ -11,7 +11,6 @@ use super::runs;
 use super::ui::{Format, Report};
 use crate::core::record::RunRecord;
 use crate::run::process::now_millis;
-use crate::state::runs::RunStore;
 
 /// Watch the in-flight runs: phase, elapsed/budget, session, last activity and the last
 /// line of output, refreshed until none is left.
@@ -37,14 +36,11 @@ pub fn run(ctx: &CommandContext, args: WatchArgs) -> Result<Report> {
         let store = runs::store(ctx)?;
         let live = store.live().map_err(CrewError::internal)?;
         if !live_console {
-            let frame = live
-                .iter()
-                .map(|r| frame_json(&store, r))
-                .collect::<Vec<_>>();
-            return Ok(Report::new(json!({"runs": frame}), render(&store, &live)));
+            let frame = live.iter().map(frame_json).collect::<Vec<_>>();
+            return Ok(Report::new(json!({"runs": frame}), render(&live)));
         }
         let mut out = std::io::stdout().lock();
-        let _ = writeln!(out, "\x1b[2J\x1b[H{}", render(&store, &live));
+        let _ = writeln!(out, "\x1b[2J\x1b[H{}", render(&live));
         let _ = out.flush();
         if live.is_empty() {
             return Ok(Report::new(json!({"runs": []}), ""));
@@ -53,13 +49,13 @@ pub fn run(ctx: &CommandContext, args: WatchArgs) -> Result<Report> {
     }
 }
 
-fn frame_json(store: &RunStore, record: &RunRecord) -> serde_json::Value {
+fn frame_json(record: &RunRecord) -> serde_json::Value {
     let mut value = runs::result_json(record);
-    value["last_line"] = last_line(store, record).into();
+    value["last_line"] = last_line(record).into();
     value
 }
 
-fn render(store: &RunStore, live: &[RunRecord]) -> String {
+fn render(live: &[RunRecord]) -> String {
     let mut lines = vec![format!(
         "git crew watch — {} in flight — {}",
         live.len(),
@@ -72,7 +68,7 @@ fn render(store: &RunStore, live: &[RunRecord]) -> String {
             record.session.as_deref().unwrap_or("-"),
             record.last_activity_at.as_deref().unwrap_or("-"),
         ));
-        let last = last_line(store, record);
+        let last = last_line(record);
         if !last.is_empty() {
             lines.push(format!("    > {last}"));
         }
@@ -81,8 +77,11 @@ fn render(store: &RunStore, live: &[RunRecord]) -> String {
 }
 
 /// The last non-empty line of the task's transcript, shortened.
-fn last_line(store: &RunStore, record: &RunRecord) -> String {
-    let Ok(mut file) = std::fs::File::open(store.transcript_path(&record.task)) else {
+fn last_line(record: &RunRecord) -> String {
+    let Some(path) = &record.transcript else {
+        return String::new();
+    };
+    let Ok(mut file) = std::fs::File::open(path) else {
         return String::new();
     };
     let len = file.metadata().map(|m| m.len()).unwrap_or(0);

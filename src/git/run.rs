@@ -21,6 +21,17 @@ impl GitRunner {
 
     fn command(&self, args: &[&str]) -> Command {
         let mut cmd = Command::new("git");
+        // Run from inside a hook, git-crew inherits variables that point at another
+        // repository or index; `-C` must decide.
+        for key in [
+            "GIT_DIR",
+            "GIT_WORK_TREE",
+            "GIT_INDEX_FILE",
+            "GIT_PREFIX",
+            "GIT_COMMON_DIR",
+        ] {
+            cmd.env_remove(key);
+        }
         cmd.arg("-C").arg(&self.dir).args(args);
         cmd
     }

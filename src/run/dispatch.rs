@@ -24,8 +24,11 @@ pub struct Request {
     pub scope: Vec<String>,
     pub role: String,
     pub verify: Option<String>,
-    pub base: Option<String>,
     pub backend: Option<String>,
+    /// The invocation's routing flags: they beat the role's routing and the backend's.
+    pub model: Option<String>,
+    pub effort: Option<String>,
+    pub time_budget: Option<String>,
     /// Queue beyond the concurrency limit instead of refusing.
     pub queue: bool,
     /// Where transcripts go: `None` for `<git-common-dir>/crew/transcripts`, an empty
@@ -165,9 +168,10 @@ pub fn plan(
         )));
     }
 
-    let budget = role_routing
+    let budget = request
         .time_budget
         .as_deref()
+        .or(role_routing.time_budget.as_deref())
         .or(backend.time_budget.as_deref())
         .unwrap_or(&flight.fences.time_budget);
     let budget = humantime::parse_duration(budget).unwrap_or(Duration::from_secs(25 * 60));
@@ -190,8 +194,16 @@ pub fn plan(
         outcome: None,
         backend: backend_name,
         adapter,
-        model: role_routing.model.clone().or(backend.model.clone()),
-        effort: role_routing.effort.clone().or(backend.effort.clone()),
+        model: request
+            .model
+            .clone()
+            .or(role_routing.model.clone())
+            .or(backend.model.clone()),
+        effort: request
+            .effort
+            .clone()
+            .or(role_routing.effort.clone())
+            .or(backend.effort.clone()),
         tier: backend.tier.clone(),
         session: None,
         attempts: 0,
@@ -362,6 +374,11 @@ pub fn spawn_supervisor(repo_dir: &Path, run: &str, run_dir: &Path) -> anyhow::R
         .arg("-C")
         .arg(repo_dir)
         .args(["supervise", run])
+        .env_remove("GIT_DIR")
+        .env_remove("GIT_WORK_TREE")
+        .env_remove("GIT_INDEX_FILE")
+        .env_remove("GIT_PREFIX")
+        .env_remove("GIT_COMMON_DIR")
         .stdin(Stdio::null())
         .stdout(log.try_clone()?)
         .stderr(log);
@@ -376,7 +393,7 @@ pub fn spawn_supervisor(repo_dir: &Path, run: &str, run_dir: &Path) -> anyhow::R
     Ok(child.id())
 }
 
-/// Copies the untracked files `.worktreeinclude` lists (one path per line, `#` comments)
+/// Copies the ignored files `.worktreeinclude` lists (one path per line, `#` comments)
 /// from the main work tree into the run's worktree.
 fn copy_worktree_includes(repo_dir: &Path, wt: &Path) -> anyhow::Result<()> {
     let Ok(list) = std::fs::read_to_string(repo_dir.join(".worktreeinclude")) else {
@@ -392,6 +409,17 @@ fn copy_worktree_includes(repo_dir: &Path, wt: &Path) -> anyhow::Result<()> {
         };
         let from = repo_dir.join(&rel);
         let to = wt.join(&rel);
+        // Only files git ignores: anything else would be committed with the run's work
+        // (or break its scope).
+        let ignored = crate::git::run::GitRunner::new(repo_dir)
+            .raw(&["check-ignore", "-q", "--", &rel])
+            .is_ok_and(|o| o.status.success());
+        if !ignored {
+            eprintln!(
+                "warning: .worktreeinclude lists {rel}, which git does not ignore; not copied"
+            );
+            continue;
+        }
         if from.is_file() && !to.exists() {
             if let Some(dir) = to.parent() {
                 std::fs::create_dir_all(dir)?;
@@ -429,6 +457,18 @@ const CLIENT_HOOKS: &[&str] = &[
 /// repository already has in `chain_dir` (its `core.hooksPath`, or `.git/hooks`).
 pub fn ensure_run_hooks(hooks: &Path, chain_dir: &Path) -> anyhow::Result<()> {
     std::fs::create_dir_all(hooks)?;
+    // Dispatched from inside a run worktree, the hooks directory git reports is this one:
+    // chaining it would make every shim run itself forever. Chain the common hooks then.
+    let canon = |p: &Path| p.canonicalize().unwrap_or_else(|_| p.to_path_buf());
+    let common_hooks = hooks
+        .parent()
+        .and_then(Path::parent)
+        .map(|crew_parent| crew_parent.join("hooks"));
+    let chain_dir = match common_hooks {
+        Some(common) if canon(chain_dir) == canon(hooks) => common,
+        _ => chain_dir.to_path_buf(),
+    };
+    let chain_dir = chain_dir.as_path();
     let exe = std::env::current_exe().context("cannot find the git-crew binary")?;
     let quote = |s: &str| format!("'{}'", s.replace('\'', r"'\''"));
     let exe = quote(&exe.to_string_lossy());

@@ -132,11 +132,29 @@ fn the_worker_gets_its_environment_and_a_fenced_prompt() {
     let env = TestEnv::new();
     let repo = crew_repo(&env);
     write(&repo.join(".env"), "SECRET=1\n");
-    write(&repo.join(".worktreeinclude"), "# local files\n.env\n");
+    write(&repo.join("notes.txt"), "not ignored\n");
+    write(&repo.join(".git/info/exclude"), ".env\n");
+    write(
+        &repo.join(".worktreeinclude"),
+        "# local files\n.env\nnotes.txt\n",
+    );
     let run = dispatched(&env, &repo, "routes", "ok", &[]);
-    let (_, result) = wait(&env, &repo, &run);
+    let (out, result) = wait(&env, &repo, &run);
+    out.expect_code(0);
     let worktree = PathBuf::from(result["worktree"].as_str().unwrap());
     assert_eq!(read(&worktree.join(".env")), "SECRET=1\n");
+    // A listed file git does not ignore would be committed with the work: not copied.
+    assert!(!worktree.join("notes.txt").exists());
+    let files = env.git_ok(
+        &repo,
+        &[
+            "show",
+            "--name-only",
+            "--format=",
+            &format!("crew/routes/{run}"),
+        ],
+    );
+    assert_eq!(files, "src/routes/crew.rs\n");
     let prompt = read(&repo.join(format!(".git/crew/runs/{run}/prompt.md")));
     assert!(prompt.contains("run ") && prompt.contains("task `routes`"));
     assert!(prompt.contains("   - `src/routes/**`"));
@@ -782,4 +800,36 @@ fn transcripts_can_go_elsewhere_or_nowhere() {
     let out = env.crew(&repo, &["transcript", &run]);
     out.expect_code(3);
     assert_eq!(out.json()["error"]["code"], "transcript-disabled");
+}
+
+#[test]
+fn dispatch_needs_init_and_role_routing_yields_to_flags() {
+    let env = TestEnv::new();
+    let repo = crew_repo(&env);
+    env.git_ok(&repo, &["config", "--unset", "extensions.worktreeConfig"]);
+    let out = dispatch(&env, &repo, "routes", "ok", &[]);
+    out.expect_code(2);
+    assert_eq!(out.json()["error"]["code"], "not-initialised");
+    env.git_ok(&repo, &["config", "extensions.worktreeConfig", "true"]);
+
+    let out = dispatch(
+        &env,
+        &repo,
+        "routes",
+        "ok",
+        &[
+            "--set",
+            "roles.implement.model=role-model",
+            "--set",
+            "roles.implement.time_budget=5m",
+            "--model",
+            "flag-model",
+        ],
+    );
+    out.expect_code(0);
+    let json = out.json();
+    assert_eq!(json["model"], "flag-model");
+    let run = json["run"].as_str().unwrap().to_string();
+    let (_, result) = wait(&env, &repo, &run);
+    assert_eq!(result["budget_s"], 300);
 }
