@@ -39,15 +39,53 @@ pub fn run(ctx: &CommandContext, args: AdviseArgs) -> Result<Report> {
     let run_dir = store.run_dir(&record.run);
     let file = run_dir.join(format!("advice-{}.md", record.attempts + 1));
     std::fs::write(&file, prompt::advice(&record, &args.text)).map_err(CrewError::internal)?;
-    std::fs::write(
-        run_dir.join(supervisor::NEXT_FILE),
-        file.to_string_lossy().as_bytes(),
-    )
-    .map_err(CrewError::internal)?;
-    record.phase = Phase::Working;
+    // The budget did not run while the run waited for the lead.
+    if let (Some(parked), Ok(deadline)) = (
+        record
+            .parked_at
+            .as_deref()
+            .and_then(|p| humantime::parse_rfc3339(p).ok()),
+        humantime::parse_rfc3339(&record.deadline),
+    ) {
+        let waited = std::time::SystemTime::now()
+            .duration_since(parked)
+            .unwrap_or_default();
+        record.deadline = humantime::format_rfc3339_seconds(deadline + waited).to_string();
+    }
+    record.parked_at = None;
     record.needs_help = None;
     record.decision = None;
     record.supervisor_pid = None;
+    let native = record.adapter == "native";
+    if native {
+        // The lead works a native run itself: the answer is in the advice file.
+        record.phase = Phase::Working;
+    } else {
+        std::fs::write(
+            run_dir.join(supervisor::NEXT_FILE),
+            file.to_string_lossy().as_bytes(),
+        )
+        .map_err(CrewError::internal)?;
+        // Parked, the run held no slot; it waits in the queue when its backend is full.
+        let live = store.live().map_err(CrewError::internal)?;
+        let limit = std::fs::read(run_dir.join(supervisor::BACKEND_FILE))
+            .ok()
+            .and_then(|b| serde_json::from_slice::<crate::core::flight::Backend>(&b).ok())
+            .and_then(|c| c.concurrency)
+            .unwrap_or(1)
+            .max(1) as usize;
+        let busy = live
+            .iter()
+            .filter(|r| {
+                r.backend == record.backend && r.run != record.run && dispatch::occupies_slot(r)
+            })
+            .count();
+        record.phase = if busy >= limit {
+            Phase::Queued
+        } else {
+            Phase::Working
+        };
+    }
     if !store.update_live(&record).map_err(CrewError::internal)? {
         return Err(CrewError::new(
             ErrorKind::Refused,
@@ -56,15 +94,28 @@ pub fn run(ctx: &CommandContext, args: AdviseArgs) -> Result<Report> {
         ));
     }
     let repo_dir = ctx.workdir()?.to_path_buf();
-    let pid = dispatch::spawn_supervisor(&repo_dir, &record.run, &run_dir)
-        .map_err(CrewError::internal)?;
+    let pid = if record.phase == Phase::Working && !native {
+        Some(
+            dispatch::spawn_supervisor(&repo_dir, &record.run, &run_dir)
+                .map_err(CrewError::internal)?,
+        )
+    } else {
+        None
+    };
     let human = format!(
         "advised {}; its session {} resumes",
         record.run,
         record.session.as_deref().unwrap_or("(new)")
     );
     Ok(Report::new(
-        json!({"run": record.run, "phase": record.phase, "session": record.session, "supervisor_pid": pid}),
+        json!({
+            "run": record.run,
+            "phase": record.phase,
+            "session": record.session,
+            "supervisor_pid": pid,
+            "deadline": record.deadline,
+            "advice_file": file,
+        }),
         human,
     ))
 }

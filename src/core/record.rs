@@ -140,11 +140,12 @@ pub struct RunRecord {
     pub port: Option<u16>,
     pub prompt_file: String,
     pub manifest: String,
-    /// Why the run ended the way it did, in one line.
-    pub reason: Option<String>,
     /// Where the raw output is archived; `None` when transcripts are disabled.
     #[serde(default)]
     pub transcript: Option<String>,
+    /// When the run parked in `needs-help` (its budget does not run while the lead thinks).
+    #[serde(default)]
+    pub parked_at: Option<String>,
 }
 
 impl RunRecord {
@@ -236,8 +237,8 @@ mod tests {
             port: None,
             prompt_file: String::new(),
             manifest: String::new(),
-            reason: None,
             transcript: None,
+            parked_at: None,
         }
     }
 

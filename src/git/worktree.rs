@@ -90,20 +90,6 @@ pub fn unlock(repo_dir: &Path, path: &Path) -> anyhow::Result<()> {
     }
 }
 
-/// Sets a key in a worktree's own config (`git config --worktree`).
-pub fn set_config(worktree: &Path, key: &str, values: &[&str]) -> anyhow::Result<()> {
-    let git = GitRunner::new(worktree);
-    for (i, value) in values.iter().enumerate() {
-        let mut args = vec!["config", "--worktree"];
-        if i > 0 {
-            args.push("--add");
-        }
-        args.extend([key, value]);
-        git.output(&args)?;
-    }
-    Ok(())
-}
-
 /// What committing a worker's leftover work came to.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Commit {

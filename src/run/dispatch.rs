@@ -230,7 +230,7 @@ pub fn plan(
         port,
         prompt_file: run_dir.join("prompt.md").to_string_lossy().into_owned(),
         manifest: run_dir.join("manifest.md").to_string_lossy().into_owned(),
-        reason: None,
+        parked_at: None,
         transcript: match &request.transcripts {
             None => Some(
                 store

@@ -265,6 +265,7 @@ impl<'a> Supervisor<'a> {
             // This supervisor exits now: a pid kept here could be recycled by the time
             // someone abandons the run.
             self.record.supervisor_pid = None;
+            self.record.parked_at = Some(rfc3339(now_millis()));
             self.record.decision = Some("the worker asked for help".into());
             self.save()?;
             // Parked, it holds no slot: a queued run may start.

@@ -833,3 +833,38 @@ fn dispatch_needs_init_and_role_routing_yields_to_flags() {
     let (_, result) = wait(&env, &repo, &run);
     assert_eq!(result["budget_s"], 300);
 }
+
+#[test]
+fn advise_on_a_native_run_hands_the_answer_to_the_lead() {
+    let env = TestEnv::new();
+    let repo = crew_repo(&env);
+    let run = dispatched(&env, &repo, "routes", "native", &[]);
+    env.crew(&repo, &["attach", &run, "--session", "lead-1"])
+        .expect_code(0);
+    write(
+        &env.root().join("help.md"),
+        "NEEDS-HELP: which store?\ntried: x\noptions: a | b\nleaning: a\ncost-if-wrong: small\n",
+    );
+    let out = env.crew(
+        &repo,
+        &[
+            "deliver",
+            &run,
+            "--reply-file",
+            env.root().join("help.md").to_str().unwrap(),
+        ],
+    );
+    out.expect_code(5);
+    let out = env.crew(&repo, &["advise", &run, "--text", "Take a."]);
+    out.expect_code(0);
+    let json = out.json();
+    assert_eq!(json["phase"], "working");
+    assert_eq!(json["supervisor_pid"], Value::Null);
+    assert!(read(Path::new(json["advice_file"].as_str().unwrap())).contains("Take a."));
+    // The run stays the lead's: no supervisor took it over and failed it.
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(
+        env.crew(&repo, &["status", &run]).json()["runs"][0]["phase"],
+        "working"
+    );
+}

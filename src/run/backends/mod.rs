@@ -113,8 +113,8 @@ pub(crate) mod tests {
             port: None,
             prompt_file: String::new(),
             manifest: String::new(),
-            reason: None,
             transcript: None,
+            parked_at: None,
         };
         let config = BackendConfig {
             sandbox: Some("read-only".into()),
