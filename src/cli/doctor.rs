@@ -177,26 +177,11 @@ pub fn run(ctx: &CommandContext, args: DoctorArgs) -> Result<Report> {
 fn crew_processes(worktrees: &std::path::Path) -> Vec<(u32, String)> {
     let prefix = worktrees.to_string_lossy().into_owned();
     let mut out = Vec::new();
-    let Ok(entries) = std::fs::read_dir("/proc") else {
-        return out;
-    };
-    for entry in entries.flatten() {
-        let Some(pid) = entry
-            .file_name()
-            .to_str()
-            .and_then(|n| n.parse::<u32>().ok())
-        else {
-            continue;
-        };
-        if pid == std::process::id() {
-            continue;
-        }
-        let Ok(environ) = std::fs::read(format!("/proc/{pid}/environ")) else {
-            continue;
-        };
+    for pid in process::all_pids() {
+        let environ = process::environ(pid);
         let var = |name: &[u8]| {
             environ
-                .split(|b| *b == 0)
+                .iter()
                 .find_map(|kv| kv.strip_prefix(name))
                 .map(|v| String::from_utf8_lossy(v).into_owned())
         };
@@ -206,14 +191,7 @@ fn crew_processes(worktrees: &std::path::Path) -> Vec<(u32, String)> {
         if !worktree.starts_with(&prefix) {
             continue;
         }
-        let pgid = std::fs::read_to_string(format!("/proc/{pid}/stat"))
-            .ok()
-            .and_then(|s| {
-                s.rsplit_once(')').and_then(|(_, rest)| {
-                    rest.split_whitespace().nth(2).and_then(|g| g.parse().ok())
-                })
-            })
-            .unwrap_or(pid);
+        let pgid = process::group_and_session(pid).map_or(pid, |(group, _)| group);
         if !out.iter().any(|(g, _)| *g == pgid) {
             out.push((pgid, run));
         }

@@ -197,10 +197,9 @@ fn claims_pass(result: &str) -> bool {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn record() -> RunRecord {
+impl RunRecord {
+    /// A plain record for tests to adjust.
+    pub(crate) fn example() -> RunRecord {
         RunRecord {
             run: "r".into(),
             task: "t".into(),
@@ -241,6 +240,11 @@ mod tests {
             parked_at: None,
         }
     }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
 
     #[test]
     fn phases_serialise_in_kebab_case_and_know_when_they_are_final() {
@@ -259,7 +263,7 @@ mod tests {
 
     #[test]
     fn discrepancies_compare_claims_with_facts() {
-        let mut r = record();
+        let mut r = RunRecord::example();
         r.footer = Some(Footer {
             result: "All tests pass".into(),
             ..Footer::default()

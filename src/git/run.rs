@@ -7,6 +7,17 @@ use std::process::Command;
 
 use anyhow::{Context, bail};
 
+/// Variables git sets for hooks that point at a repository or an index: a process
+/// git-crew starts for another worktree must not inherit them.
+pub const GIT_REPO_VARS: &[&str] = &[
+    "GIT_DIR",
+    "GIT_WORK_TREE",
+    "GIT_INDEX_FILE",
+    "GIT_PREFIX",
+    "GIT_COMMON_DIR",
+    "GIT_OBJECT_DIRECTORY",
+];
+
 /// Runs `git` in one directory.
 pub struct GitRunner {
     dir: PathBuf,
@@ -23,13 +34,7 @@ impl GitRunner {
         let mut cmd = Command::new("git");
         // Run from inside a hook, git-crew inherits variables that point at another
         // repository or index; `-C` must decide.
-        for key in [
-            "GIT_DIR",
-            "GIT_WORK_TREE",
-            "GIT_INDEX_FILE",
-            "GIT_PREFIX",
-            "GIT_COMMON_DIR",
-        ] {
+        for key in GIT_REPO_VARS {
             cmd.env_remove(key);
         }
         cmd.arg("-C").arg(&self.dir).args(args);

@@ -374,14 +374,12 @@ pub fn spawn_supervisor(repo_dir: &Path, run: &str, run_dir: &Path) -> anyhow::R
         .arg("-C")
         .arg(repo_dir)
         .args(["supervise", run])
-        .env_remove("GIT_DIR")
-        .env_remove("GIT_WORK_TREE")
-        .env_remove("GIT_INDEX_FILE")
-        .env_remove("GIT_PREFIX")
-        .env_remove("GIT_COMMON_DIR")
         .stdin(Stdio::null())
         .stdout(log.try_clone()?)
         .stderr(log);
+    for key in crate::git::run::GIT_REPO_VARS {
+        command.env_remove(key);
+    }
     // SAFETY: setsid(2) is async-signal-safe, as pre_exec requires.
     unsafe {
         command.pre_exec(|| {

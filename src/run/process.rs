@@ -22,36 +22,49 @@ pub fn kill_group(pgid: u32) {
     }
 }
 
+/// Every process id in `/proc` but this process's own.
+pub fn all_pids() -> Vec<u32> {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    entries
+        .flatten()
+        .filter_map(|e| e.file_name().to_str().and_then(|n| n.parse::<u32>().ok()))
+        .filter(|pid| *pid != std::process::id())
+        .collect()
+}
+
+/// A process's environment as `KEY=value` entries.
+pub fn environ(pid: u32) -> Vec<Vec<u8>> {
+    std::fs::read(format!("/proc/{pid}/environ"))
+        .map(|bytes| bytes.split(|b| *b == 0).map(<[u8]>::to_vec).collect())
+        .unwrap_or_default()
+}
+
+/// A process's (process group, session).
+pub fn group_and_session(pid: u32) -> Option<(u32, u32)> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // Fields after the command name (which may hold spaces): state ppid pgrp session.
+    let mut fields = stat.rsplit_once(')')?.1.split_whitespace().skip(2);
+    Some((fields.next()?.parse().ok()?, fields.next()?.parse().ok()?))
+}
+
+fn sigkill(pid: u32) {
+    // SAFETY: kill(2) has no memory effects on this process.
+    unsafe {
+        libc::kill(pid as i32, libc::SIGKILL);
+    }
+}
+
 /// Sends SIGKILL to every process of a session (the supervisor is a session leader, so
 /// this reaches its workers even when the supervisor is gone or never recorded their pid).
 pub fn kill_session(sid: u32) {
     if sid <= 1 {
         return;
     }
-    let Ok(entries) = std::fs::read_dir("/proc") else {
-        return;
-    };
-    for entry in entries.flatten() {
-        let Some(pid) = entry
-            .file_name()
-            .to_str()
-            .and_then(|n| n.parse::<u32>().ok())
-        else {
-            continue;
-        };
-        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
-            continue;
-        };
-        // Fields after the command name (which may hold spaces): state ppid pgrp session.
-        let session = stat
-            .rsplit_once(')')
-            .and_then(|(_, rest)| rest.split_whitespace().nth(3))
-            .and_then(|s| s.parse::<u32>().ok());
-        if session == Some(sid) {
-            // SAFETY: kill(2) has no memory effects on this process.
-            unsafe {
-                libc::kill(pid as i32, libc::SIGKILL);
-            }
+    for pid in all_pids() {
+        if group_and_session(pid).is_some_and(|(_, session)| session == sid) {
+            sigkill(pid);
         }
     }
 }
@@ -67,28 +80,9 @@ pub fn kill_run(run: &str, supervisor_pid: Option<u32>) {
         kill_session(pid);
     }
     let needle = format!("CREW_RUN={run}");
-    let Ok(entries) = std::fs::read_dir("/proc") else {
-        return;
-    };
-    for entry in entries.flatten() {
-        let Some(pid) = entry
-            .file_name()
-            .to_str()
-            .and_then(|n| n.parse::<u32>().ok())
-        else {
-            continue;
-        };
-        if pid == std::process::id() {
-            continue;
-        }
-        let Ok(environ) = std::fs::read(format!("/proc/{pid}/environ")) else {
-            continue;
-        };
-        if environ.split(|b| *b == 0).any(|kv| kv == needle.as_bytes()) {
-            // SAFETY: kill(2) has no memory effects on this process.
-            unsafe {
-                libc::kill(pid as i32, libc::SIGKILL);
-            }
+    for pid in all_pids() {
+        if environ(pid).iter().any(|kv| kv == needle.as_bytes()) {
+            sigkill(pid);
         }
     }
 }
@@ -161,14 +155,7 @@ pub fn start(spec: &Spec) -> anyhow::Result<Running> {
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .process_group(0);
-    for key in [
-        "GIT_DIR",
-        "GIT_WORK_TREE",
-        "GIT_INDEX_FILE",
-        "GIT_PREFIX",
-        "GIT_COMMON_DIR",
-        "GIT_OBJECT_DIRECTORY",
-    ] {
+    for key in crate::git::run::GIT_REPO_VARS {
         cmd.env_remove(key);
     }
     for (key, value) in &spec.env {

@@ -65,7 +65,7 @@ pub fn jsonl(stdout: &[u8]) -> impl Iterator<Item = serde_json::Value> + '_ {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
-    use crate::core::record::{DiffStat, Phase, RunRecord};
+    use crate::core::record::RunRecord;
 
     /// A captured stream of the real CLIs (`git-fixtures/streams/`).
     pub fn stream(name: &str) -> Vec<u8> {
@@ -78,43 +78,14 @@ pub(crate) mod tests {
     /// Runs `f` with an attempt of a read-only run on `adapter`.
     pub fn attempt_for(adapter: &str, f: impl FnOnce(&Attempt)) {
         let record = RunRecord {
-            run: "r1".into(),
-            task: "t".into(),
             role: "review".into(),
-            phase: Phase::Working,
-            outcome: None,
             backend: adapter.into(),
             adapter: adapter.into(),
             model: Some("m1".into()),
             effort: Some("high".into()),
-            tier: None,
-            session: None,
-            attempts: 1,
             worktree: "/w".into(),
-            branch: "crew/t/r1".into(),
-            base: "0".into(),
             scope: vec![],
-            started_at: String::new(),
-            finished_at: None,
-            deadline: String::new(),
-            budget_s: 60,
-            idle_timeout_s: None,
-            elapsed_s: 0,
-            last_activity_at: None,
-            footer: None,
-            needs_help: None,
-            verify: None,
-            verify_command: None,
-            decision: None,
-            diff: DiffStat::default(),
-            discrepancies: vec![],
-            pid: None,
-            supervisor_pid: None,
-            port: None,
-            prompt_file: String::new(),
-            manifest: String::new(),
-            transcript: None,
-            parked_at: None,
+            ..RunRecord::example()
         };
         let config = BackendConfig {
             sandbox: Some("read-only".into()),
