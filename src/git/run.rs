@@ -3,7 +3,8 @@
 //! touching callers.
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
 
@@ -62,6 +63,49 @@ impl GitRunner {
         self.command(args)
             .output()
             .with_context(|| format!("cannot run git {}", args.join(" ")))
+    }
+
+    /// Runs git in its own process group with a time limit: `None` when it ran past
+    /// `timeout` (its whole group — hooks included — is killed), else whether it
+    /// succeeded and everything it printed. Output goes through a file, so a chatty hook
+    /// can never fill a pipe and stall.
+    pub fn raw_within(
+        &self,
+        args: &[&str],
+        timeout: Duration,
+    ) -> anyhow::Result<Option<(bool, String)>> {
+        use std::io::{Read, Seek};
+        use std::os::unix::process::CommandExt;
+        let mut out = tempfile::tempfile()?;
+        let mut cmd = self.command(args);
+        cmd.stdin(Stdio::null())
+            .stdout(out.try_clone()?)
+            .stderr(out.try_clone()?)
+            .process_group(0);
+        let mut child = cmd
+            .spawn()
+            .with_context(|| format!("cannot run git {}", args.join(" ")))?;
+        let start = Instant::now();
+        let status = loop {
+            if let Some(status) = child.try_wait()? {
+                break status;
+            }
+            if start.elapsed() > timeout {
+                // SAFETY: kill(2) on the process group this function started.
+                unsafe {
+                    libc::kill(-(child.id() as i32), libc::SIGKILL);
+                }
+                let _ = child.wait();
+                return Ok(None);
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        let mut text = String::new();
+        out.rewind()?;
+        let mut bytes = Vec::new();
+        out.read_to_end(&mut bytes)?;
+        text.push_str(&String::from_utf8_lossy(&bytes));
+        Ok(Some((status.success(), text)))
     }
 
     /// Every value of a key in the repository's own config (`--local`); empty when unset.

@@ -107,8 +107,13 @@ pub fn is_dirty(worktree: &Path) -> anyhow::Result<bool> {
     Ok(!status.trim().is_empty())
 }
 
-/// Commits everything left in the worktree, through its hooks.
-pub fn commit_all(worktree: &Path, message: &str) -> anyhow::Result<Commit> {
+/// Commits everything left in the worktree, through its hooks, within `timeout` (a hook
+/// that hangs must not hang the caller).
+pub fn commit_all(
+    worktree: &Path,
+    message: &str,
+    timeout: std::time::Duration,
+) -> anyhow::Result<Commit> {
     let git = GitRunner::new(worktree);
     if !is_dirty(worktree)? {
         return Ok(Commit::Clean);
@@ -118,13 +123,13 @@ pub fn commit_all(worktree: &Path, message: &str) -> anyhow::Result<Commit> {
     if staged.status.success() {
         return Ok(Commit::Clean);
     }
-    let out = git.raw(&["commit", "--quiet", "-m", message])?;
-    if out.status.success() {
-        Ok(Commit::Committed)
-    } else {
-        let mut text = String::from_utf8_lossy(&out.stderr).into_owned();
-        text.push_str(&String::from_utf8_lossy(&out.stdout));
-        Ok(Commit::Refused(text.trim().to_string()))
+    match git.raw_within(&["commit", "--quiet", "-m", message], timeout)? {
+        Some((true, _)) => Ok(Commit::Committed),
+        Some((false, output)) => Ok(Commit::Refused(output.trim().to_string())),
+        None => Ok(Commit::Refused(format!(
+            "the commit's hooks ran past {}s and were stopped",
+            timeout.as_secs()
+        ))),
     }
 }
 

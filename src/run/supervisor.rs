@@ -460,7 +460,12 @@ impl<'a> Supervisor<'a> {
                 "crew: work left uncommitted by run {} (task {})",
                 self.record.run, self.record.task
             );
-            if let worktree::Commit::Refused(output) = worktree::commit_all(&wt, &message)? {
+            // What is left of the budget, and ten seconds more for a run that ran out of it.
+            let limit = self
+                .deadline
+                .saturating_duration_since(std::time::Instant::now())
+                + Duration::from_secs(10);
+            if let worktree::Commit::Refused(output) = worktree::commit_all(&wt, &message, limit)? {
                 // The scope check's own lines name the paths; any other refusal (a lint
                 // hook, a missing identity) is a failure, not a scope rejection.
                 let scope_lines: Vec<&str> = output

@@ -868,3 +868,24 @@ fn advise_on_a_native_run_hands_the_answer_to_the_lead() {
         "working"
     );
 }
+
+#[test]
+fn a_project_hook_that_hangs_cannot_hold_the_run() {
+    let env = TestEnv::new();
+    let repo = crew_repo(&env);
+    // The project's own pre-commit hook (chained after the scope check) never returns.
+    let hook = repo.join(".git/hooks/pre-commit");
+    let mut text = read(&hook);
+    text.push_str("sleep 300\n");
+    write(&hook, &text);
+    let run = dispatched(&env, &repo, "routes", "ok", &["--time-budget", "2s"]);
+    let start = Instant::now();
+    let (out, result) = wait(&env, &repo, &run);
+    out.expect_code(1);
+    assert!(start.elapsed() < Duration::from_secs(40));
+    assert_eq!(result["outcome"], "fail", "{result}");
+    assert!(
+        result["decision"].as_str().unwrap().contains("ran past"),
+        "{result}"
+    );
+}
