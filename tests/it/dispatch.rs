@@ -889,3 +889,37 @@ fn a_project_hook_that_hangs_cannot_hold_the_run() {
         "{result}"
     );
 }
+
+#[test]
+fn an_abandoned_queued_run_never_starts() {
+    let env = TestEnv::new();
+    let repo = crew_repo(&env);
+    let one = ["--set", "backends.slow.concurrency=1"];
+    let first = dispatched(
+        &env,
+        &repo,
+        "first",
+        "slow",
+        &["--scope", "src/routes/first.rs", one[0], one[1]],
+    );
+    let queued = dispatched(
+        &env,
+        &repo,
+        "second",
+        "slow",
+        &["--scope", "src/routes/second.rs", "--queue", one[0], one[1]],
+    );
+    let out = env.crew(&repo, &["abandon", &queued]);
+    out.expect_code(0);
+    assert_eq!(out.json()["run"]["phase"], "abandoned");
+    wait(&env, &repo, &first).0.expect_code(0);
+    std::thread::sleep(Duration::from_millis(500));
+    let status = env.crew(&repo, &["status", &queued]).json();
+    assert_eq!(status["runs"][0]["phase"], "abandoned");
+    assert_eq!(status["runs"][0]["attempts"], 0);
+    assert!(
+        !repo
+            .join(format!(".git/crew/runs/{queued}/attempt-1.out"))
+            .exists()
+    );
+}
