@@ -12,6 +12,7 @@ pub mod flight;
 pub mod footer;
 pub mod hook;
 pub mod init;
+pub mod ledger;
 pub mod native;
 pub mod runs;
 pub mod show;
@@ -82,6 +83,8 @@ pub enum Command {
     Attach(native::AttachArgs),
     Deliver(native::DeliverArgs),
     Watch(watch::WatchArgs),
+    Ledger(ledger::LedgerArgs),
+    ShouldStop(ledger::ShouldStopArgs),
     Doctor(doctor::DoctorArgs),
     Footer(footer::FooterArgs),
     #[command(hide = true)]
@@ -128,6 +131,8 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> u8 {
         Command::Attach(args) => native::attach(&ctx, args),
         Command::Deliver(args) => native::deliver(&ctx, args),
         Command::Watch(args) => watch::run(&ctx, args),
+        Command::Ledger(args) => ledger::ledger(&ctx, args),
+        Command::ShouldStop(args) => ledger::should_stop(&ctx, args),
         Command::Doctor(args) => doctor::run(&ctx, args),
         Command::Footer(args) => footer::run(&ctx, args),
         Command::Hook(args) => hook::run(&ctx, args),

@@ -4,5 +4,7 @@
 pub mod flight;
 pub mod footer;
 pub mod hookblock;
+pub mod ledger;
+pub mod policy;
 pub mod record;
 pub mod scope;

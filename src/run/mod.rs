@@ -3,6 +3,7 @@
 
 pub mod backends;
 pub mod dispatch;
+pub mod ledger;
 pub mod process;
 pub mod prompt;
 pub mod supervisor;

@@ -247,16 +247,27 @@ impl<'a> Supervisor<'a> {
     /// A request for help parks the run; a complete footer goes on to verify; an
     /// incomplete one is handed back to the caller, which owns the corrective retry.
     fn judge(&mut self, reply: Option<String>) -> anyhow::Result<Judgement> {
-        if let Some((outcome, reason)) = self.settle_work()? {
-            self.record.decision = Some(reason);
-            self.finish(outcome)?;
-            return Ok(Judgement::Settled);
-        }
         let mut scanner = FooterScanner::new();
         for line in reply.as_deref().unwrap_or("").split('\n') {
             scanner.push_line(line);
         }
         let extraction = scanner.finish();
+        // What the worker claimed is recorded before the facts are checked: the ledger
+        // keeps the claim next to the measured outcome.
+        if extraction.is_complete() {
+            let s = &extraction.sections;
+            self.record.footer = Some(Footer {
+                result: s.result.clone().unwrap_or_default(),
+                how_to_verify: s.how_to_verify.clone().unwrap_or_default(),
+                deferred: s.deferred.clone().unwrap_or_default(),
+                truncated: extraction.truncated,
+            });
+        }
+        if let Some((outcome, reason)) = self.settle_work()? {
+            self.record.decision = Some(reason);
+            self.finish(outcome)?;
+            return Ok(Judgement::Settled);
+        }
         if let HelpRequest::Asked(help) = extraction.help {
             // A handoff is not a failure: the run waits for `advise`.
             self.record.needs_help = Some(help);
@@ -278,13 +289,6 @@ impl<'a> Supervisor<'a> {
                 Some(_) => extraction.rejections().join("; "),
             }));
         }
-        let s = extraction.sections;
-        self.record.footer = Some(Footer {
-            result: s.result.unwrap_or_default(),
-            how_to_verify: s.how_to_verify.unwrap_or_default(),
-            deferred: s.deferred.unwrap_or_default(),
-            truncated: extraction.truncated,
-        });
         self.verify()?;
         Ok(Judgement::Settled)
     }
@@ -560,6 +564,12 @@ impl<'a> Supervisor<'a> {
         if !self.store.finish(&self.record)? {
             return Err(EndedOutside.into());
         }
+        if let Err(err) = super::ledger::append(&self.repo_dir, &self.record) {
+            eprintln!(
+                "warning: the ledger row of run {} was not written: {err:#}",
+                self.record.run
+            );
+        }
         // A slot is free: a queued run of this backend may start.
         let _ = super::dispatch::promote_queued(self.store, &self.repo_dir);
         Ok(())
@@ -613,6 +623,12 @@ pub fn abandon(
     record.decision = Some(why.to_string());
     seal(&mut record, Outcome::Abandoned, repo_dir);
     if store.finish(&record)? {
+        if let Err(err) = super::ledger::append(repo_dir, &record) {
+            eprintln!(
+                "warning: the ledger row of run {} was not written: {err:#}",
+                record.run
+            );
+        }
         Ok(Some(record))
     } else {
         Ok(None)

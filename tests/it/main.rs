@@ -7,4 +7,5 @@ mod flight;
 mod footer;
 mod hook;
 mod init;
+mod ledger;
 mod real_clis;

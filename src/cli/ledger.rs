@@ -1,0 +1,124 @@
+//! `git crew ledger [--task T]` and `git crew should-stop --task T --model M [--tier X]`.
+
+use clap::Args;
+use serde_json::json;
+
+use super::context::CommandContext;
+use super::error::{CrewError, Result, exit};
+use super::flight::{RoutingArgs, resolve};
+use super::ui::Report;
+use crate::core::policy::{self, Decision};
+
+/// List the outcome ledger: one row per finished run (metadata only), oldest first.
+#[derive(Debug, Args)]
+#[command(after_help = "Examples:\n  git crew ledger\n  git crew ledger --task routes")]
+pub struct LedgerArgs {
+    /// Only this task's rows.
+    #[arg(long)]
+    pub task: Option<String>,
+}
+
+pub fn ledger(ctx: &CommandContext, args: LedgerArgs) -> Result<Report> {
+    let repo = ctx.repo()?;
+    let rows = crate::run::ledger::rows(repo, args.task.as_deref()).map_err(CrewError::internal)?;
+    let human = rows
+        .iter()
+        .map(|r| {
+            format!(
+                "{}  {}  {:<12} {:<10} {:<14} claimed {:<4} → {}",
+                r.at,
+                r.run,
+                r.task,
+                r.backend,
+                r.model.as_deref().unwrap_or("-"),
+                r.claimed,
+                r.outcome
+                    .map_or("-".to_string(), |o| serde_json::to_value(o)
+                        .ok()
+                        .and_then(|v| v.as_str().map(String::from))
+                        .unwrap_or_default())
+            )
+        })
+        .collect::<Vec<_>>()
+        .join("\n");
+    Ok(Report::new(json!({"rows": rows}), human))
+}
+
+/// Apply the two-failure rule to a (task, model) from the ledger.
+///
+/// Fewer than two failures: `continue` (exit 0). Two or more with a higher tier
+/// configured: `escalate-tier`, naming the backend and model there (exit 5). Two or more
+/// at the top tier: `human-report`, written under .git/crew/reports/ (exit 5). A scope
+/// rejection counts as a failure; a handoff (NEEDS-HELP) does not.
+#[derive(Debug, Args)]
+#[command(
+    after_help = "Examples:\n  git crew should-stop --task routes --model gpt-5.6-sol\n  git crew should-stop --task routes --model claude-sonnet-5 --tier mid"
+)]
+pub struct ShouldStopArgs {
+    #[arg(long)]
+    pub task: String,
+    #[arg(long)]
+    pub model: String,
+    /// The tier the model runs at (default: the tier of the backend using it).
+    #[arg(long)]
+    pub tier: Option<String>,
+}
+
+pub fn should_stop(ctx: &CommandContext, args: ShouldStopArgs) -> Result<Report> {
+    let flight = resolve(ctx, &RoutingArgs::default())?.flight;
+    let repo = ctx.repo()?;
+    let rows = crate::run::ledger::rows(repo, Some(&args.task)).map_err(CrewError::internal)?;
+    let verdict = policy::should_stop(
+        &rows,
+        &flight,
+        &args.task,
+        &args.model,
+        args.tier.as_deref(),
+    );
+    let report_path = if verdict.decision == Decision::HumanReport {
+        let dir = crate::git::repo::state_dir(repo).join("reports");
+        std::fs::create_dir_all(&dir).map_err(CrewError::internal)?;
+        let path = dir.join(format!("{}.md", args.task.replace('/', "_")));
+        std::fs::write(&path, policy::human_report(&args.task, &args.model, &rows))
+            .map_err(CrewError::internal)?;
+        Some(path)
+    } else {
+        None
+    };
+    let decision = serde_json::to_value(&verdict.decision).map_err(CrewError::internal)?;
+    let human = match (&verdict.decision, &verdict.next, &report_path) {
+        (Decision::Continue, _, _) => format!(
+            "continue ({} failures of {} on {})",
+            verdict.failures, args.model, args.task
+        ),
+        (Decision::EscalateTier, Some(next), _) => format!(
+            "escalate-tier: {} failures; next tier {} on backend {} ({})",
+            verdict.failures,
+            next.tier,
+            next.backend,
+            next.model.as_deref().unwrap_or("-")
+        ),
+        (_, _, Some(path)) => format!(
+            "human-report: {} failures at the top tier; report at {}",
+            verdict.failures,
+            path.display()
+        ),
+        _ => String::new(),
+    };
+    let mut report = Report::new(
+        json!({
+            "decision": decision,
+            "task": args.task,
+            "model": args.model,
+            "tier": verdict.tier,
+            "failures": verdict.failures,
+            "next": verdict.next,
+            "report": report_path,
+        }),
+        human,
+    );
+    if verdict.decision != Decision::Continue {
+        report.exit = Some(exit::ATTENTION);
+    }
+    Ok(report)
+}

@@ -1,0 +1,209 @@
+//! The two-failure rule (SPEC §5.8), kept by the orchestrator from the ledger: fewer than
+//! two failures of a (task, model) → continue; two or more with a higher tier configured
+//! → escalate to it; two or more at the top tier → a human report.
+
+use serde::Serialize;
+
+use super::flight::Flight;
+use super::ledger::Row;
+
+/// The backend and model to move to.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Next {
+    pub tier: String,
+    pub backend: String,
+    pub model: Option<String>,
+}
+
+/// What should-stop decided.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Decision {
+    Continue,
+    EscalateTier,
+    HumanReport,
+}
+
+/// The verdict for one (task, model).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Verdict {
+    pub decision: Decision,
+    pub tier: String,
+    pub failures: usize,
+    pub next: Option<Next>,
+}
+
+/// Decides from the ledger rows. `tier` is the tier the model runs at; when not given it
+/// is the tier of the first backend (by name) using that model, else the lowest tier.
+pub fn should_stop(
+    rows: &[Row],
+    flight: &Flight,
+    task: &str,
+    model: &str,
+    tier: Option<&str>,
+) -> Verdict {
+    let failures = rows
+        .iter()
+        .filter(|r| r.task == task && r.model.as_deref() == Some(model) && r.is_failure())
+        .count();
+    let tier = tier
+        .map(String::from)
+        .or_else(|| {
+            flight
+                .backends
+                .values()
+                .find(|b| b.model.as_deref() == Some(model))
+                .and_then(|b| b.tier.clone())
+        })
+        .or_else(|| flight.tiers.first().cloned())
+        .unwrap_or_default();
+    if failures < 2 {
+        return Verdict {
+            decision: Decision::Continue,
+            tier,
+            failures,
+            next: None,
+        };
+    }
+    let position = flight.tiers.iter().position(|t| *t == tier).unwrap_or(0);
+    let next = flight.tiers[position + 1..].iter().find_map(|higher| {
+        flight
+            .backends
+            .iter()
+            .find(|(_, b)| b.tier.as_deref() == Some(higher.as_str()))
+            .map(|(name, b)| Next {
+                tier: higher.clone(),
+                backend: name.clone(),
+                model: b.model.clone(),
+            })
+    });
+    Verdict {
+        decision: if next.is_some() {
+            Decision::EscalateTier
+        } else {
+            Decision::HumanReport
+        },
+        tier,
+        failures,
+        next,
+    }
+}
+
+/// The human report (SPEC §5.8): tried / observed / hypothesis / what to look at.
+pub fn human_report(task: &str, model: &str, rows: &[Row]) -> String {
+    let mine: Vec<&Row> = rows.iter().filter(|r| r.task == task).collect();
+    let mut tried = String::new();
+    for row in &mine {
+        tried.push_str(&format!(
+            "- {} run {} on {} / {} (tier {}): claimed {}, measured {}\n",
+            row.at,
+            row.run,
+            row.backend,
+            row.model.as_deref().unwrap_or("-"),
+            row.tier.as_deref().unwrap_or("-"),
+            row.claimed,
+            row.outcome
+                .map_or("-".to_string(), |o| serde_json::to_value(o)
+                    .ok()
+                    .and_then(|v| v.as_str().map(String::from))
+                    .unwrap_or_default()),
+        ));
+    }
+    let claimed_done = mine
+        .iter()
+        .filter(|r| r.claimed == "done" && r.is_failure())
+        .count();
+    format!(
+        "# Human report: task {task}\n\n\
+         The ledger holds metadata only (who ran, outcomes, sizes); it has no prompt, no model\n\
+         output and no file content. Read the runs' transcripts (`git crew transcript RUN`)\n\
+         for what the workers saw and said.\n\n\
+         ## Tried\n{tried}\n\
+         ## Observed\n{} failed runs at the top tier for model {model}; {claimed_done} of them \
+         claimed to be done.\n\n\
+         ## Hypothesis\nThe task is beyond what the configured workers can do as stated: too large, \
+         underspecified, or its verify command and its prompt disagree.\n\n\
+         ## What a stronger model or a human should look at\nThe task statement and its verify \
+         command side by side; the last run's footer (`git crew show RUN`) and its diff; whether \
+         the task should be split.\n",
+        mine.iter().filter(|r| r.is_failure()).count()
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::core::flight::{Invocation, LayerSource, resolve};
+    use crate::core::record::{Outcome, RunRecord};
+
+    fn row(task: &str, model: &str, outcome: Outcome) -> Row {
+        let mut record = RunRecord::example();
+        record.task = task.into();
+        record.model = Some(model.into());
+        record.outcome = Some(outcome);
+        Row::of(&record)
+    }
+
+    fn flight() -> Flight {
+        let text = "[backends.low]\nadapter = \"command\"\nargv = [\"x\"]\nmodel = \"small\"\ntier = \"low\"\n[backends.codex]\ntier = \"high\"\nmodel = \"big\"\n[backends.claude]\ntier = \"mid\"\n";
+        let layer = LayerSource {
+            layer: crate::core::flight::Layer::Project,
+            origin: "p".into(),
+            text: text.into(),
+            has_lines: true,
+        };
+        resolve(&[layer], &Invocation::default()).unwrap().flight
+    }
+
+    #[test]
+    fn fewer_than_two_failures_continue_and_handoffs_or_abandons_do_not_count() {
+        let rows = [
+            row("t", "small", Outcome::Fail),
+            row("t", "small", Outcome::Abandoned),
+            row("t", "other", Outcome::Fail),
+        ];
+        let v = should_stop(&rows, &flight(), "t", "small", None);
+        assert_eq!(v.decision, Decision::Continue);
+        assert_eq!(v.failures, 1);
+        assert_eq!(v.tier, "low");
+    }
+
+    #[test]
+    fn two_failures_escalate_to_the_next_tier_with_a_backend() {
+        let rows = [
+            row("t", "small", Outcome::Fail),
+            row("t", "small", Outcome::ScopeReject),
+        ];
+        let v = should_stop(&rows, &flight(), "t", "small", None);
+        assert_eq!(v.decision, Decision::EscalateTier);
+        assert_eq!(
+            v.next,
+            Some(Next {
+                tier: "mid".into(),
+                backend: "claude".into(),
+                model: Some("claude-sonnet-5".into())
+            })
+        );
+    }
+
+    #[test]
+    fn two_failures_at_the_top_tier_ask_for_a_human() {
+        let rows = [
+            row("t", "big", Outcome::Timeout),
+            row("t", "big", Outcome::FooterReject),
+        ];
+        let v = should_stop(&rows, &flight(), "t", "big", Some("high"));
+        assert_eq!(v.decision, Decision::HumanReport);
+        assert_eq!(v.next, None);
+        let report = human_report("t", "big", &rows);
+        for heading in [
+            "## Tried",
+            "## Observed",
+            "## Hypothesis",
+            "## What a stronger model or a human should look at",
+        ] {
+            assert!(report.contains(heading), "{heading}");
+        }
+        assert!(report.contains("metadata only"));
+    }
+}
