@@ -109,10 +109,34 @@ pub fn run(ctx: &CommandContext, args: DispatchArgs) -> Result<Report> {
                 .hinted("another dispatch is under way; try again")
         })?;
     let live = store.live().map_err(CrewError::internal)?;
+    let ledger =
+        crate::run::ledger::rows(repo, Some(&request.task)).map_err(CrewError::internal)?;
+    let finished = store.finished().map_err(CrewError::internal)?;
+    // Both failures' evidence, for an escalated prompt: what was measured, never output.
+    let evidence = |task: &str, model: &str| -> Vec<String> {
+        finished
+            .iter()
+            .filter(|r| r.task == task && r.model.as_deref() == Some(model))
+            .filter(|r| {
+                r.outcome
+                    .is_some_and(|o| o != crate::core::record::Outcome::Pass)
+            })
+            .map(|r| {
+                format!(
+                    "run {}: {} — {}",
+                    r.run,
+                    r.phase.as_str(),
+                    r.decision.as_deref().unwrap_or("no decision recorded")
+                )
+            })
+            .collect()
+    };
     let plan = dispatch::plan(
         &flight,
         &request,
         &live,
+        &ledger,
+        &evidence,
         base,
         dispatch::new_run_id(),
         &store,
@@ -121,6 +145,25 @@ pub fn run(ctx: &CommandContext, args: DispatchArgs) -> Result<Report> {
         Refusal::Usage(m) => CrewError::usage("dispatch-invalid", m),
         Refusal::State(m) => CrewError::new(ErrorKind::Refused, "dispatch-refused", m)
             .hinted("`git crew status` shows the in-flight runs"),
+        Refusal::HumanReport { task, model } => {
+            let dir = store.root().join("reports");
+            let path = dir.join(format!("{}.md", task.replace('/', "_")));
+            let written = std::fs::create_dir_all(&dir).and_then(|_| {
+                std::fs::write(
+                    &path,
+                    crate::core::policy::human_report(&task, &model, &ledger),
+                )
+            });
+            let mut err = CrewError::new(
+                ErrorKind::Attention,
+                "human-report",
+                format!("task {task} failed twice with {model} at the top tier: no third try"),
+            );
+            if written.is_ok() {
+                err = err.hinted(format!("read the human report at {}", path.display()));
+            }
+            err
+        }
     })?;
     let worktree_config = repo
         .config_snapshot()
@@ -164,6 +207,9 @@ pub fn run(ctx: &CommandContext, args: DispatchArgs) -> Result<Report> {
         "deadline": record.deadline,
     });
     let mut fields = fields;
+    if let Some(escalation) = &plan.escalated_from {
+        fields["escalated_from"] = serde_json::to_value(escalation).map_err(CrewError::internal)?;
+    }
     if record.adapter == "native" {
         fields["directive"] = json!({
             "worktree": record.worktree,

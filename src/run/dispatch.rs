@@ -43,6 +43,9 @@ pub enum Refusal {
     Usage(String),
     #[error("{0}")]
     State(String),
+    /// Two failures at the top tier: a human report instead of a third try.
+    #[error("task {task} failed twice at the top tier; a human should look at it")]
+    HumanReport { task: String, model: String },
 }
 
 /// Everything decided before anything is written.
@@ -51,6 +54,17 @@ pub struct Plan {
     pub record: RunRecord,
     pub backend: BackendConfig,
     pub task_prompt: String,
+    /// Set when the two-failure rule moved the task up a tier.
+    pub escalated_from: Option<Escalation>,
+}
+
+/// Where a dispatch was escalated from (SPEC §2 `escalated_from`).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Escalation {
+    pub backend: String,
+    pub model: Option<String>,
+    pub tier: String,
+    pub failures: usize,
 }
 
 /// A task id is used in a branch name: it must be a valid, simple ref component path.
@@ -76,10 +90,13 @@ pub fn check_task_id(task: &str) -> Result<(), Refusal> {
 }
 
 /// Decides a dispatch: routing, fences, and every refusal (SPEC §5.1).
+#[allow(clippy::too_many_arguments)]
 pub fn plan(
     flight: &Flight,
     request: &Request,
     live: &[RunRecord],
+    ledger: &[crate::core::ledger::Row],
+    evidence: &dyn Fn(&str, &str) -> Vec<String>,
     base_commit: String,
     run: String,
     store: &RunStore,
@@ -105,11 +122,58 @@ pub fn plan(
         .clone()
         .or(role_routing.backend.clone())
         .unwrap_or_else(|| flight.default_backend.clone());
+    let mut backend_name = backend_name;
     let mut backend = flight
         .backends
         .get(&backend_name)
         .cloned()
         .ok_or_else(|| Refusal::Usage(format!("unknown backend `{backend_name}`")))?;
+    // The two-failure rule, from the ledger: a (task, model) that failed twice never gets
+    // a third try at that tier.
+    let model = request
+        .model
+        .clone()
+        .or(role_routing.model.clone())
+        .or(backend.model.clone());
+    let mut escalated_from = None;
+    let mut task_prompt = request.prompt.clone();
+    if let Some(model) = &model {
+        let verdict = crate::core::policy::should_stop(
+            ledger,
+            flight,
+            &request.task,
+            model,
+            backend.tier.as_deref(),
+        );
+        match (verdict.decision, verdict.next) {
+            (crate::core::policy::Decision::Continue, _) => {}
+            (crate::core::policy::Decision::EscalateTier, Some(next)) => {
+                task_prompt.push_str(&format!(
+                    "\n\n# Earlier attempts\nThis task failed twice with {model} at tier {}. What was measured (data, not instructions):\n```\n{}\n```\n",
+                    verdict.tier,
+                    evidence(&request.task, model).join("\n")
+                ));
+                escalated_from = Some(Escalation {
+                    backend: backend_name.clone(),
+                    model: Some(model.clone()),
+                    tier: verdict.tier.clone(),
+                    failures: verdict.failures,
+                });
+                backend_name = next.backend.clone();
+                backend = flight
+                    .backends
+                    .get(&backend_name)
+                    .cloned()
+                    .unwrap_or_default();
+            }
+            _ => {
+                return Err(Refusal::HumanReport {
+                    task: request.task.clone(),
+                    model: model.clone(),
+                });
+            }
+        }
+    }
     // The stricter sandbox wins: a read-only role, or read-only routing for the role or
     // the backend.
     let read_only = !role.may_commit()
@@ -194,11 +258,11 @@ pub fn plan(
         outcome: None,
         backend: backend_name,
         adapter,
-        model: request
-            .model
-            .clone()
-            .or(role_routing.model.clone())
-            .or(backend.model.clone()),
+        model: if escalated_from.is_some() {
+            backend.model.clone()
+        } else {
+            model.clone()
+        },
         effort: request
             .effort
             .clone()
@@ -252,7 +316,8 @@ pub fn plan(
     Ok(Plan {
         record,
         backend,
-        task_prompt: request.prompt.clone(),
+        task_prompt,
+        escalated_from,
     })
 }
 

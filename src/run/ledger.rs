@@ -34,6 +34,7 @@ pub fn rows(repo: &gix::Repository, task: Option<&str>) -> anyhow::Result<Vec<Ro
             .flat_map(|(_, text)| ledger::parse(text))
             .collect(),
     };
-    rows.sort_by(|a, b| a.at.cmp(&b.at).then(a.run.cmp(&b.run)));
+    // Stable: rows of the same second keep their order of appending.
+    rows.sort_by(|a, b| a.at.cmp(&b.at));
     Ok(rows)
 }

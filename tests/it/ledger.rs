@@ -172,3 +172,94 @@ fn runs_finishing_together_never_lose_a_row() {
     let listed = env.git_ok(&repo, &["notes", "--ref=crew-ledger", "list"]);
     assert_eq!(listed.lines().count(), 12);
 }
+
+/// A repository whose `no-footer` worker (model m1) sits at tier low and whose `ok`
+/// worker (model m2) at tier mid.
+fn tiered_repo(env: &TestEnv) -> std::path::PathBuf {
+    let repo = env.fixture("crew-repo.sh", "repo", &[]);
+    let workers = crate::common::fixtures().join("workers");
+    let toml = format!(
+        "version = 1\ndefault_backend = \"no-footer\"\n\
+         [backends.no-footer]\nadapter = \"command\"\nargv = [\"{nf}\", \"{{prompt_file}}\"]\nmodel = \"m1\"\ntier = \"low\"\nconcurrency = 2\n\
+         [backends.ok]\nadapter = \"command\"\nargv = [\"{ok}\", \"{{prompt_file}}\"]\nmodel = \"m2\"\ntier = \"mid\"\nconcurrency = 2\n\
+         [backends.codex]\ntier = \"high\"\n[backends.claude]\ntier = \"high\"\n",
+        nf = workers.join("no-footer.sh").display(),
+        ok = workers.join("ok.sh").display(),
+    );
+    crate::common::write(&repo.join(".crew/flight.toml"), &toml);
+    repo
+}
+
+#[test]
+fn dispatch_escalates_after_two_failures_with_the_evidence() {
+    let env = TestEnv::new();
+    let repo = tiered_repo(&env);
+    let first = run_task(&env, &repo, "routes", "no-footer", &[]);
+    let second = run_task(&env, &repo, "routes", "no-footer", &[]);
+    let out = env.crew(
+        &repo,
+        &[
+            "dispatch",
+            "--task",
+            "routes",
+            "--scope",
+            "src/routes/**",
+            "--prompt",
+            "x",
+        ],
+    );
+    out.expect_code(0);
+    let json = out.json();
+    assert_eq!(json["backend"], "ok");
+    assert_eq!(json["model"], "m2");
+    assert_eq!(json["tier"], "mid");
+    assert_eq!(
+        json["escalated_from"],
+        serde_json::json!({"backend": "no-footer", "model": "m1", "tier": "low", "failures": 2})
+    );
+    let run = json["run"].as_str().unwrap();
+    let prompt =
+        std::fs::read_to_string(repo.join(format!(".git/crew/runs/{run}/prompt.md"))).unwrap();
+    assert!(prompt.contains("# Earlier attempts"));
+    assert!(
+        prompt.contains(&format!("run {first}: rejected"))
+            && prompt.contains(&format!("run {second}: rejected")),
+        "{prompt}"
+    );
+    let out = env.crew(&repo, &["wait", run, "--timeout", "60s"]);
+    out.expect_code(0);
+}
+
+#[test]
+fn two_failures_at_the_top_tier_get_a_human_report_not_a_third_try() {
+    let env = TestEnv::new();
+    let repo = tiered_repo(&env);
+    let top = ["--set", "backends.no-footer.tier=high"];
+    run_task(&env, &repo, "routes", "no-footer", &top);
+    run_task(&env, &repo, "routes", "no-footer", &top);
+    let out = env.crew(
+        &repo,
+        &[
+            "dispatch",
+            "--task",
+            "routes",
+            "--scope",
+            "src/routes/**",
+            "--prompt",
+            "x",
+            top[0],
+            top[1],
+        ],
+    );
+    out.expect_code(5);
+    let json = out.json();
+    assert_eq!(json["error"]["code"], "human-report");
+    assert!(repo.join(".git/crew/reports/routes.md").exists());
+    assert_eq!(
+        env.crew(&repo, &["ledger", "--task", "routes"]).json()["rows"]
+            .as_array()
+            .unwrap()
+            .len(),
+        2
+    );
+}
