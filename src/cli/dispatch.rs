@@ -111,10 +111,12 @@ pub fn run(ctx: &CommandContext, args: DispatchArgs) -> Result<Report> {
     let live = store.live().map_err(CrewError::internal)?;
     let ledger =
         crate::run::ledger::rows(repo, Some(&request.task)).map_err(CrewError::internal)?;
-    let finished = store.finished().map_err(CrewError::internal)?;
     // Both failures' evidence, for an escalated prompt: what was measured, never output.
+    // Read only when a dispatch escalates.
     let evidence = |task: &str, model: &str| -> Vec<String> {
-        finished
+        store
+            .finished()
+            .unwrap_or_default()
             .iter()
             .filter(|r| r.task == task && r.model.as_deref() == Some(model))
             .filter(|r| {
