@@ -232,6 +232,37 @@ fn post_merge(ctx: &CommandContext) -> anyhow::Result<Report> {
                 say(ctx, &format!("  {v}"));
             }
         }
+        // The run record goes on the merge and on every worker commit, as integrate
+        // would put it, with what the audit found.
+        let record = crate::state::runs::RunStore::new(&state)
+            .load(&identity.run)
+            .ok()
+            .flatten();
+        let note = json!({
+            "run": identity.run,
+            "task": identity.task,
+            "role": identity.role,
+            "backend": record.as_ref().map(|r| r.backend.clone()),
+            "model": record.as_ref().and_then(|r| r.model.clone()),
+            "effort": record.as_ref().and_then(|r| r.effort.clone()),
+            "tier": record.as_ref().and_then(|r| r.tier.clone()),
+            "scope": identity.scope,
+            "base": record.as_ref().map_or_else(|| base.to_string(), |r| r.base.clone()),
+            "attempts": record.as_ref().map(|r| r.attempts),
+            "footer": record.as_ref().and_then(|r| r.footer.clone()),
+            "verify": record.as_ref().and_then(|r| r.verify.clone()),
+            "integrated_at": crate::run::process::rfc3339(crate::run::process::now_millis()),
+            "integrated_by": "post-merge (a plain git merge)",
+            "gates": [],
+            "violations": violations,
+        });
+        let text = serde_json::to_string_pretty(&note)?;
+        let mut annotated = vec![head];
+        annotated.extend(git::notes::commits_between(repo, base, tip)?);
+        annotated.dedup();
+        for commit in &annotated {
+            git::notes::replace(repo, git::notes::CREW, *commit, &text)?;
+        }
         runs.push(json!({
             "run": identity.run,
             "task": identity.task,
@@ -239,6 +270,7 @@ fn post_merge(ctx: &CommandContext) -> anyhow::Result<Report> {
             "audited": true,
             "files": changes.iter().map(|c| &c.path).collect::<Vec<_>>(),
             "violations": violations,
+            "noted": annotated.iter().map(ToString::to_string).collect::<Vec<_>>(),
         }));
     }
     Ok(Report::new(json!({"runs": runs}), ""))

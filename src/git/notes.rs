@@ -70,6 +70,45 @@ pub fn append_line(
     )
 }
 
+/// Sets the note on `object` to `text` (replacing any), retrying on a lost race.
+pub fn replace(
+    repo: &gix::Repository,
+    notes_ref: &str,
+    object: ObjectId,
+    text: &str,
+) -> anyhow::Result<()> {
+    let name: gix::refs::FullName = notes_ref.try_into().context("bad notes ref")?;
+    let mut last_error = None;
+    for attempt in 0..64u64 {
+        let mut platform = repo.notes().context("cannot open the notes")?;
+        match platform.replace_at_ref(name.as_ref(), object, text.as_bytes()) {
+            Ok(_) => return Ok(()),
+            Err(err) => {
+                last_error = Some(err.to_string());
+                std::thread::sleep(std::time::Duration::from_millis(5 + attempt * 3));
+            }
+        }
+    }
+    bail!(
+        "cannot update {notes_ref}: {}",
+        last_error.unwrap_or_default()
+    )
+}
+
+/// The commits `base..tip` (reachable from `tip`, not from `base`).
+pub fn commits_between(
+    repo: &gix::Repository,
+    base: ObjectId,
+    tip: ObjectId,
+) -> anyhow::Result<Vec<ObjectId>> {
+    let walk = repo.rev_walk([tip]).with_hidden([base]).all()?;
+    let mut out = Vec::new();
+    for info in walk {
+        out.push(info?.id);
+    }
+    Ok(out)
+}
+
 /// Every note in `notes_ref`: (annotated object, text). Flat and fanned-out note trees
 /// are both read.
 pub fn all(repo: &gix::Repository, notes_ref: &str) -> anyhow::Result<Vec<(ObjectId, String)>> {

@@ -296,6 +296,19 @@ fn post_merge_audits_a_crew_branch_merged_by_hand_and_never_blocks() {
         out.stderr
     );
     assert_eq!(read(&repo.join("README.md")), "sneaky\n");
+    // The run record is on the merge and on both worker commits, and git log shows it.
+    let note = env.git_ok(&repo, &["notes", "--ref=crew", "show", "HEAD"]);
+    let note: serde_json::Value = serde_json::from_str(&note).unwrap();
+    assert_eq!(note["run"], "r1");
+    assert_eq!(
+        note["violations"][0],
+        "README.md (modified) is outside the write scope src/routes/**"
+    );
+    let work = env.git_ok(&repo, &["rev-parse", "crew/routes/r1^"]);
+    let note = env.git_ok(&repo, &["notes", "--ref=crew", "show", work.trim()]);
+    assert!(note.contains("\"task\": \"routes\""));
+    let log = env.git_ok(&repo, &["log", "-1", "crew/routes/r1"]);
+    assert!(log.contains("Notes (crew):"), "{log}");
 
     // JSON from the entry point itself, after the fact.
     let out = env.crew(&repo, &["hook", "post-merge", "0", "--json"]);
