@@ -561,18 +561,26 @@ impl<'a> Supervisor<'a> {
         self.record
             .discrepancies
             .extend(self.warnings.iter().cloned());
-        if !self.store.finish(&self.record)? {
+        let (record, repo_dir) = (&self.record, &self.repo_dir);
+        if !self
+            .store
+            .finish(record, || file_ledger_row(repo_dir, record))?
+        {
             return Err(EndedOutside.into());
-        }
-        if let Err(err) = super::ledger::append(&self.repo_dir, &self.record) {
-            eprintln!(
-                "warning: the ledger row of run {} was not written: {err:#}",
-                self.record.run
-            );
         }
         // A slot is free: a queued run of this backend may start.
         let _ = super::dispatch::promote_queued(self.store, &self.repo_dir);
         Ok(())
+    }
+}
+
+/// Appends a finished run's ledger row; a failure is reported, never fatal to the run.
+fn file_ledger_row(repo_dir: &Path, record: &RunRecord) {
+    if let Err(err) = super::ledger::append(repo_dir, record) {
+        eprintln!(
+            "warning: the ledger row of run {} was not written: {err:#}",
+            record.run
+        );
     }
 }
 
@@ -622,13 +630,7 @@ pub fn abandon(
     process::kill_run(&record.run, record.supervisor_pid);
     record.decision = Some(why.to_string());
     seal(&mut record, Outcome::Abandoned, repo_dir);
-    if store.finish(&record)? {
-        if let Err(err) = super::ledger::append(repo_dir, &record) {
-            eprintln!(
-                "warning: the ledger row of run {} was not written: {err:#}",
-                record.run
-            );
-        }
+    if store.finish(&record, || file_ledger_row(repo_dir, &record))? {
         Ok(Some(record))
     } else {
         Ok(None)

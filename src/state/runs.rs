@@ -86,13 +86,17 @@ impl RunStore {
     /// still live — exactly one of the processes that may end a run (its supervisor,
     /// abandon, the reaper) wins; the others get `false`. The record is written before the
     /// pointer goes, so a crash in between leaves both rather than neither.
-    pub fn finish(&self, record: &RunRecord) -> anyhow::Result<bool> {
+    ///
+    /// `also` runs inside the same critical section, before the run shows as finished
+    /// (the ledger row: whoever sees the run finished also sees its row).
+    pub fn finish(&self, record: &RunRecord, also: impl FnOnce()) -> anyhow::Result<bool> {
         let _lock = self.pointer_lock()?;
         let live = self.live_path(&record.run);
         if !live.exists() {
             return Ok(false);
         }
         write_json(&self.record_path(&record.run), record)?;
+        also();
         std::fs::remove_file(&live).context("cannot remove the live pointer")?;
         Ok(true)
     }
