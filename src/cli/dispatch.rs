@@ -57,6 +57,11 @@ pub struct DispatchArgs {
     /// refusing it; it starts when a slot frees.
     #[arg(long)]
     pub queue: bool,
+    /// When verify fails, try again while the time budget remains and the task has fewer
+    /// than two failures with this model: the same session with a plain rejection where
+    /// the backend resumes sessions, else a fresh one with the verifier's feedback.
+    #[arg(long)]
+    pub continue_until_pass: bool,
     /// Archive raw transcripts in DIR instead of .git/crew/transcripts; "" disables them.
     #[arg(long, value_name = "DIR")]
     pub transcripts: Option<String>,
@@ -95,6 +100,7 @@ pub fn run(ctx: &CommandContext, args: DispatchArgs) -> Result<Report> {
         effort: args.routing.effort.clone(),
         time_budget: args.routing.time_budget.clone(),
         queue: args.queue,
+        continue_until_pass: args.continue_until_pass,
         transcripts: args.transcripts.as_ref().map(|d| {
             if d.is_empty() {
                 PathBuf::new()

@@ -146,6 +146,10 @@ pub struct RunRecord {
     /// When the run parked in `needs-help` (its budget does not run while the lead thinks).
     #[serde(default)]
     pub parked_at: Option<String>,
+    /// `dispatch --continue-until-pass`: a failed verify is tried again while the budget
+    /// and the two-failure rule allow.
+    #[serde(default)]
+    pub continue_until_pass: bool,
 }
 
 impl RunRecord {
@@ -238,6 +242,7 @@ impl RunRecord {
             manifest: String::new(),
             transcript: None,
             parked_at: None,
+            continue_until_pass: false,
         }
     }
 }

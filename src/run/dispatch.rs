@@ -31,6 +31,8 @@ pub struct Request {
     pub time_budget: Option<String>,
     /// Queue beyond the concurrency limit instead of refusing.
     pub queue: bool,
+    /// Try a failed verify again while the budget and the two-failure rule allow.
+    pub continue_until_pass: bool,
     /// Where transcripts go: `None` for `<git-common-dir>/crew/transcripts`, an empty
     /// path to disable them.
     pub transcripts: Option<PathBuf>,
@@ -295,6 +297,7 @@ pub fn plan(
         prompt_file: run_dir.join("prompt.md").to_string_lossy().into_owned(),
         manifest: run_dir.join("manifest.md").to_string_lossy().into_owned(),
         parked_at: None,
+        continue_until_pass: request.continue_until_pass,
         transcript: match &request.transcripts {
             None => Some(
                 store

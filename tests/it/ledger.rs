@@ -263,3 +263,83 @@ fn two_failures_at_the_top_tier_get_a_human_report_not_a_third_try() {
         2
     );
 }
+
+#[test]
+fn continuation_resumes_with_a_plain_rejection_until_verify_passes() {
+    let env = TestEnv::new();
+    let repo = env.fixture("crew-repo.sh", "repo", &[]);
+    let verify = "grep -q right src/routes/f.rs || { echo 'f.rs says wrong' > \"$CREW_VERIFIER_DIR/failure.txt\"; exit 1; }";
+    let run = run_task(
+        &env,
+        &repo,
+        "flaky",
+        "flaky",
+        &["--model", "m1", "--verify", verify, "--continue-until-pass"],
+    );
+    let result = env.crew(&repo, &["show", &run]).json()["run"].clone();
+    assert_eq!(result["outcome"], "pass", "{result}");
+    assert_eq!(result["attempts"], 2);
+    let seen =
+        std::fs::read_to_string(repo.join(format!(".git/crew/runs/{run}/seen-2.md"))).unwrap();
+    assert!(seen.contains("did not pass verification"), "{seen}");
+    assert!(
+        !seen.contains("f.rs says wrong"),
+        "same-conversation carries no verifier details"
+    );
+    let rows = env.crew(&repo, &["ledger", "--task", "flaky"]).json()["rows"].clone();
+    let outcomes: Vec<&str> = rows
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["outcome"].as_str().unwrap())
+        .collect();
+    assert_eq!(outcomes, ["fail", "pass"]);
+}
+
+#[test]
+fn continuation_restarts_with_the_feedback_and_stops_at_two_failures() {
+    let env = TestEnv::new();
+    let repo = env.fixture("crew-repo.sh", "repo", &[]);
+    let verify = "grep -q right src/routes/f.rs || { echo 'f.rs says wrong' > \"$CREW_VERIFIER_DIR/failure.txt\"; exit 1; }";
+    let run = run_task(
+        &env,
+        &repo,
+        "flaky",
+        "flaky-fresh",
+        &["--model", "m1", "--verify", verify, "--continue-until-pass"],
+    );
+    let result = env.crew(&repo, &["show", &run]).json()["run"].clone();
+    assert_eq!(result["outcome"], "pass", "{result}");
+    let seen =
+        std::fs::read_to_string(repo.join(format!(".git/crew/runs/{run}/seen-2.md"))).unwrap();
+    assert!(seen.contains("f.rs says wrong"), "{seen}");
+    assert!(
+        seen.contains("Do the task") || seen.contains("# Task"),
+        "a fresh session gets the task again"
+    );
+
+    // A verify that never passes stops at the second failure of the model.
+    let run = run_task(
+        &env,
+        &repo,
+        "never",
+        "ok",
+        &[
+            "--model",
+            "m1",
+            "--verify",
+            "false",
+            "--continue-until-pass",
+        ],
+    );
+    let result = env.crew(&repo, &["show", &run]).json()["run"].clone();
+    assert_eq!(result["outcome"], "fail");
+    assert_eq!(result["attempts"], 2);
+    assert!(
+        result["decision"]
+            .as_str()
+            .unwrap()
+            .contains("next dispatch moves up a tier"),
+        "{result}"
+    );
+}
