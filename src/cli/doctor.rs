@@ -36,7 +36,8 @@ pub fn run(ctx: &CommandContext, args: DoctorArgs) -> Result<Report> {
     let store = RunStore::new(&crate::git::repo::state_dir(repo));
     let mut problems = Vec::new();
 
-    for record in supervisor::reap_dead(&store, &repo_dir).map_err(CrewError::internal)? {
+    let before = store.live().map_err(CrewError::internal)?;
+    for record in supervisor::reap_dead(&store, &repo_dir, &before).map_err(CrewError::internal)? {
         problems.push(Problem {
             kind: "dead-supervisor",
             detail: format!(

@@ -14,10 +14,10 @@ pub fn store(ctx: &CommandContext) -> Result<RunStore> {
     let repo = ctx.repo()?;
     let store = RunStore::new(&crate::git::repo::state_dir(repo));
     let repo_dir = ctx.workdir()?.to_path_buf();
-    let reaped = supervisor::reap_dead(&store, &repo_dir).map_err(CrewError::internal)?;
-    let queued = store
-        .live()
-        .map_err(CrewError::internal)?
+    // One read of the live pointers serves both: reaping never touches queued runs.
+    let live = store.live().map_err(CrewError::internal)?;
+    let reaped = supervisor::reap_dead(&store, &repo_dir, &live).map_err(CrewError::internal)?;
+    let queued = live
         .iter()
         .any(|r| r.phase == crate::core::record::Phase::Queued);
     if queued || !reaped.is_empty() {

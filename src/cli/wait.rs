@@ -80,7 +80,9 @@ pub fn wait_for(
         if last_check.elapsed() >= Duration::from_secs(1) {
             last_check = Instant::now();
             if let Some(repo_dir) = repo_dir {
-                let _ = crate::run::supervisor::reap_dead(store, repo_dir);
+                if let Ok(live) = store.live() {
+                    let _ = crate::run::supervisor::reap_dead(store, repo_dir, &live);
+                }
                 let _ = crate::run::dispatch::promote_queued(store, repo_dir);
             }
         }

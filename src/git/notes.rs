@@ -45,29 +45,15 @@ pub fn append_line(
     object: ObjectId,
     line: &str,
 ) -> anyhow::Result<()> {
-    let name: gix::refs::FullName = notes_ref.try_into().context("bad notes ref")?;
-    let mut last_error = None;
-    for attempt in 0..64u64 {
-        let mut text = read(repo, notes_ref, object)?.unwrap_or_default();
+    update(repo, notes_ref, object, |current| {
+        let mut text = current.unwrap_or_default();
         if !text.is_empty() && !text.ends_with('\n') {
             text.push('\n');
         }
         text.push_str(line.trim_end());
         text.push('\n');
-        let mut platform = repo.notes().context("cannot open the notes")?;
-        match platform.replace_at_ref(name.as_ref(), object, text.as_bytes()) {
-            Ok(_) => return Ok(()),
-            Err(err) => {
-                last_error = Some(err.to_string());
-                // Lost the race (or a ref lock held by the winner): back off and retry.
-                std::thread::sleep(std::time::Duration::from_millis(5 + attempt * 3));
-            }
-        }
-    }
-    bail!(
-        "cannot update {notes_ref}: {}",
-        last_error.unwrap_or_default()
-    )
+        text
+    })
 }
 
 /// Sets the note on `object` to `text` (replacing any), retrying on a lost race.
@@ -77,14 +63,27 @@ pub fn replace(
     object: ObjectId,
     text: &str,
 ) -> anyhow::Result<()> {
+    update(repo, notes_ref, object, |_| text.to_string())
+}
+
+/// Writes `edit(current note)` as the note on `object`: a compare-and-swap update of the
+/// notes ref, re-reading and retrying when another writer moved it.
+fn update(
+    repo: &gix::Repository,
+    notes_ref: &str,
+    object: ObjectId,
+    edit: impl Fn(Option<String>) -> String,
+) -> anyhow::Result<()> {
     let name: gix::refs::FullName = notes_ref.try_into().context("bad notes ref")?;
     let mut last_error = None;
     for attempt in 0..64u64 {
+        let text = edit(read(repo, notes_ref, object)?);
         let mut platform = repo.notes().context("cannot open the notes")?;
         match platform.replace_at_ref(name.as_ref(), object, text.as_bytes()) {
             Ok(_) => return Ok(()),
             Err(err) => {
                 last_error = Some(err.to_string());
+                // Lost the race (or a ref lock held by the winner): back off and retry.
                 std::thread::sleep(std::time::Duration::from_millis(5 + attempt * 3));
             }
         }

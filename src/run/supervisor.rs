@@ -735,9 +735,13 @@ pub fn abandon(
 /// its worker's process group and keeping its commits. Runs waiting on the lead
 /// (`needs-help`) have no supervisor and are left alone; a run whose supervisor has not
 /// reported yet gets a grace period.
-pub fn reap_dead(store: &RunStore, repo_dir: &Path) -> anyhow::Result<Vec<RunRecord>> {
+pub fn reap_dead(
+    store: &RunStore,
+    repo_dir: &Path,
+    live: &[RunRecord],
+) -> anyhow::Result<Vec<RunRecord>> {
     let mut reaped = Vec::new();
-    for record in store.live()? {
+    for record in live.iter().cloned() {
         // Runs waiting on the lead, and native runs (the lead works them), have no
         // supervisor to lose.
         if matches!(
