@@ -88,8 +88,10 @@ pub fn run(ctx: &CommandContext, args: DispatchArgs) -> Result<Report> {
     let base = crate::git::worktree::rev_parse(&repo_dir, &base_rev).map_err(|e| {
         CrewError::usage("bad-base", e.to_string()).hinted("--base takes a branch, tag or commit")
     })?;
+    let base_ref = base_branch(repo, args.base.as_deref());
     let store = super::runs::store(ctx)?;
     let request = Request {
+        base_ref,
         task: args.task.clone(),
         prompt,
         scope: args.scope.clone(),
@@ -239,4 +241,22 @@ pub fn run(ctx: &CommandContext, args: DispatchArgs) -> Result<Report> {
         record.run, record.task, record.backend, record.worktree
     );
     Ok(Report::new(fields, human))
+}
+
+/// The branch a run is cut from: HEAD's branch, or `--base` when it names a local branch.
+fn base_branch(repo: &gix::Repository, base: Option<&str>) -> Option<String> {
+    match base {
+        None => repo
+            .head_name()
+            .ok()
+            .flatten()
+            .map(|name| name.shorten().to_string()),
+        Some(rev) => {
+            let rev = rev.strip_prefix("refs/heads/").unwrap_or(rev);
+            repo.try_find_reference(format!("refs/heads/{rev}").as_str())
+                .ok()
+                .flatten()
+                .map(|_| rev.to_string())
+        }
+    }
 }

@@ -7,6 +7,7 @@ use serde_json::json;
 use super::context::CommandContext;
 use super::error::{CrewError, Result};
 use super::ui::{Format, Report};
+use crate::core::integrate::RunNote;
 use crate::core::scope::{self, Change, RunIdentity, Scope};
 use crate::git::{self, repo::state_dir};
 use crate::state::live;
@@ -146,6 +147,10 @@ fn held_paths(runs: &[live::LiveRun], changes: &[Change]) -> Vec<String> {
 /// After a plain `git merge`: every crew run branch (`crew/<task>/<run>`) the merge
 /// brought in is audited against its run's scope; violations are reported, never fatal.
 fn post_merge(ctx: &CommandContext) -> anyhow::Result<Report> {
+    if std::env::var_os(crate::run::integrate::INTEGRATING_VAR).is_some() {
+        // `git crew integrate` is fast-forwarding the checkout: it records the run itself.
+        return Ok(Report::new(json!({"runs": []}), ""));
+    }
     let repo = ctx.repo()?;
     let head = repo.head_id()?.detach();
     let Some(orig) = repo
@@ -232,36 +237,69 @@ fn post_merge(ctx: &CommandContext) -> anyhow::Result<Report> {
                 say(ctx, &format!("  {v}"));
             }
         }
-        // The run record goes on the merge and on every worker commit, as integrate
-        // would put it, with what the audit found.
-        let record = crate::state::runs::RunStore::new(&state)
-            .load(&identity.run)
-            .ok()
-            .flatten();
-        let note = json!({
-            "run": identity.run,
-            "task": identity.task,
-            "role": identity.role,
-            "backend": record.as_ref().map(|r| r.backend.clone()),
-            "model": record.as_ref().and_then(|r| r.model.clone()),
-            "effort": record.as_ref().and_then(|r| r.effort.clone()),
-            "tier": record.as_ref().and_then(|r| r.tier.clone()),
-            "scope": identity.scope,
-            "base": record.as_ref().map_or_else(|| base.to_string(), |r| r.base.clone()),
-            "attempts": record.as_ref().map(|r| r.attempts),
-            "footer": record.as_ref().and_then(|r| r.footer.clone()),
-            "verify": record.as_ref().and_then(|r| r.verify.clone()),
-            "integrated_at": crate::run::process::rfc3339(crate::run::process::now_millis()),
-            "integrated_by": "post-merge (a plain git merge)",
-            "gates": [],
-            "violations": violations,
-        });
-        let text = serde_json::to_string_pretty(&note)?;
+        // The run is recorded as integrate would record it: the run record on the merge
+        // and on every worker commit, the record marked integrated, a ledger row.
+        let store = crate::state::runs::RunStore::new(&state);
+        let record = store.load(&identity.run).ok().flatten();
+        let at = crate::run::process::rfc3339(crate::run::process::now_millis());
+        let by = "post-merge (a plain git merge)";
+        let mut note = match &record {
+            Some(record) => RunNote::of(record, &at, by),
+            None => RunNote {
+                run: identity.run.clone(),
+                task: identity.task.clone(),
+                role: identity.role.clone(),
+                backend: None,
+                model: None,
+                effort: None,
+                tier: None,
+                scope: identity.scope.clone(),
+                base: base.to_string(),
+                attempts: None,
+                footer: None,
+                verify: None,
+                integrated_at: at.clone(),
+                integrated_by: by.to_string(),
+                gates: Vec::new(),
+                forced_unverified: false,
+                violations: Vec::new(),
+            },
+        };
+        note.forced_unverified = record
+            .as_ref()
+            .is_some_and(|r| !r.verify.as_ref().is_some_and(|v| v.passed));
+        note.violations = violations.clone();
         let mut annotated = vec![head];
         annotated.extend(git::notes::commits_between(repo, base, tip)?);
         annotated.dedup();
-        for commit in &annotated {
-            git::notes::replace(repo, git::notes::CREW, *commit, &text)?;
+        git::notes::set_many(repo, git::notes::CREW, &annotated, &note.to_line())?;
+        if let Some(mut record) = record.filter(|r| r.integration.is_none() && r.phase.is_final()) {
+            let repo_dir = ctx.workdir()?.to_path_buf();
+            let mut row = crate::core::ledger::Row::of(&record);
+            row.at = at.clone();
+            if violations.is_empty() {
+                record.integration = Some(crate::core::record::Integration {
+                    commit: head.to_string(),
+                    into: repo
+                        .head_name()?
+                        .map_or_else(|| "HEAD".to_string(), |n| n.shorten().to_string()),
+                    at: at.clone(),
+                    by: by.to_string(),
+                    squash: false,
+                    forced_unverified: note.forced_unverified,
+                });
+                store.update_record(&record)?;
+                row.integrated = Some(head.to_string());
+                crate::run::ledger::append_row(&repo_dir, &record.task, &row)?;
+            } else {
+                crate::run::integrate::record_scope_reject(&repo_dir, repo, &record)?;
+            }
+            git::merge::set_ref(
+                repo,
+                &crate::run::integrate::attempts_ref(&record.run),
+                tip,
+                "crew: keep the run's commits",
+            )?;
         }
         runs.push(json!({
             "run": identity.run,

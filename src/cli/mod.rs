@@ -12,6 +12,7 @@ pub mod flight;
 pub mod footer;
 pub mod hook;
 pub mod init;
+pub mod integrate;
 pub mod ledger;
 pub mod native;
 pub mod runs;
@@ -80,6 +81,7 @@ pub enum Command {
     Transcript(show::TranscriptArgs),
     Abandon(abandon::AbandonArgs),
     Advise(advise::AdviseArgs),
+    Integrate(integrate::IntegrateArgs),
     Attach(native::AttachArgs),
     Deliver(native::DeliverArgs),
     Watch(watch::WatchArgs),
@@ -128,6 +130,7 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> u8 {
         Command::Transcript(args) => show::transcript(&ctx, args),
         Command::Abandon(args) => abandon::abandon(&ctx, args),
         Command::Advise(args) => advise::run(&ctx, args),
+        Command::Integrate(args) => integrate::run(&ctx, args),
         Command::Attach(args) => native::attach(&ctx, args),
         Command::Deliver(args) => native::deliver(&ctx, args),
         Command::Watch(args) => watch::run(&ctx, args),

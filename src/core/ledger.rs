@@ -28,6 +28,10 @@ pub struct Row {
     pub wall_s: u64,
     pub files_changed: usize,
     pub scope_changed: bool,
+    /// On the row integrate appends: the integration commit. Such a row records an
+    /// event, not another attempt.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub integrated: Option<String>,
 }
 
 impl Row {
@@ -54,6 +58,7 @@ impl Row {
             wall_s: record.elapsed_s,
             files_changed: record.diff.files.len(),
             scope_changed: false,
+            integrated: None,
         }
     }
 

@@ -4,6 +4,7 @@
 pub mod flight;
 pub mod footer;
 pub mod hookblock;
+pub mod integrate;
 pub mod ledger;
 pub mod policy;
 pub mod record;

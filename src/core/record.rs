@@ -150,6 +150,25 @@ pub struct RunRecord {
     /// and the two-failure rule allow.
     #[serde(default)]
     pub continue_until_pass: bool,
+    /// The branch the run was cut from, when it was cut from one: integrate's default
+    /// target.
+    #[serde(default)]
+    pub base_ref: Option<String>,
+    /// Where and how the run was integrated, once it is.
+    #[serde(default)]
+    pub integration: Option<Integration>,
+}
+
+/// An integrated run: the commit that brought it in, and on what terms.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Integration {
+    pub commit: String,
+    pub into: String,
+    pub at: String,
+    pub by: String,
+    pub squash: bool,
+    /// Integrated without a passing verify (`--force-unverified`).
+    pub forced_unverified: bool,
 }
 
 impl RunRecord {
@@ -243,6 +262,8 @@ impl RunRecord {
             transcript: None,
             parked_at: None,
             continue_until_pass: false,
+            base_ref: None,
+            integration: None,
         }
     }
 }

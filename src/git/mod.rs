@@ -5,6 +5,7 @@
 pub mod diff;
 pub mod hooks_dir;
 pub mod identity;
+pub mod merge;
 pub mod notes;
 pub mod repo;
 pub mod run;

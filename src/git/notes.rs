@@ -45,15 +45,16 @@ pub fn append_line(
     object: ObjectId,
     line: &str,
 ) -> anyhow::Result<()> {
-    update(repo, notes_ref, object, |current| {
-        let mut text = current.unwrap_or_default();
+    edit(repo, notes_ref, "crew: append a row", |notes| {
+        let mut text = notes.get(object)?.unwrap_or_default();
         if !text.is_empty() && !text.ends_with('\n') {
             text.push('\n');
         }
         text.push_str(line.trim_end());
         text.push('\n');
-        text
+        Ok(vec![(object, text)])
     })
+    .map(|_| ())
 }
 
 /// Sets the note on `object` to `text` (replacing any), retrying on a lost race.
@@ -63,35 +64,152 @@ pub fn replace(
     object: ObjectId,
     text: &str,
 ) -> anyhow::Result<()> {
-    update(repo, notes_ref, object, |_| text.to_string())
+    set_many(repo, notes_ref, &[object], text).map(|_| ())
 }
 
-/// Writes `edit(current note)` as the note on `object`: a compare-and-swap update of the
-/// notes ref, re-reading and retrying when another writer moved it.
-fn update(
+/// Sets the same note on every object in `objects`, in one commit of the notes ref: all
+/// of them or none. Returns the notes commit before and after.
+pub fn set_many(
     repo: &gix::Repository,
     notes_ref: &str,
-    object: ObjectId,
-    edit: impl Fn(Option<String>) -> String,
-) -> anyhow::Result<()> {
+    objects: &[ObjectId],
+    text: &str,
+) -> anyhow::Result<(Option<ObjectId>, ObjectId)> {
+    edit(repo, notes_ref, "crew: record a run", |_| {
+        Ok(objects.iter().map(|o| (*o, text.to_string())).collect())
+    })
+}
+
+/// The notes as one edit sees them: read from the very notes commit the edit will replace.
+pub struct Notes<'a> {
+    repo: &'a gix::Repository,
+    state: gix::note::plumbing::State,
+}
+
+impl Notes<'_> {
+    /// The note on `object`, if any.
+    pub fn get(&mut self, object: ObjectId) -> anyhow::Result<Option<String>> {
+        let Some(blob) = self
+            .state
+            .get(&object, self.repo)
+            .map_err(|e| anyhow::anyhow!("cannot read the note on {object}: {e}"))?
+        else {
+            return Ok(None);
+        };
+        let blob = self.repo.find_blob(blob).context("cannot read a note")?;
+        Ok(Some(String::from_utf8_lossy(&blob.data).into_owned()))
+    }
+}
+
+/// One read-modify-write of a notes ref: `change` reads the current notes and returns the
+/// notes to set; they are written as one commit and the ref is moved with a
+/// compare-and-swap against the commit that was read. When another writer moved the ref
+/// first, everything is read again and `change` runs again, so no writer's notes are lost.
+/// A process killed at any point leaves the ref at the old or at the new commit (objects
+/// written before the ref moved are unreachable and harmless).
+/// Returns the notes commit before (if the ref existed) and after.
+pub fn edit(
+    repo: &gix::Repository,
+    notes_ref: &str,
+    message: &str,
+    mut change: impl FnMut(&mut Notes<'_>) -> anyhow::Result<Vec<(ObjectId, String)>>,
+) -> anyhow::Result<(Option<ObjectId>, ObjectId)> {
+    use gix::refs::transaction::PreviousValue;
     let name: gix::refs::FullName = notes_ref.try_into().context("bad notes ref")?;
-    let mut last_error = None;
+    let mut last_error = String::new();
     for attempt in 0..64u64 {
-        let text = edit(read(repo, notes_ref, object)?);
-        let mut platform = repo.notes().context("cannot open the notes")?;
-        match platform.replace_at_ref(name.as_ref(), object, text.as_bytes()) {
-            Ok(_) => return Ok(()),
+        let parent = match repo.try_find_reference(notes_ref)? {
+            Some(mut reference) => Some(
+                reference
+                    .peel_to_commit()
+                    .with_context(|| format!("{notes_ref} does not point to a commit"))?,
+            ),
+            None => None,
+        };
+        let parent_id = parent.as_ref().map(|c| c.id);
+        let root = match &parent {
+            Some(commit) => commit.tree_id()?.detach(),
+            None => ObjectId::empty_tree(repo.object_hash()),
+        };
+        let state = gix::note::plumbing::State::new(root, repo)
+            .map_err(|e| anyhow::anyhow!("cannot read {notes_ref}: {e}"))?;
+        let mut notes = Notes { repo, state };
+        let edits = change(&mut notes)?;
+        let mut state = notes.state;
+        for (object, text) in &edits {
+            let blob = repo.write_blob(text.as_bytes())?.detach();
+            state
+                .edit(*object, Some(blob), repo)
+                .map_err(|e| anyhow::anyhow!("cannot set the note on {object}: {e}"))?;
+        }
+        let tree = state
+            .write(repo)
+            .map_err(|e| anyhow::anyhow!("cannot write the notes tree: {e}"))?;
+        let commit = repo
+            .new_commit(message, tree, parent_id)
+            .context("cannot write the notes commit")?
+            .id;
+        failpoint("notes-before-ref");
+        let expected = match parent_id {
+            Some(id) => PreviousValue::MustExistAndMatch(gix::refs::Target::Object(id)),
+            None => PreviousValue::MustNotExist,
+        };
+        match repo.reference(name.as_ref(), commit, expected, format!("notes: {message}")) {
+            Ok(_) => return Ok((parent_id, commit)),
             Err(err) => {
-                last_error = Some(err.to_string());
-                // Lost the race (or a ref lock held by the winner): back off and retry.
+                last_error = err.to_string();
+                // Lost the race (or the winner holds the ref lock): back off, read again.
                 std::thread::sleep(std::time::Duration::from_millis(5 + attempt * 3));
             }
         }
     }
-    bail!(
-        "cannot update {notes_ref}: {}",
-        last_error.unwrap_or_default()
-    )
+    bail!("cannot update {notes_ref}: {last_error}")
+}
+
+/// Moves `notes_ref` back from `from` to `to` (undoing an edit), only if nobody wrote
+/// after it; `false` when the ref has moved on and the notes stay.
+pub fn undo(
+    repo: &gix::Repository,
+    notes_ref: &str,
+    from: ObjectId,
+    to: Option<ObjectId>,
+) -> anyhow::Result<bool> {
+    use gix::refs::transaction::{Change, LogChange, PreviousValue, RefEdit, RefLog};
+    let name: gix::refs::FullName = notes_ref.try_into().context("bad notes ref")?;
+    let expected = PreviousValue::MustExistAndMatch(gix::refs::Target::Object(from));
+    let change = match to {
+        Some(to) => Change::Update {
+            log: LogChange {
+                mode: RefLog::AndReference,
+                force_create_reflog: false,
+                message: "notes: crew: undo an unfinished integration".into(),
+            },
+            expected,
+            new: gix::refs::Target::Object(to),
+        },
+        None => Change::Delete {
+            expected,
+            log: RefLog::AndReference,
+        },
+    };
+    Ok(repo
+        .edit_reference(RefEdit {
+            change,
+            name,
+            deref: false,
+        })
+        .is_ok())
+}
+
+/// A crash injected for tests at a named point (`GIT_CREW_FAILPOINT`): the process is
+/// killed outright, as a power cut or `kill -9` would end it.
+pub fn failpoint(name: &str) {
+    if std::env::var_os("GIT_CREW_FAILPOINT").is_some_and(|v| v == name) {
+        // SAFETY: raising a signal on our own process has no memory-safety preconditions.
+        unsafe {
+            libc::raise(libc::SIGKILL);
+        }
+    }
 }
 
 /// The commits `base..tip` (reachable from `tip`, not from `base`).

@@ -22,13 +22,21 @@ pub const GIT_REPO_VARS: &[&str] = &[
 /// Runs `git` in one directory.
 pub struct GitRunner {
     dir: PathBuf,
+    env: Vec<(String, String)>,
 }
 
 impl GitRunner {
     pub fn new(dir: &Path) -> GitRunner {
         GitRunner {
             dir: dir.to_path_buf(),
+            env: Vec::new(),
         }
+    }
+
+    /// The same runner, with one more variable in git's environment (and its hooks').
+    pub fn with_env(mut self, key: &str, value: &str) -> GitRunner {
+        self.env.push((key.to_string(), value.to_string()));
+        self
     }
 
     fn command(&self, args: &[&str]) -> Command {
@@ -38,6 +46,7 @@ impl GitRunner {
         for key in GIT_REPO_VARS {
             cmd.env_remove(key);
         }
+        cmd.envs(self.env.iter().map(|(k, v)| (k, v)));
         cmd.arg("-C").arg(&self.dir).args(args);
         cmd
     }

@@ -36,6 +36,8 @@ pub struct Request {
     /// Where transcripts go: `None` for `<git-common-dir>/crew/transcripts`, an empty
     /// path to disable them.
     pub transcripts: Option<PathBuf>,
+    /// The branch the base was taken from, if it was a branch.
+    pub base_ref: Option<String>,
 }
 
 /// Why a dispatch cannot go ahead.
@@ -298,6 +300,8 @@ pub fn plan(
         manifest: run_dir.join("manifest.md").to_string_lossy().into_owned(),
         parked_at: None,
         continue_until_pass: request.continue_until_pass,
+        base_ref: request.base_ref.clone(),
+        integration: None,
         transcript: match &request.transcripts {
             None => Some(
                 store
@@ -461,7 +465,7 @@ pub fn spawn_supervisor(repo_dir: &Path, run: &str, run_dir: &Path) -> anyhow::R
 
 /// Copies the ignored files `.worktreeinclude` lists (one path per line, `#` comments)
 /// from the main work tree into the run's worktree.
-fn copy_worktree_includes(repo_dir: &Path, wt: &Path) -> anyhow::Result<()> {
+pub fn copy_worktree_includes(repo_dir: &Path, wt: &Path) -> anyhow::Result<()> {
     let Ok(list) = std::fs::read_to_string(repo_dir.join(".worktreeinclude")) else {
         return Ok(());
     };

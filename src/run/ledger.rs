@@ -22,6 +22,13 @@ pub fn append(repo_dir: &Path, record: &RunRecord) -> anyhow::Result<()> {
     notes::append_line(&repo, notes::LEDGER, key, &line)
 }
 
+/// Appends a row built by the caller (integrate's) to `task`'s ledger note.
+pub fn append_row(repo_dir: &Path, task: &str, row: &Row) -> anyhow::Result<()> {
+    let repo = gix::open(repo_dir).context("cannot open the repository for the ledger")?;
+    let key = task_key(&repo, task)?;
+    notes::append_line(&repo, notes::LEDGER, key, &serde_json::to_string(row)?)
+}
+
 /// The rows of one task, or of every task; oldest first.
 pub fn rows(repo: &gix::Repository, task: Option<&str>) -> anyhow::Result<Vec<Row>> {
     let mut rows = match task {

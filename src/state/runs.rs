@@ -101,6 +101,18 @@ impl RunStore {
         Ok(true)
     }
 
+    /// Rewrites a finished run's record (integrate marks it integrated); `false` when the
+    /// run is not finished.
+    pub fn update_record(&self, record: &RunRecord) -> anyhow::Result<bool> {
+        let _lock = self.pointer_lock()?;
+        let path = self.record_path(&record.run);
+        if !path.exists() || self.live_path(&record.run).exists() {
+            return Ok(false);
+        }
+        write_json(&path, record)?;
+        Ok(true)
+    }
+
     /// A run's current live pointer, read under the pointer lock.
     pub fn load_live(&self, run: &str) -> anyhow::Result<Option<RunRecord>> {
         let _lock = self.pointer_lock()?;

@@ -306,7 +306,7 @@ fn post_merge_audits_a_crew_branch_merged_by_hand_and_never_blocks() {
     );
     let work = env.git_ok(&repo, &["rev-parse", "crew/routes/r1^"]);
     let note = env.git_ok(&repo, &["notes", "--ref=crew", "show", work.trim()]);
-    assert!(note.contains("\"task\": \"routes\""));
+    assert!(note.contains("\"task\":\"routes\""), "{note}");
     let log = env.git_ok(&repo, &["log", "-1", "crew/routes/r1"]);
     assert!(log.contains("Notes (crew):"), "{log}");
 

@@ -7,5 +7,6 @@ mod flight;
 mod footer;
 mod hook;
 mod init;
+mod integrate;
 mod ledger;
 mod real_clis;

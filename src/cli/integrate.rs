@@ -1,0 +1,154 @@
+//! `git crew integrate RUN`: scope audit, merge onto the target, notes, ledger, state
+//! file, cleanup (SPEC §5.9).
+
+use clap::Args;
+use serde_json::json;
+
+use super::context::CommandContext;
+use super::error::{CrewError, ErrorKind, Result};
+use super::flight::{RoutingArgs, resolve};
+use super::runs;
+use super::ui::Report;
+use crate::run::integrate::{self, Refusal, Request};
+
+/// Integrate a finished, verified run: audit its branch against its scope, merge it onto
+/// the target's current tip away from your checkout (verifying the merged tree again when
+/// the target moved), write the run record note on the integration commit and on every
+/// worker commit, update docs/state/crew.json inside the integration commit, advance the
+/// target, and clean up per `worktree.cleanup`. Integrations run one at a time.
+#[derive(Debug, Args)]
+#[command(
+    after_help = "Examples:\n  git crew integrate 20261202-101500-1a2b\n  git crew integrate 20261202-101500-1a2b --into release --squash\n  git notes --ref=crew show main"
+)]
+pub struct IntegrateArgs {
+    pub run: String,
+    /// The branch to integrate into (default: the branch the run was cut from).
+    #[arg(long, value_name = "BRANCH")]
+    pub into: Option<String>,
+    /// One commit on the target instead of a merge commit (the worker commits stay under
+    /// refs/crew/attempts/<run>).
+    #[arg(long)]
+    pub squash: bool,
+    /// Integrate although verify did not pass (recorded in the note).
+    #[arg(long)]
+    pub force_unverified: bool,
+    /// Set any flight key for this call: dotted.key=value (e.g. worktree.cleanup=never).
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    pub set: Vec<String>,
+}
+
+pub fn run(ctx: &CommandContext, args: IntegrateArgs) -> Result<Report> {
+    let routing = RoutingArgs {
+        set: args.set.clone(),
+        ..RoutingArgs::default()
+    };
+    let flight = resolve(ctx, &routing)?.flight;
+    let repo = ctx.repo()?;
+    let repo_dir = ctx.workdir()?.to_path_buf();
+    let store = runs::store(ctx)?;
+    let session_reuse = store
+        .load(&args.run)
+        .ok()
+        .flatten()
+        .and_then(|r| {
+            flight
+                .backends
+                .get(&r.backend)
+                .and_then(|b| b.session_reuse)
+        })
+        .unwrap_or(false);
+    let request = Request {
+        run: args.run.clone(),
+        into: args.into.clone(),
+        squash: args.squash,
+        force_unverified: args.force_unverified,
+        cleanup: flight.worktree.cleanup.clone(),
+        session_reuse,
+        by: identity(repo),
+    };
+    let done = integrate::integrate(&repo_dir, repo, &store, &request)
+        .map_err(CrewError::internal)?
+        .map_err(refusal)?;
+    let human = format!(
+        "integrated run {} (task {}) into {} as {}{}\n  notes: {} commits; worktree {}; branch {}{}",
+        done.record.run,
+        done.record.task,
+        done.into,
+        &done.commit.to_string()[..12],
+        done.merged_verify
+            .as_ref()
+            .map(|v| format!(" (verified again on the merge, reward {})", v.reward))
+            .unwrap_or_default(),
+        done.noted.len(),
+        done.worktree,
+        done.branch,
+        done.kept_because
+            .as_ref()
+            .map(|r| format!(" ({r})"))
+            .unwrap_or_default(),
+    );
+    Ok(Report::new(
+        json!({
+            "run": done.record.run,
+            "task": done.record.task,
+            "into": done.into,
+            "commit": done.commit.to_string(),
+            "parents": done.parents.iter().map(ToString::to_string).collect::<Vec<_>>(),
+            "squash": args.squash,
+            "forced_unverified": done.record.integration.as_ref().is_some_and(|i| i.forced_unverified),
+            "merged_verify": done.merged_verify,
+            "files": done.files,
+            "noted": done.noted.iter().map(ToString::to_string).collect::<Vec<_>>(),
+            "attempts_ref": done.attempts_ref,
+            "cleanup": {"worktree": done.worktree, "branch": done.branch, "kept_because": done.kept_because},
+        }),
+        human,
+    ))
+}
+
+/// `Name <email>` of whoever integrates (the configured committer).
+fn identity(repo: &gix::Repository) -> String {
+    match repo.committer() {
+        Some(Ok(sig)) => format!("{} <{}>", sig.name, sig.email),
+        _ => "unknown".to_string(),
+    }
+}
+
+fn refusal(r: Refusal) -> CrewError {
+    match r {
+        Refusal::NotFound(m) => CrewError::new(ErrorKind::NotFound, "run-not-found", m)
+            .hinted("`git crew status` lists the runs"),
+        Refusal::Live(m) => CrewError::new(ErrorKind::Refused, "run-in-flight", m)
+            .hinted("`git crew wait RUN` first"),
+        Refusal::Unverified(m) => CrewError::new(ErrorKind::Check, "unverified", m)
+            .hinted("`git crew verify RUN` runs its verify command; --force-unverified integrates anyway (recorded)"),
+        Refusal::Scope(paths) => CrewError::new(
+            ErrorKind::Check,
+            "scope-violation",
+            "the run's branch changed paths outside its scope; nothing was integrated",
+        )
+        .with_details(paths)
+        .hinted("the outcome is recorded as scope-reject in the ledger"),
+        Refusal::AlreadyIntegrated(m) => CrewError::new(ErrorKind::Refused, "already-integrated", m),
+        Refusal::NoTarget(m) => CrewError::new(ErrorKind::NotFound, "target-not-found", m)
+            .hinted("name the branch with --into BRANCH"),
+        Refusal::Dirty(wt) => CrewError::new(
+            ErrorKind::Refused,
+            "dirty-checkout",
+            format!(
+                "the target is checked out in {} with uncommitted changes; nothing was integrated",
+                wt.display()
+            ),
+        )
+        .hinted("commit or stash them, then integrate again"),
+        Refusal::Conflict { into, paths } => CrewError::new(
+            ErrorKind::Refused,
+            "merge-conflict",
+            format!("the run does not merge cleanly onto {into}; {into}, your checkout and the run's branch are untouched"),
+        )
+        .with_details(paths)
+        .hinted("dispatch a follow-up run with --base pointing at the target, or merge by hand"),
+        Refusal::MergedVerify(m) => CrewError::new(ErrorKind::Check, "verify-failed", m),
+        Refusal::BadState(m) => CrewError::usage("state-file-invalid", m),
+    }
+}

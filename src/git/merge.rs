@@ -1,0 +1,205 @@
+//! Integration commits, built away from anyone's checkout: a tree merge in-process (gix,
+//! merge-ORT level), files written into the merged tree, the commit, and moving the
+//! target branch — a compare-and-swap of the ref, or `git merge --ff-only` in the work
+//! tree that has the branch checked out.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, bail};
+use gix::ObjectId;
+
+use super::run::GitRunner;
+
+/// What merging a run onto the target came to.
+pub enum Merged {
+    /// The merged tree, with the extra files written into it.
+    Clean(ObjectId),
+    /// Paths both sides changed in ways that do not merge.
+    Conflicts(Vec<String>),
+}
+
+/// Merges `theirs` (the run's tip) onto `ours` (the target's tip) and writes `files`
+/// (path, content) into the result. Nothing outside the object database is touched.
+pub fn merge(
+    repo: &gix::Repository,
+    ours: ObjectId,
+    theirs: ObjectId,
+    files: &[(&str, Vec<u8>)],
+) -> anyhow::Result<Merged> {
+    use gix::merge::tree::TreatAsUnresolved;
+    let options: gix::merge::commit::Options = repo
+        .tree_merge_options()
+        .context("cannot read the merge options")?
+        .into();
+    let labels = gix::merge::blob::builtin_driver::text::Labels {
+        ancestor: Some("base".into()),
+        current: Some("target".into()),
+        other: Some("run".into()),
+    };
+    let mut outcome = repo
+        .merge_commits(
+            ours,
+            theirs,
+            labels,
+            options.with_allow_missing_merge_base(true),
+        )
+        .context("cannot merge the run onto the target")?
+        .tree_merge;
+    let how = TreatAsUnresolved::git();
+    if outcome.has_unresolved_conflicts(how) {
+        let mut paths: Vec<String> = outcome
+            .conflicts
+            .iter()
+            .filter(|c| c.is_unresolved(how))
+            .flat_map(|c| {
+                [
+                    c.ours.location().to_string(),
+                    c.theirs.location().to_string(),
+                ]
+            })
+            .collect();
+        paths.sort();
+        paths.dedup();
+        return Ok(Merged::Conflicts(paths));
+    }
+    for (path, content) in files {
+        let blob = repo.write_blob(content)?.detach();
+        outcome
+            .tree
+            .upsert(*path, gix::object::tree::EntryKind::Blob, blob)
+            .with_context(|| format!("cannot write {path} into the merged tree"))?;
+    }
+    Ok(Merged::Clean(outcome.tree.write()?.detach()))
+}
+
+/// The content of `path` in `commit`'s tree, if it is a file there.
+pub fn read_path(
+    repo: &gix::Repository,
+    commit: ObjectId,
+    path: &str,
+) -> anyhow::Result<Option<Vec<u8>>> {
+    let tree = repo.find_commit(commit)?.tree()?;
+    let Some(entry) = tree.lookup_entry_by_path(path)? else {
+        return Ok(None);
+    };
+    if !entry.mode().is_blob() {
+        return Ok(None);
+    }
+    Ok(Some(entry.object()?.detach().data))
+}
+
+/// Writes a commit with the configured identity; returns its id.
+pub fn commit(
+    repo: &gix::Repository,
+    message: &str,
+    tree: ObjectId,
+    parents: &[ObjectId],
+) -> anyhow::Result<ObjectId> {
+    Ok(repo
+        .new_commit(message, tree, parents.iter().copied())
+        .context("cannot write the integration commit (is user.name/user.email set?)")?
+        .id)
+}
+
+/// The commit a local branch points at.
+pub fn branch_tip(repo: &gix::Repository, branch: &str) -> anyhow::Result<Option<ObjectId>> {
+    match repo.try_find_reference(format!("refs/heads/{branch}").as_str())? {
+        Some(mut reference) => Ok(Some(reference.peel_to_commit()?.id)),
+        None => Ok(None),
+    }
+}
+
+/// Moves `refs/heads/<branch>` from `old` to `new`, only if it still points at `old`.
+pub fn advance(
+    repo: &gix::Repository,
+    branch: &str,
+    old: ObjectId,
+    new: ObjectId,
+    message: &str,
+) -> anyhow::Result<()> {
+    use gix::refs::transaction::PreviousValue;
+    repo.reference(
+        format!("refs/heads/{branch}").as_str(),
+        new,
+        PreviousValue::MustExistAndMatch(gix::refs::Target::Object(old)),
+        message,
+    )
+    .with_context(|| format!("{branch} moved while it was being integrated into"))?;
+    Ok(())
+}
+
+/// Sets a ref (such as `refs/crew/attempts/<run>`) to `id`, whatever it held.
+pub fn set_ref(
+    repo: &gix::Repository,
+    name: &str,
+    id: ObjectId,
+    message: &str,
+) -> anyhow::Result<()> {
+    use gix::refs::transaction::PreviousValue;
+    repo.reference(name, id, PreviousValue::Any, message)
+        .with_context(|| format!("cannot set {name}"))?;
+    Ok(())
+}
+
+/// Deletes a local branch (its commits stay reachable from elsewhere).
+pub fn delete_branch(repo: &gix::Repository, branch: &str) -> anyhow::Result<()> {
+    if let Some(reference) = repo.try_find_reference(format!("refs/heads/{branch}").as_str())? {
+        reference
+            .delete()
+            .with_context(|| format!("cannot delete branch {branch}"))?;
+    }
+    Ok(())
+}
+
+/// The work tree that has `branch` checked out, if any (the main one or a linked one).
+pub fn checked_out_in(repo_dir: &Path, branch: &str) -> anyhow::Result<Option<PathBuf>> {
+    let list = GitRunner::new(repo_dir).output(&["worktree", "list", "--porcelain", "-z"])?;
+    let wanted = format!("branch refs/heads/{branch}");
+    let mut path = None;
+    for field in list.split('\0') {
+        if let Some(p) = field.strip_prefix("worktree ") {
+            path = Some(PathBuf::from(p));
+        } else if field == wanted {
+            return Ok(path);
+        } else if field == "bare" {
+            path = None;
+        }
+    }
+    Ok(None)
+}
+
+/// Whether a work tree has changes to tracked files, staged or not (untracked files do
+/// not stop a fast-forward that does not touch them).
+pub fn has_tracked_changes(worktree: &Path) -> anyhow::Result<bool> {
+    let status =
+        GitRunner::new(worktree).output(&["status", "--porcelain", "--untracked-files=no"])?;
+    Ok(!status.trim().is_empty())
+}
+
+/// Fast-forwards the checked-out branch of `worktree` to `commit` (its hooks run, with
+/// `env` set).
+pub fn fast_forward(worktree: &Path, commit: ObjectId, env: (&str, &str)) -> anyhow::Result<()> {
+    let out = GitRunner::new(worktree).with_env(env.0, env.1).raw(&[
+        "merge",
+        "--ff-only",
+        "--quiet",
+        &commit.to_string(),
+    ])?;
+    if !out.status.success() {
+        bail!(
+            "git merge --ff-only refused: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        );
+    }
+    Ok(())
+}
+
+/// Whether `ancestor` is reachable from `tip` (or is it).
+pub fn is_ancestor(repo: &gix::Repository, ancestor: ObjectId, tip: ObjectId) -> bool {
+    ancestor == tip
+        || repo
+            .merge_base(ancestor, tip)
+            .ok()
+            .flatten()
+            .is_some_and(|b| b.detach() == ancestor)
+}

@@ -1,0 +1,442 @@
+//! Integrate (SPEC §5.9): a finished, verified run is audited against its scope, merged
+//! onto the target's current tip away from anyone's checkout (verified again when the
+//! target moved since the run's base), recorded in the notes and `docs/state/crew.json`,
+//! and the target is advanced with a compare-and-swap — one integration at a time.
+//! Cleanup follows `worktree.cleanup` and never loses work.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+use gix::ObjectId;
+
+use super::verify;
+use crate::core::integrate::{self, RunNote, STATE_FILE};
+use crate::core::ledger::Row;
+use crate::core::record::{Integration, Outcome, RunRecord, Verify};
+use crate::core::scope::{self, RunIdentity};
+use crate::git::{self, merge, notes};
+use crate::state::locks::Lock;
+use crate::state::runs::RunStore;
+
+/// The variable `git merge --ff-only` carries into the hooks while integrate advances a
+/// checked-out branch: the post-merge hook leaves that run to integrate.
+pub const INTEGRATING_VAR: &str = "GIT_CREW_INTEGRATING";
+
+/// What the caller asked for.
+pub struct Request {
+    pub run: String,
+    pub into: Option<String>,
+    pub squash: bool,
+    pub force_unverified: bool,
+    /// `worktree.cleanup`.
+    pub cleanup: String,
+    /// Whether the run's backend keeps sessions (for the roster).
+    pub session_reuse: bool,
+    /// Who integrates (`Name <email>`).
+    pub by: String,
+}
+
+/// Why a run was not integrated; nothing was changed.
+#[derive(Debug)]
+pub enum Refusal {
+    NotFound(String),
+    /// Still in flight.
+    Live(String),
+    Unverified(String),
+    /// Paths outside the run's scope, each with the reason.
+    Scope(Vec<String>),
+    AlreadyIntegrated(String),
+    NoTarget(String),
+    Dirty(PathBuf),
+    Conflict {
+        into: String,
+        paths: Vec<String>,
+    },
+    /// Verify failed on the merged tree.
+    MergedVerify(String),
+    BadState(String),
+}
+
+/// An integrated run.
+pub struct Done {
+    pub record: RunRecord,
+    pub commit: ObjectId,
+    pub into: String,
+    pub parents: Vec<ObjectId>,
+    pub merged_verify: Option<Verify>,
+    pub noted: Vec<ObjectId>,
+    pub files: Vec<String>,
+    pub worktree: &'static str,
+    pub branch: &'static str,
+    pub attempts_ref: String,
+    /// Why cleanup kept what it kept.
+    pub kept_because: Option<String>,
+}
+
+pub fn integrate(
+    repo_dir: &Path,
+    repo: &gix::Repository,
+    store: &RunStore,
+    request: &Request,
+) -> anyhow::Result<Result<Done, Refusal>> {
+    let run = &request.run;
+    if store.live_path(run).exists() {
+        let phase = store.load(run)?.map_or("in flight", |r| r.phase.as_str());
+        return Ok(Err(Refusal::Live(format!("run {run} is still {phase}"))));
+    }
+    let Some(mut record) = store.load(run)? else {
+        return Ok(Err(Refusal::NotFound(format!("no run {run}"))));
+    };
+    if let Some(done) = &record.integration {
+        return Ok(Err(Refusal::AlreadyIntegrated(format!(
+            "run {run} was integrated into {} as {}",
+            done.into, done.commit
+        ))));
+    }
+    let verified =
+        record.outcome == Some(Outcome::Pass) && record.verify.as_ref().is_some_and(|v| v.passed);
+    if !verified && !request.force_unverified {
+        return Ok(Err(Refusal::Unverified(unverified_reason(&record))));
+    }
+    let run_tip = match merge::branch_tip(repo, &record.branch)? {
+        Some(tip) => tip,
+        None => match repo.try_find_reference(attempts_ref(run).as_str())? {
+            Some(mut r) => r.peel_to_commit()?.id,
+            None => {
+                return Ok(Err(Refusal::NotFound(format!(
+                    "run {run}'s branch {} is gone",
+                    record.branch
+                ))));
+            }
+        },
+    };
+    let base = ObjectId::from_hex(record.base.as_bytes()).context("the run's base")?;
+
+    // The audit: every path the branch changed since its base, whatever the hooks let
+    // through (`--no-verify` skips them).
+    let changes = git::diff::changed_paths(repo, base, run_tip)?;
+    let identity = RunIdentity {
+        run: record.run.clone(),
+        task: record.task.clone(),
+        role: record.role.clone(),
+        scope: record.scope.clone(),
+    };
+    let violations: Vec<String> = scope::check_commit(&identity, &changes)
+        .iter()
+        .map(ToString::to_string)
+        .collect();
+    if !violations.is_empty() {
+        record_scope_reject(repo_dir, repo, &record)?;
+        return Ok(Err(Refusal::Scope(violations)));
+    }
+
+    // One integration at a time: the others wait their turn here.
+    let _turn = Lock::take(store.root(), "integrate", Duration::from_secs(1800))?;
+    let into = match request.into.clone().or(record.base_ref.clone()) {
+        Some(into) => into,
+        None => match repo.head_name()? {
+            Some(name) => name.shorten().to_string(),
+            None => {
+                return Ok(Err(Refusal::NoTarget(
+                    "the run was not cut from a branch and HEAD is detached".into(),
+                )));
+            }
+        },
+    };
+    let at = crate::run::process::rfc3339(crate::run::process::now_millis());
+    let mut note = RunNote::of(&record, &at, &request.by);
+    note.forced_unverified = !verified;
+    let mut members = vec![];
+    members.extend(notes::commits_between(repo, base, run_tip)?);
+
+    for _ in 0..5 {
+        let Some(target_tip) = merge::branch_tip(repo, &into)? else {
+            return Ok(Err(Refusal::NoTarget(format!("no branch {into}"))));
+        };
+        if merge::is_ancestor(repo, run_tip, target_tip) {
+            return Ok(Err(Refusal::AlreadyIntegrated(format!(
+                "{into} already contains run {run}'s commits (merged by hand?)"
+            ))));
+        }
+        let checkout = merge::checked_out_in(repo_dir, &into)?;
+        if let Some(wt) = &checkout
+            && merge::has_tracked_changes(wt)?
+        {
+            return Ok(Err(Refusal::Dirty(wt.clone())));
+        }
+        let existing = merge::read_path(repo, target_tip, STATE_FILE)?;
+        let state =
+            match integrate::state_file(existing.as_deref(), &record, &note, request.session_reuse)
+            {
+                Ok(state) => state,
+                Err(e) => return Ok(Err(Refusal::BadState(e.to_string()))),
+            };
+        let tree = match merge::merge(
+            repo,
+            target_tip,
+            run_tip,
+            &[(STATE_FILE, state.into_bytes())],
+        )? {
+            merge::Merged::Clean(tree) => tree,
+            merge::Merged::Conflicts(paths) => {
+                return Ok(Err(Refusal::Conflict { into, paths }));
+            }
+        };
+        let parents = if request.squash {
+            vec![target_tip]
+        } else {
+            vec![target_tip, run_tip]
+        };
+        let commit = merge::commit(
+            repo,
+            &message(&record, &into, request.squash),
+            tree,
+            &parents,
+        )?;
+
+        // The target moved since the run's base: the merged tree is verified again.
+        let mut merged_verify = None;
+        if verified
+            && target_tip != base
+            && let Some(command) = &record.verify_command
+        {
+            match verify_merged(repo_dir, store, &record, command, commit)? {
+                verify::Verified::Done(result) if result.passed => merged_verify = Some(result),
+                verify::Verified::Done(result) => {
+                    return Ok(Err(Refusal::MergedVerify(format!(
+                        "verify failed on the merge of run {run} onto {into} (reward {}); {into} is untouched",
+                        result.reward
+                    ))));
+                }
+                verify::Verified::Timeout => {
+                    return Ok(Err(Refusal::MergedVerify(format!(
+                        "verify timed out on the merge of run {run} onto {into}; {into} is untouched"
+                    ))));
+                }
+            }
+        }
+
+        // Notes first (one commit of the notes ref for all of them), then the target.
+        let mut noted = vec![commit];
+        noted.extend(members.iter().copied());
+        let (notes_before, notes_after) =
+            notes::set_many(repo, notes::CREW, &noted, &note.to_line())?;
+        notes::failpoint("integrate-before-target");
+        let advanced = match &checkout {
+            Some(wt) => merge::fast_forward(wt, commit, (INTEGRATING_VAR, run)),
+            None => merge::advance(
+                repo,
+                &into,
+                target_tip,
+                commit,
+                &format!("crew: integrate run {run}"),
+            ),
+        };
+        if let Err(err) = advanced {
+            notes::undo(repo, notes::CREW, notes_after, notes_before)?;
+            if merge::branch_tip(repo, &into)? != Some(target_tip) {
+                // The target moved under us (someone committed): merge again.
+                continue;
+            }
+            return Err(err);
+        }
+
+        // Landed. Keep the run's commits, mark it, file the ledger row, clean up.
+        merge::set_ref(
+            repo,
+            &attempts_ref(run),
+            run_tip,
+            "crew: keep the run's commits",
+        )?;
+        record.integration = Some(Integration {
+            commit: commit.to_string(),
+            into: into.clone(),
+            at: at.clone(),
+            by: request.by.clone(),
+            squash: request.squash,
+            forced_unverified: !verified,
+        });
+        store.update_record(&record)?;
+        let mut row = Row::of(&record);
+        row.at = at.clone();
+        row.integrated = Some(commit.to_string());
+        if let Some(v) = &merged_verify {
+            row.reward = Some(v.reward);
+        }
+        crate::run::ledger::append_row(repo_dir, &record.task, &row)?;
+        let (worktree, branch, kept_because) =
+            clean_up(repo_dir, repo, &record, run_tip, &request.cleanup);
+        return Ok(Ok(Done {
+            record,
+            commit,
+            into,
+            parents,
+            merged_verify,
+            noted,
+            files: changes.iter().map(|c| c.path.clone()).collect(),
+            worktree,
+            branch,
+            attempts_ref: attempts_ref(run),
+            kept_because,
+        }));
+    }
+    anyhow::bail!("{into} kept moving while run {run} was being integrated; try again")
+}
+
+/// `refs/crew/attempts/<run>`: keeps a run's commits reachable once its branch is gone.
+pub fn attempts_ref(run: &str) -> String {
+    format!("refs/crew/attempts/{run}")
+}
+
+fn unverified_reason(record: &RunRecord) -> String {
+    let run = &record.run;
+    match (&record.verify, record.outcome) {
+        (Some(v), _) if !v.passed => format!("run {run} failed verify (reward {})", v.reward),
+        (None, Some(Outcome::Pass)) => {
+            format!("run {run} has no verify result (it had no verify command)")
+        }
+        (_, Some(outcome)) => format!(
+            "run {run} ended {} ({})",
+            record.phase.as_str(),
+            serde_json::to_value(outcome)
+                .ok()
+                .and_then(|v| v.as_str().map(String::from))
+                .unwrap_or_default()
+        ),
+        (_, None) => format!("run {run} has no outcome"),
+    }
+}
+
+/// A scope rejection found at integrate is a failure in the ledger — once per run: the
+/// supervisor's own rejection, or an earlier refused integrate, already counted it.
+pub fn record_scope_reject(
+    repo_dir: &Path,
+    repo: &gix::Repository,
+    record: &RunRecord,
+) -> anyhow::Result<()> {
+    let counted = record.outcome == Some(Outcome::ScopeReject)
+        || crate::run::ledger::rows(repo, Some(&record.task))?
+            .iter()
+            .any(|r| r.run == record.run && r.outcome == Some(Outcome::ScopeReject));
+    if counted {
+        return Ok(());
+    }
+    let mut row = Row::of(record);
+    row.at = crate::run::process::rfc3339(crate::run::process::now_millis());
+    row.outcome = Some(Outcome::ScopeReject);
+    crate::run::ledger::append_row(repo_dir, &record.task, &row)
+}
+
+fn message(record: &RunRecord, into: &str, squash: bool) -> String {
+    let how = if squash { "squash" } else { "merge" };
+    let mut text = format!(
+        "crew: {how} run {} (task {}) into {into}\n",
+        record.run, record.task
+    );
+    if let Some(footer) = &record.footer {
+        let result: Vec<&str> = footer.result.lines().take(12).collect();
+        if !result.is_empty() {
+            text.push('\n');
+            text.push_str(&result.join("\n"));
+            text.push('\n');
+        }
+    }
+    text.push_str(&format!(
+        "\nCrew-Run: {}\nCrew-Task: {}\n",
+        record.run, record.task
+    ));
+    text
+}
+
+/// Runs the run's verify command on `commit` in a throwaway worktree.
+fn verify_merged(
+    repo_dir: &Path,
+    store: &RunStore,
+    record: &RunRecord,
+    command: &str,
+    commit: ObjectId,
+) -> anyhow::Result<verify::Verified> {
+    let dir = store.run_dir(&record.run);
+    let wt = dir.join("merged");
+    let runner = git::run::GitRunner::new(repo_dir);
+    if wt.exists() {
+        let _ = runner.raw(&["worktree", "remove", "--force", &wt.to_string_lossy()]);
+        let _ = std::fs::remove_dir_all(&wt);
+    }
+    runner
+        .output(&[
+            "-c",
+            "core.hooksPath=/dev/null",
+            "worktree",
+            "add",
+            "--detach",
+            "--quiet",
+            &wt.to_string_lossy(),
+            &commit.to_string(),
+        ])
+        .context("cannot check out the merged tree to verify it")?;
+    let _ = crate::run::dispatch::copy_worktree_includes(repo_dir, &wt);
+    let transcript = record
+        .transcript
+        .clone()
+        .map_or_else(|| dir.join("verify-merged.log"), PathBuf::from);
+    let deadline = Instant::now() + Duration::from_secs(record.budget_s.max(60));
+    let result = verify::run(
+        command,
+        &wt,
+        &dir.join("verifier-merged"),
+        &transcript,
+        deadline,
+    );
+    let _ = runner.raw(&["worktree", "remove", "--force", &wt.to_string_lossy()]);
+    result
+}
+
+/// Removes what `worktree.cleanup` allows: never a worktree with uncommitted work, never
+/// commits that nothing else keeps.
+fn clean_up(
+    repo_dir: &Path,
+    repo: &gix::Repository,
+    record: &RunRecord,
+    run_tip: ObjectId,
+    policy: &str,
+) -> (&'static str, &'static str, Option<String>) {
+    let wt = PathBuf::from(&record.worktree);
+    if !wt.exists() {
+        return ("gone", "kept", None);
+    }
+    let clean = !git::worktree::is_dirty(&wt).unwrap_or(true);
+    let head_kept = git::worktree::rev_parse(&wt, "HEAD")
+        .ok()
+        .and_then(|h| ObjectId::from_hex(h.as_bytes()).ok())
+        .is_some_and(|head| merge::is_ancestor(repo, head, run_tip));
+    let plan = integrate::cleanup(policy, clean, head_kept);
+    let reason = if !clean {
+        Some("the worktree has uncommitted changes".to_string())
+    } else if !head_kept {
+        Some("the worktree has commits that were not integrated".to_string())
+    } else {
+        None
+    };
+    let mut worktree = "kept";
+    if plan.remove_worktree {
+        let _ = git::worktree::unlock(repo_dir, &wt);
+        // Without --force: git itself refuses a worktree with changes, a second guard.
+        let removed = git::run::GitRunner::new(repo_dir)
+            .raw(&["worktree", "remove", &wt.to_string_lossy()])
+            .is_ok_and(|o| o.status.success());
+        if removed {
+            worktree = "removed";
+        }
+    }
+    let mut branch = "kept";
+    if plan.delete_branch
+        && worktree == "removed"
+        && merge::branch_tip(repo, &record.branch).ok().flatten() == Some(run_tip)
+        && merge::delete_branch(repo, &record.branch).is_ok()
+    {
+        branch = "deleted";
+    }
+    (worktree, branch, reason)
+}

@@ -1,0 +1,411 @@
+//! integrate: audit, merge away from the checkout, notes, state file, ledger, cleanup —
+//! against real repositories, real hooks and real background runs.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+
+use crate::common::{TestEnv, read, write};
+
+/// Dispatches `worker` on `task` with `extra` flags and waits for it; returns the run id.
+fn finished_run(env: &TestEnv, repo: &Path, task: &str, worker: &str, extra: &[&str]) -> String {
+    let mut args = vec![
+        "dispatch",
+        "--task",
+        task,
+        "--backend",
+        worker,
+        "--prompt",
+        "x",
+    ];
+    args.extend_from_slice(extra);
+    let out = env.crew(repo, &args);
+    out.expect_code(0);
+    let run = out.json()["run"].as_str().unwrap().to_string();
+    env.crew(repo, &["wait", &run, "--timeout", "60s"]);
+    run
+}
+
+fn routes_run(env: &TestEnv, repo: &Path) -> String {
+    finished_run(
+        env,
+        repo,
+        "routes",
+        "ok",
+        &[
+            "--scope",
+            "src/routes/**",
+            "--verify",
+            "test -f src/routes/crew.rs",
+        ],
+    )
+}
+
+fn rev(env: &TestEnv, dir: &Path, rev: &str) -> String {
+    env.git_ok(dir, &["rev-parse", rev]).trim().to_string()
+}
+
+fn note(env: &TestEnv, repo: &Path, commit: &str) -> Value {
+    let text = env.git_ok(repo, &["notes", "--ref=crew", "show", commit]);
+    serde_json::from_str(text.trim()).unwrap_or_else(|e| panic!("{e}: {text}"))
+}
+
+fn worktree_of(env: &TestEnv, repo: &Path, run: &str) -> PathBuf {
+    PathBuf::from(
+        env.crew(repo, &["show", run]).json()["run"]["worktree"]
+            .as_str()
+            .unwrap(),
+    )
+}
+
+#[test]
+fn integrate_merges_notes_records_and_cleans_up() {
+    let env = TestEnv::new();
+    let repo = env.fixture("crew-repo.sh", "repo", &[]);
+    let run = routes_run(&env, &repo);
+    let before = rev(&env, &repo, "main");
+    let worker_commit = rev(&env, &repo, &format!("crew/routes/{run}"));
+    let wt = worktree_of(&env, &repo, &run);
+    assert!(wt.exists());
+
+    let out = env.crew(&repo, &["integrate", &run]);
+    out.expect_code(0);
+    let json = out.json();
+    assert_eq!(json["ok"], true);
+    assert_eq!(json["into"], "main");
+    let commit = json["commit"].as_str().unwrap().to_string();
+    // main is checked out and clean: it was fast-forwarded to the merge commit.
+    assert_eq!(rev(&env, &repo, "main"), commit);
+    assert_eq!(read(&repo.join("src/routes/crew.rs")), "pub fn crew() {}\n");
+    let parents = env.git_ok(&repo, &["show", "-s", "--format=%P", &commit]);
+    assert_eq!(parents.trim(), format!("{before} {worker_commit}"));
+    assert!(env.git_ok(&repo, &["status", "--porcelain"]).is_empty());
+
+    // The run record, on the merge and on the worker commit, read by git itself.
+    for commit in [&commit, &worker_commit] {
+        let note = note(&env, &repo, commit);
+        assert_eq!(note["run"], run.as_str());
+        assert_eq!(note["task"], "routes");
+        assert_eq!(note["scope"], serde_json::json!(["src/routes/**"]));
+        assert_eq!(note["verify"]["passed"], true);
+        assert_eq!(note["footer"]["result"], "Added src/routes/crew.rs.");
+        assert_eq!(note["base"], before.as_str());
+        assert!(note["integrated_by"].as_str().unwrap().contains('@'));
+        assert!(note.get("forced_unverified").is_none());
+    }
+    let log = env.git_ok(&repo, &["log", "-1", "--notes=crew", "main"]);
+    assert!(log.contains("Notes (crew):"), "{log}");
+
+    // docs/state/crew.json is inside the integration commit.
+    let state: Value = serde_json::from_str(
+        &env.git_ok(&repo, &["show", &format!("{commit}:docs/state/crew.json")]),
+    )
+    .unwrap();
+    assert_eq!(state["runs"][0]["run"], run.as_str());
+    assert_eq!(state["roster"]["backends"]["ok"]["integrated_runs"], 1);
+
+    // The ledger has the integration; the commits are kept; the worktree is gone.
+    let rows = env.crew(&repo, &["ledger", "--task", "routes"]).json()["rows"].clone();
+    let last = rows.as_array().unwrap().last().unwrap().clone();
+    assert_eq!(last["integrated"], commit.as_str());
+    assert_eq!(
+        rev(&env, &repo, &format!("refs/crew/attempts/{run}")),
+        worker_commit
+    );
+    assert!(
+        !wt.exists(),
+        "conservative cleanup removes a clean worktree"
+    );
+    assert_eq!(json["cleanup"]["worktree"], "removed");
+    assert_eq!(json["cleanup"]["branch"], "kept");
+    let shown = env.crew(&repo, &["show", &run]).json();
+    assert_eq!(shown["run"]["integration"]["commit"], commit.as_str());
+
+    // Once is enough.
+    let again = env.crew(&repo, &["integrate", &run]);
+    again.expect_code(4);
+    assert_eq!(again.json()["error"]["code"], "already-integrated");
+    assert_eq!(rev(&env, &repo, "main"), commit);
+}
+
+#[test]
+fn an_unverified_run_is_refused_unless_forced_and_then_the_note_says_so() {
+    let env = TestEnv::new();
+    let repo = env.fixture("crew-repo.sh", "repo", &[]);
+    let run = finished_run(&env, &repo, "routes", "ok", &["--scope", "src/routes/**"]);
+    let before = rev(&env, &repo, "main");
+    let out = env.crew(&repo, &["integrate", &run]);
+    out.expect_code(1);
+    let error = &out.json()["error"];
+    assert_eq!(error["code"], "unverified");
+    assert!(
+        error["message"].as_str().unwrap().contains("no verify"),
+        "{error}"
+    );
+    assert_eq!(rev(&env, &repo, "main"), before);
+
+    let out = env.crew(
+        &repo,
+        &["integrate", &run, "--force-unverified", "--squash"],
+    );
+    out.expect_code(0);
+    let commit = out.json()["commit"].as_str().unwrap().to_string();
+    let parents = env.git_ok(&repo, &["show", "-s", "--format=%P", &commit]);
+    assert_eq!(parents.trim(), before, "a squash has one parent");
+    assert_eq!(note(&env, &repo, &commit)["forced_unverified"], true);
+    // The worker commit is not on main, but it is kept and carries the record too.
+    let kept = rev(&env, &repo, &format!("refs/crew/attempts/{run}"));
+    assert_eq!(note(&env, &repo, &kept)["run"], run.as_str());
+}
+
+#[test]
+fn a_no_verify_escape_is_caught_at_integrate_and_counted_as_a_failure() {
+    let env = TestEnv::new();
+    let repo = env.fixture("crew-repo.sh", "repo", &[]);
+    let run = routes_run(&env, &repo);
+    let wt = worktree_of(&env, &repo, &run);
+    // After the run passed, something commits outside its scope behind the hook's back.
+    write(&wt.join("README.md"), "sneaked\n");
+    env.git_ok(&wt, &["commit", "-q", "--no-verify", "-am", "sneak"]);
+    let before = rev(&env, &repo, "main");
+
+    let out = env.crew(&repo, &["integrate", &run]);
+    out.expect_code(1);
+    let error = &out.json()["error"];
+    assert_eq!(error["code"], "scope-violation");
+    assert_eq!(
+        error["details"],
+        serde_json::json!(["README.md (modified) is outside the write scope src/routes/**"])
+    );
+    assert_eq!(rev(&env, &repo, "main"), before);
+    assert_eq!(read(&repo.join("README.md")), "# Project\n");
+    let rows = env.crew(&repo, &["ledger", "--task", "routes"]).json()["rows"].clone();
+    let outcomes: Vec<&str> = rows
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["outcome"].as_str().unwrap())
+        .collect();
+    assert_eq!(outcomes, ["pass", "scope-reject"]);
+    // Asking again does not count the same failure twice.
+    env.crew(&repo, &["integrate", &run]).expect_code(1);
+    assert_eq!(
+        env.crew(&repo, &["ledger", "--task", "routes"]).json()["rows"]
+            .as_array()
+            .unwrap()
+            .len(),
+        2
+    );
+    assert!(wt.exists(), "a refused run keeps its worktree");
+}
+
+#[test]
+fn a_conflict_is_refused_with_the_paths_and_touches_nothing() {
+    let env = TestEnv::new();
+    let repo = env.fixture("crew-repo.sh", "repo", &[]);
+    let run = routes_run(&env, &repo);
+    write(&repo.join("src/routes/crew.rs"), "pub fn mine() {}\n");
+    env.git_ok(&repo, &["add", "-A"]);
+    env.git_ok(&repo, &["commit", "-q", "-m", "the lead wrote it too"]);
+    let main_before = rev(&env, &repo, "main");
+    let branch = format!("crew/routes/{run}");
+    let branch_before = rev(&env, &repo, &branch);
+    let notes_before = env.git(&repo, &["rev-parse", "-q", "--verify", "refs/notes/crew"]);
+
+    let out = env.crew(&repo, &["integrate", &run]);
+    out.expect_code(4);
+    let error = &out.json()["error"];
+    assert_eq!(error["code"], "merge-conflict");
+    assert_eq!(error["details"], serde_json::json!(["src/routes/crew.rs"]));
+    assert_eq!(rev(&env, &repo, "main"), main_before);
+    assert_eq!(rev(&env, &repo, &branch), branch_before);
+    assert_eq!(read(&repo.join("src/routes/crew.rs")), "pub fn mine() {}\n");
+    assert!(env.git_ok(&repo, &["status", "--porcelain"]).is_empty());
+    let notes_after = env.git(&repo, &["rev-parse", "-q", "--verify", "refs/notes/crew"]);
+    assert_eq!(
+        notes_before.stdout, notes_after.stdout,
+        "no note was written"
+    );
+}
+
+#[test]
+fn a_dirty_checkout_is_refused_and_a_moved_target_is_verified_again() {
+    let env = TestEnv::new();
+    let repo = env.fixture("crew-repo.sh", "repo", &[]);
+    let run = finished_run(
+        &env,
+        &repo,
+        "routes",
+        "ok",
+        &[
+            "--scope",
+            "src/routes/**",
+            "--verify",
+            "test -f src/routes/crew.rs && echo checked > \"$CREW_VERIFIER_DIR/seen\" && test ! -f docs/broken",
+        ],
+    );
+    write(&repo.join("README.md"), "edited, not committed\n");
+    let out = env.crew(&repo, &["integrate", &run]);
+    out.expect_code(4);
+    assert_eq!(out.json()["error"]["code"], "dirty-checkout");
+    env.git_ok(&repo, &["checkout", "-q", "README.md"]);
+
+    // The target moves on in a way that breaks the run's verify: refused, untouched.
+    write(&repo.join("docs/broken"), "x\n");
+    env.git_ok(&repo, &["add", "-A"]);
+    env.git_ok(&repo, &["commit", "-q", "-m", "break it"]);
+    let moved = rev(&env, &repo, "main");
+    let out = env.crew(&repo, &["integrate", &run]);
+    out.expect_code(1);
+    assert_eq!(out.json()["error"]["code"], "verify-failed");
+    assert_eq!(rev(&env, &repo, "main"), moved);
+
+    // Fixed on the target: the merged tree passes and the run goes in.
+    env.git_ok(&repo, &["rm", "-q", "docs/broken"]);
+    env.git_ok(&repo, &["commit", "-q", "-m", "fix it"]);
+    let out = env.crew(&repo, &["integrate", &run]);
+    out.expect_code(0);
+    let json = out.json();
+    assert_eq!(json["merged_verify"]["passed"], true);
+    assert_eq!(rev(&env, &repo, "main"), json["commit"].as_str().unwrap());
+}
+
+#[test]
+fn a_branch_that_is_not_checked_out_advances_by_compare_and_swap() {
+    let env = TestEnv::new();
+    let repo = env.fixture("crew-repo.sh", "repo", &[]);
+    env.git_ok(&repo, &["branch", "release"]);
+    let run = routes_run(&env, &repo);
+    let head = rev(&env, &repo, "HEAD");
+    let out = env.crew(
+        &repo,
+        &[
+            "integrate",
+            &run,
+            "--into",
+            "release",
+            "--set",
+            "worktree.cleanup=eager",
+        ],
+    );
+    out.expect_code(0);
+    let json = out.json();
+    assert_eq!(
+        rev(&env, &repo, "release"),
+        json["commit"].as_str().unwrap()
+    );
+    assert_eq!(rev(&env, &repo, "HEAD"), head, "the checkout did not move");
+    assert_eq!(json["cleanup"]["branch"], "deleted");
+    let gone = env.git(
+        &repo,
+        &["rev-parse", "-q", "--verify", &format!("crew/routes/{run}")],
+    );
+    assert_ne!(gone.code, 0);
+    let reflog = env.git_ok(&repo, &["reflog", "-1", "release"]);
+    assert!(
+        reflog.contains(&format!("crew: integrate run {run}")),
+        "{reflog}"
+    );
+
+    let missing = env.crew(&repo, &["integrate", "nope"]);
+    missing.expect_code(3);
+}
+
+#[test]
+fn twelve_runs_integrated_in_parallel_all_land() {
+    let env = TestEnv::new();
+    let repo = env.fixture("crew-repo.sh", "repo", &[]);
+    let mut runs = Vec::new();
+    for i in 0..12 {
+        let task = format!("t{i}");
+        let scope = format!("work/{task}.txt");
+        let verify = format!("test -f {scope}");
+        let out = env.crew(
+            &repo,
+            &[
+                "dispatch",
+                "--task",
+                &task,
+                "--backend",
+                "own-file",
+                "--scope",
+                &scope,
+                "--prompt",
+                "x",
+                "--verify",
+                &verify,
+                "--set",
+                "backends.own-file.concurrency=12",
+            ],
+        );
+        out.expect_code(0);
+        runs.push(out.json()["run"].as_str().unwrap().to_string());
+    }
+    let mut args = vec!["wait", "--timeout", "120s"];
+    args.extend(runs.iter().map(String::as_str));
+    env.crew(&repo, &args).expect_code(0);
+
+    let children: Vec<_> = runs
+        .iter()
+        .map(|run| {
+            env.command(crate::common::bin())
+                .current_dir(&repo)
+                .args(["integrate", run, "--json"])
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    for child in children {
+        let out = child.wait_with_output().unwrap();
+        assert!(
+            out.status.success(),
+            "{}\n{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let merges = env.git_ok(&repo, &["rev-list", "--merges", "--count", "main"]);
+    assert_eq!(merges.trim(), "12");
+    for i in 0..12 {
+        assert!(repo.join(format!("work/t{i}.txt")).exists());
+    }
+    let state: Value = serde_json::from_str(&read(&repo.join("docs/state/crew.json"))).unwrap();
+    assert_eq!(state["runs"].as_array().unwrap().len(), 12);
+    assert!(env.git_ok(&repo, &["status", "--porcelain"]).is_empty());
+    let noted = env.git_ok(&repo, &["notes", "--ref=crew", "list"]);
+    assert_eq!(noted.lines().count(), 24, "12 merges and 12 worker commits");
+}
+
+#[test]
+fn a_writer_killed_between_its_objects_and_the_ref_leaves_the_old_notes() {
+    let env = TestEnv::new();
+    let repo = env.fixture("crew-repo.sh", "repo", &[]);
+    let run = routes_run(&env, &repo);
+    let ledger_before = rev(&env, &repo, "refs/notes/crew-ledger");
+    let main_before = rev(&env, &repo, "main");
+    for point in ["notes-before-ref", "integrate-before-target"] {
+        let out = env
+            .command(crate::common::bin())
+            .current_dir(&repo)
+            .env("GIT_CREW_FAILPOINT", point)
+            .args(["integrate", &run, "--json"])
+            .output()
+            .unwrap();
+        use std::os::unix::process::ExitStatusExt;
+        assert_eq!(out.status.signal(), Some(9), "killed at {point}");
+        // Nothing half-written: the refs are where they were, git reads everything.
+        assert_eq!(rev(&env, &repo, "main"), main_before);
+        assert_eq!(rev(&env, &repo, "refs/notes/crew-ledger"), ledger_before);
+        env.git_ok(&repo, &["fsck", "--no-dangling"]);
+        env.git_ok(&repo, &["notes", "--ref=crew-ledger", "list"]);
+    }
+    // The killed integrate left the note of an integration that never landed on the
+    // worker commit; trying again simply lands it.
+    let out = env.crew(&repo, &["integrate", &run]);
+    out.expect_code(0);
+    let commit = out.json()["commit"].as_str().unwrap().to_string();
+    assert_eq!(rev(&env, &repo, "main"), commit);
+    assert_eq!(note(&env, &repo, &commit)["run"], run.as_str());
+}
