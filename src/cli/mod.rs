@@ -18,6 +18,7 @@ pub mod native;
 pub mod runs;
 pub mod show;
 pub mod status;
+pub mod sync;
 pub mod ui;
 pub mod wait;
 pub mod watch;
@@ -87,6 +88,7 @@ pub enum Command {
     Watch(watch::WatchArgs),
     Ledger(ledger::LedgerArgs),
     ShouldStop(ledger::ShouldStopArgs),
+    Sync(sync::SyncArgs),
     Doctor(doctor::DoctorArgs),
     Footer(footer::FooterArgs),
     #[command(hide = true)]
@@ -131,6 +133,7 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> u8 {
         Command::Abandon(args) => abandon::abandon(&ctx, args),
         Command::Advise(args) => advise::run(&ctx, args),
         Command::Integrate(args) => integrate::run(&ctx, args),
+        Command::Sync(args) => sync::run(&ctx, args),
         Command::Attach(args) => native::attach(&ctx, args),
         Command::Deliver(args) => native::deliver(&ctx, args),
         Command::Watch(args) => watch::run(&ctx, args),

@@ -10,4 +10,5 @@ pub mod notes;
 pub mod repo;
 pub mod run;
 pub mod staged;
+pub mod sync;
 pub mod worktree;

@@ -11,6 +11,10 @@ use gix::bstr::ByteSlice;
 pub const CREW: &str = "refs/notes/crew";
 /// The outcome ledger: one note per task, JSON Lines.
 pub const LEDGER: &str = "refs/notes/crew-ledger";
+/// Gate verdicts.
+pub const GATES: &str = "refs/notes/crew-gates";
+/// Every notes ref git-crew writes (what `sync` exchanges).
+pub const ALL: [&str; 3] = [CREW, LEDGER, GATES];
 
 /// The blob that stands for a key such as `crew-task:<task>` (written, so that
 /// `git notes show` can resolve it).
@@ -112,6 +116,19 @@ pub fn edit(
     repo: &gix::Repository,
     notes_ref: &str,
     message: &str,
+    change: impl FnMut(&mut Notes<'_>) -> anyhow::Result<Vec<(ObjectId, String)>>,
+) -> anyhow::Result<(Option<ObjectId>, ObjectId)> {
+    edit_merging(repo, notes_ref, message, None, change)
+}
+
+/// [`edit`], with `other` as a second parent of the notes commit: the result of merging
+/// another notes history (sync), so that history is contained and pushing it on is a
+/// fast-forward.
+pub fn edit_merging(
+    repo: &gix::Repository,
+    notes_ref: &str,
+    message: &str,
+    other: Option<ObjectId>,
     mut change: impl FnMut(&mut Notes<'_>) -> anyhow::Result<Vec<(ObjectId, String)>>,
 ) -> anyhow::Result<(Option<ObjectId>, ObjectId)> {
     use gix::refs::transaction::PreviousValue;
@@ -145,8 +162,9 @@ pub fn edit(
         let tree = state
             .write(repo)
             .map_err(|e| anyhow::anyhow!("cannot write the notes tree: {e}"))?;
+        let parents: Vec<ObjectId> = parent_id.into_iter().chain(other).collect();
         let commit = repo
-            .new_commit(message, tree, parent_id)
+            .new_commit(message, tree, parents)
             .context("cannot write the notes commit")?
             .id;
         failpoint("notes-before-ref");
@@ -164,6 +182,38 @@ pub fn edit(
         }
     }
     bail!("cannot update {notes_ref}: {last_error}")
+}
+
+/// Creates `notes_ref` at `to`, only if it does not exist yet.
+pub fn create(repo: &gix::Repository, notes_ref: &str, to: ObjectId) -> anyhow::Result<bool> {
+    use gix::refs::transaction::PreviousValue;
+    Ok(repo
+        .reference(
+            notes_ref,
+            to,
+            PreviousValue::MustNotExist,
+            "notes: the remote's notes",
+        )
+        .is_ok())
+}
+
+/// Moves `notes_ref` from `from` on to `to` (a descendant), only if it still points at
+/// `from`; `false` when another writer moved it first.
+pub fn fast_forward(
+    repo: &gix::Repository,
+    notes_ref: &str,
+    from: ObjectId,
+    to: ObjectId,
+) -> anyhow::Result<bool> {
+    use gix::refs::transaction::PreviousValue;
+    Ok(repo
+        .reference(
+            notes_ref,
+            to,
+            PreviousValue::MustExistAndMatch(gix::refs::Target::Object(from)),
+            "notes: fast-forward to the remote's notes",
+        )
+        .is_ok())
 }
 
 /// Moves `notes_ref` back from `from` to `to` (undoing an edit), only if nobody wrote
@@ -229,15 +279,47 @@ pub fn commits_between(
 /// Every note in `notes_ref`: (annotated object, text). Flat and fanned-out note trees
 /// are both read.
 pub fn all(repo: &gix::Repository, notes_ref: &str) -> anyhow::Result<Vec<(ObjectId, String)>> {
-    let Some(mut reference) = repo.try_find_reference(notes_ref)? else {
-        return Ok(Vec::new());
-    };
-    let commit = reference
-        .peel_to_commit()
-        .context("the notes ref is not a commit")?;
+    match tip(repo, notes_ref)? {
+        Some(commit) => all_at(repo, commit),
+        None => Ok(Vec::new()),
+    }
+}
+
+/// The commit a notes ref points at, if it exists.
+pub fn tip(repo: &gix::Repository, notes_ref: &str) -> anyhow::Result<Option<ObjectId>> {
+    match repo.try_find_reference(notes_ref)? {
+        Some(mut reference) => Ok(Some(
+            reference
+                .peel_to_commit()
+                .with_context(|| format!("{notes_ref} is not a commit"))?
+                .id,
+        )),
+        None => Ok(None),
+    }
+}
+
+/// Every note in the notes commit `commit`.
+pub fn all_at(repo: &gix::Repository, commit: ObjectId) -> anyhow::Result<Vec<(ObjectId, String)>> {
+    let commit = repo.find_commit(commit).context("not a notes commit")?;
     let mut out = Vec::new();
     walk(repo, commit.tree_id()?.detach(), String::new(), &mut out)?;
     Ok(out)
+}
+
+/// Two versions of one note, merged as git's `cat_sort_uniq` strategy does: every line
+/// of both, sorted, each once. Rows start with their timestamp, so the union is in time
+/// order, and no two rows ever merge into one.
+pub fn union_lines(ours: &str, theirs: &str) -> String {
+    let mut lines: Vec<&str> = ours
+        .lines()
+        .chain(theirs.lines())
+        .filter(|l| !l.trim().is_empty())
+        .collect();
+    lines.sort_unstable();
+    lines.dedup();
+    let mut text = lines.join("\n");
+    text.push('\n');
+    text
 }
 
 fn walk(

@@ -69,7 +69,7 @@ fn usage_errors_are_exit_2_in_the_envelope() {
 #[test]
 fn commands_of_later_issues_are_not_registered() {
     let env = TestEnv::new();
-    for command in ["plan", "sync", "gate"] {
+    for command in ["plan", "gate"] {
         let out = env.crew(env.root(), &[command]);
         out.expect_code(2);
         let message = out.json()["error"]["message"].as_str().unwrap().to_string();

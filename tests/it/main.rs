@@ -10,3 +10,4 @@ mod init;
 mod integrate;
 mod ledger;
 mod real_clis;
+mod sync;

@@ -1,0 +1,169 @@
+//! sync: two clones exchanging their notes through a bare remote.
+
+use std::path::{Path, PathBuf};
+
+use crate::common::TestEnv;
+
+/// A bare remote made from crew-repo.sh, and two initialised clones of it.
+fn clones(env: &TestEnv) -> (PathBuf, PathBuf, PathBuf) {
+    let origin = env.fixture("crew-repo.sh", "origin", &[]);
+    let bare = env.root().join("remote.git");
+    env.git_ok(
+        env.root(),
+        &[
+            "clone",
+            "-q",
+            "--bare",
+            origin.to_str().unwrap(),
+            bare.to_str().unwrap(),
+        ],
+    );
+    let mut out = Vec::new();
+    for name in ["a", "b"] {
+        let dir = env.root().join(name);
+        env.git_ok(
+            env.root(),
+            &["clone", "-q", bare.to_str().unwrap(), dir.to_str().unwrap()],
+        );
+        env.crew(&dir, &["init"]).expect_code(0);
+        out.push(dir);
+    }
+    (bare, out.remove(0), out.remove(0))
+}
+
+fn finished(env: &TestEnv, repo: &Path, task: &str, worker: &str) -> String {
+    let out = env.crew(
+        repo,
+        &[
+            "dispatch",
+            "--task",
+            task,
+            "--backend",
+            worker,
+            "--scope",
+            "src/routes/**",
+            "--prompt",
+            "x",
+        ],
+    );
+    out.expect_code(0);
+    let run = out.json()["run"].as_str().unwrap().to_string();
+    env.crew(repo, &["wait", &run, "--timeout", "60s"]);
+    run
+}
+
+fn ledger_runs(env: &TestEnv, repo: &Path, task: &str) -> Vec<String> {
+    env.crew(repo, &["ledger", "--task", task]).json()["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["run"].as_str().unwrap().to_string())
+        .collect()
+}
+
+#[test]
+fn two_clones_sync_through_a_bare_remote_and_each_keeps_its_rows() {
+    let env = TestEnv::new();
+    let (bare, a, b) = clones(&env);
+    // Both clones record the same task: the same note, written on each side.
+    let run_a = finished(&env, &a, "routes", "no-footer");
+    let run_b = finished(&env, &b, "routes", "out-of-scope");
+    let only_b = finished(&env, &b, "docs", "no-footer");
+
+    let out = env.crew(&a, &["sync"]);
+    out.expect_code(0);
+    assert_eq!(out.json()["remote"], "origin");
+    let out = env.crew(&b, &["sync", "origin"]);
+    out.expect_code(0);
+    let ledger = out.json()["refs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["ref"] == "refs/notes/crew-ledger")
+        .cloned()
+        .unwrap();
+    assert_eq!(ledger["merge"], "merged");
+    assert_eq!(ledger["unioned"], 1, "{ledger}");
+    assert_eq!(ledger["pushed"], true);
+    env.crew(&a, &["sync"]).expect_code(0);
+
+    for clone in [&a, &b] {
+        let mut routes = ledger_runs(&env, clone, "routes");
+        routes.sort();
+        let mut expected = vec![run_a.clone(), run_b.clone()];
+        expected.sort();
+        assert_eq!(routes, expected, "{}", clone.display());
+        assert_eq!(ledger_runs(&env, clone, "docs"), vec![only_b.clone()]);
+    }
+    // git reads the merged note: one row per line, in time order.
+    let blob = env
+        .command("sh")
+        .current_dir(&a)
+        .args(["-c", "printf 'crew-task:routes' | git hash-object --stdin"])
+        .output()
+        .unwrap();
+    let blob = String::from_utf8_lossy(&blob.stdout).trim().to_string();
+    let text = env.git_ok(&a, &["notes", "--ref=crew-ledger", "show", &blob]);
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 2, "{text}");
+    assert!(lines[0] <= lines[1]);
+
+    // The remote has everything, and its history was never forced: both clones' notes
+    // commits are in it.
+    let remote_tip = env.git_ok(&bare, &["rev-parse", "refs/notes/crew-ledger"]);
+    let a_tip = env.git_ok(&a, &["rev-parse", "refs/notes/crew-ledger"]);
+    assert_eq!(remote_tip, a_tip);
+    let b_tip = env.git_ok(&b, &["rev-parse", "refs/notes/crew-ledger"]);
+    assert_eq!(remote_tip, b_tip);
+
+    // Nothing new: a sync is a no-op.
+    let out = env.crew(&a, &["sync"]);
+    out.expect_code(0);
+    for r in out.json()["refs"].as_array().unwrap() {
+        assert_eq!(r["pushed"], false, "{r}");
+    }
+}
+
+#[test]
+fn a_run_record_integrated_in_one_clone_reaches_the_other() {
+    let env = TestEnv::new();
+    let (_, a, b) = clones(&env);
+    let out = env.crew(
+        &a,
+        &[
+            "dispatch",
+            "--task",
+            "routes",
+            "--backend",
+            "ok",
+            "--scope",
+            "src/routes/**",
+            "--prompt",
+            "x",
+            "--verify",
+            "true",
+        ],
+    );
+    let run = out.json()["run"].as_str().unwrap().to_string();
+    env.crew(&a, &["wait", &run, "--timeout", "60s"]);
+    env.crew(&a, &["integrate", &run]).expect_code(0);
+    env.git_ok(&a, &["push", "-q", "origin", "main"]);
+    env.crew(&a, &["sync"]).expect_code(0);
+
+    env.git_ok(&b, &["pull", "-q", "--ff-only"]);
+    env.crew(&b, &["sync"]).expect_code(0);
+    let note = env.git_ok(&b, &["notes", "--ref=crew", "show", "HEAD"]);
+    assert!(note.contains(&format!("\"run\":\"{run}\"")), "{note}");
+}
+
+#[test]
+fn sync_without_a_remote_is_a_clear_error() {
+    let env = TestEnv::new();
+    let repo = env.fixture("crew-repo.sh", "repo", &[]);
+    let out = env.crew(&repo, &["sync"]);
+    out.expect_code(2);
+    assert_eq!(out.json()["error"]["code"], "remote-required");
+    let out = env.crew(&repo, &["sync", "nowhere"]);
+    out.expect_code(3);
+    assert_eq!(out.json()["error"]["code"], "remote-not-found");
+}
