@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The git-crew loop on a repository this script creates, with a scripted worker (no model
-# account needed): init, dispatch, wait, and what came back.  demo.sh [DIR]
+# account needed): init, dispatch, wait, integrate, and the run record in git notes.
+#   demo.sh [DIR]
 set -eu -o pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 command -v git-crew >/dev/null || { echo "demo: git-crew is not on PATH (cargo install --path .)" >&2; exit 1; }
@@ -28,7 +29,13 @@ echo
 echo "\$ git crew wait $run"
 git crew wait "$run" --human
 echo
-echo "\$ git log --oneline crew/routes/$run"
-git log --oneline "crew/routes/$run"
+echo "\$ git crew integrate $run"
+git crew integrate "$run" --human
+echo
+echo "\$ git log --oneline --graph"
+git log --oneline --graph
+echo
+echo "\$ git notes --ref=crew show HEAD"
+git notes --ref=crew show HEAD
 echo
 echo "The demo repository is $dir/repo"

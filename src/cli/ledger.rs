@@ -65,16 +65,21 @@ pub struct ShouldStopArgs {
 }
 
 pub fn should_stop(ctx: &CommandContext, args: ShouldStopArgs) -> Result<Report> {
-    let flight = resolve(ctx, &RoutingArgs::default())?.flight;
     let repo = ctx.repo()?;
     let rows = crate::run::ledger::rows(repo, Some(&args.task)).map_err(CrewError::internal)?;
-    let verdict = policy::should_stop(
-        &rows,
-        &flight,
-        &args.task,
-        &args.model,
-        args.tier.as_deref(),
-    );
+    // Agents call this in loops: the flight config is read only when the ledger alone
+    // cannot settle the answer.
+    let verdict =
+        match policy::settled_by_ledger(&rows, &args.task, &args.model, args.tier.as_deref()) {
+            Some(verdict) => verdict,
+            None => policy::should_stop(
+                &rows,
+                &resolve(ctx, &RoutingArgs::default())?.flight,
+                &args.task,
+                &args.model,
+                args.tier.as_deref(),
+            ),
+        };
     let report_path = if verdict.decision == Decision::HumanReport {
         let dir = crate::git::repo::state_dir(repo).join("reports");
         std::fs::create_dir_all(&dir).map_err(CrewError::internal)?;

@@ -20,6 +20,7 @@ pub mod show;
 pub mod status;
 pub mod sync;
 pub mod ui;
+pub mod verify;
 pub mod wait;
 pub mod watch;
 
@@ -82,6 +83,7 @@ pub enum Command {
     Transcript(show::TranscriptArgs),
     Abandon(abandon::AbandonArgs),
     Advise(advise::AdviseArgs),
+    Verify(verify::VerifyArgs),
     Integrate(integrate::IntegrateArgs),
     Attach(native::AttachArgs),
     Deliver(native::DeliverArgs),
@@ -132,6 +134,7 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> u8 {
         Command::Transcript(args) => show::transcript(&ctx, args),
         Command::Abandon(args) => abandon::abandon(&ctx, args),
         Command::Advise(args) => advise::run(&ctx, args),
+        Command::Verify(args) => verify::run(&ctx, args),
         Command::Integrate(args) => integrate::run(&ctx, args),
         Command::Sync(args) => sync::run(&ctx, args),
         Command::Attach(args) => native::attach(&ctx, args),

@@ -33,6 +33,35 @@ pub struct Verdict {
     pub next: Option<Next>,
 }
 
+/// The verdict when the ledger alone settles it: fewer than two failures, and the tier
+/// known from `tier` or from the rows of this (task, model). `None` when the flight
+/// config is needed (to find the next tier, or the model's tier).
+pub fn settled_by_ledger(
+    rows: &[Row],
+    task: &str,
+    model: &str,
+    tier: Option<&str>,
+) -> Option<Verdict> {
+    let mine: Vec<&Row> = rows
+        .iter()
+        .filter(|r| r.task == task && r.model.as_deref() == Some(model))
+        .collect();
+    let failures = mine.iter().filter(|r| r.is_failure()).count();
+    if failures >= 2 {
+        return None;
+    }
+    let tier = match tier {
+        Some(tier) => tier.to_string(),
+        None => mine.iter().rev().find_map(|r| r.tier.clone())?,
+    };
+    Some(Verdict {
+        decision: Decision::Continue,
+        tier,
+        failures,
+        next: None,
+    })
+}
+
 /// Decides from the ledger rows. `tier` is the tier the model runs at; when not given it
 /// is the tier of the first backend (by name) using that model, else the lowest tier.
 pub fn should_stop(
@@ -153,6 +182,22 @@ mod tests {
             has_lines: true,
         };
         resolve(&[layer], &Invocation::default()).unwrap().flight
+    }
+
+    #[test]
+    fn the_ledger_settles_a_continue_without_the_config() {
+        let mut rows = vec![row("t", "small", Outcome::Fail)];
+        rows[0].tier = Some("low".into());
+        let v = settled_by_ledger(&rows, "t", "small", None).unwrap();
+        assert_eq!(
+            (v.decision.clone(), v.tier.as_str(), v.failures),
+            (Decision::Continue, "low", 1)
+        );
+        assert_eq!(v, should_stop(&rows, &flight(), "t", "small", None));
+        // No row names the tier: the config decides.
+        assert!(settled_by_ledger(&rows, "t", "other", None).is_none());
+        rows.push(rows[0].clone());
+        assert!(settled_by_ledger(&rows, "t", "small", Some("low")).is_none());
     }
 
     #[test]

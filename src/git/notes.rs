@@ -16,6 +16,13 @@ pub const GATES: &str = "refs/notes/crew-gates";
 /// Every notes ref git-crew writes (what `sync` exchanges).
 pub const ALL: [&str; 3] = [CREW, LEDGER, GATES];
 
+/// The id of the blob that stands for a key such as `crew-task:<task>`, computed without
+/// writing it (for reading: the note hangs on the id whether the blob exists or not).
+pub fn key_id(repo: &gix::Repository, key: &str) -> anyhow::Result<ObjectId> {
+    gix::objs::compute_hash(repo.object_hash(), gix::objs::Kind::Blob, key.as_bytes())
+        .map_err(|e| anyhow::anyhow!("cannot hash {key}: {e}"))
+}
+
 /// The blob that stands for a key such as `crew-task:<task>` (written, so that
 /// `git notes show` can resolve it).
 pub fn key_blob(repo: &gix::Repository, key: &str) -> anyhow::Result<ObjectId> {

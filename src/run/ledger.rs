@@ -33,7 +33,7 @@ pub fn append_row(repo_dir: &Path, task: &str, row: &Row) -> anyhow::Result<()> 
 pub fn rows(repo: &gix::Repository, task: Option<&str>) -> anyhow::Result<Vec<Row>> {
     let mut rows = match task {
         Some(task) => {
-            let key = task_key(repo, task)?;
+            let key = notes::key_id(repo, &format!("crew-task:{task}"))?;
             ledger::parse(&notes::read(repo, notes::LEDGER, key)?.unwrap_or_default())
         }
         None => notes::all(repo, notes::LEDGER)?

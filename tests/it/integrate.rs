@@ -409,3 +409,35 @@ fn a_writer_killed_between_its_objects_and_the_ref_leaves_the_old_notes() {
     assert_eq!(rev(&env, &repo, "main"), commit);
     assert_eq!(note(&env, &repo, &commit)["run"], run.as_str());
 }
+
+#[test]
+fn verify_runs_again_and_records_the_verdict_integrate_relies_on() {
+    let env = TestEnv::new();
+    let repo = env.fixture("crew-repo.sh", "repo", &[]);
+    let run = finished_run(&env, &repo, "routes", "ok", &["--scope", "src/routes/**"]);
+    let out = env.crew(&repo, &["verify", &run]);
+    out.expect_code(2);
+    assert_eq!(out.json()["error"]["code"], "no-verify-command");
+
+    let out = env.crew(&repo, &["verify", &run, "--command", "test -f nowhere"]);
+    out.expect_code(1);
+    let json = out.json();
+    assert_eq!(json["verify"]["passed"], false);
+    assert_eq!(json["outcome"], "fail");
+    env.crew(&repo, &["integrate", &run]).expect_code(1);
+
+    let out = env.crew(
+        &repo,
+        &["verify", &run, "--command", "test -f src/routes/crew.rs"],
+    );
+    out.expect_code(0);
+    assert_eq!(out.json()["outcome"], "pass");
+    let shown = env.crew(&repo, &["show", &run]).json();
+    assert_eq!(
+        shown["run"]["verify"]["command"],
+        "test -f src/routes/crew.rs"
+    );
+    assert_eq!(shown["run"]["phase"], "done");
+    env.crew(&repo, &["integrate", &run]).expect_code(0);
+    env.crew(&repo, &["verify", &run]).expect_code(4);
+}

@@ -1,0 +1,136 @@
+//! `git crew verify RUN`: run a finished run's verify command again in its worktree.
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use clap::Args;
+use serde_json::json;
+
+use super::context::CommandContext;
+use super::error::{CrewError, ErrorKind, Result, exit};
+use super::runs;
+use super::ui::Report;
+use crate::core::record::Outcome;
+use crate::run::verify::{self, Verified};
+
+/// Run a finished run's verify command again in its worktree (with a fresh
+/// $CREW_VERIFIER_DIR) and record the reward on the run. A run that was accepted or failed
+/// on its verify takes the new verdict (pass or fail); any other outcome stays as it was.
+/// Exit 0 when it passes, 1 when it does not.
+#[derive(Debug, Args)]
+#[command(
+    after_help = "Examples:\n  git crew verify 20261202-101500-1a2b\n  git crew verify 20261202-101500-1a2b --command 'cargo test routes'"
+)]
+pub struct VerifyArgs {
+    pub run: String,
+    /// The verify command to use (and keep) instead of the run's own.
+    #[arg(long, value_name = "CMD")]
+    pub command: Option<String>,
+}
+
+pub fn run(ctx: &CommandContext, args: VerifyArgs) -> Result<Report> {
+    let store = runs::store(ctx)?;
+    let mut record = runs::load(&store, &args.run)?;
+    if !record.phase.is_final() {
+        return Err(CrewError::new(
+            ErrorKind::Refused,
+            "run-in-flight",
+            format!("run {} is still {}", record.run, record.phase.as_str()),
+        )
+        .hinted("its supervisor verifies it when the worker is done; `git crew wait RUN`"));
+    }
+    if record.integration.is_some() {
+        return Err(CrewError::new(
+            ErrorKind::Refused,
+            "already-integrated",
+            format!(
+                "run {} is integrated; verify the target instead",
+                record.run
+            ),
+        ));
+    }
+    let Some(command) = args.command.clone().or(record.verify_command.clone()) else {
+        return Err(CrewError::usage(
+            "no-verify-command",
+            format!("run {} has no verify command", record.run),
+        )
+        .hinted("pass one with --command CMD"));
+    };
+    let worktree = PathBuf::from(&record.worktree);
+    if !worktree.exists() {
+        return Err(CrewError::new(
+            ErrorKind::Refused,
+            "worktree-gone",
+            format!(
+                "run {}'s worktree {} is gone",
+                record.run,
+                worktree.display()
+            ),
+        ));
+    }
+    let dir = store.run_dir(&record.run);
+    let transcript = record
+        .transcript
+        .clone()
+        .map_or_else(|| dir.join("verify.log"), PathBuf::from);
+    let deadline = Instant::now() + Duration::from_secs(record.budget_s.max(60));
+    let verdict = verify::run(
+        &command,
+        &worktree,
+        &dir.join("verifier-again"),
+        &transcript,
+        deadline,
+    )
+    .map_err(CrewError::internal)?;
+    let passed = match &verdict {
+        Verified::Done(result) => {
+            record.verify_command = Some(command.clone());
+            record.verify = Some(result.clone());
+            let was = record.outcome;
+            if matches!(was, Some(Outcome::Pass) | Some(Outcome::Fail)) {
+                let outcome = if result.passed {
+                    Outcome::Pass
+                } else {
+                    Outcome::Fail
+                };
+                record.outcome = Some(outcome);
+                record.phase = outcome.final_phase();
+            }
+            record.decision = Some(format!(
+                "verify run again by git crew verify: {} (reward {})",
+                if result.passed { "passed" } else { "failed" },
+                result.reward
+            ));
+            record.discrepancies = record.find_discrepancies();
+            store.update_record(&record).map_err(CrewError::internal)?;
+            result.passed
+        }
+        Verified::Timeout => false,
+    };
+    let timed_out = matches!(verdict, Verified::Timeout);
+    let human = if timed_out {
+        format!("verify of run {} timed out", record.run)
+    } else {
+        format!(
+            "verify of run {} {} (reward {}); outcome {}",
+            record.run,
+            if passed { "passed" } else { "failed" },
+            record.verify.as_ref().map_or(0.0, |v| v.reward),
+            record.phase.as_str()
+        )
+    };
+    let mut report = Report::new(
+        json!({
+            "run": record.run,
+            "verify": if timed_out { serde_json::Value::Null } else { json!(record.verify) },
+            "timed_out": timed_out,
+            "phase": record.phase,
+            "outcome": record.outcome,
+        }),
+        human,
+    );
+    if !passed {
+        report.exit = Some(exit::CHECK);
+    }
+    Ok(report)
+}
