@@ -130,6 +130,8 @@ fn refusal(r: Refusal) -> CrewError {
         .with_details(paths)
         .hinted("the outcome is recorded as scope-reject in the ledger"),
         Refusal::AlreadyIntegrated(m) => CrewError::new(ErrorKind::Refused, "already-integrated", m),
+        Refusal::Nothing(m) => CrewError::new(ErrorKind::Refused, "nothing-to-integrate", m)
+            .hinted("`git crew show RUN` has its footer; its manifest is beside its record"),
         Refusal::NoTarget(m) => CrewError::new(ErrorKind::NotFound, "target-not-found", m)
             .hinted("name the branch with --into BRANCH"),
         Refusal::Dirty(wt) => CrewError::new(

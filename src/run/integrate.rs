@@ -47,6 +47,8 @@ pub enum Refusal {
     /// Paths outside the run's scope, each with the reason.
     Scope(Vec<String>),
     AlreadyIntegrated(String),
+    /// The run's branch has no commits.
+    Nothing(String),
     NoTarget(String),
     Dirty(PathBuf),
     Conflict {
@@ -94,11 +96,6 @@ pub fn integrate(
             done.into, done.commit
         ))));
     }
-    let verified =
-        record.outcome == Some(Outcome::Pass) && record.verify.as_ref().is_some_and(|v| v.passed);
-    if !verified && !request.force_unverified {
-        return Ok(Err(Refusal::Unverified(unverified_reason(&record))));
-    }
     let run_tip = match merge::branch_tip(repo, &record.branch)? {
         Some(tip) => tip,
         None => match repo.try_find_reference(attempts_ref(run).as_str())? {
@@ -112,6 +109,17 @@ pub fn integrate(
         },
     };
     let base = ObjectId::from_hex(record.base.as_bytes()).context("the run's base")?;
+    if run_tip == base {
+        return Ok(Err(Refusal::Nothing(format!(
+            "run {run} made no commits: there is nothing to integrate (a {} run's output is its manifest)",
+            record.role
+        ))));
+    }
+    let verified =
+        record.outcome == Some(Outcome::Pass) && record.verify.as_ref().is_some_and(|v| v.passed);
+    if !verified && !request.force_unverified {
+        return Ok(Err(Refusal::Unverified(unverified_reason(&record))));
+    }
 
     // The audit: every path the branch changed since its base, whatever the hooks let
     // through (`--no-verify` skips them).

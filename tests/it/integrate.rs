@@ -441,3 +441,13 @@ fn verify_runs_again_and_records_the_verdict_integrate_relies_on() {
     env.crew(&repo, &["integrate", &run]).expect_code(0);
     env.crew(&repo, &["verify", &run]).expect_code(4);
 }
+
+#[test]
+fn a_run_without_commits_has_nothing_to_integrate() {
+    let env = TestEnv::new();
+    let repo = env.fixture("crew-repo.sh", "repo", &[]);
+    let run = finished_run(&env, &repo, "audit", "review", &["--role", "review"]);
+    let out = env.crew(&repo, &["integrate", &run, "--force-unverified"]);
+    out.expect_code(4);
+    assert_eq!(out.json()["error"]["code"], "nothing-to-integrate");
+}
