@@ -9,6 +9,7 @@ use super::context::CommandContext;
 use super::error::{CrewError, ErrorKind, Result};
 use super::flight::{RoutingArgs, resolve};
 use super::ui::Report;
+use crate::core::plan::{Blocker, Plan};
 use crate::git::hooks_dir;
 use crate::run::dispatch::{self, Refusal, Request};
 use crate::state::locks::Lock;
@@ -32,7 +33,7 @@ pub struct DispatchArgs {
     #[arg(
         long,
         conflicts_with = "prompt_file",
-        required_unless_present = "prompt_file"
+        required_unless_present_any = ["prompt_file", "plan"]
     )]
     pub prompt: Option<String>,
     /// The task, from a file.
@@ -41,9 +42,9 @@ pub struct DispatchArgs {
     /// A glob the run may write (repeatable); required for implement and cleanup runs.
     #[arg(long, value_name = "GLOB")]
     pub scope: Vec<String>,
-    /// implement | review | investigate | cleanup.
-    #[arg(long, default_value = "implement")]
-    pub role: String,
+    /// implement | review | investigate | cleanup (default implement).
+    #[arg(long)]
+    pub role: Option<String>,
     /// The command that checks the work, run in the worktree.
     #[arg(long, value_name = "CMD")]
     pub verify: Option<String>,
@@ -62,6 +63,17 @@ pub struct DispatchArgs {
     /// the backend resumes sessions, else a fresh one with the verifier's feedback.
     #[arg(long)]
     pub continue_until_pass: bool,
+    /// Take the task's role, scope, prompt, verify, size and worker from this plan
+    /// (.crew/plans/<P>.toml); flags override. Refused (exit 4) while a gate holds the
+    /// task's wave under gates.enforce = "strict".
+    #[arg(long, value_name = "P")]
+    pub plan: Option<String>,
+    /// The task's size in worker-hours (for the ledger's horizon and speed factor).
+    #[arg(long, value_name = "HOURS")]
+    pub size: Option<f64>,
+    /// Route through this standing worker of the roster ([workers.<name>]).
+    #[arg(long, value_name = "NAME")]
+    pub worker: Option<String>,
     /// Archive raw transcripts in DIR instead of .git/crew/transcripts; "" disables them.
     #[arg(long, value_name = "DIR")]
     pub transcripts: Option<String>,
@@ -73,16 +85,44 @@ pub fn run(ctx: &CommandContext, args: DispatchArgs) -> Result<Report> {
     let flight = resolve(ctx, &args.routing)?.flight;
     let repo = ctx.repo()?;
     let repo_dir = ctx.workdir()?.to_path_buf();
+    let mut warnings: Vec<String> = Vec::new();
+    let mut extra = serde_json::Map::new();
+    let from_plan = match &args.plan {
+        Some(name) => Some(plan_task(
+            ctx,
+            name,
+            &args.task,
+            &flight,
+            &mut warnings,
+            &mut extra,
+        )?),
+        None => None,
+    };
+    let task = from_plan.as_ref().map(|(_, t)| t);
     let prompt = match (&args.prompt, &args.prompt_file) {
         (Some(text), _) => text.clone(),
-        (None, Some(file)) => std::fs::read_to_string(ctx.cwd.join(file)).map_err(|e| {
-            CrewError::new(
-                ErrorKind::NotFound,
-                "file-not-found",
-                format!("cannot read {}: {e}", file.display()),
-            )
-        })?,
-        (None, None) => unreachable!("clap requires one of --prompt and --prompt-file"),
+        (None, Some(file)) => read_prompt(&ctx.cwd.join(file))?,
+        (None, None) => match task {
+            Some(t) => match (&t.prompt, &t.prompt_file) {
+                (Some(text), _) => text.clone(),
+                (None, Some(file)) => read_prompt(&repo_dir.join(file))?,
+                (None, None) => {
+                    return Err(CrewError::usage(
+                        "no-prompt",
+                        format!("task {} of the plan has no prompt or prompt_file", t.id),
+                    )
+                    .hinted("add one to the plan, or pass --prompt / --prompt-file"));
+                }
+            },
+            None => unreachable!("clap requires --prompt, --prompt-file or --plan"),
+        },
+    };
+    let prompt = match &from_plan {
+        Some((plan, t)) => format!(
+            "Plan {} (.crew/plans/{}.toml), task {}, wave {}.\n\n{prompt}",
+            plan.id, plan.id, t.id, t.wave
+        ),
+        None => prompt,
     };
     let base_rev = args.base.clone().unwrap_or_else(|| "HEAD".into());
     let base = crate::git::worktree::rev_parse(&repo_dir, &base_rev).map_err(|e| {
@@ -94,9 +134,20 @@ pub fn run(ctx: &CommandContext, args: DispatchArgs) -> Result<Report> {
         base_ref,
         task: args.task.clone(),
         prompt,
-        scope: args.scope.clone(),
-        role: args.role.clone(),
-        verify: args.verify.clone(),
+        scope: if args.scope.is_empty() {
+            task.map(|t| t.scope.clone()).unwrap_or_default()
+        } else {
+            args.scope.clone()
+        },
+        role: args
+            .role
+            .clone()
+            .or(task.map(|t| t.role.clone()))
+            .unwrap_or_else(|| "implement".into()),
+        verify: args.verify.clone().or(task.and_then(|t| t.verify.clone())),
+        plan: from_plan.as_ref().map(|(p, _)| p.id.clone()),
+        size_h: args.size.or(task.and_then(|t| t.size)),
+        worker: args.worker.clone().or(task.and_then(|t| t.worker.clone())),
         backend: args.routing.backend.clone(),
         model: args.routing.model.clone(),
         effort: args.routing.effort.clone(),
@@ -217,6 +268,19 @@ pub fn run(ctx: &CommandContext, args: DispatchArgs) -> Result<Report> {
         "deadline": record.deadline,
     });
     let mut fields = fields;
+    for (key, value) in extra {
+        fields[key] = value;
+    }
+    if let Some(advice) = split_advice(repo, &record) {
+        warnings.push(advice.clone());
+        fields["split_advice"] = json!(advice);
+    }
+    for warning in &warnings {
+        eprintln!("warning: {warning}");
+    }
+    if !warnings.is_empty() {
+        fields["warnings"] = json!(warnings);
+    }
     if let Some(escalation) = &plan.escalated_from {
         fields["escalated_from"] = serde_json::to_value(escalation).map_err(CrewError::internal)?;
     }
@@ -241,6 +305,133 @@ pub fn run(ctx: &CommandContext, args: DispatchArgs) -> Result<Report> {
         record.run, record.task, record.backend, record.worktree
     );
     Ok(Report::new(fields, human))
+}
+
+fn read_prompt(path: &std::path::Path) -> Result<String> {
+    std::fs::read_to_string(path).map_err(|e| {
+        CrewError::new(
+            ErrorKind::NotFound,
+            "file-not-found",
+            format!("cannot read {}: {e}", path.display()),
+        )
+    })
+}
+
+/// The plan and its task `id`, with the plan's gates enforced: under `strict` a task a
+/// gate holds is refused (exit 4), under `warn` it goes with a warning. Unfinished
+/// dependencies and a stale plan file are warnings.
+fn plan_task(
+    ctx: &CommandContext,
+    name: &str,
+    id: &str,
+    flight: &crate::core::flight::Flight,
+    warnings: &mut Vec<String>,
+    extra: &mut serde_json::Map<String, serde_json::Value>,
+) -> Result<(Plan, crate::core::plan::Task)> {
+    let plan = super::plan::load(ctx, Some(name))?;
+    let Some(task) = plan.task(id).cloned() else {
+        let ids: Vec<&str> = plan.tasks.iter().map(|t| t.id.as_str()).collect();
+        let mut err = CrewError::new(
+            ErrorKind::NotFound,
+            "task-not-found",
+            format!("plan {} has no task {id}", plan.id),
+        );
+        if let Some(s) = crate::core::flight::did_you_mean(id, ids.iter().copied()) {
+            err = err.hinted(format!("did you mean `{s}`?"));
+        }
+        return Err(err);
+    };
+    let statuses = super::plan::derive(ctx, &plan)?;
+    let status = statuses.iter().find(|s| s.task == id);
+    let blockers: Vec<&Blocker> = status
+        .map(|s| s.blockers.iter().collect())
+        .unwrap_or_default();
+    let gates: Vec<String> = blockers
+        .iter()
+        .filter(|b| matches!(b, Blocker::Gate { .. }))
+        .map(ToString::to_string)
+        .collect();
+    if !gates.is_empty() {
+        if flight.gates.enforce == "strict" {
+            return Err(CrewError::new(
+                ErrorKind::Refused,
+                "blocked-by-gate",
+                format!("task {id} is blocked: wave {} is held by a gate", task.wave),
+            )
+            .with_details(gates)
+            .hinted("record the gate's verdict with `git crew gate record G --verdict pass --evidence ...`"));
+        }
+        warnings.push(format!(
+            "task {id} is held by a gate (gates.enforce = \"warn\"): {}",
+            gates.join("; ")
+        ));
+    }
+    for dep in blockers
+        .iter()
+        .filter(|b| matches!(b, Blocker::Dependency { .. }))
+    {
+        warnings.push(format!("task {id} {dep}: dispatched ahead of it"));
+    }
+    if let Some(days) = stale_days(ctx, &plan.id)
+        && days > flight.plans.stale_after_days
+    {
+        warnings.push(format!(
+            "plan {} has not changed for {days} days (plans.stale_after_days = {}): its assumptions may have expired",
+            plan.id, flight.plans.stale_after_days
+        ));
+        extra.insert("stale_days".into(), json!(days));
+    }
+    Ok((plan, task))
+}
+
+/// Days since the plan file last changed: its last commit, or its modification time
+/// when it has uncommitted changes or none.
+fn stale_days(ctx: &CommandContext, plan: &str) -> Option<i64> {
+    let workdir = ctx.workdir().ok()?;
+    let rel = format!(".crew/plans/{plan}.toml");
+    let git = crate::git::run::GitRunner::new(workdir);
+    let dirty = git
+        .output(&["status", "--porcelain", "--", &rel])
+        .map(|o| !o.trim().is_empty())
+        .unwrap_or(true);
+    let now = crate::run::process::now_millis() as i64 / 1000;
+    let changed = if dirty {
+        std::fs::metadata(workdir.join(&rel))
+            .ok()?
+            .modified()
+            .ok()?
+            .duration_since(std::time::UNIX_EPOCH)
+            .ok()?
+            .as_secs() as i64
+    } else {
+        git.output(&["log", "-1", "--format=%ct", "--", &rel])
+            .ok()?
+            .trim()
+            .parse()
+            .ok()?
+    };
+    Some((now - changed).max(0) / 86_400)
+}
+
+/// Advice to split a task whose size is beyond the chosen configuration's competence
+/// horizon (from `ledger stats`).
+fn split_advice(repo: &gix::Repository, record: &crate::core::record::RunRecord) -> Option<String> {
+    let size = record.size_h?;
+    let rows = crate::run::ledger::rows(repo, None).ok()?;
+    let stats = crate::core::ledger::stats(&rows);
+    let mine = stats.iter().find(|s| {
+        s.backend == record.backend && s.model == record.model && s.effort == record.effort
+    })?;
+    let horizon = mine.horizon_h?;
+    (size > horizon).then(|| {
+        format!(
+            "task {} is sized {size}h, beyond the {horizon}h competence horizon of {} {} {}: split it into tasks of at most {horizon}h",
+            record.task,
+            record.backend,
+            record.model.as_deref().unwrap_or("-"),
+            record.effort.as_deref().unwrap_or("-"),
+        )
+    })
 }
 
 /// The branch a run is cut from: HEAD's branch, or `--base` when it names a local branch.

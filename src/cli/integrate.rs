@@ -57,7 +57,51 @@ pub fn run(ctx: &CommandContext, args: IntegrateArgs) -> Result<Report> {
                 .and_then(|b| b.session_reuse)
         })
         .unwrap_or(false);
+    // The gates: a task a gate holds is not integrated under `strict`; the verdicts of
+    // the gates on its wave go into the run record.
+    let mut gates = Vec::new();
+    let mut warnings = Vec::new();
+    if let Some(record) = store.load(&args.run).ok().flatten()
+        && let Some(plan_name) = &record.plan
+        && let Ok(plan) = super::plan::load(ctx, Some(plan_name))
+        && let Some(task) = plan.task(&record.task)
+    {
+        let verdicts = crate::run::plans::verdicts(repo, &plan).map_err(CrewError::internal)?;
+        let facts = crate::core::plan::Facts {
+            verdicts: verdicts.clone(),
+            enforce: flight.gates.enforce.clone(),
+            on_fail: flight.gates.on_fail.clone(),
+            ..Default::default()
+        };
+        let blockers: Vec<String> = crate::core::plan::gate_blockers(&plan, &facts, task)
+            .iter()
+            .map(ToString::to_string)
+            .collect();
+        if !blockers.is_empty() {
+            if flight.gates.enforce == "strict" {
+                return Err(CrewError::new(
+                    ErrorKind::Refused,
+                    "blocked-by-gate",
+                    format!("task {} is held by a gate; nothing was integrated", task.id),
+                )
+                .with_details(blockers)
+                .hinted("record the gate's verdict with `git crew gate record G --verdict pass --evidence ...`"));
+            }
+            warnings.push(format!("integrating although {}", blockers.join("; ")));
+        }
+        for gate in plan
+            .gates
+            .iter()
+            .filter(|g| g.gates_waves.contains(&task.wave))
+        {
+            gates.push(json!({"gate": gate.id, "verdict": verdicts.get(&gate.id)}));
+        }
+    }
+    for warning in &warnings {
+        eprintln!("warning: {warning}");
+    }
     let request = Request {
+        gates,
         run: args.run.clone(),
         into: args.into.clone(),
         squash: args.squash,

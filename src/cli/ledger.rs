@@ -10,16 +10,50 @@ use super::ui::Report;
 use crate::core::policy::{self, Decision};
 
 /// List the outcome ledger: one row per finished run (metadata only), oldest first.
+/// `ledger stats` learns from it per agent configuration (backend, model, effort): runs,
+/// pass rate, success per size bucket, the competence horizon (the largest size still
+/// passing at least half the time), the speed factor (actual over estimated hours) and
+/// claim accuracy (how often `done` was a verified pass). Runs whose scope changed are
+/// left out.
 #[derive(Debug, Args)]
-#[command(after_help = "Examples:\n  git crew ledger\n  git crew ledger --task routes")]
+#[command(
+    after_help = "Examples:\n  git crew ledger\n  git crew ledger --task routes\n  git crew ledger stats"
+)]
 pub struct LedgerArgs {
     /// Only this task's rows.
     #[arg(long)]
     pub task: Option<String>,
+    /// `stats`: learn from the ledger instead of listing it.
+    #[arg(value_parser = ["stats"])]
+    pub view: Option<String>,
 }
 
 pub fn ledger(ctx: &CommandContext, args: LedgerArgs) -> Result<Report> {
     let repo = ctx.repo()?;
+    if args.view.is_some() {
+        let rows =
+            crate::run::ledger::rows(repo, args.task.as_deref()).map_err(CrewError::internal)?;
+        let stats = crate::core::ledger::stats(&rows);
+        let human = stats
+            .iter()
+            .map(|s| {
+                format!(
+                    "{} {} {}: {} runs, pass rate {:.0}%, horizon {}, speed factor {}, claim accuracy {}",
+                    s.backend,
+                    s.model.as_deref().unwrap_or("-"),
+                    s.effort.as_deref().unwrap_or("-"),
+                    s.runs,
+                    s.pass_rate * 100.0,
+                    s.horizon_h.map_or("-".into(), |h| format!("{h}h")),
+                    s.speed_factor.map_or("-".into(), |f| f.to_string()),
+                    s.claim_accuracy
+                        .map_or("-".into(), |a| format!("{:.0}%", a * 100.0)),
+                )
+            })
+            .collect::<Vec<_>>()
+            .join("\n");
+        return Ok(Report::new(json!({"stats": stats}), human));
+    }
     let rows = crate::run::ledger::rows(repo, args.task.as_deref()).map_err(CrewError::internal)?;
     let human = rows
         .iter()

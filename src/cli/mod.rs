@@ -10,19 +10,23 @@ pub mod doctor;
 pub mod error;
 pub mod flight;
 pub mod footer;
+pub mod gate;
 pub mod hook;
 pub mod init;
 pub mod integrate;
 pub mod ledger;
 pub mod native;
+pub mod plan;
 pub mod runs;
 pub mod show;
 pub mod status;
+pub mod summary;
 pub mod sync;
 pub mod ui;
 pub mod verify;
 pub mod wait;
 pub mod watch;
+pub mod wave;
 
 use std::ffi::OsString;
 use std::path::PathBuf;
@@ -75,7 +79,7 @@ pub struct Cli {
 pub enum Command {
     Init(init::InitArgs),
     Flight(flight::FlightArgs),
-    Dispatch(dispatch::DispatchArgs),
+    Dispatch(Box<dispatch::DispatchArgs>),
     Wait(wait::WaitArgs),
     #[command(visible_alias = "ls")]
     Status(status::StatusArgs),
@@ -90,6 +94,10 @@ pub enum Command {
     Watch(watch::WatchArgs),
     Ledger(ledger::LedgerArgs),
     ShouldStop(ledger::ShouldStopArgs),
+    Plan(plan::PlanArgs),
+    Gate(gate::GateArgs),
+    Wave(wave::WaveArgs),
+    Summary(summary::SummaryArgs),
     Sync(sync::SyncArgs),
     Doctor(doctor::DoctorArgs),
     Footer(footer::FooterArgs),
@@ -127,7 +135,7 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> u8 {
     let result = match cli.command {
         Command::Init(args) => init::run(&ctx, args),
         Command::Flight(args) => flight::run(&ctx, args),
-        Command::Dispatch(args) => dispatch::run(&ctx, args),
+        Command::Dispatch(args) => dispatch::run(&ctx, *args),
         Command::Wait(args) => wait::run(&ctx, args),
         Command::Status(args) => status::run(&ctx, args),
         Command::Show(args) => show::run(&ctx, args),
@@ -136,6 +144,10 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> u8 {
         Command::Advise(args) => advise::run(&ctx, args),
         Command::Verify(args) => verify::run(&ctx, args),
         Command::Integrate(args) => integrate::run(&ctx, args),
+        Command::Plan(args) => plan::run(&ctx, args),
+        Command::Gate(args) => gate::run(&ctx, args),
+        Command::Wave(args) => wave::run(&ctx, args),
+        Command::Summary(args) => summary::run(&ctx, args),
         Command::Sync(args) => sync::run(&ctx, args),
         Command::Attach(args) => native::attach(&ctx, args),
         Command::Deliver(args) => native::deliver(&ctx, args),

@@ -257,6 +257,12 @@ const WORKTREE: &[Field] = &[
     ),
 ];
 
+const PLANS: &[Field] = &[field(
+    "stale_after_days",
+    Kind::Int { min: 1, max: 3650 },
+    "Dispatch from a plan file unchanged for longer than this warns that its assumptions may have expired.",
+)];
+
 const SUMMARY: &[Field] = &[
     field(
         "reflex",
@@ -297,6 +303,7 @@ pub const ROOT: &[Field] = &[
         "The fences every dispatch carries.",
     ),
     field("worktree", Kind::Table(WORKTREE), "Worktree lifecycle."),
+    field("plans", Kind::Table(PLANS), "Plans in .crew/plans."),
     field("summary", Kind::Table(SUMMARY), "The summary reflex."),
 ];
 
@@ -333,6 +340,18 @@ impl fmt::Display for Diagnostic {
         }
         Ok(())
     }
+}
+
+/// The 1-based line and column of a byte offset in `text`.
+pub fn line_col(text: &str, offset: usize) -> (usize, usize) {
+    let mut offset = offset.min(text.len());
+    while !text.is_char_boundary(offset) {
+        offset -= 1;
+    }
+    let before = &text[..offset];
+    let line = before.matches('\n').count() + 1;
+    let col = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
+    (line, col)
 }
 
 /// The closest candidate to a misspelt name, when one is close enough to suggest.
@@ -389,12 +408,7 @@ impl Walker<'_> {
         if !self.source.has_lines {
             return None;
         }
-        let text = &self.source.text;
-        let offset = offset.min(text.len());
-        let before = &text[..offset];
-        let line = before.matches('\n').count() + 1;
-        let col = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
-        Some((line, col))
+        Some(line_col(&self.source.text, offset))
     }
 
     fn report(&mut self, offset: usize, key: &str, message: String, suggestion: Option<String>) {
@@ -961,6 +975,7 @@ pub struct Flight {
     pub gates: Gates,
     pub fences: Fences,
     pub worktree: WorktreePolicy,
+    pub plans: PlansPolicy,
     pub summary: SummaryPolicy,
 }
 
@@ -1041,6 +1056,11 @@ pub struct Fences {
 pub struct WorktreePolicy {
     pub cleanup: String,
     pub port_range: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PlansPolicy {
+    pub stale_after_days: i64,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

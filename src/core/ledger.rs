@@ -50,11 +50,11 @@ impl Row {
             effort: record.effort.clone(),
             tier: record.tier.clone(),
             role: record.role.clone(),
-            worker: None,
+            worker: record.worker.clone(),
             claimed: record.claimed().to_string(),
             outcome: record.outcome,
             reward: record.verify.as_ref().map(|v| v.reward),
-            size_h: None,
+            size_h: record.size_h,
             wall_s: record.elapsed_s,
             files_changed: record.diff.files.len(),
             scope_changed: false,
@@ -71,6 +71,164 @@ impl Row {
             Some(Outcome::Pass) | Some(Outcome::Abandoned) | None
         )
     }
+}
+
+/// The size buckets of `ledger stats`, in worker-hours: (label, upper bound).
+pub const BUCKETS: &[(&str, f64)] = &[
+    ("<=0.5h", 0.5),
+    ("<=1h", 1.0),
+    ("<=2h", 2.0),
+    ("<=4h", 4.0),
+    ("<=8h", 8.0),
+    (">8h", f64::INFINITY),
+];
+
+/// Success at one size bucket.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Bucket {
+    pub size: &'static str,
+    pub runs: usize,
+    pub passes: usize,
+    pub success_rate: f64,
+}
+
+/// What the ledger says of one agent configuration (backend, model, effort).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ConfigStats {
+    pub backend: String,
+    pub model: Option<String>,
+    pub effort: Option<String>,
+    pub runs: usize,
+    pub passes: usize,
+    pub pass_rate: f64,
+    pub by_size: Vec<Bucket>,
+    /// The largest size (worker-hours) at which the success rate is still at least 50%:
+    /// the upper bound of the largest such bucket (for the open bucket, the largest size
+    /// seen in it).
+    pub horizon_h: Option<f64>,
+    /// Actual over estimated hours, summed over the passing runs that had a size.
+    pub speed_factor: Option<f64>,
+    /// How often a `done` claim was a verified pass.
+    pub claim_accuracy: Option<f64>,
+    /// Runs left out because their scope changed.
+    pub excluded_scope_changed: usize,
+}
+
+/// Whether a row is an attempt that counts in the stats: integration events, handoffs
+/// and the lead's own abandons are not measurements of the worker.
+fn measured(row: &Row) -> bool {
+    row.integrated.is_none() && !matches!(row.outcome, None | Some(Outcome::Abandoned))
+}
+
+fn ratio(a: usize, b: usize) -> f64 {
+    if b == 0 {
+        0.0
+    } else {
+        ((a as f64 / b as f64) * 1000.0).round() / 1000.0
+    }
+}
+
+/// `ledger stats`: per configuration, in (backend, model, effort) order. Two loops, never
+/// one: this is the configurations' side (speed factor, horizon); [`estimate`] is the
+/// tasks' side. A run whose scope changed is left out of both.
+pub fn stats(rows: &[Row]) -> Vec<ConfigStats> {
+    type Key = (String, Option<String>, Option<String>);
+    let mut groups: std::collections::BTreeMap<Key, Vec<&Row>> = Default::default();
+    for row in rows.iter().filter(|r| measured(r)) {
+        groups
+            .entry((row.backend.clone(), row.model.clone(), row.effort.clone()))
+            .or_default()
+            .push(row);
+    }
+    groups
+        .into_iter()
+        .map(|((backend, model, effort), all)| {
+            let excluded = all.iter().filter(|r| r.scope_changed).count();
+            let rows: Vec<&Row> = all.into_iter().filter(|r| !r.scope_changed).collect();
+            let pass = |r: &Row| r.outcome == Some(Outcome::Pass);
+            let passes = rows.iter().filter(|r| pass(r)).count();
+            let mut by_size = Vec::new();
+            let mut horizon = None;
+            let mut lower = 0.0;
+            for (label, upper) in BUCKETS {
+                let in_bucket: Vec<&&Row> = rows
+                    .iter()
+                    .filter(|r| r.size_h.is_some_and(|s| s > lower && s <= *upper))
+                    .collect();
+                lower = *upper;
+                if in_bucket.is_empty() {
+                    continue;
+                }
+                let p = in_bucket.iter().filter(|r| pass(r)).count();
+                let rate = ratio(p, in_bucket.len());
+                if rate >= 0.5 {
+                    horizon = Some(if upper.is_finite() {
+                        *upper
+                    } else {
+                        in_bucket
+                            .iter()
+                            .filter_map(|r| r.size_h)
+                            .fold(0.0, f64::max)
+                    });
+                }
+                by_size.push(Bucket {
+                    size: label,
+                    runs: in_bucket.len(),
+                    passes: p,
+                    success_rate: rate,
+                });
+            }
+            let sized: Vec<&&Row> = rows
+                .iter()
+                .filter(|r| pass(r) && r.size_h.is_some())
+                .collect();
+            let estimated: f64 = sized.iter().filter_map(|r| r.size_h).sum();
+            let actual: f64 = sized.iter().map(|r| r.wall_s as f64 / 3600.0).sum();
+            let speed_factor =
+                (estimated > 0.0).then(|| ((actual / estimated) * 1000.0).round() / 1000.0);
+            let claims: Vec<&&Row> = rows.iter().filter(|r| r.claimed == "done").collect();
+            let verified = claims
+                .iter()
+                .filter(|r| pass(r) && r.reward.is_some_and(|w| w >= 1.0))
+                .count();
+            ConfigStats {
+                backend,
+                model,
+                effort,
+                runs: rows.len(),
+                passes,
+                pass_rate: ratio(passes, rows.len()),
+                by_size,
+                horizon_h: horizon,
+                speed_factor,
+                claim_accuracy: (!claims.is_empty()).then(|| ratio(verified, claims.len())),
+                excluded_scope_changed: excluded,
+            }
+        })
+        .collect()
+}
+
+/// A task's estimate from its normalised actuals (the tasks' loop): the mean, over its
+/// passing runs, of each run's hours divided by its configuration's speed factor; the
+/// planned size when there is none.
+pub fn estimate(planned: Option<f64>, task_rows: &[&Row], stats: &[ConfigStats]) -> Option<f64> {
+    let normalised: Vec<f64> = task_rows
+        .iter()
+        .filter(|r| measured(r) && !r.scope_changed && r.outcome == Some(Outcome::Pass))
+        .filter_map(|r| {
+            let factor = stats
+                .iter()
+                .find(|s| s.backend == r.backend && s.model == r.model && s.effort == r.effort)
+                .and_then(|s| s.speed_factor)
+                .filter(|f| *f > 0.0)?;
+            Some(r.wall_s as f64 / 3600.0 / factor)
+        })
+        .collect();
+    if normalised.is_empty() {
+        return planned;
+    }
+    let mean = normalised.iter().sum::<f64>() / normalised.len() as f64;
+    Some((mean * 1000.0).round() / 1000.0)
 }
 
 /// Parses a ledger note; lines that are not rows are skipped.
@@ -105,5 +263,66 @@ mod tests {
         assert!(!pass.is_failure());
         pass.outcome = Some(Outcome::Abandoned);
         assert!(!pass.is_failure());
+    }
+
+    fn row(size: f64, wall_h: f64, outcome: Outcome, claimed: &str, reward: Option<f64>) -> Row {
+        let mut r = Row::of(&RunRecord::example());
+        r.backend = "codex".into();
+        r.model = Some("m".into());
+        r.size_h = Some(size);
+        r.wall_s = (wall_h * 3600.0) as u64;
+        r.outcome = Some(outcome);
+        r.claimed = claimed.into();
+        r.reward = reward;
+        r
+    }
+
+    #[test]
+    fn stats_give_the_horizon_the_speed_factor_and_claim_accuracy_by_hand() {
+        use Outcome::*;
+        let mut rows = vec![
+            // <=1h: 2 of 2 pass.
+            row(1.0, 0.5, Pass, "done", Some(1.0)),
+            row(0.8, 0.4, Pass, "done", None),
+            // <=2h: 1 of 2.
+            row(2.0, 3.0, Pass, "done", Some(1.0)),
+            row(2.0, 1.0, Fail, "done", Some(0.0)),
+            // <=4h: 0 of 1.
+            row(4.0, 2.0, Timeout, "none", None),
+        ];
+        // Left out: an integration event, an abandon, a scope change.
+        let mut event = rows[0].clone();
+        event.integrated = Some("c".into());
+        let mut abandoned = rows[0].clone();
+        abandoned.outcome = Some(Abandoned);
+        let mut changed = row(8.0, 1.0, Pass, "done", Some(1.0));
+        changed.scope_changed = true;
+        rows.extend([event, abandoned, changed]);
+        let s = &stats(&rows)[0];
+        assert_eq!((s.runs, s.passes), (5, 3));
+        assert_eq!(s.pass_rate, 0.6);
+        assert_eq!(
+            s.by_size
+                .iter()
+                .map(|b| (b.size, b.runs, b.passes, b.success_rate))
+                .collect::<Vec<_>>(),
+            [
+                ("<=1h", 2, 2, 1.0),
+                ("<=2h", 2, 1, 0.5),
+                ("<=4h", 1, 0, 0.0)
+            ]
+        );
+        // Success is still 50% at 2 h, not at 4 h.
+        assert_eq!(s.horizon_h, Some(2.0));
+        // Passing, sized: (0.5 + 0.4 + 3.0) / (1.0 + 0.8 + 2.0) = 3.9 / 3.8.
+        assert_eq!(s.speed_factor, Some(1.026));
+        // Four `done` claims, two of them verified passes.
+        assert_eq!(s.claim_accuracy, Some(0.5));
+        assert_eq!(s.excluded_scope_changed, 1);
+
+        // The task's loop: 0.5 h actual at factor 1.026 is 0.487 neutral hours.
+        let mine = [&rows[0]];
+        assert_eq!(estimate(Some(1.0), &mine, &stats(&rows)), Some(0.487));
+        assert_eq!(estimate(Some(1.0), &[], &stats(&rows)), Some(1.0));
     }
 }

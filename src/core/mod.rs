@@ -6,6 +6,8 @@ pub mod footer;
 pub mod hookblock;
 pub mod integrate;
 pub mod ledger;
+pub mod plan;
 pub mod policy;
 pub mod record;
 pub mod scope;
+pub mod summary;

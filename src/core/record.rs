@@ -157,6 +157,15 @@ pub struct RunRecord {
     /// Where and how the run was integrated, once it is.
     #[serde(default)]
     pub integration: Option<Integration>,
+    /// The plan the task came from.
+    #[serde(default)]
+    pub plan: Option<String>,
+    /// The task's size in worker-hours (`--size`, or the plan's).
+    #[serde(default)]
+    pub size_h: Option<f64>,
+    /// The standing worker of the roster the run went to.
+    #[serde(default)]
+    pub worker: Option<String>,
 }
 
 /// An integrated run: the commit that brought it in, and on what terms.
@@ -264,6 +273,9 @@ impl RunRecord {
             continue_until_pass: false,
             base_ref: None,
             integration: None,
+            plan: None,
+            size_h: None,
+            worker: None,
         }
     }
 }

@@ -38,6 +38,12 @@ pub struct Request {
     pub transcripts: Option<PathBuf>,
     /// The branch the base was taken from, if it was a branch.
     pub base_ref: Option<String>,
+    /// The plan the task comes from.
+    pub plan: Option<String>,
+    /// The task's size in worker-hours.
+    pub size_h: Option<f64>,
+    /// The standing worker of the roster to route through.
+    pub worker: Option<String>,
 }
 
 /// Why a dispatch cannot go ahead.
@@ -121,9 +127,25 @@ pub fn plan(
     }
     scope::Scope::new(&request.scope).map_err(|e| Refusal::Usage(e.to_string()))?;
     let role_routing = flight.roles.get(role.as_str()).cloned().unwrap_or_default();
+    // A standing worker of the roster routes through its backend, model and effort.
+    let worker = match &request.worker {
+        Some(name) => Some(flight.workers.get(name).cloned().ok_or_else(|| {
+            let known: Vec<&str> = flight.workers.keys().map(String::as_str).collect();
+            Refusal::Usage(format!(
+                "unknown worker `{name}` (the roster: {})",
+                if known.is_empty() {
+                    "none; add [workers.<name>] to .crew/flight.toml".to_string()
+                } else {
+                    known.join(", ")
+                }
+            ))
+        })?),
+        None => None,
+    };
     let backend_name = request
         .backend
         .clone()
+        .or(worker.as_ref().map(|w| w.backend.clone()))
         .or(role_routing.backend.clone())
         .unwrap_or_else(|| flight.default_backend.clone());
     let mut backend_name = backend_name;
@@ -137,6 +159,7 @@ pub fn plan(
     let model = request
         .model
         .clone()
+        .or(worker.as_ref().and_then(|w| w.model.clone()))
         .or(role_routing.model.clone())
         .or(backend.model.clone());
     let mut escalated_from = None;
@@ -270,6 +293,7 @@ pub fn plan(
         effort: request
             .effort
             .clone()
+            .or(worker.as_ref().and_then(|w| w.effort.clone()))
             .or(role_routing.effort.clone())
             .or(backend.effort.clone()),
         tier: backend.tier.clone(),
@@ -302,6 +326,9 @@ pub fn plan(
         continue_until_pass: request.continue_until_pass,
         base_ref: request.base_ref.clone(),
         integration: None,
+        plan: request.plan.clone(),
+        size_h: request.size_h,
+        worker: request.worker.clone(),
         transcript: match &request.transcripts {
             None => Some(
                 store

@@ -35,6 +35,8 @@ pub struct Request {
     pub session_reuse: bool,
     /// Who integrates (`Name <email>`).
     pub by: String,
+    /// The verdicts of the gates on the task's wave, for the run record.
+    pub gates: Vec<serde_json::Value>,
 }
 
 /// Why a run was not integrated; nothing was changed.
@@ -155,6 +157,7 @@ pub fn integrate(
     let at = crate::run::process::rfc3339(crate::run::process::now_millis());
     let mut note = RunNote::of(&record, &at, &request.by);
     note.forced_unverified = !verified;
+    note.gates = request.gates.clone();
     let mut members = vec![];
     members.extend(notes::commits_between(repo, base, run_tip)?);
 

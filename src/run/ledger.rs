@@ -45,3 +45,20 @@ pub fn rows(repo: &gix::Repository, task: Option<&str>) -> anyhow::Result<Vec<Ro
     rows.sort_by(|a, b| a.at.cmp(&b.at));
     Ok(rows)
 }
+
+/// Each plan task's estimate, updated from the normalised actuals in the ledger.
+pub fn estimates(
+    repo: &gix::Repository,
+    plan: &crate::core::plan::Plan,
+) -> anyhow::Result<std::collections::HashMap<String, f64>> {
+    let rows = rows(repo, None)?;
+    let stats = ledger::stats(&rows);
+    let mut out = std::collections::HashMap::new();
+    for task in &plan.tasks {
+        let mine: Vec<&Row> = rows.iter().filter(|r| r.task == task.id).collect();
+        if let Some(estimate) = ledger::estimate(task.size, &mine, &stats) {
+            out.insert(task.id.clone(), estimate);
+        }
+    }
+    Ok(out)
+}

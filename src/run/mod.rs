@@ -5,6 +5,7 @@ pub mod backends;
 pub mod dispatch;
 pub mod integrate;
 pub mod ledger;
+pub mod plans;
 pub mod process;
 pub mod prompt;
 pub mod supervisor;

@@ -67,14 +67,12 @@ fn usage_errors_are_exit_2_in_the_envelope() {
 }
 
 #[test]
-fn commands_of_later_issues_are_not_registered() {
+fn an_unknown_command_is_a_usage_error() {
     let env = TestEnv::new();
-    for command in ["plan", "gate"] {
-        let out = env.crew(env.root(), &[command]);
-        out.expect_code(2);
-        let message = out.json()["error"]["message"].as_str().unwrap().to_string();
-        assert!(message.contains("unrecognized subcommand"), "{message}");
-    }
+    let out = env.crew(env.root(), &["bogus-command"]);
+    out.expect_code(2);
+    let message = out.json()["error"]["message"].as_str().unwrap().to_string();
+    assert!(message.contains("unrecognized subcommand"), "{message}");
 }
 
 #[test]

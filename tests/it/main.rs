@@ -9,5 +9,6 @@ mod hook;
 mod init;
 mod integrate;
 mod ledger;
+mod plan;
 mod real_clis;
 mod sync;

@@ -1,0 +1,140 @@
+//! `git crew gate record|ls`: gate verdicts in `refs/notes/crew-gates`.
+
+use clap::{Args, Subcommand};
+use serde_json::json;
+
+use super::context::CommandContext;
+use super::error::{CrewError, ErrorKind, Result};
+use super::flight::{RoutingArgs, resolve};
+use super::ui::Report;
+use crate::core::plan::Verdict;
+use crate::run::plans;
+
+/// Record and list gate verdicts.
+#[derive(Debug, Args)]
+pub struct GateArgs {
+    #[command(subcommand)]
+    pub action: GateAction,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum GateAction {
+    /// Record a gate's verdict with its evidence: on the gate's history (the note on the
+    /// blob of crew-gate:<plan>/<gate>) and on the commit it was measured at. A pass
+    /// unblocks the waves the gate holds, with no other edit.
+    #[command(
+        after_help = "Examples:\n  git crew gate record g-live-run --verdict pass --evidence 'phase=working after 1.2 s'\n  git crew gate record g-live-run --verdict fail --evidence 'took 9 s' --link https://ci/run/42"
+    )]
+    Record {
+        gate: String,
+        #[arg(long, value_parser = ["pass", "fail"])]
+        verdict: String,
+        /// What was measured (required when gates.require_evidence).
+        #[arg(long)]
+        evidence: Option<String>,
+        /// Where the evidence can be seen.
+        #[arg(long)]
+        link: Option<String>,
+        /// The commit the evidence was measured at (default HEAD).
+        #[arg(long, value_name = "REV")]
+        measured_at: Option<String>,
+        /// The plan (default: the only one).
+        #[arg(long)]
+        plan: Option<String>,
+    },
+    /// Every gate of the plan with its latest verdict.
+    Ls {
+        #[arg(long)]
+        plan: Option<String>,
+    },
+}
+
+pub fn run(ctx: &CommandContext, args: GateArgs) -> Result<Report> {
+    match args.action {
+        GateAction::Record {
+            gate,
+            verdict,
+            evidence,
+            link,
+            measured_at,
+            plan,
+        } => {
+            let plan = super::plan::load(ctx, plan.as_deref())?;
+            if plan.gate(&gate).is_none() {
+                let names: Vec<&str> = plan.gates.iter().map(|g| g.id.as_str()).collect();
+                let mut err = CrewError::new(
+                    ErrorKind::NotFound,
+                    "gate-not-found",
+                    format!("plan {} has no gate {gate}", plan.id),
+                );
+                if let Some(s) = crate::core::flight::did_you_mean(&gate, names.iter().copied()) {
+                    err = err.hinted(format!("did you mean `{s}`?"));
+                }
+                return Err(err);
+            }
+            let flight = resolve(ctx, &RoutingArgs::default())?.flight;
+            let evidence = evidence.unwrap_or_default();
+            if flight.gates.require_evidence && evidence.trim().is_empty() {
+                return Err(CrewError::usage(
+                    "evidence-required",
+                    "a verdict needs its evidence (gates.require_evidence)",
+                )
+                .hinted("pass --evidence 'what was measured, and the number'"));
+            }
+            let repo = ctx.repo()?;
+            let rev = measured_at.unwrap_or_else(|| "HEAD".into());
+            let commit = crate::git::worktree::rev_parse(ctx.workdir()?, &rev)
+                .map_err(|e| CrewError::usage("bad-revision", e.to_string()))?;
+            let commit_id =
+                gix::ObjectId::from_hex(commit.as_bytes()).map_err(CrewError::internal)?;
+            let by = match repo.committer() {
+                Some(Ok(sig)) => Some(format!("{} <{}>", sig.name, sig.email)),
+                _ => None,
+            };
+            let row = Verdict {
+                at: crate::run::process::rfc3339(crate::run::process::now_millis()),
+                plan: plan.id.clone(),
+                gate: gate.clone(),
+                verdict,
+                evidence,
+                link,
+                measured_at: Some(commit),
+                by,
+            };
+            plans::record_verdict(repo, &row, commit_id).map_err(CrewError::internal)?;
+            let human = format!(
+                "gate {} of plan {}: {} — {}",
+                row.gate, row.plan, row.verdict, row.evidence
+            );
+            Ok(Report::new(json!({"verdict": row}), human))
+        }
+        GateAction::Ls { plan } => {
+            let plan = super::plan::load(ctx, plan.as_deref())?;
+            let verdicts = plans::verdicts(ctx.repo()?, &plan).map_err(CrewError::internal)?;
+            let gates: Vec<serde_json::Value> = plan
+                .gates
+                .iter()
+                .map(|g| {
+                    json!({
+                        "gate": g.id,
+                        "measure": g.measure,
+                        "required_evidence": g.required_evidence,
+                        "closes_wave": g.closes_wave,
+                        "gates_waves": g.gates_waves,
+                        "verdict": verdicts.get(&g.id),
+                    })
+                })
+                .collect();
+            let human = plan
+                .gates
+                .iter()
+                .map(|g| match verdicts.get(&g.id) {
+                    Some(v) => format!("{:<20} {:<4} {} ({})", g.id, v.verdict, v.evidence, v.at),
+                    None => format!("{:<20} -    no verdict", g.id),
+                })
+                .collect::<Vec<_>>()
+                .join("\n");
+            Ok(Report::new(json!({"plan": plan.id, "gates": gates}), human))
+        }
+    }
+}

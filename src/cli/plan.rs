@@ -1,0 +1,142 @@
+//! `git crew plan status [PLAN]`: the derived status of every task of a plan.
+
+use clap::{Args, Subcommand};
+use serde_json::json;
+
+use super::context::CommandContext;
+use super::error::{CrewError, ErrorKind, Result};
+use super::flight::{RoutingArgs, resolve};
+use super::runs;
+use super::ui::Report;
+use crate::core::plan::{self, Plan, TaskStatus};
+use crate::run::plans::{self, PlanError};
+
+/// Read a plan (.crew/plans/<plan>.toml).
+#[derive(Debug, Args)]
+pub struct PlanArgs {
+    #[command(subcommand)]
+    pub action: PlanAction,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum PlanAction {
+    /// Every task's derived status: done, in-flight, ready, or blocked with its blockers
+    /// (an unfinished dependency, a gate without a passing verdict). Never stored:
+    /// computed from the plan, the live runs, docs/state/crew.json in HEAD and the gate
+    /// notes.
+    #[command(
+        after_help = "Examples:\n  git crew plan status\n  git crew plan status crew-v1 --human"
+    )]
+    Status {
+        /// The plan (default: the only one in .crew/plans).
+        plan: Option<String>,
+    },
+}
+
+pub fn run(ctx: &CommandContext, args: PlanArgs) -> Result<Report> {
+    match args.action {
+        PlanAction::Status { plan } => status(ctx, plan.as_deref()),
+    }
+}
+
+/// Loads a plan, with the errors of SPEC §2 (exit 2 invalid or ambiguous, 3 not found).
+pub fn load(ctx: &CommandContext, name: Option<&str>) -> Result<Plan> {
+    plans::load(ctx.workdir()?, name).map_err(|e| match e {
+        PlanError::NotFound(m) => CrewError::new(ErrorKind::NotFound, "plan-not-found", m)
+            .hinted("plans live in .crew/plans/<plan>.toml"),
+        PlanError::Ambiguous(all) => CrewError::usage(
+            "plan-required",
+            if all.is_empty() {
+                "this repository has no plan (.crew/plans/<plan>.toml)".to_string()
+            } else {
+                format!("name the plan with --plan: there are {}", all.join(", "))
+            },
+        ),
+        PlanError::Invalid(diagnostics) => CrewError::usage(
+            "plan-invalid",
+            format!("the plan is invalid ({} problems)", diagnostics.len()),
+        )
+        .with_details(diagnostics.iter().map(ToString::to_string).collect()),
+    })
+}
+
+/// The plan's derived status, as data.
+pub fn derive(ctx: &CommandContext, plan: &Plan) -> Result<Vec<TaskStatus>> {
+    let flight = resolve(ctx, &RoutingArgs::default())?.flight;
+    let store = runs::store(ctx)?;
+    let facts = plans::facts(ctx.repo()?, &store, plan, &flight).map_err(CrewError::internal)?;
+    Ok(plan::status(plan, &facts))
+}
+
+fn status(ctx: &CommandContext, name: Option<&str>) -> Result<Report> {
+    let plan = load(ctx, name)?;
+    let flight = resolve(ctx, &RoutingArgs::default())?.flight;
+    let store = runs::store(ctx)?;
+    let repo = ctx.repo()?;
+    let facts = plans::facts(repo, &store, &plan, &flight).map_err(CrewError::internal)?;
+    let statuses = plan::status(&plan, &facts);
+    let estimates = crate::run::ledger::estimates(repo, &plan).map_err(CrewError::internal)?;
+    let tasks: Vec<serde_json::Value> = statuses
+        .iter()
+        .map(|s| {
+            let mut v = serde_json::to_value(s).unwrap_or_default();
+            let task = plan.task(&s.task);
+            v["size_h"] = json!(task.and_then(|t| t.size));
+            v["estimate_h"] = json!(estimates.get(&s.task));
+            v
+        })
+        .collect();
+    let gates: Vec<serde_json::Value> = plan
+        .gates
+        .iter()
+        .map(|g| {
+            json!({
+                "gate": g.id,
+                "closes_wave": g.closes_wave,
+                "gates_waves": g.gates_waves,
+                "required_evidence": g.required_evidence,
+                "verdict": facts.verdicts.get(&g.id),
+            })
+        })
+        .collect();
+    let mut human = format!("plan {}", plan.id);
+    if let Some(star) = &plan.north_star {
+        human.push_str(&format!(" — {star}"));
+    }
+    for wave in plan.waves() {
+        human.push_str(&format!("\nwave {wave}"));
+        let in_wave: Vec<&TaskStatus> = statuses.iter().filter(|s| s.wave == wave).collect();
+        let gate = plan.closing_gate(wave);
+        for (i, s) in in_wave.iter().enumerate() {
+            let last = i + 1 == in_wave.len() && gate.is_none();
+            let branch = if last { "└─" } else { "├─" };
+            let detail = match (s.status, &s.run) {
+                ("blocked", _) => format!(
+                    ": {}",
+                    s.blockers
+                        .iter()
+                        .map(ToString::to_string)
+                        .collect::<Vec<_>>()
+                        .join("; ")
+                ),
+                (_, Some(run)) => format!(" (run {run})"),
+                _ => String::new(),
+            };
+            human.push_str(&format!("\n  {branch} {:<16} {}{detail}", s.task, s.status));
+        }
+        if let Some(g) = gate {
+            let verdict = facts.verdicts.get(&g.id).map_or_else(
+                || "no verdict yet".to_string(),
+                |v| format!("{} — {}", v.verdict, v.evidence),
+            );
+            human.push_str(&format!(
+                "\n  └─ gate {} (closes wave {wave}): {verdict}",
+                g.id
+            ));
+        }
+    }
+    Ok(Report::new(
+        json!({"plan": plan.id, "north_star": plan.north_star, "tasks": tasks, "gates": gates}),
+        human,
+    ))
+}

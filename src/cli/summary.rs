@@ -1,0 +1,42 @@
+//! `git crew summary --wave N --at dispatch|completion|micro-plan`.
+
+use clap::Args;
+
+use super::context::CommandContext;
+use super::error::{CrewError, Result};
+use super::ui::Report;
+use crate::core::summary::{self, At};
+
+/// The four-line account of a wave: a title, then WHAT (tasks and runs, commits at
+/// completion), WHY (the gate evidence), HOW (runtime and isolation facts only) and WHEN
+/// (an estimate from sizes and speed factors, and the gate that closes the wave), each
+/// at most two lines.
+#[derive(Debug, Args)]
+#[command(
+    after_help = "Examples:\n  git crew summary --wave 1 --at dispatch\n  git crew summary --wave 1 --at completion --human"
+)]
+pub struct SummaryArgs {
+    #[arg(long)]
+    pub wave: u32,
+    #[arg(long, value_parser = ["dispatch", "completion", "micro-plan"])]
+    pub at: String,
+    #[arg(long)]
+    pub plan: Option<String>,
+}
+
+pub fn run(ctx: &CommandContext, args: SummaryArgs) -> Result<Report> {
+    let plan = super::plan::load(ctx, args.plan.as_deref())?;
+    if !plan.tasks.iter().any(|t| t.wave == args.wave) {
+        return Err(CrewError::new(
+            super::error::ErrorKind::NotFound,
+            "wave-not-found",
+            format!("plan {} has no task in wave {}", plan.id, args.wave),
+        ));
+    }
+    let at = At::parse(&args.at).expect("clap checked the value");
+    let (facts, _, _) = super::wave::gather(ctx, &plan, args.wave)?;
+    let summary = summary::summarize(&facts, at);
+    let human = summary.render(100);
+    let fields = serde_json::to_value(&summary).map_err(CrewError::internal)?;
+    Ok(Report::new(fields, human))
+}

@@ -1,0 +1,319 @@
+//! `git crew wave dispatch N` and `git crew wave status N`.
+
+use clap::{Args, Subcommand};
+use serde_json::json;
+
+use super::context::CommandContext;
+use super::dispatch::DispatchArgs;
+use super::error::{CrewError, ErrorKind, Result};
+use super::flight::RoutingArgs;
+use super::runs;
+use super::ui::Report;
+use crate::core::plan::{Plan, TaskStatus};
+use crate::core::summary::{self, At, WaveFacts, WaveTask};
+
+/// Run a plan wave by wave.
+#[derive(Debug, Args)]
+pub struct WaveArgs {
+    #[command(subcommand)]
+    pub action: WaveAction,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum WaveAction {
+    /// Dispatch every ready task of wave N at once: refused up front (exit 4) when two of
+    /// its tasks' write scopes overlap, or one overlaps a run in flight; runs beyond a
+    /// backend's concurrency are queued. Prints the dispatch summary.
+    #[command(
+        after_help = "Examples:\n  git crew wave dispatch 1\n  git crew wave dispatch 2 --plan crew-v1"
+    )]
+    Dispatch {
+        wave: u32,
+        #[arg(long)]
+        plan: Option<String>,
+    },
+    /// Report wave N: each task's status and run, the closing gate's verdict (a wave
+    /// whose gate has none reads as incomplete), and the Deferred / concerns of its
+    /// footers as candidate follow-ons.
+    #[command(after_help = "Examples:\n  git crew wave status 1 --human")]
+    Status {
+        wave: u32,
+        #[arg(long)]
+        plan: Option<String>,
+    },
+}
+
+pub fn run(ctx: &CommandContext, args: WaveArgs) -> Result<Report> {
+    match args.action {
+        WaveAction::Dispatch { wave, plan } => dispatch(ctx, wave, plan.as_deref()),
+        WaveAction::Status { wave, plan } => status(ctx, wave, plan.as_deref()),
+    }
+}
+
+fn wave_tasks(plan: &Plan, wave: u32) -> Result<()> {
+    if plan.tasks.iter().any(|t| t.wave == wave) {
+        Ok(())
+    } else {
+        Err(CrewError::new(
+            ErrorKind::NotFound,
+            "wave-not-found",
+            format!("plan {} has no task in wave {wave}", plan.id),
+        )
+        .hinted(format!(
+            "its waves: {}",
+            plan.waves()
+                .iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join(", ")
+        )))
+    }
+}
+
+/// What the summary and `wave status` say of wave `wave`, gathered.
+pub fn gather(
+    ctx: &CommandContext,
+    plan: &Plan,
+    wave: u32,
+) -> Result<(WaveFacts, Vec<TaskStatus>, Vec<serde_json::Value>)> {
+    let statuses = super::plan::derive(ctx, plan)?;
+    let repo = ctx.repo()?;
+    let store = runs::store(ctx)?;
+    let estimates = crate::run::ledger::estimates(repo, plan).map_err(CrewError::internal)?;
+    let verdicts = crate::run::plans::verdicts(repo, plan).map_err(CrewError::internal)?;
+    let mut tasks = Vec::new();
+    let mut follow_ons = Vec::new();
+    let mut mine = Vec::new();
+    for status in statuses.iter().filter(|s| s.wave == wave) {
+        let task = plan
+            .task(&status.task)
+            .expect("statuses come from the plan");
+        let record = status
+            .run
+            .as_ref()
+            .and_then(|run| store.load(run).ok().flatten());
+        if let Some(footer) = record.as_ref().and_then(|r| r.footer.as_ref()) {
+            let deferred = footer.deferred.trim();
+            let nothing = deferred.is_empty()
+                || ["none", "none.", "nothing", "n/a", "-"]
+                    .contains(&deferred.to_lowercase().as_str());
+            if !nothing {
+                follow_ons.push(json!({"task": task.id, "run": status.run, "deferred": deferred}));
+            }
+        }
+        tasks.push(WaveTask {
+            id: task.id.clone(),
+            status: status.status.to_string(),
+            run: status.run.clone(),
+            commit: record
+                .as_ref()
+                .and_then(|r| r.integration.as_ref().map(|i| i.commit.clone())),
+            backend: record.as_ref().map(|r| r.backend.clone()),
+            model: record.as_ref().and_then(|r| r.model.clone()),
+            effort: record.as_ref().and_then(|r| r.effort.clone()),
+            scope: task.scope.clone(),
+            estimate_h: estimates.get(&task.id).copied(),
+            wall_s: record
+                .as_ref()
+                .filter(|r| r.finished_at.is_some())
+                .map(|r| r.elapsed_s),
+        });
+        mine.push(status.clone());
+    }
+    let facts = WaveFacts {
+        plan: plan.id.clone(),
+        north_star: plan.north_star.clone(),
+        wave,
+        tasks,
+        gated_by: plan
+            .gates
+            .iter()
+            .filter(|g| g.gates_waves.contains(&wave))
+            .map(|g| (g.clone(), verdicts.get(&g.id).cloned()))
+            .collect(),
+        closing: plan
+            .closing_gate(wave)
+            .map(|g| (g.clone(), verdicts.get(&g.id).cloned())),
+    };
+    Ok((facts, mine, follow_ons))
+}
+
+fn dispatch(ctx: &CommandContext, wave: u32, plan_name: Option<&str>) -> Result<Report> {
+    let plan = super::plan::load(ctx, plan_name)?;
+    wave_tasks(&plan, wave)?;
+    let statuses = super::plan::derive(ctx, &plan)?;
+    let ready: Vec<&TaskStatus> = statuses
+        .iter()
+        .filter(|s| s.wave == wave && s.status == "ready")
+        .collect();
+    let skipped: Vec<&TaskStatus> = statuses
+        .iter()
+        .filter(|s| s.wave == wave && s.status != "ready")
+        .collect();
+    // Up front, before anything starts: no two write scopes of the wave may overlap, nor
+    // overlap a run in flight.
+    let writes = |id: &str| {
+        plan.task(id)
+            .is_some_and(|t| matches!(t.role.as_str(), "implement" | "cleanup"))
+    };
+    let live = runs::store(ctx)?.live().map_err(CrewError::internal)?;
+    let mut clashes = Vec::new();
+    for (i, a) in ready.iter().enumerate() {
+        let Some(ta) = plan.task(&a.task) else {
+            continue;
+        };
+        if !writes(&ta.id) {
+            continue;
+        }
+        for b in &ready[i + 1..] {
+            let Some(tb) = plan.task(&b.task) else {
+                continue;
+            };
+            if writes(&tb.id)
+                && let Some((x, y)) = crate::core::scope::scopes_overlap(&ta.scope, &tb.scope)
+            {
+                clashes.push(format!("{} `{x}` overlaps {} `{y}`", ta.id, tb.id));
+            }
+        }
+        for run in &live {
+            if let Some((x, y)) = crate::core::scope::scopes_overlap(&ta.scope, &run.scope) {
+                clashes.push(format!(
+                    "{} `{x}` overlaps `{y}` of in-flight run {} (task {})",
+                    ta.id, run.run, run.task
+                ));
+            }
+        }
+    }
+    if !clashes.is_empty() {
+        return Err(CrewError::new(
+            ErrorKind::Refused,
+            "scope-overlap",
+            format!("wave {wave} cannot run at once: write scopes overlap; nothing was dispatched"),
+        )
+        .with_details(clashes)
+        .hinted("give the tasks disjoint scopes, or move one to a later wave"));
+    }
+    let mut dispatched = Vec::new();
+    for status in &ready {
+        let args = DispatchArgs {
+            task: status.task.clone(),
+            prompt: None,
+            prompt_file: None,
+            scope: Vec::new(),
+            role: None,
+            verify: None,
+            base: None,
+            wait: false,
+            queue: true,
+            continue_until_pass: false,
+            plan: Some(plan.id.clone()),
+            size: None,
+            worker: None,
+            transcripts: None,
+            routing: RoutingArgs::default(),
+        };
+        match super::dispatch::run(ctx, args) {
+            Ok(report) => dispatched.push(serde_json::Value::Object(report.fields)),
+            Err(err) => {
+                let started: Vec<String> = dispatched
+                    .iter()
+                    .filter_map(|d| d["run"].as_str().map(String::from))
+                    .collect();
+                let mut details = err.details.clone();
+                details.push(format!(
+                    "already dispatched: {}",
+                    if started.is_empty() {
+                        "none".to_string()
+                    } else {
+                        started.join(", ")
+                    }
+                ));
+                return Err(CrewError {
+                    message: format!("dispatching task {}: {}", status.task, err.message),
+                    details,
+                    ..err
+                });
+            }
+        }
+    }
+    let (facts, _, _) = gather(ctx, &plan, wave)?;
+    let summary = summary::summarize(&facts, At::Dispatch);
+    let mut human = summary.render(100);
+    for s in &skipped {
+        human.push_str(&format!(
+            "\n(not dispatched: {} is {}{})",
+            s.task,
+            s.status,
+            if s.blockers.is_empty() {
+                String::new()
+            } else {
+                format!(
+                    ": {}",
+                    s.blockers
+                        .iter()
+                        .map(ToString::to_string)
+                        .collect::<Vec<_>>()
+                        .join("; ")
+                )
+            }
+        ));
+    }
+    Ok(Report::new(
+        json!({
+            "plan": plan.id,
+            "wave": wave,
+            "dispatched": dispatched,
+            "skipped": skipped,
+            "summary": summary,
+        }),
+        human,
+    ))
+}
+
+fn status(ctx: &CommandContext, wave: u32, plan_name: Option<&str>) -> Result<Report> {
+    let plan = super::plan::load(ctx, plan_name)?;
+    wave_tasks(&plan, wave)?;
+    let (facts, statuses, follow_ons) = gather(ctx, &plan, wave)?;
+    let summary = summary::summarize(&facts, At::Completion);
+    let all_done = statuses.iter().all(|s| s.status == "done");
+    let complete = all_done && summary.complete == Some(true);
+    let gate = facts
+        .closing
+        .as_ref()
+        .map(|(g, v)| json!({"gate": g.id, "verdict": v}));
+    let incomplete_because = if complete {
+        None
+    } else if !all_done {
+        Some(format!(
+            "{} of {} tasks are not done",
+            statuses.iter().filter(|s| s.status != "done").count(),
+            statuses.len()
+        ))
+    } else {
+        Some(summary.why.clone())
+    };
+    let mut human = summary.render(100);
+    for s in &statuses {
+        human.push_str(&format!("\n  {:<16} {}", s.task, s.status));
+    }
+    for f in &follow_ons {
+        human.push_str(&format!(
+            "\nfollow-on ({}): {}",
+            f["task"].as_str().unwrap_or(""),
+            f["deferred"].as_str().unwrap_or("")
+        ));
+    }
+    Ok(Report::new(
+        json!({
+            "plan": plan.id,
+            "wave": wave,
+            "complete": complete,
+            "incomplete_because": incomplete_because,
+            "tasks": statuses,
+            "gate": gate,
+            "follow_ons": follow_ons,
+            "summary": summary,
+        }),
+        human,
+    ))
+}

@@ -1,0 +1,423 @@
+//! The summary reflex (SPEC §7): a title line and exactly four lines — WHAT, WHY, HOW,
+//! WHEN — each at most two lines, about one wave at dispatch, at completion, or as a
+//! micro-plan. Pure: the caller gathers the wave's facts.
+
+use serde::Serialize;
+
+use super::plan::{Gate, Verdict};
+
+/// When the summary is given.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum At {
+    Dispatch,
+    Completion,
+    MicroPlan,
+}
+
+impl At {
+    pub fn parse(s: &str) -> Option<At> {
+        match s {
+            "dispatch" => Some(At::Dispatch),
+            "completion" => Some(At::Completion),
+            "micro-plan" => Some(At::MicroPlan),
+            _ => None,
+        }
+    }
+}
+
+/// One task of the wave, as the summary sees it.
+#[derive(Debug, Clone, Default)]
+pub struct WaveTask {
+    pub id: String,
+    pub status: String,
+    pub run: Option<String>,
+    /// The integration commit, once integrated.
+    pub commit: Option<String>,
+    pub backend: Option<String>,
+    pub model: Option<String>,
+    pub effort: Option<String>,
+    pub scope: Vec<String>,
+    /// Hours, from the plan's size and the ledger's speed factors.
+    pub estimate_h: Option<f64>,
+    /// Seconds the run took, when it ended.
+    pub wall_s: Option<u64>,
+}
+
+/// Everything the summary says, gathered.
+#[derive(Debug, Clone, Default)]
+pub struct WaveFacts {
+    pub plan: String,
+    pub north_star: Option<String>,
+    pub wave: u32,
+    pub tasks: Vec<WaveTask>,
+    /// The gates that hold this wave, with their latest verdicts.
+    pub gated_by: Vec<(Gate, Option<Verdict>)>,
+    /// The gate that closes this wave, with its latest verdict.
+    pub closing: Option<(Gate, Option<Verdict>)>,
+}
+
+/// The four lines, and the title above them.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Summary {
+    pub title: String,
+    pub what: String,
+    pub why: String,
+    pub how: String,
+    pub when: String,
+    /// At completion: whether the closing gate's evidence could be stated.
+    pub complete: Option<bool>,
+}
+
+impl Summary {
+    /// The human rendering: the title, then WHAT/WHY/HOW/WHEN, each wrapped to at most
+    /// two lines of `width`.
+    pub fn render(&self, width: usize) -> String {
+        let mut out = self.title.clone();
+        for (label, text) in [
+            ("WHAT", &self.what),
+            ("WHY", &self.why),
+            ("HOW", &self.how),
+            ("WHEN", &self.when),
+        ] {
+            let lines = wrap(text, width.saturating_sub(7).max(20), 2);
+            out.push_str(&format!("\n{label:<6} {}", lines[0]));
+            for line in &lines[1..] {
+                out.push_str(&format!("\n       {line}"));
+            }
+        }
+        out
+    }
+}
+
+/// At most `max` lines of `width` characters; what does not fit ends in "…".
+fn wrap(text: &str, width: usize, max: usize) -> Vec<String> {
+    let mut lines: Vec<String> = vec![String::new()];
+    let mut cut = false;
+    for word in text.split_whitespace() {
+        let last = lines.last_mut().expect("one line at least");
+        let len = last.chars().count();
+        if len == 0 || len + 1 + word.chars().count() <= width {
+            if len > 0 {
+                last.push(' ');
+            }
+            last.push_str(word);
+        } else if lines.len() < max {
+            lines.push(word.to_string());
+        } else {
+            cut = true;
+            break;
+        }
+    }
+    for line in lines.iter_mut() {
+        if line.chars().count() > width {
+            *line = line.chars().take(width.saturating_sub(1)).collect();
+            cut = true;
+        }
+    }
+    if cut {
+        let last = lines.last_mut().expect("one line at least");
+        while last.chars().count() + 1 > width {
+            last.pop();
+        }
+        last.push('…');
+    }
+    lines
+}
+
+fn hours(h: f64) -> String {
+    if h < 1.0 {
+        format!("{:.0} min", h * 60.0)
+    } else {
+        format!("{h:.1} h")
+    }
+}
+
+fn plural(n: usize, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
+}
+
+/// The summary of a wave at `at`.
+pub fn summarize(f: &WaveFacts, at: At) -> Summary {
+    let n = f.tasks.len();
+    let title = match at {
+        At::Dispatch => format!(
+            "Dispatching wave {} — {}",
+            f.wave,
+            plural(n, "worker", "workers")
+        ),
+        At::Completion => {
+            let done = f.tasks.iter().filter(|t| t.status == "done").count();
+            format!(
+                "Wave {} completion — {done} of {} done",
+                f.wave,
+                plural(n, "task", "tasks")
+            )
+        }
+        At::MicroPlan => format!(
+            "Micro-plan for wave {} — {}",
+            f.wave,
+            plural(n, "task", "tasks")
+        ),
+    };
+    let what = f
+        .tasks
+        .iter()
+        .map(|t| match at {
+            At::Completion => match (&t.run, &t.commit) {
+                (Some(run), Some(commit)) => {
+                    format!("{} → run {run} @ {}", t.id, &commit[..commit.len().min(8)])
+                }
+                (Some(run), None) => format!("{} → run {run} ({})", t.id, t.status),
+                _ => format!("{} ({})", t.id, t.status),
+            },
+            At::Dispatch => match &t.run {
+                Some(run) => format!("{} (run {run})", t.id),
+                None => format!("{} ({})", t.id, t.status),
+            },
+            At::MicroPlan => match t.estimate_h {
+                Some(h) => format!("{} ({}, {})", t.id, hours(h), t.status),
+                None => format!("{} ({})", t.id, t.status),
+            },
+        })
+        .collect::<Vec<_>>()
+        .join("; ");
+    let closing = f.closing.as_ref();
+    let (why, complete) = match at {
+        At::Completion => match closing {
+            Some((gate, Some(v))) => (
+                format!(
+                    "gate {} {}: {}",
+                    gate.id,
+                    if v.passed() { "passed" } else { "failed" },
+                    v.evidence
+                ),
+                Some(v.passed()),
+            ),
+            Some((gate, None)) => (
+                format!(
+                    "incomplete: gate {} has no verdict yet{}",
+                    gate.id,
+                    gate.required_evidence
+                        .as_ref()
+                        .map(|e| format!(" (needs: {e})"))
+                        .unwrap_or_default()
+                ),
+                Some(false),
+            ),
+            None => (
+                format!(
+                    "incomplete: no gate closes wave {}, so no evidence can be stated",
+                    f.wave
+                ),
+                Some(false),
+            ),
+        },
+        _ => {
+            let passed: Vec<String> = f
+                .gated_by
+                .iter()
+                .filter_map(|(g, v)| {
+                    v.as_ref()
+                        .filter(|v| v.passed())
+                        .map(|v| format!("gate {} passed: {}", g.id, v.evidence))
+                })
+                .collect();
+            let held: Vec<String> = f
+                .gated_by
+                .iter()
+                .filter(|(_, v)| !v.as_ref().is_some_and(Verdict::passed))
+                .map(|(g, _)| format!("gate {} has not passed", g.id))
+                .collect();
+            let mut parts = Vec::new();
+            if !held.is_empty() {
+                parts.push(held.join("; "));
+            }
+            if !passed.is_empty() {
+                parts.push(passed.join("; "));
+            }
+            if parts.is_empty() {
+                parts.push(format!("no gate holds wave {}", f.wave));
+            }
+            if let Some(star) = &f.north_star {
+                parts.push(format!("toward: {star}"));
+            }
+            (parts.join("; "), None)
+        }
+    };
+    let mut configs: Vec<String> = Vec::new();
+    for t in &f.tasks {
+        let c = format!(
+            "{} {} {}",
+            t.backend.as_deref().unwrap_or("default"),
+            t.model.as_deref().unwrap_or("-"),
+            t.effort.as_deref().unwrap_or("-")
+        );
+        if !configs.contains(&c) {
+            configs.push(c);
+        }
+    }
+    let scopes: Vec<String> = f
+        .tasks
+        .iter()
+        .filter(|t| !t.scope.is_empty())
+        .map(|t| format!("{}: {}", t.id, t.scope.join(" ")))
+        .collect();
+    let how = format!(
+        "{}; one worktree and branch per run, write scopes enforced by hooks{}",
+        configs.join(", "),
+        if scopes.is_empty() {
+            String::new()
+        } else {
+            format!(" ({})", scopes.join("; "))
+        }
+    );
+    let gate_name = closing.map_or_else(
+        || format!("no gate closes wave {}", f.wave),
+        |(g, _)| format!("closed by gate {}", g.id),
+    );
+    let when = match at {
+        At::Completion => {
+            let wall = f.tasks.iter().filter_map(|t| t.wall_s).max();
+            match wall {
+                Some(s) => format!("longest run took {}; {gate_name}", hours(s as f64 / 3600.0)),
+                None => format!("no run has ended yet; {gate_name}"),
+            }
+        }
+        _ => {
+            let estimates: Vec<f64> = f.tasks.iter().filter_map(|t| t.estimate_h).collect();
+            let unknown = f.tasks.len() - estimates.len();
+            let longest = estimates.iter().copied().fold(0.0, f64::max);
+            let mut text = if estimates.is_empty() {
+                "no size given, no estimate".to_string()
+            } else {
+                format!("about {} in parallel (longest estimate)", hours(longest))
+            };
+            if unknown > 0 && !estimates.is_empty() {
+                text.push_str(&format!(
+                    ", {} without a size",
+                    plural(unknown, "task", "tasks")
+                ));
+            }
+            format!("{text}; {gate_name}")
+        }
+    };
+    Summary {
+        title,
+        what,
+        why,
+        how,
+        when,
+        complete,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn gate() -> Gate {
+        Gate {
+            id: "g1".into(),
+            measure: None,
+            required_evidence: Some("under 3 s".into()),
+            closes_wave: Some(1),
+            gates_waves: vec![2],
+        }
+    }
+
+    fn facts() -> WaveFacts {
+        WaveFacts {
+            plan: "v1".into(),
+            north_star: None,
+            wave: 1,
+            tasks: vec![
+                WaveTask {
+                    id: "routes".into(),
+                    status: "in-flight".into(),
+                    run: Some("r1".into()),
+                    backend: Some("codex".into()),
+                    model: Some("m".into()),
+                    effort: Some("high".into()),
+                    scope: vec!["src/routes/**".into()],
+                    estimate_h: Some(2.0),
+                    ..WaveTask::default()
+                },
+                WaveTask {
+                    id: "docs".into(),
+                    status: "in-flight".into(),
+                    run: Some("r2".into()),
+                    backend: Some("codex".into()),
+                    model: Some("m".into()),
+                    effort: Some("high".into()),
+                    scope: vec!["docs/**".into()],
+                    estimate_h: Some(0.5),
+                    ..WaveTask::default()
+                },
+            ],
+            gated_by: vec![],
+            closing: Some((gate(), None)),
+        }
+    }
+
+    #[test]
+    fn four_lines_after_a_title_at_dispatch() {
+        let s = summarize(&facts(), At::Dispatch);
+        let text = s.render(100);
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines[0], "Dispatching wave 1 — 2 workers");
+        assert_eq!(lines[1], "WHAT   routes (run r1); docs (run r2)");
+        assert_eq!(lines[2], "WHY    no gate holds wave 1");
+        assert!(lines[3].starts_with("HOW    codex m high; one worktree and branch per run"));
+        assert_eq!(
+            lines.last().unwrap(),
+            &"WHEN   about 2.0 h in parallel (longest estimate); closed by gate g1"
+        );
+        assert!(lines.len() <= 9);
+    }
+
+    #[test]
+    fn completion_carries_the_gate_evidence_or_reads_incomplete() {
+        let mut f = facts();
+        for t in &mut f.tasks {
+            t.status = "done".into();
+            t.commit = Some("0123456789abcdef".into());
+            t.wall_s = Some(5400);
+        }
+        let s = summarize(&f, At::Completion);
+        assert_eq!(s.complete, Some(false));
+        assert_eq!(
+            s.why,
+            "incomplete: gate g1 has no verdict yet (needs: under 3 s)"
+        );
+        f.closing = Some((
+            gate(),
+            Some(Verdict {
+                at: "t".into(),
+                plan: "v1".into(),
+                gate: "g1".into(),
+                verdict: "pass".into(),
+                evidence: "2.1 s".into(),
+                link: None,
+                measured_at: None,
+                by: None,
+            }),
+        ));
+        let s = summarize(&f, At::Completion);
+        assert_eq!(s.complete, Some(true));
+        assert_eq!(s.why, "gate g1 passed: 2.1 s");
+        assert_eq!(
+            s.what,
+            "routes → run r1 @ 01234567; docs → run r2 @ 01234567"
+        );
+        assert_eq!(s.when, "longest run took 1.5 h; closed by gate g1");
+    }
+
+    #[test]
+    fn long_lines_wrap_to_two_and_are_cut() {
+        let text = "word ".repeat(100);
+        let lines = wrap(&text, 30, 2);
+        assert_eq!(lines.len(), 2);
+        assert!(lines[1].ends_with('…'));
+        assert!(lines.iter().all(|l| l.chars().count() <= 30));
+    }
+}

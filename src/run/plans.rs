@@ -1,0 +1,157 @@
+//! Plans on disk and the facts their derived status needs: the plan file
+//! (`.crew/plans/<plan>.toml`), the runs in flight, the runs integrated into HEAD
+//! (`docs/state/crew.json` in HEAD's tree), and the gates' verdicts
+//! (`refs/notes/crew-gates`).
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+use anyhow::Context;
+
+use crate::core::flight::{Diagnostic, Flight};
+use crate::core::integrate::STATE_FILE;
+use crate::core::plan::{self, Facts, Plan, Verdict};
+use crate::git::notes;
+use crate::state::runs::RunStore;
+
+/// Why a plan could not be had.
+#[derive(Debug)]
+pub enum PlanError {
+    NotFound(String),
+    /// `--plan` left out where the repository does not have exactly one plan.
+    Ambiguous(Vec<String>),
+    Invalid(Vec<Diagnostic>),
+}
+
+pub fn plans_dir(workdir: &Path) -> PathBuf {
+    workdir.join(".crew").join("plans")
+}
+
+/// The plans of the repository, by name.
+pub fn names(workdir: &Path) -> Vec<String> {
+    let mut out: Vec<String> = std::fs::read_dir(plans_dir(workdir))
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| {
+            let name = e.file_name().into_string().ok()?;
+            name.strip_suffix(".toml").map(String::from)
+        })
+        .collect();
+    out.sort();
+    out
+}
+
+/// Loads plan `name`, or the only plan when `name` is `None`.
+pub fn load(workdir: &Path, name: Option<&str>) -> Result<Plan, PlanError> {
+    let name = match name {
+        Some(name) => name.to_string(),
+        None => {
+            let all = names(workdir);
+            match all.as_slice() {
+                [only] => only.clone(),
+                _ => return Err(PlanError::Ambiguous(all)),
+            }
+        }
+    };
+    let path = plans_dir(workdir).join(format!("{name}.toml"));
+    let text = std::fs::read_to_string(&path).map_err(|_| {
+        PlanError::NotFound(format!("no plan {name} (looked for {})", path.display()))
+    })?;
+    let origin = format!(".crew/plans/{name}.toml");
+    plan::parse(&name, &origin, &text).map_err(PlanError::Invalid)
+}
+
+/// The blob key a gate's verdict history hangs on.
+pub fn gate_key(plan: &str, gate: &str) -> String {
+    format!("crew-gate:{plan}/{gate}")
+}
+
+/// Every verdict recorded for a gate, oldest first.
+pub fn history(repo: &gix::Repository, plan: &str, gate: &str) -> anyhow::Result<Vec<Verdict>> {
+    let key = notes::key_id(repo, &gate_key(plan, gate))?;
+    let text = notes::read(repo, notes::GATES, key)?.unwrap_or_default();
+    let mut rows: Vec<Verdict> = text
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect();
+    rows.sort_by(|a, b| a.at.cmp(&b.at));
+    Ok(rows)
+}
+
+/// The latest verdict of every gate of `plan` that has one.
+pub fn verdicts(repo: &gix::Repository, plan: &Plan) -> anyhow::Result<HashMap<String, Verdict>> {
+    let mut out = HashMap::new();
+    for gate in &plan.gates {
+        if let Some(last) = history(repo, &plan.id, &gate.id)?.pop() {
+            out.insert(gate.id.clone(), last);
+        }
+    }
+    Ok(out)
+}
+
+/// Records a verdict: on the gate's blob (its history) and on the commit it was measured
+/// at, in one update of the notes ref.
+pub fn record_verdict(
+    repo: &gix::Repository,
+    verdict: &Verdict,
+    measured_at: gix::ObjectId,
+) -> anyhow::Result<()> {
+    let key = notes::key_blob(repo, &gate_key(&verdict.plan, &verdict.gate))?;
+    let line = serde_json::to_string(verdict)?;
+    notes::edit(
+        repo,
+        notes::GATES,
+        "crew: record a gate verdict",
+        |current| {
+            let mut edits = Vec::new();
+            for object in [key, measured_at] {
+                let mut text = current.get(object)?.unwrap_or_default();
+                if !text.is_empty() && !text.ends_with('\n') {
+                    text.push('\n');
+                }
+                text.push_str(&line);
+                text.push('\n');
+                edits.push((object, text));
+            }
+            Ok(edits)
+        },
+    )?;
+    Ok(())
+}
+
+/// The runs integrated into HEAD, by task, from `docs/state/crew.json` in HEAD's tree.
+pub fn integrated(repo: &gix::Repository) -> anyhow::Result<HashMap<String, String>> {
+    let Ok(head) = repo.head_id() else {
+        return Ok(HashMap::new());
+    };
+    let Some(bytes) = crate::git::merge::read_path(repo, head.detach(), STATE_FILE)? else {
+        return Ok(HashMap::new());
+    };
+    let state: serde_json::Value =
+        serde_json::from_slice(&bytes).with_context(|| format!("{STATE_FILE} in HEAD"))?;
+    let mut out = HashMap::new();
+    for run in state["runs"].as_array().into_iter().flatten() {
+        if let (Some(task), Some(id)) = (run["task"].as_str(), run["run"].as_str()) {
+            out.insert(task.to_string(), id.to_string());
+        }
+    }
+    Ok(out)
+}
+
+/// Everything a plan's derived status is computed from.
+pub fn facts(
+    repo: &gix::Repository,
+    store: &RunStore,
+    plan: &Plan,
+    flight: &Flight,
+) -> anyhow::Result<Facts> {
+    let live = store.live()?.into_iter().map(|r| (r.task, r.run)).collect();
+    Ok(Facts {
+        live,
+        done: integrated(repo)?,
+        verdicts: verdicts(repo, plan)?,
+        enforce: flight.gates.enforce.clone(),
+        on_fail: flight.gates.on_fail.clone(),
+    })
+}

@@ -1,0 +1,338 @@
+//! Plans, waves and gates end to end: scripted workers, real runs, real notes.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+
+use crate::common::{TestEnv, write};
+
+const PLAN: &str = r#"[plan]
+id = "v1"
+north_star = "every task lands"
+
+[[tasks]]
+id = "a"
+wave = 1
+scope = ["work/a.txt"]
+prompt = "Write work/a.txt."
+verify = "test -f work/a.txt"
+size = 1.0
+worker = "filer"
+
+[[tasks]]
+id = "b"
+wave = 1
+scope = ["work/b.txt"]
+prompt = "Write work/b.txt."
+verify = "test -f work/b.txt"
+size = 0.5
+worker = "filer"
+
+[[tasks]]
+id = "c"
+wave = 2
+depends_on = ["a"]
+scope = ["work/c.txt"]
+prompt = "Write work/c.txt."
+verify = "test -f work/c.txt"
+worker = "filer"
+
+[[gates]]
+id = "g1"
+measure = "both files exist"
+required_evidence = "ls work/"
+closes_wave = 1
+gates_waves = [2]
+"#;
+
+fn planned_repo(env: &TestEnv) -> PathBuf {
+    let repo = env.fixture("crew-repo.sh", "repo", &[]);
+    let flight = crate::common::read(&repo.join(".crew/flight.toml"));
+    write(
+        &repo.join(".crew/flight.toml"),
+        &format!("{flight}[workers.filer]\nbackend = \"own-file\"\nnote = \"writes one file\"\n"),
+    );
+    write(&repo.join(".crew/plans/v1.toml"), PLAN);
+    env.git_ok(&repo, &["add", "-A"]);
+    env.git_ok(&repo, &["commit", "-q", "-m", "the plan"]);
+    repo
+}
+
+fn statuses(env: &TestEnv, repo: &Path) -> Vec<(String, String, Vec<String>)> {
+    let out = env.crew(repo, &["plan", "status"]);
+    out.expect_code(0);
+    out.json()["tasks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| {
+            (
+                t["task"].as_str().unwrap().to_string(),
+                t["status"].as_str().unwrap().to_string(),
+                t["blockers"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|b| {
+                        format!(
+                            "{}:{}",
+                            b["kind"].as_str().unwrap(),
+                            b["task"].as_str().or(b["gate"].as_str()).unwrap()
+                        )
+                    })
+                    .collect(),
+            )
+        })
+        .collect()
+}
+
+fn status_of(env: &TestEnv, repo: &Path, task: &str) -> (String, Vec<String>) {
+    let all = statuses(env, repo);
+    let (_, status, blockers) = all.into_iter().find(|(t, _, _)| t == task).unwrap();
+    (status, blockers)
+}
+
+#[test]
+fn a_plan_runs_in_waves_behind_its_gate() {
+    let env = TestEnv::new();
+    let repo = planned_repo(&env);
+    assert_eq!(
+        statuses(&env, &repo),
+        [
+            ("a".into(), "ready".into(), vec![]),
+            ("b".into(), "ready".into(), vec![]),
+            (
+                "c".into(),
+                "blocked".into(),
+                vec!["dependency:a".to_string(), "gate:g1".to_string()]
+            ),
+        ]
+    );
+    let human = env.crew(&repo, &["plan", "status", "--human"]);
+    assert!(human.stdout.contains("wave 2\n  └─ c"), "{}", human.stdout);
+
+    // A gate holds wave 2: strict refuses a dispatch of c.
+    let out = env.crew(&repo, &["dispatch", "--plan", "v1", "--task", "c"]);
+    out.expect_code(4);
+    assert_eq!(out.json()["error"]["code"], "blocked-by-gate");
+
+    // Wave 1 goes at once, through the roster's worker, with the dispatch summary.
+    let out = env.crew(&repo, &["wave", "dispatch", "1"]);
+    out.expect_code(0);
+    let json = out.json();
+    let runs: Vec<String> = json["dispatched"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["run"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(runs.len(), 2);
+    assert_eq!(json["dispatched"][0]["backend"], "own-file");
+    assert_eq!(json["summary"]["title"], "Dispatching wave 1 — 2 workers");
+    assert!(
+        json["summary"]["what"]
+            .as_str()
+            .unwrap()
+            .starts_with(&format!("a (run {})", runs[0])),
+        "{}",
+        json["summary"]
+    );
+    assert!(
+        json["summary"]["when"]
+            .as_str()
+            .unwrap()
+            .contains("closed by gate g1")
+    );
+    let mut wait = vec!["wait", "--timeout", "60s"];
+    wait.extend(runs.iter().map(String::as_str));
+    env.crew(&repo, &wait).expect_code(0);
+    for run in &runs {
+        env.crew(&repo, &["integrate", run]).expect_code(0);
+    }
+    assert_eq!(status_of(&env, &repo, "a").0, "done");
+    assert_eq!(
+        status_of(&env, &repo, "c"),
+        ("blocked".into(), vec!["gate:g1".into()])
+    );
+
+    // Done, but the closing gate has no evidence: the wave reads as incomplete.
+    let out = env.crew(&repo, &["wave", "status", "1"]);
+    out.expect_code(0);
+    let json = out.json();
+    assert_eq!(json["complete"], false);
+    assert_eq!(
+        json["summary"]["why"],
+        "incomplete: gate g1 has no verdict yet (needs: ls work/)"
+    );
+
+    // A failing verdict holds wave 2; a verdict needs its evidence.
+    env.crew(
+        &repo,
+        &[
+            "gate",
+            "record",
+            "g1",
+            "--verdict",
+            "fail",
+            "--evidence",
+            "b missing",
+        ],
+    )
+    .expect_code(0);
+    assert_eq!(
+        status_of(&env, &repo, "c"),
+        ("blocked".into(), vec!["gate:g1".into()])
+    );
+    let out = env.crew(&repo, &["gate", "record", "g1", "--verdict", "pass"]);
+    out.expect_code(2);
+    assert_eq!(out.json()["error"]["code"], "evidence-required");
+    env.crew(
+        &repo,
+        &[
+            "gate",
+            "record",
+            "g1",
+            "--verdict",
+            "pass",
+            "--evidence",
+            "a.txt b.txt",
+        ],
+    )
+    .expect_code(0);
+    assert_eq!(status_of(&env, &repo, "c"), ("ready".into(), vec![]));
+    let ls = env.crew(&repo, &["gate", "ls"]).json();
+    assert_eq!(ls["gates"][0]["verdict"]["verdict"], "pass");
+    // The verdict is on the gate's history and on the commit it was measured at.
+    let note = env.git_ok(&repo, &["notes", "--ref=crew-gates", "show", "HEAD"]);
+    assert!(note.contains("\"evidence\":\"a.txt b.txt\""), "{note}");
+
+    let out = env.crew(&repo, &["summary", "--wave", "1", "--at", "completion"]);
+    out.expect_code(0);
+    let s = out.json();
+    assert_eq!(s["why"], "gate g1 passed: a.txt b.txt");
+    assert!(s["what"].as_str().unwrap().contains(" @ "), "{s}");
+    let human = env.crew(
+        &repo,
+        &["summary", "--wave", "1", "--at", "completion", "--human"],
+    );
+    let lines: Vec<&str> = human.stdout.lines().collect();
+    assert!(
+        lines[0].starts_with("Wave 1 completion — 2 of 2 tasks done"),
+        "{lines:?}"
+    );
+    for label in ["WHAT", "WHY", "HOW", "WHEN"] {
+        assert_eq!(
+            lines.iter().filter(|l| l.starts_with(label)).count(),
+            1,
+            "{lines:?}"
+        );
+    }
+    assert!(lines.len() <= 9);
+    let status = env.crew(&repo, &["wave", "status", "1"]).json();
+    assert_eq!(status["complete"], true);
+
+    // The ledger learnt from the sized runs.
+    let stats = env.crew(&repo, &["ledger", "stats"]).json();
+    let own = stats["stats"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["backend"] == "own-file")
+        .unwrap()
+        .clone();
+    assert_eq!(own["runs"], 2);
+    assert_eq!(own["pass_rate"], 1.0);
+    assert_eq!(own["claim_accuracy"], 1.0);
+    assert!(own["speed_factor"].is_number(), "{own}");
+    let rows = env.crew(&repo, &["ledger", "--task", "a"]).json()["rows"].clone();
+    assert_eq!(rows[0]["size_h"], 1.0);
+    assert_eq!(rows[0]["worker"], "filer");
+}
+
+#[test]
+fn a_wave_with_overlapping_scopes_is_refused_up_front_and_the_rest_queue() {
+    let env = TestEnv::new();
+    let repo = env.fixture("crew-repo.sh", "repo", &[]);
+    let task = |id: &str, scope: &str| {
+        format!("[[tasks]]\nid = \"{id}\"\nwave = 1\nscope = [\"{scope}\"]\nprompt = \"x\"\n")
+    };
+    write(
+        &repo.join(".crew/plans/clash.toml"),
+        &(task("x", "work/**") + &task("y", "work/y.txt")),
+    );
+    let out = env.crew(&repo, &["wave", "dispatch", "1", "--plan", "clash"]);
+    out.expect_code(4);
+    let json = out.json();
+    assert_eq!(json["error"]["code"], "scope-overlap");
+    assert_eq!(
+        json["error"]["details"][0],
+        "x `work/**` overlaps y `work/y.txt`"
+    );
+    assert_eq!(
+        env.crew(&repo, &["status"]).json()["runs"]
+            .as_array()
+            .unwrap()
+            .len(),
+        0
+    );
+
+    write(
+        &repo.join(".crew/plans/three.toml"),
+        &(task("p", "work/p.txt") + &task("q", "work/q.txt") + &task("r", "work/r.txt"))
+            .replace("prompt = \"x\"", "prompt = \"x\"\nrole = \"implement\""),
+    );
+    // Two plans: --plan is now required.
+    let out = env.crew(&repo, &["plan", "status"]);
+    out.expect_code(2);
+    assert_eq!(out.json()["error"]["code"], "plan-required");
+    std::fs::remove_file(repo.join(".crew/plans/clash.toml")).unwrap();
+    // backend `ok` (the default) has concurrency 2: the third run queues.
+    let out = env.crew(&repo, &["wave", "dispatch", "1"]);
+    out.expect_code(0);
+    let phases: Vec<Value> = out.json()["dispatched"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["phase"].clone())
+        .collect();
+    assert_eq!(phases[2], "queued", "{phases:?}");
+}
+
+#[test]
+fn every_validation_error_class_is_exit_2_with_its_location() {
+    let env = TestEnv::new();
+    let repo = env.fixture("crew-repo.sh", "repo", &[]);
+    write(
+        &repo.join(".crew/plans/bad.toml"),
+        "[plan]\nid = \"bad\"\n[[tasks]]\nid = \"a\"\ndepends_on = [\"b\"]\nstatus = \"blocked\"\n\
+         [[tasks]]\nid = \"b\"\ndepends_on = [\"a\"]\nwaev = 2\n[[tasks]]\nid = \"a\"\n\
+         [[tasks]]\nid = \"d\"\ndepends_on = [\"zz\"]\n[[gates]]\nid = \"g\"\ngates_waves = [7]\n",
+    );
+    let out = env.crew(&repo, &["plan", "status", "bad"]);
+    out.expect_code(2);
+    let error = &out.json()["error"];
+    assert_eq!(error["code"], "plan-invalid");
+    let details: Vec<String> = error["details"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d.as_str().unwrap().to_string())
+        .collect();
+    let has = |needle: &str| details.iter().any(|d| d.contains(needle));
+    assert!(
+        has(".crew/plans/bad.toml:6:1: `tasks[0].status`: a status is derived"),
+        "{details:#?}"
+    );
+    assert!(
+        has("`tasks[1].waev`: unknown key (did you mean `wave`?)"),
+        "{details:#?}"
+    );
+    assert!(has("duplicate task id `a`"), "{details:#?}");
+    assert!(has("unknown task `zz`"), "{details:#?}");
+    assert!(has("no task is in wave 7"), "{details:#?}");
+    assert!(has("dependency cycle: a → b → a"), "{details:#?}");
+    let out = env.crew(&repo, &["plan", "status", "nope"]);
+    out.expect_code(3);
+    let out = env.crew(&repo, &["dispatch", "--plan", "bad", "--task", "a"]);
+    out.expect_code(2);
+}
