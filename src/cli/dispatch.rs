@@ -271,6 +271,31 @@ pub fn run(ctx: &CommandContext, args: DispatchArgs) -> Result<Report> {
     for (key, value) in extra {
         fields[key] = value;
     }
+    if let Some(worker) = &record.worker {
+        let last = crate::state::sessions::load(store.root())
+            .workers
+            .get(worker)
+            .filter(|s| s.backend == record.backend)
+            .map(|s| s.session.clone());
+        let reuse = flight
+            .backends
+            .get(&record.backend)
+            .and_then(|b| b.session_reuse)
+            .unwrap_or(true);
+        fields["worker"] = json!(worker);
+        fields["session_plan"] = json!(match last {
+            _ if !crate::state::sessions::resumable_across_worktrees(&record.adapter) => format!(
+                "a fresh session: {} resumes a session only in the directory it started in, so worker {worker} starts afresh in each worktree",
+                record.adapter
+            ),
+            _ if !reuse => format!(
+                "a fresh session: backend {} does not reuse sessions",
+                record.backend
+            ),
+            Some(id) => format!("resumes worker {worker}'s session {id}"),
+            None => format!("a fresh session: worker {worker} has none yet"),
+        });
+    }
     if let Some(advice) = split_advice(repo, &record) {
         warnings.push(advice.clone());
         fields["split_advice"] = json!(advice);

@@ -27,6 +27,7 @@ pub mod verify;
 pub mod wait;
 pub mod watch;
 pub mod wave;
+pub mod workers;
 
 use std::ffi::OsString;
 use std::path::PathBuf;
@@ -97,6 +98,7 @@ pub enum Command {
     Plan(plan::PlanArgs),
     Gate(gate::GateArgs),
     Wave(wave::WaveArgs),
+    Workers(workers::WorkersArgs),
     Summary(summary::SummaryArgs),
     Sync(sync::SyncArgs),
     Doctor(doctor::DoctorArgs),
@@ -147,6 +149,7 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> u8 {
         Command::Plan(args) => plan::run(&ctx, args),
         Command::Gate(args) => gate::run(&ctx, args),
         Command::Wave(args) => wave::run(&ctx, args),
+        Command::Workers(args) => workers::run(&ctx, args),
         Command::Summary(args) => summary::run(&ctx, args),
         Command::Sync(args) => sync::run(&ctx, args),
         Command::Attach(args) => native::attach(&ctx, args),

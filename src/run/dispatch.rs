@@ -249,7 +249,20 @@ pub fn plan(
         .iter()
         .filter(|r| r.backend == backend_name && occupies_slot(r))
         .count();
+    let worker_busy = request.worker.as_ref().and_then(|w| {
+        live.iter()
+            .find(|r| r.worker.as_ref() == Some(w))
+            .map(|r| (w.clone(), r.run.clone()))
+    });
+    if let Some((worker, run)) = &worker_busy
+        && !request.queue
+    {
+        return Err(Refusal::State(format!(
+            "worker {worker} is busy with run {run}: a session serves one run at a time; --queue waits for it"
+        )));
+    }
     let queued = busy >= limit
+        || worker_busy.is_some()
         || live
             .iter()
             .any(|r| r.backend == backend_name && r.phase == Phase::Queued);
@@ -598,7 +611,20 @@ pub fn promote_queued(store: &RunStore, repo_dir: &Path) -> anyhow::Result<Vec<S
     for record in live.iter().filter(|r| occupies_slot(r)) {
         *busy.entry(record.backend.clone()).or_default() += 1;
     }
+    // A worker's session serves one run at a time.
+    let mut busy_workers: std::collections::HashSet<String> = live
+        .iter()
+        .filter(|r| r.phase != Phase::Queued)
+        .filter_map(|r| r.worker.clone())
+        .collect();
     for record in live.iter().filter(|r| r.phase == Phase::Queued) {
+        if record
+            .worker
+            .as_ref()
+            .is_some_and(|w| busy_workers.contains(w))
+        {
+            continue;
+        }
         let run_dir = store.run_dir(&record.run);
         let config: BackendConfig = match std::fs::read(run_dir.join(supervisor::BACKEND_FILE)) {
             Ok(bytes) => serde_json::from_slice(&bytes)?,
@@ -628,6 +654,9 @@ pub fn promote_queued(store: &RunStore, repo_dir: &Path) -> anyhow::Result<Vec<S
             continue;
         }
         *used += 1;
+        if let Some(worker) = &next.worker {
+            busy_workers.insert(worker.clone());
+        }
         spawn_supervisor(repo_dir, &next.run, &run_dir)?;
         started.push(next.run);
     }

@@ -306,13 +306,37 @@ impl<'a> Supervisor<'a> {
     /// What the first attempt of this supervisor sends: the worker prompt, or — after
     /// `advise` — the advice, resuming the same session where the backend can (else a
     /// fresh session with the original prompt and the advice).
-    fn first_prompt(&self) -> anyhow::Result<Next> {
+    fn first_prompt(&mut self) -> anyhow::Result<Next> {
         let next_file = self.run_dir.join(NEXT_FILE);
         let Ok(path) = std::fs::read_to_string(&next_file) else {
-            return Ok(Next::Fresh(PathBuf::from(&self.record.prompt_file)));
+            let prompt = PathBuf::from(&self.record.prompt_file);
+            // A standing worker keeps its memory: its last session is resumed in this
+            // worktree where the backend allows it.
+            if let Some(session) = self.worker_session() {
+                self.record.session = Some(session.clone());
+                self.save()?;
+                return Ok(Next::Resume(session, prompt));
+            }
+            return Ok(Next::Fresh(prompt));
         };
         std::fs::remove_file(&next_file)?;
         self.continue_with(PathBuf::from(path.trim()))
+    }
+
+    /// The last session of the run's standing worker, when it can be resumed here: the
+    /// same backend, sessions reused, and resumable from another worktree.
+    fn worker_session(&self) -> Option<String> {
+        let worker = self.record.worker.as_ref()?;
+        if self.record.session.is_some()
+            || !self.config.session_reuse.unwrap_or(true)
+            || !crate::state::sessions::resumable_across_worktrees(&self.record.adapter)
+            || !self.adapter_resumes()
+        {
+            return None;
+        }
+        let sessions = crate::state::sessions::load(self.store.root());
+        let last = sessions.workers.get(worker)?;
+        (last.backend == self.record.backend).then(|| last.session.clone())
     }
 
     fn adapter_resumes(&self) -> bool {
@@ -641,7 +665,19 @@ impl<'a> Supervisor<'a> {
         {
             return Err(EndedOutside.into());
         }
-        // A slot is free: a queued run of this backend may start.
+        if let (Some(worker), Some(session)) = (&self.record.worker, &self.record.session) {
+            let _ = crate::state::sessions::record(
+                self.store.root(),
+                worker,
+                crate::state::sessions::WorkerSession {
+                    backend: self.record.backend.clone(),
+                    session: session.clone(),
+                    run: self.record.run.clone(),
+                    updated_at: rfc3339(now_millis()),
+                },
+            );
+        }
+        // A slot is free: a queued run of this backend (or of this worker) may start.
         let _ = super::dispatch::promote_queued(self.store, &self.repo_dir);
         Ok(())
     }

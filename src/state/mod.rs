@@ -4,3 +4,4 @@ pub mod init_record;
 pub mod live;
 pub mod locks;
 pub mod runs;
+pub mod sessions;

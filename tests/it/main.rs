@@ -11,4 +11,5 @@ mod integrate;
 mod ledger;
 mod plan;
 mod real_clis;
+mod roster;
 mod sync;

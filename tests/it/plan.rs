@@ -336,3 +336,115 @@ fn every_validation_error_class_is_exit_2_with_its_location() {
     let out = env.crew(&repo, &["dispatch", "--plan", "bad", "--task", "a"]);
     out.expect_code(2);
 }
+
+#[test]
+fn dispatch_from_a_plan_warns_when_stale_or_too_big_and_obeys_warn_mode() {
+    let env = TestEnv::new();
+    let repo = planned_repo(&env);
+    // Two passing 1-hour runs of backend `ok`: its horizon is 1 h.
+    for task in ["h1", "h2"] {
+        let out = env.crew(
+            &repo,
+            &[
+                "dispatch",
+                "--task",
+                task,
+                "--backend",
+                "ok",
+                "--scope",
+                "src/routes/**",
+                "--prompt",
+                "x",
+                "--size",
+                "1",
+            ],
+        );
+        out.expect_code(0);
+        env.crew(
+            &repo,
+            &[
+                "wait",
+                out.json()["run"].as_str().unwrap(),
+                "--timeout",
+                "60s",
+            ],
+        );
+    }
+    // The plan was committed on 2026-01-01 (the tests' fixed date): stale by now.
+    let out = env.crew(
+        &repo,
+        &[
+            "dispatch",
+            "--plan",
+            "v1",
+            "--task",
+            "a",
+            "--backend",
+            "ok",
+            "--size",
+            "6",
+            "--scope",
+            "work/a.txt",
+            "--verify",
+            "true",
+        ],
+    );
+    out.expect_code(0);
+    let json = out.json();
+    assert!(json["stale_days"].as_i64().unwrap() > 300, "{json}");
+    assert_eq!(
+        json["split_advice"],
+        "task a is sized 6h, beyond the 1h competence horizon of ok - -: split it into tasks of at most 1h"
+    );
+    assert!(
+        out.stderr.contains("its assumptions may have expired"),
+        "{}",
+        out.stderr
+    );
+    // Flags override the plan; the plan fills the rest.
+    let run = json["run"].as_str().unwrap();
+    let shown = env.crew(&repo, &["show", run]).json();
+    assert_eq!(shown["run"]["verify_command"], "true");
+    assert_eq!(shown["run"]["plan"], "v1");
+    assert_eq!(shown["run"]["size_h"], 6.0);
+    assert_eq!(shown["run"]["worker"], "filer");
+    let prompt = crate::common::read(Path::new(shown["run"]["prompt_file"].as_str().unwrap()));
+    assert!(
+        prompt.contains("Plan v1 (.crew/plans/v1.toml), task a, wave 1."),
+        "{prompt}"
+    );
+    env.crew(&repo, &["wait", run, "--timeout", "60s"]);
+
+    // Under `warn`, a task a gate holds goes, with a warning.
+    let out = env.crew(
+        &repo,
+        &[
+            "dispatch",
+            "--plan",
+            "v1",
+            "--task",
+            "c",
+            "--set",
+            "gates.enforce=warn",
+            "--set",
+            "plans.stale_after_days=3650",
+        ],
+    );
+    out.expect_code(0);
+    let json = out.json();
+    assert!(json.get("stale_days").is_none());
+    let warnings: Vec<&str> = json["warnings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|w| w.as_str().unwrap())
+        .collect();
+    assert!(
+        warnings.iter().any(|w| w.contains("held by a gate")),
+        "{warnings:?}"
+    );
+    assert!(
+        warnings.iter().any(|w| w.contains("depends on a (")),
+        "{warnings:?}"
+    );
+}

@@ -1,0 +1,84 @@
+//! `git crew workers`: the roster.
+
+use clap::Args;
+use serde_json::json;
+
+use super::context::CommandContext;
+use super::error::{CrewError, Result};
+use super::flight::{RoutingArgs, resolve};
+use super::runs;
+use super::ui::Report;
+use crate::core::record::Outcome;
+
+/// The roster ([workers.<name>] in the flight config): each standing worker's backend,
+/// model, session (a local fact, from .git/crew/sessions.json), the run it is busy with,
+/// and its runs and pass rate from the ledger.
+#[derive(Debug, Args)]
+#[command(after_help = "Examples:\n  git crew workers --human")]
+pub struct WorkersArgs {}
+
+pub fn run(ctx: &CommandContext, _args: WorkersArgs) -> Result<Report> {
+    let flight = resolve(ctx, &RoutingArgs::default())?.flight;
+    let store = runs::store(ctx)?;
+    let live = store.live().map_err(CrewError::internal)?;
+    let sessions = crate::state::sessions::load(store.root());
+    let rows = crate::run::ledger::rows(ctx.repo()?, None).map_err(CrewError::internal)?;
+    let mut workers = Vec::new();
+    let mut human = Vec::new();
+    for (name, worker) in &flight.workers {
+        let backend = flight.backends.get(&worker.backend);
+        let model = worker
+            .model
+            .clone()
+            .or(backend.and_then(|b| b.model.clone()));
+        let session = sessions
+            .workers
+            .get(name)
+            .filter(|s| s.backend == worker.backend);
+        let busy = live.iter().find(|r| {
+            r.worker.as_deref() == Some(name) && r.phase != crate::core::record::Phase::Queued
+        });
+        let queued = live
+            .iter()
+            .filter(|r| {
+                r.worker.as_deref() == Some(name) && r.phase == crate::core::record::Phase::Queued
+            })
+            .count();
+        let mine: Vec<_> = rows
+            .iter()
+            .filter(|r| {
+                r.worker.as_deref() == Some(name)
+                    && r.integrated.is_none()
+                    && !matches!(r.outcome, None | Some(Outcome::Abandoned))
+            })
+            .collect();
+        let passes = mine
+            .iter()
+            .filter(|r| r.outcome == Some(Outcome::Pass))
+            .count();
+        let pass_rate = (!mine.is_empty()).then(|| passes as f64 / mine.len() as f64);
+        human.push(format!(
+            "{name:<14} {:<10} {:<18} session {:<12} {} runs {}, pass rate {}",
+            worker.backend,
+            model.as_deref().unwrap_or("-"),
+            session.map_or("-", |s| s.session.as_str()),
+            busy.map_or("idle".to_string(), |r| format!("busy with {}", r.run)),
+            mine.len(),
+            pass_rate.map_or("-".to_string(), |p| format!("{:.0}%", p * 100.0)),
+        ));
+        workers.push(json!({
+            "worker": name,
+            "backend": worker.backend,
+            "model": model,
+            "effort": worker.effort.clone().or(backend.and_then(|b| b.effort.clone())),
+            "note": worker.note,
+            "session": session.map(|s| &s.session),
+            "busy_run": busy.map(|r| &r.run),
+            "queued": queued,
+            "runs": mine.len(),
+            "passes": passes,
+            "pass_rate": pass_rate,
+        }));
+    }
+    Ok(Report::new(json!({"workers": workers}), human.join("\n")))
+}

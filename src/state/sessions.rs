@@ -1,0 +1,59 @@
+//! The roster's sessions (`<git-common-dir>/crew/sessions.json`): the last session of each
+//! standing worker, so its next run can resume it. Session ids are local facts (the CLIs
+//! keep sessions on this machine): never committed.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use super::locks::Lock;
+
+/// A standing worker's last session.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WorkerSession {
+    pub backend: String,
+    pub session: String,
+    /// The run that used it last.
+    pub run: String,
+    pub updated_at: String,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Sessions {
+    #[serde(default)]
+    pub workers: BTreeMap<String, WorkerSession>,
+}
+
+fn path(state_dir: &Path) -> PathBuf {
+    state_dir.join("sessions.json")
+}
+
+/// The sessions on file (none when there is no file or it cannot be read).
+pub fn load(state_dir: &Path) -> Sessions {
+    std::fs::read(path(state_dir))
+        .ok()
+        .and_then(|bytes| serde_json::from_slice(&bytes).ok())
+        .unwrap_or_default()
+}
+
+/// Records `worker`'s latest session.
+pub fn record(state_dir: &Path, worker: &str, session: WorkerSession) -> anyhow::Result<()> {
+    std::fs::create_dir_all(state_dir)?;
+    let _lock = Lock::take(state_dir, "sessions", Duration::from_secs(30))?;
+    let mut all = load(state_dir);
+    all.workers.insert(worker.to_string(), session);
+    crate::git::hooks_dir::write_atomic(
+        &path(state_dir),
+        &serde_json::to_string_pretty(&all)?,
+        0o600,
+    )
+}
+
+/// Whether a backend's sessions can be resumed from another worktree: codex resumes by
+/// thread id anywhere, a command backend with `resume_argv` is trusted to; claude resumes
+/// only from the directory a session started in.
+pub fn resumable_across_worktrees(adapter: &str) -> bool {
+    !matches!(adapter, "claude" | "native")
+}
