@@ -442,8 +442,7 @@ fn stale_days(ctx: &CommandContext, plan: &str) -> Option<i64> {
 /// horizon (from `ledger stats`).
 fn split_advice(repo: &gix::Repository, record: &crate::core::record::RunRecord) -> Option<String> {
     let size = record.size_h?;
-    let rows = crate::run::ledger::rows(repo, None).ok()?;
-    let stats = crate::core::ledger::stats(&rows);
+    let stats = crate::run::ledger::learnt(repo).ok()?.stats;
     let mine = stats.iter().find(|s| {
         s.backend == record.backend && s.model == record.model && s.effort == record.effort
     })?;

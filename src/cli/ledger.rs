@@ -31,9 +31,16 @@ pub struct LedgerArgs {
 pub fn ledger(ctx: &CommandContext, args: LedgerArgs) -> Result<Report> {
     let repo = ctx.repo()?;
     if args.view.is_some() {
-        let rows =
-            crate::run::ledger::rows(repo, args.task.as_deref()).map_err(CrewError::internal)?;
-        let stats = crate::core::ledger::stats(&rows);
+        let stats = match &args.task {
+            Some(task) => crate::core::ledger::stats(
+                &crate::run::ledger::rows(repo, Some(task)).map_err(CrewError::internal)?,
+            ),
+            None => {
+                crate::run::ledger::learnt(repo)
+                    .map_err(CrewError::internal)?
+                    .stats
+            }
+        };
         let human = stats
             .iter()
             .map(|s| {

@@ -84,16 +84,16 @@ pub const BUCKETS: &[(&str, f64)] = &[
 ];
 
 /// Success at one size bucket.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Bucket {
-    pub size: &'static str,
+    pub size: String,
     pub runs: usize,
     pub passes: usize,
     pub success_rate: f64,
 }
 
 /// What the ledger says of one agent configuration (backend, model, effort).
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ConfigStats {
     pub backend: String,
     pub model: Option<String>,
@@ -172,7 +172,7 @@ pub fn stats(rows: &[Row]) -> Vec<ConfigStats> {
                     });
                 }
                 by_size.push(Bucket {
-                    size: label,
+                    size: label.to_string(),
                     runs: in_bucket.len(),
                     passes: p,
                     success_rate: rate,
@@ -304,7 +304,7 @@ mod tests {
         assert_eq!(
             s.by_size
                 .iter()
-                .map(|b| (b.size, b.runs, b.passes, b.success_rate))
+                .map(|b| (b.size.as_str(), b.runs, b.passes, b.success_rate))
                 .collect::<Vec<_>>(),
             [
                 ("<=1h", 2, 2, 1.0),

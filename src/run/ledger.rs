@@ -46,19 +46,73 @@ pub fn rows(repo: &gix::Repository, task: Option<&str>) -> anyhow::Result<Vec<Ro
     Ok(rows)
 }
 
-/// Each plan task's estimate, updated from the normalised actuals in the ledger.
+/// What the whole ledger teaches: every configuration's stats and every task's estimate
+/// from its normalised actuals. Derived, so it is cached under the state folder keyed by
+/// the ledger's notes commit: any new row moves the ref and the cache is recomputed.
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+pub struct Learnt {
+    tip: Option<String>,
+    pub stats: Vec<ledger::ConfigStats>,
+    /// Tasks with passing runs: their estimate in worker-hours.
+    pub actuals: std::collections::HashMap<String, f64>,
+}
+
+/// The stats and estimates of the ledger as it is now.
+pub fn learnt(repo: &gix::Repository) -> anyhow::Result<Learnt> {
+    let tip = notes::tip(repo, notes::LEDGER)?.map(|id| id.to_string());
+    let path = crate::git::repo::state_dir(repo)
+        .join("cache")
+        .join("ledger-learnt.json");
+    if let Ok(bytes) = std::fs::read(&path)
+        && let Ok(cached) = serde_json::from_slice::<Learnt>(&bytes)
+        && cached.tip == tip
+    {
+        return Ok(cached);
+    }
+    let rows = rows(repo, None)?;
+    let stats = ledger::stats(&rows);
+    let mut by_task: std::collections::HashMap<&str, Vec<&Row>> = Default::default();
+    for row in &rows {
+        by_task.entry(row.task.as_str()).or_default().push(row);
+    }
+    let actuals = by_task
+        .into_iter()
+        .filter_map(|(task, mine)| {
+            ledger::estimate(None, &mine, &stats).map(|e| (task.to_string(), e))
+        })
+        .collect();
+    let learnt = Learnt {
+        tip,
+        stats,
+        actuals,
+    };
+    // A cache: failing to write it only costs the next reader the recomputation.
+    if let Some(dir) = path.parent()
+        && std::fs::create_dir_all(dir).is_ok()
+        && let Ok(text) = serde_json::to_string(&learnt)
+    {
+        let _ = crate::git::hooks_dir::write_atomic(&path, &text, 0o644);
+    }
+    Ok(learnt)
+}
+
+/// Each plan task's estimate: its normalised actuals where it has passing runs, else its
+/// planned size.
 pub fn estimates(
     repo: &gix::Repository,
     plan: &crate::core::plan::Plan,
 ) -> anyhow::Result<std::collections::HashMap<String, f64>> {
-    let rows = rows(repo, None)?;
-    let stats = ledger::stats(&rows);
-    let mut out = std::collections::HashMap::new();
-    for task in &plan.tasks {
-        let mine: Vec<&Row> = rows.iter().filter(|r| r.task == task.id).collect();
-        if let Some(estimate) = ledger::estimate(task.size, &mine, &stats) {
-            out.insert(task.id.clone(), estimate);
-        }
-    }
-    Ok(out)
+    let learnt = learnt(repo)?;
+    Ok(plan
+        .tasks
+        .iter()
+        .filter_map(|t| {
+            learnt
+                .actuals
+                .get(&t.id)
+                .copied()
+                .or(t.size)
+                .map(|e| (t.id.clone(), e))
+        })
+        .collect())
 }
