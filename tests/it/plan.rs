@@ -164,6 +164,28 @@ fn a_plan_runs_in_waves_behind_its_gate() {
         json["summary"]["why"],
         "incomplete: gate g1 has no verdict yet (needs: ls work/)"
     );
+    assert_eq!(json["incomplete_because"], json["summary"]["why"]);
+    let follow_ons: Vec<&str> = json["follow_ons"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["deferred"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        follow_ons,
+        [
+            "work/a.txt could be indexed.",
+            "work/b.txt could be indexed."
+        ]
+    );
+    let micro = env
+        .crew(&repo, &["summary", "--wave", "2", "--at", "micro-plan"])
+        .json();
+    assert_eq!(micro["title"], "Micro-plan for wave 2 — 1 task");
+    assert_eq!(
+        micro["why"],
+        "gate g1 has not passed; toward: every task lands"
+    );
 
     // A failing verdict holds wave 2; a verdict needs its evidence.
     env.crew(
