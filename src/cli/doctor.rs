@@ -12,7 +12,7 @@ use crate::run::supervisor;
 use crate::state::runs::RunStore;
 
 /// Find rot: dead supervisors, orphaned worker processes, stale live pointers, orphan
-/// worktrees, missing hooks. With --fix, repair what can be repaired without losing work.
+/// worktrees, missing hooks, notes that diverged from a remote's. With --fix, repair what can be repaired without losing work.
 ///
 /// Runs whose supervisor died are marked abandoned by every command (their commits are
 /// kept); doctor reports them. Orphan worktrees are listed, never removed.
@@ -132,6 +132,43 @@ pub fn run(ctx: &CommandContext, args: DoctorArgs) -> Result<Report> {
                     fixed: false,
                 });
             }
+        }
+    }
+
+    // Notes fetched from a remote that the local notes do not contain yet.
+    if let Ok(refs) = repo.references()
+        && let Ok(tracking) = refs.prefixed("refs/notes/remotes/")
+    {
+        for reference in tracking.flatten() {
+            let name = reference.name().as_bstr().to_string();
+            let Some((remote, leaf)) = name
+                .strip_prefix("refs/notes/remotes/")
+                .and_then(|rest| rest.split_once('/'))
+            else {
+                continue;
+            };
+            let local = format!("refs/notes/{leaf}");
+            if !crate::git::notes::ALL.contains(&local.as_str()) {
+                continue;
+            }
+            let theirs = crate::git::notes::tip(repo, &name).ok().flatten();
+            let ours = crate::git::notes::tip(repo, &local).ok().flatten();
+            let contained = match (ours, theirs) {
+                (_, None) => true,
+                (Some(o), Some(t)) => crate::git::merge::is_ancestor(repo, t, o),
+                (None, Some(_)) => false,
+            };
+            if contained {
+                continue;
+            }
+            let fixed = args.fix && crate::git::sync::merge_into(repo, &local, &name).is_ok();
+            problems.push(Problem {
+                kind: "notes-diverged",
+                detail: format!(
+                    "{local} does not contain the notes fetched from {remote}; `git crew sync {remote}` merges them by line union"
+                ),
+                fixed,
+            });
         }
     }
 

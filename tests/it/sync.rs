@@ -167,3 +167,44 @@ fn sync_without_a_remote_is_a_clear_error() {
     out.expect_code(3);
     assert_eq!(out.json()["error"]["code"], "remote-not-found");
 }
+
+#[test]
+fn doctor_finds_notes_that_diverged_from_a_remote_and_merges_them() {
+    let env = TestEnv::new();
+    let (_, a, b) = clones(&env);
+    let run_a = finished(&env, &a, "routes", "no-footer");
+    let run_b = finished(&env, &b, "routes", "out-of-scope");
+    env.crew(&a, &["sync"]).expect_code(0);
+    // b fetches by hand and never merges.
+    env.git_ok(
+        &b,
+        &[
+            "fetch",
+            "-q",
+            "origin",
+            "+refs/notes/crew*:refs/notes/remotes/origin/crew*",
+        ],
+    );
+    let out = env.crew(&b, &["doctor"]);
+    out.expect_code(1);
+    let problems = out.json()["problems"].clone();
+    assert!(
+        problems
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|p| p["kind"] == "notes-diverged"
+                && p["detail"]
+                    .as_str()
+                    .unwrap()
+                    .starts_with("refs/notes/crew-ledger")),
+        "{problems}"
+    );
+    env.crew(&b, &["doctor", "--fix"]);
+    let mut runs = ledger_runs(&env, &b, "routes");
+    runs.sort();
+    let mut expected = vec![run_a, run_b];
+    expected.sort();
+    assert_eq!(runs, expected);
+    env.crew(&b, &["doctor"]).expect_code(0);
+}
