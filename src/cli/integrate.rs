@@ -187,6 +187,16 @@ fn refusal(r: Refusal) -> CrewError {
             ),
         )
         .hinted("commit or stash them, then integrate again"),
+        Refusal::Checkout(wt, why) => CrewError::new(
+            ErrorKind::Refused,
+            "checkout-refused",
+            format!(
+                "the target is checked out in {} and git would not fast-forward it; nothing was integrated",
+                wt.display()
+            ),
+        )
+        .with_details(vec![why])
+        .hinted("move the files in its way, then integrate again"),
         Refusal::Conflict { into, paths } => CrewError::new(
             ErrorKind::Refused,
             "merge-conflict",

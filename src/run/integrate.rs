@@ -53,6 +53,8 @@ pub enum Refusal {
     Nothing(String),
     NoTarget(String),
     Dirty(PathBuf),
+    /// git refused to fast-forward the checkout of the target.
+    Checkout(PathBuf, String),
     Conflict {
         into: String,
         paths: Vec<String>,
@@ -143,6 +145,13 @@ pub fn integrate(
 
     // One integration at a time: the others wait their turn here.
     let _turn = Lock::take(store.root(), "integrate", Duration::from_secs(1800))?;
+    // Whoever held the lock before may have integrated this very run.
+    if let Some(done) = store.load(run)?.and_then(|r| r.integration) {
+        return Ok(Err(Refusal::AlreadyIntegrated(format!(
+            "run {run} was integrated into {} as {}",
+            done.into, done.commit
+        ))));
+    }
     let into = match request.into.clone().or(record.base_ref.clone()) {
         Some(into) => into,
         None => match repo.head_name()? {
@@ -250,7 +259,12 @@ pub fn integrate(
                 // The target moved under us (someone committed): merge again.
                 continue;
             }
-            return Err(err);
+            return Ok(Err(match checkout {
+                // git refused to fast-forward the checkout (an untracked file in the way,
+                // say): nothing moved.
+                Some(wt) => Refusal::Checkout(wt, format!("{err:#}")),
+                None => return Err(err),
+            }));
         }
 
         // Landed. Keep the run's commits, mark it, file the ledger row, clean up.

@@ -451,3 +451,33 @@ fn a_run_without_commits_has_nothing_to_integrate() {
     out.expect_code(4);
     assert_eq!(out.json()["error"]["code"], "nothing-to-integrate");
 }
+
+#[test]
+fn an_untracked_file_in_the_way_of_the_fast_forward_is_refused_and_undone() {
+    let env = TestEnv::new();
+    let repo = env.fixture("crew-repo.sh", "repo", &[]);
+    let run = routes_run(&env, &repo);
+    write(&repo.join("src/routes/crew.rs"), "mine, untracked\n");
+    let main_before = rev(&env, &repo, "main");
+    let notes_before = env.git(&repo, &["rev-parse", "-q", "--verify", "refs/notes/crew"]);
+    let out = env.crew(&repo, &["integrate", &run]);
+    out.expect_code(4);
+    let json = out.json();
+    assert_eq!(json["error"]["code"], "checkout-refused");
+    assert!(
+        json["error"]["details"][0]
+            .as_str()
+            .unwrap()
+            .contains("untracked"),
+        "{json}"
+    );
+    assert_eq!(rev(&env, &repo, "main"), main_before);
+    assert_eq!(read(&repo.join("src/routes/crew.rs")), "mine, untracked\n");
+    let notes_after = env.git(&repo, &["rev-parse", "-q", "--verify", "refs/notes/crew"]);
+    assert_eq!(
+        notes_before.stdout, notes_after.stdout,
+        "the notes were undone"
+    );
+    std::fs::remove_file(repo.join("src/routes/crew.rs")).unwrap();
+    env.crew(&repo, &["integrate", &run]).expect_code(0);
+}
