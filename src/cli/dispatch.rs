@@ -371,9 +371,16 @@ fn plan_task(
     let blockers: Vec<&Blocker> = status
         .map(|s| s.blockers.iter().collect())
         .unwrap_or_default();
-    let gates: Vec<String> = blockers
+    // The gates are asked directly: a task that is done or in flight has no blockers in
+    // its status, but a gate still holds a new run of it.
+    let facts = crate::core::plan::Facts {
+        verdicts: crate::run::plans::verdicts(ctx.repo()?, &plan).map_err(CrewError::internal)?,
+        enforce: flight.gates.enforce.clone(),
+        on_fail: flight.gates.on_fail.clone(),
+        ..Default::default()
+    };
+    let gates: Vec<String> = crate::core::plan::gate_blockers(&plan, &facts, &task)
         .iter()
-        .filter(|b| matches!(b, Blocker::Gate { .. }))
         .map(ToString::to_string)
         .collect();
     if !gates.is_empty() {

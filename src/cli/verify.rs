@@ -86,6 +86,7 @@ pub fn run(ctx: &CommandContext, args: VerifyArgs) -> Result<Report> {
         Verified::Done(result) => {
             record.verify_command = Some(command.clone());
             record.verify = Some(result.clone());
+            record.verified_tip = crate::git::worktree::rev_parse(&worktree, "HEAD").ok();
             let was = record.outcome;
             if matches!(was, Some(Outcome::Pass) | Some(Outcome::Fail)) {
                 let outcome = if result.passed {

@@ -147,6 +147,15 @@ pub fn state_file(
     Ok(serde_json::to_string_pretty(&Value::Object(out)).expect("JSON values serialise") + "\n")
 }
 
+/// Whether a state file already lists `run` among its completed runs.
+pub fn lists_run(state: &[u8], run: &str) -> bool {
+    serde_json::from_slice::<Value>(state).is_ok_and(|v| {
+        v["runs"]
+            .as_array()
+            .is_some_and(|runs| runs.iter().any(|r| r["run"].as_str() == Some(run)))
+    })
+}
+
 /// Backends and models with what they brought in, counted from the completed runs.
 fn roster(runs: &[Value]) -> Value {
     let mut backends = Map::new();
@@ -290,6 +299,9 @@ mod tests {
         assert!(state_file(Some(br#"{"runs": 3}"#), &r, &note, false).is_err());
         let kept = state_file(Some(br#"{"owner": "team"}"#), &r, &note, false).unwrap();
         assert!(kept.contains("\"owner\": \"team\""));
+        assert!(lists_run(kept.as_bytes(), "r"));
+        assert!(!lists_run(kept.as_bytes(), "s"));
+        assert!(!lists_run(b"nope", "r"));
     }
 
     #[test]

@@ -134,7 +134,18 @@ fn ratio(a: usize, b: usize) -> f64 {
 pub fn stats(rows: &[Row]) -> Vec<ConfigStats> {
     type Key = (String, Option<String>, Option<String>);
     let mut groups: std::collections::BTreeMap<Key, Vec<&Row>> = Default::default();
+    // One verdict per attempt: a later row of the same (run, attempt) — a scope
+    // rejection found at integrate — replaces the earlier one.
+    let mut last: std::collections::HashMap<(&str, u32), &Row> = Default::default();
     for row in rows.iter().filter(|r| measured(r)) {
+        let key = (row.run.as_str(), row.attempt);
+        if last.get(&key).is_none_or(|seen| seen.at <= row.at) {
+            last.insert(key, row);
+        }
+    }
+    let mut attempts: Vec<&Row> = last.into_values().collect();
+    attempts.sort_by(|a, b| a.at.cmp(&b.at).then(a.run.cmp(&b.run)));
+    for row in attempts {
         groups
             .entry((row.backend.clone(), row.model.clone(), row.effort.clone()))
             .or_default()
@@ -149,6 +160,7 @@ pub fn stats(rows: &[Row]) -> Vec<ConfigStats> {
             let passes = rows.iter().filter(|r| pass(r)).count();
             let mut by_size = Vec::new();
             let mut horizon = None;
+            let mut reached_limit = false;
             let mut lower = 0.0;
             for (label, upper) in BUCKETS {
                 let in_bucket: Vec<&&Row> = rows
@@ -161,7 +173,11 @@ pub fn stats(rows: &[Row]) -> Vec<ConfigStats> {
                 }
                 let p = in_bucket.iter().filter(|r| pass(r)).count();
                 let rate = ratio(p, in_bucket.len());
-                if rate >= 0.5 {
+                if rate < 0.5 {
+                    // The horizon ends where success first drops below half: a lucky
+                    // run at a larger size does not extend it.
+                    reached_limit = true;
+                } else if !reached_limit {
                     horizon = Some(if upper.is_finite() {
                         *upper
                     } else {
@@ -266,7 +282,12 @@ mod tests {
     }
 
     fn row(size: f64, wall_h: f64, outcome: Outcome, claimed: &str, reward: Option<f64>) -> Row {
+        static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
         let mut r = Row::of(&RunRecord::example());
+        r.run = format!(
+            "r{}",
+            NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+        );
         r.backend = "codex".into();
         r.model = Some("m".into());
         r.size_h = Some(size);
@@ -314,6 +335,18 @@ mod tests {
         );
         // Success is still 50% at 2 h, not at 4 h.
         assert_eq!(s.horizon_h, Some(2.0));
+        // A lucky 8-hour run beyond the drop does not extend it.
+        let mut lucky = rows.clone();
+        lucky.push(row(8.0, 8.0, Pass, "done", Some(1.0)));
+        assert_eq!(stats(&lucky)[0].horizon_h, Some(2.0));
+        // A scope rejection found at integrate replaces that attempt's pass.
+        let mut rejected = rows.clone();
+        let mut reject = rows[0].clone();
+        reject.at = "2027-01-01T00:00:00Z".into();
+        reject.outcome = Some(ScopeReject);
+        rejected.push(reject);
+        let r = &stats(&rejected)[0];
+        assert_eq!((r.runs, r.passes), (5, 2));
         // Passing, sized: (0.5 + 0.4 + 3.0) / (1.0 + 0.8 + 2.0) = 3.9 / 3.8.
         assert_eq!(s.speed_factor, Some(1.026));
         // Four `done` claims, two of them verified passes.

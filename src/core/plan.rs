@@ -476,6 +476,18 @@ pub fn parse(name: &str, origin: &str, text: &str) -> Result<Plan, Vec<Diagnosti
                 ),
             }
         }
+        if let Some(closes) = closes_wave
+            && let Some(held) = gates_waves.iter().find(|w| **w <= closes)
+        {
+            r.report(
+                g.get("gates_waves").map_or(at, |i| i.span().start),
+                &format!("{prefix}.gates_waves"),
+                format!(
+                    "gate `{id}` closes wave {closes}, so it cannot hold wave {held}: that wave could never start"
+                ),
+                None,
+            );
+        }
         plan.gates.push(Gate {
             id,
             measure: r.string(&format!("{prefix}.measure"), g.get("measure")),

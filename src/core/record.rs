@@ -166,6 +166,9 @@ pub struct RunRecord {
     /// The standing worker of the roster the run went to.
     #[serde(default)]
     pub worker: Option<String>,
+    /// The commit verify ran on: integrate takes the verdict for that commit only.
+    #[serde(default)]
+    pub verified_tip: Option<String>,
 }
 
 /// An integrated run: the commit that brought it in, and on what terms.
@@ -276,6 +279,7 @@ impl RunRecord {
             plan: None,
             size_h: None,
             worker: None,
+            verified_tip: None,
         }
     }
 }

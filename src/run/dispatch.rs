@@ -263,9 +263,10 @@ pub fn plan(
     }
     let queued = busy >= limit
         || worker_busy.is_some()
-        || live
-            .iter()
-            .any(|r| r.backend == backend_name && r.phase == Phase::Queued);
+        || live.iter().any(|r| {
+            // Runs waiting only for their busy standing worker hold no place in line.
+            r.backend == backend_name && r.phase == Phase::Queued && r.worker.is_none()
+        });
     if queued && !request.queue {
         return Err(Refusal::State(format!(
             "backend {backend_name} is at its concurrency limit ({busy} of {limit} runs live); --queue waits for a slot"
@@ -342,6 +343,7 @@ pub fn plan(
         plan: request.plan.clone(),
         size_h: request.size_h,
         worker: request.worker.clone(),
+        verified_tip: None,
         transcript: match &request.transcripts {
             None => Some(
                 store

@@ -119,11 +119,6 @@ pub fn integrate(
             record.role
         ))));
     }
-    let verified =
-        record.outcome == Some(Outcome::Pass) && record.verify.as_ref().is_some_and(|v| v.passed);
-    if !verified && !request.force_unverified {
-        return Ok(Err(Refusal::Unverified(unverified_reason(&record))));
-    }
 
     // The audit: every path the branch changed since its base, whatever the hooks let
     // through (`--no-verify` skips them).
@@ -141,6 +136,26 @@ pub fn integrate(
     if !violations.is_empty() {
         record_scope_reject(repo_dir, repo, &record)?;
         return Ok(Err(Refusal::Scope(violations)));
+    }
+    // The verdict holds for the commit verify ran on: a branch that moved since is not
+    // verified.
+    let moved = record
+        .verified_tip
+        .as_deref()
+        .is_some_and(|tip| tip != run_tip);
+    let verified = record.outcome == Some(Outcome::Pass)
+        && record.verify.as_ref().is_some_and(|v| v.passed)
+        && !moved;
+    if !verified && !request.force_unverified {
+        let reason = if moved {
+            format!(
+                "run {run}'s branch moved since verify passed on {}",
+                record.verified_tip.as_deref().unwrap_or_default()
+            )
+        } else {
+            unverified_reason(&record)
+        };
+        return Ok(Err(Refusal::Unverified(reason)));
     }
 
     // One integration at a time: the others wait their turn here.
@@ -186,6 +201,15 @@ pub fn integrate(
             return Ok(Err(Refusal::Dirty(wt.clone())));
         }
         let existing = merge::read_path(repo, target_tip, STATE_FILE)?;
+        if existing
+            .as_deref()
+            .is_some_and(|bytes| integrate::lists_run(bytes, run))
+        {
+            // Landed before (an integrate that died before its bookkeeping, say).
+            return Ok(Err(Refusal::AlreadyIntegrated(format!(
+                "{into}'s {STATE_FILE} already lists run {run}"
+            ))));
+        }
         let state =
             match integrate::state_file(existing.as_deref(), &record, &note, request.session_reuse)
             {
@@ -243,6 +267,14 @@ pub fn integrate(
         let (notes_before, notes_after) =
             notes::set_many(repo, notes::CREW, &noted, &note.to_line())?;
         notes::failpoint("integrate-before-target");
+        // The verify may have taken a while: the checkout and the target must still be
+        // what the merge was built on.
+        let still = merge::checked_out_in(repo_dir, &into)? == checkout
+            && merge::branch_tip(repo, &into)? == Some(target_tip);
+        if !still {
+            notes::undo(repo, notes::CREW, notes_after, notes_before)?;
+            continue;
+        }
         let advanced = match &checkout {
             Some(wt) => merge::fast_forward(wt, commit, (INTEGRATING_VAR, run)),
             None => merge::advance(
@@ -267,6 +299,14 @@ pub fn integrate(
             }));
         }
 
+        if merge::branch_tip(repo, &into)? != Some(commit) {
+            // The fast-forward went somewhere else (the checkout switched branches under
+            // us): the target did not get the run.
+            notes::undo(repo, notes::CREW, notes_after, notes_before)?;
+            anyhow::bail!(
+                "{into} did not end at the integration commit {commit}; check `git reflog` in its checkout"
+            );
+        }
         // Landed. Keep the run's commits, mark it, file the ledger row, clean up.
         merge::set_ref(
             repo,

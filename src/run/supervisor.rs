@@ -129,6 +129,9 @@ struct Supervisor<'a> {
     warnings: Vec<String>,
     /// Set by a failed verify that continuation will try again.
     retry: Option<Next>,
+    /// Whether an attempt of this run reported its session id (only then is it worth
+    /// keeping for the run's standing worker).
+    session_confirmed: bool,
 }
 
 impl<'a> Supervisor<'a> {
@@ -171,6 +174,7 @@ impl<'a> Supervisor<'a> {
             repo_dir,
             warnings: Vec::new(),
             retry: None,
+            session_confirmed: false,
         })
     }
 
@@ -452,6 +456,7 @@ impl<'a> Supervisor<'a> {
         let stdout = std::fs::read(&stdout_file).unwrap_or_default();
         if let Some(id) = self.adapter.session(&stdout, &session_file) {
             self.record.session = Some(id);
+            self.session_confirmed = true;
         }
         self.warnings.extend(self.adapter.warnings(&stdout));
         self.save()?;
@@ -578,6 +583,7 @@ impl<'a> Supervisor<'a> {
             }
             verify::Verified::Done(result) => {
                 let passed = result.passed;
+                self.record.verified_tip = crate::git::worktree::rev_parse(&wt, "HEAD").ok();
                 self.record.decision = Some(if passed {
                     format!("verify passed (reward {})", result.reward)
                 } else {
@@ -658,14 +664,14 @@ impl<'a> Supervisor<'a> {
         self.record
             .discrepancies
             .extend(self.warnings.iter().cloned());
-        let (record, repo_dir) = (&self.record, &self.repo_dir);
-        if !self
-            .store
-            .finish(record, || file_ledger_row(repo_dir, record))?
-        {
-            return Err(EndedOutside.into());
-        }
-        if let (Some(worker), Some(session)) = (&self.record.worker, &self.record.session) {
+        // The worker's session is filed before the run shows as finished, so the next run
+        // of the worker (promoted the moment this one ends) resumes this session; and only
+        // when this run confirmed it, so a dead session is not carried on.
+        if let (Some(worker), Some(session), true) = (
+            &self.record.worker,
+            &self.record.session,
+            self.session_confirmed,
+        ) {
             let _ = crate::state::sessions::record(
                 self.store.root(),
                 worker,
@@ -676,6 +682,13 @@ impl<'a> Supervisor<'a> {
                     updated_at: rfc3339(now_millis()),
                 },
             );
+        }
+        let (record, repo_dir) = (&self.record, &self.repo_dir);
+        if !self
+            .store
+            .finish(record, || file_ledger_row(repo_dir, record))?
+        {
+            return Err(EndedOutside.into());
         }
         // A slot is free: a queued run of this backend (or of this worker) may start.
         let _ = super::dispatch::promote_queued(self.store, &self.repo_dir);

@@ -481,3 +481,32 @@ fn an_untracked_file_in_the_way_of_the_fast_forward_is_refused_and_undone() {
     std::fs::remove_file(repo.join("src/routes/crew.rs")).unwrap();
     env.crew(&repo, &["integrate", &run]).expect_code(0);
 }
+
+#[test]
+fn a_branch_that_moved_after_verify_must_be_verified_again() {
+    let env = TestEnv::new();
+    let repo = env.fixture("crew-repo.sh", "repo", &[]);
+    let run = routes_run(&env, &repo);
+    let wt = worktree_of(&env, &repo, &run);
+    write(&wt.join("src/routes/extra.rs"), "// after the verdict\n");
+    env.git_ok(&wt, &["add", "-A"]);
+    env.git_ok(&wt, &["commit", "-q", "-m", "one more thing"]);
+    let out = env.crew(&repo, &["integrate", &run]);
+    out.expect_code(1);
+    let error = &out.json()["error"];
+    assert_eq!(error["code"], "unverified");
+    assert!(
+        error["message"]
+            .as_str()
+            .unwrap()
+            .contains("moved since verify"),
+        "{error}"
+    );
+    env.crew(&repo, &["verify", &run]).expect_code(0);
+    let out = env.crew(&repo, &["integrate", &run]);
+    out.expect_code(0);
+    assert_eq!(
+        read(&repo.join("src/routes/extra.rs")),
+        "// after the verdict\n"
+    );
+}
