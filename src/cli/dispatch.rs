@@ -147,6 +147,7 @@ pub fn run(ctx: &CommandContext, args: DispatchArgs) -> Result<Report> {
         verify: args.verify.clone().or(task.and_then(|t| t.verify.clone())),
         plan: from_plan.as_ref().map(|(p, _)| p.id.clone()),
         size_h: args.size.or(task.and_then(|t| t.size)),
+        scope_changed: task.is_some_and(|t| !args.scope.is_empty() && args.scope != t.scope),
         worker: args.worker.clone().or(task.and_then(|t| t.worker.clone())),
         backend: args.routing.backend.clone(),
         model: args.routing.model.clone(),

@@ -30,12 +30,15 @@ pub enum PlanAction {
     Status {
         /// The plan (default: the only one in .crew/plans).
         plan: Option<String>,
+        /// The plan, as the other plan commands take it.
+        #[arg(long = "plan", value_name = "P", conflicts_with = "plan")]
+        plan_flag: Option<String>,
     },
 }
 
 pub fn run(ctx: &CommandContext, args: PlanArgs) -> Result<Report> {
     match args.action {
-        PlanAction::Status { plan } => status(ctx, plan.as_deref()),
+        PlanAction::Status { plan, plan_flag } => status(ctx, plan.or(plan_flag).as_deref()),
     }
 }
 

@@ -57,7 +57,7 @@ impl Row {
             size_h: record.size_h,
             wall_s: record.elapsed_s,
             files_changed: record.diff.files.len(),
-            scope_changed: false,
+            scope_changed: record.scope_changed,
             integrated: None,
         }
     }

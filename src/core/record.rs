@@ -169,6 +169,11 @@ pub struct RunRecord {
     /// The commit verify ran on: integrate takes the verdict for that commit only.
     #[serde(default)]
     pub verified_tip: Option<String>,
+    /// The run's scope differs from the one its plan task declares (the task was
+    /// re-scoped): its numbers say nothing about the planned task, so the ledger's two
+    /// loops leave it out.
+    #[serde(default)]
+    pub scope_changed: bool,
 }
 
 /// An integrated run: the commit that brought it in, and on what terms.
@@ -280,6 +285,7 @@ impl RunRecord {
             size_h: None,
             worker: None,
             verified_tip: None,
+            scope_changed: false,
         }
     }
 }

@@ -44,6 +44,8 @@ pub struct Request {
     pub size_h: Option<f64>,
     /// The standing worker of the roster to route through.
     pub worker: Option<String>,
+    /// `--scope` differs from the plan task's scope.
+    pub scope_changed: bool,
 }
 
 /// Why a dispatch cannot go ahead.
@@ -344,6 +346,7 @@ pub fn plan(
         size_h: request.size_h,
         worker: request.worker.clone(),
         verified_tip: None,
+        scope_changed: request.scope_changed,
         transcript: match &request.transcripts {
             None => Some(
                 store

@@ -469,4 +469,56 @@ fn dispatch_from_a_plan_warns_when_stale_or_too_big_and_obeys_warn_mode() {
         warnings.iter().any(|w| w.contains("depends on a (")),
         "{warnings:?}"
     );
+    // Integrating it is held by the gate all the same under the default `strict`.
+    let run = json["run"].as_str().unwrap();
+    env.crew(&repo, &["wait", run, "--timeout", "60s"])
+        .expect_code(0);
+    let out = env.crew(&repo, &["integrate", run]);
+    out.expect_code(4);
+    assert_eq!(out.json()["error"]["code"], "blocked-by-gate");
+    env.crew(
+        &repo,
+        &[
+            "gate",
+            "record",
+            "g1",
+            "--verdict",
+            "pass",
+            "--evidence",
+            "ok",
+        ],
+    )
+    .expect_code(0);
+    let out = env.crew(&repo, &["integrate", run]);
+    out.expect_code(0);
+    let commit = out.json()["commit"].as_str().unwrap().to_string();
+    let note = env.git_ok(&repo, &["notes", "--ref=crew", "show", &commit]);
+    assert!(
+        note.contains("\"gates\":[{\"gate\":\"g1\",\"verdict\":{"),
+        "{note}"
+    );
+
+    // A run re-scoped away from its plan task is marked, and left out of the stats.
+    assert_eq!(shown["run"]["scope_changed"], false);
+    let out = env.crew(
+        &repo,
+        &[
+            "dispatch",
+            "--plan",
+            "v1",
+            "--task",
+            "b",
+            "--scope",
+            "work/b2.txt",
+        ],
+    );
+    out.expect_code(0);
+    let run = out.json()["run"].as_str().unwrap().to_string();
+    env.crew(&repo, &["wait", &run, "--timeout", "60s"]);
+    let rows = env.crew(&repo, &["ledger", "--task", "b"]).json()["rows"].clone();
+    assert_eq!(rows[0]["scope_changed"], true, "{rows}");
+    let stats = env.crew(&repo, &["ledger", "stats", "--task", "b"]).json();
+    assert_eq!(stats["stats"][0]["excluded_scope_changed"], 1, "{stats}");
+    env.crew(&repo, &["plan", "status", "--plan", "v1"])
+        .expect_code(0);
 }
