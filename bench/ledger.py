@@ -42,22 +42,27 @@ def row(task, i, outcome):
     }, separators=(",", ":"))
 
 
-def build_ledger(repo, env, tasks, rows):
-    per = rows // tasks
-    lines = ["commit refs/notes/crew-ledger", "committer bench <b@x> 0 +0000", "data 5",
-             "bench"]
-    for t in range(tasks):
-        task = "task-%05d" % t
-        text = "".join(row(task, i, "fail" if i % 4 == 0 else "pass") + "\n" for i in range(per))
+def write_notes(repo, env, ref, notes):
+    """Writes {annotated object id: text} as the notes commit of `ref`, as git lays out a
+    notes tree of this size (one fan-out level), with `git fast-import`."""
+    lines = ["commit %s" % ref, "committer bench <b@x> 0 +0000", "data 5", "bench"]
+    for key, text in notes.items():
         data = text.encode()
-        key = blob_id("crew-task:" + task)
-        # A notes tree is a plain tree: one fan-out level, as git writes it at this size.
-        lines.append("M 100644 inline %s/%s" % (key[:2], key[2:]))
-        lines.append("data %d" % len(data))
-        lines.append(data.decode())
+        lines += ["M 100644 inline %s/%s" % (key[:2], key[2:]), "data %d" % len(data),
+                  data.decode()]
     stream = ("\n".join(lines) + "\n").encode()
     subprocess.run(["git", "fast-import", "--quiet"], cwd=repo, env=env, input=stream,
                    check=True)
+
+
+def build_ledger(repo, env, tasks, rows):
+    per = rows // tasks
+    notes = {}
+    for t in range(tasks):
+        task = "task-%05d" % t
+        notes[blob_id("crew-task:" + task)] = "".join(
+            row(task, i, "fail" if i % 4 == 0 else "pass") + "\n" for i in range(per))
+    write_notes(repo, env, "refs/notes/crew-ledger", notes)
     return per
 
 

@@ -13,22 +13,16 @@ for scale. Needs a release build (`cargo build --release`).
 """
 
 import argparse
-import hashlib
 import json
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from ledger import blob_id, write_notes  # noqa: E402
 from run import BIN, ROOT, hermetic_env, sh, timed  # noqa: E402
-
-
-def blob_id(text):
-    data = text.encode()
-    return hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
 
 
 def main():
@@ -72,7 +66,7 @@ def main():
     sh(["git", "add", "-A"], repo, env)
     sh(["git", "commit", "-q", "-m", "plan and state"], repo, env)
 
-    # The ledger: --runs rows over the tasks, as fast-import writes a fanned-out notes tree.
+    # The ledger: --runs rows over the tasks.
     rows = {}
     for i in range(args.runs):
         task = "t%04d" % (i % args.tasks)
@@ -83,14 +77,9 @@ def main():
             "outcome": "pass" if i % 3 else "fail", "reward": 1.0, "size_h": 1.0,
             "wall_s": 1800 + i % 900, "files_changed": 2, "scope_changed": False,
         }, separators=(",", ":")))
-    stream = ["commit refs/notes/crew-ledger", "committer bench <b@x> 0 +0000", "data 5", "bench"]
-    for task, task_rows in rows.items():
-        data = "".join(r + "\n" for r in task_rows)
-        key = blob_id("crew-task:" + task)
-        stream += ["M 100644 inline %s/%s" % (key[:2], key[2:]),
-                   "data %d" % len(data.encode()), data]
-    subprocess.run(["git", "fast-import", "--quiet"], cwd=repo, env=env,
-                   input=("\n".join(stream) + "\n").encode(), check=True)
+    write_notes(repo, env, "refs/notes/crew-ledger",
+                {blob_id("crew-task:" + task): "".join(r + "\n" for r in task_rows)
+                 for task, task_rows in rows.items()})
     for w in range(1, waves, 2):
         sh([BIN, "gate", "record", "g%d" % w, "--verdict", "pass", "--evidence", "bench"],
            repo, env)

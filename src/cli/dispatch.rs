@@ -374,30 +374,8 @@ fn plan_task(
         .unwrap_or_default();
     // The gates are asked directly: a task that is done or in flight has no blockers in
     // its status, but a gate still holds a new run of it.
-    let facts = crate::core::plan::Facts {
-        verdicts: crate::run::plans::verdicts(ctx.repo()?, &plan).map_err(CrewError::internal)?,
-        enforce: flight.gates.enforce.clone(),
-        on_fail: flight.gates.on_fail.clone(),
-        ..Default::default()
-    };
-    let gates: Vec<String> = crate::core::plan::gate_blockers(&plan, &facts, &task)
-        .iter()
-        .map(ToString::to_string)
-        .collect();
-    if !gates.is_empty() {
-        if flight.gates.enforce == "strict" {
-            return Err(CrewError::new(
-                ErrorKind::Refused,
-                "blocked-by-gate",
-                format!("task {id} is blocked: wave {} is held by a gate", task.wave),
-            )
-            .with_details(gates)
-            .hinted("record the gate's verdict with `git crew gate record G --verdict pass --evidence ...`"));
-        }
-        warnings.push(format!(
-            "task {id} is held by a gate (gates.enforce = \"warn\"): {}",
-            gates.join("; ")
-        ));
+    if let Some(warning) = super::plan::check_gates(ctx, &plan, &task, flight, "dispatched")? {
+        warnings.push(warning);
     }
     for dep in blockers
         .iter()

@@ -114,16 +114,7 @@ pub fn run(ctx: &CommandContext, args: GateArgs) -> Result<Report> {
             let gates: Vec<serde_json::Value> = plan
                 .gates
                 .iter()
-                .map(|g| {
-                    json!({
-                        "gate": g.id,
-                        "measure": g.measure,
-                        "required_evidence": g.required_evidence,
-                        "closes_wave": g.closes_wave,
-                        "gates_waves": g.gates_waves,
-                        "verdict": verdicts.get(&g.id),
-                    })
-                })
+                .map(|g| super::plan::gate_json(g, verdicts.get(&g.id)))
                 .collect();
             let human = plan
                 .gates

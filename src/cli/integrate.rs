@@ -66,29 +66,10 @@ pub fn run(ctx: &CommandContext, args: IntegrateArgs) -> Result<Report> {
         && let Ok(plan) = super::plan::load(ctx, Some(plan_name))
         && let Some(task) = plan.task(&record.task)
     {
-        let verdicts = crate::run::plans::verdicts(repo, &plan).map_err(CrewError::internal)?;
-        let facts = crate::core::plan::Facts {
-            verdicts: verdicts.clone(),
-            enforce: flight.gates.enforce.clone(),
-            on_fail: flight.gates.on_fail.clone(),
-            ..Default::default()
-        };
-        let blockers: Vec<String> = crate::core::plan::gate_blockers(&plan, &facts, task)
-            .iter()
-            .map(ToString::to_string)
-            .collect();
-        if !blockers.is_empty() {
-            if flight.gates.enforce == "strict" {
-                return Err(CrewError::new(
-                    ErrorKind::Refused,
-                    "blocked-by-gate",
-                    format!("task {} is held by a gate; nothing was integrated", task.id),
-                )
-                .with_details(blockers)
-                .hinted("record the gate's verdict with `git crew gate record G --verdict pass --evidence ...`"));
-            }
-            warnings.push(format!("integrating although {}", blockers.join("; ")));
+        if let Some(warning) = super::plan::check_gates(ctx, &plan, task, &flight, "integrated")? {
+            warnings.push(warning);
         }
+        let verdicts = crate::run::plans::verdicts(repo, &plan).map_err(CrewError::internal)?;
         for gate in plan
             .gates
             .iter()

@@ -8,7 +8,7 @@ use super::error::{CrewError, ErrorKind, Result};
 use super::flight::{RoutingArgs, resolve};
 use super::runs;
 use super::ui::Report;
-use crate::core::plan::{self, Plan, TaskStatus};
+use crate::core::plan::{self, Plan, TaskStatus, Verdict};
 use crate::run::plans::{self, PlanError};
 
 /// Read a plan (.crew/plans/<plan>.toml).
@@ -63,6 +63,62 @@ pub fn load(ctx: &CommandContext, name: Option<&str>) -> Result<Plan> {
     })
 }
 
+/// The gates that hold `task` under the flight's `[gates]` policy: refused (exit 4) under
+/// `strict`, a warning under `warn`, nothing under `off` or when no gate holds it.
+/// `doing` names what is held ("dispatched", "integrated").
+pub fn check_gates(
+    ctx: &CommandContext,
+    plan: &Plan,
+    task: &crate::core::plan::Task,
+    flight: &crate::core::flight::Flight,
+    doing: &str,
+) -> Result<Option<String>> {
+    let facts = crate::core::plan::Facts {
+        verdicts: plans::verdicts(ctx.repo()?, plan).map_err(CrewError::internal)?,
+        enforce: flight.gates.enforce.clone(),
+        on_fail: flight.gates.on_fail.clone(),
+        ..Default::default()
+    };
+    let held: Vec<String> = plan::gate_blockers(plan, &facts, task)
+        .iter()
+        .map(ToString::to_string)
+        .collect();
+    if held.is_empty() {
+        return Ok(None);
+    }
+    if flight.gates.enforce == "strict" {
+        return Err(CrewError::new(
+            ErrorKind::Refused,
+            "blocked-by-gate",
+            format!(
+                "task {} is held by a gate on wave {}: nothing was {doing}",
+                task.id, task.wave
+            ),
+        )
+        .with_details(held)
+        .hinted(
+            "record the gate's verdict with `git crew gate record G --verdict pass --evidence ...`",
+        ));
+    }
+    Ok(Some(format!(
+        "task {} is held by a gate (gates.enforce = \"warn\"), {doing} anyway: {}",
+        task.id,
+        held.join("; ")
+    )))
+}
+
+/// A gate and its latest verdict, as `plan status` and `gate ls` print it.
+pub fn gate_json(gate: &crate::core::plan::Gate, verdict: Option<&Verdict>) -> serde_json::Value {
+    json!({
+        "gate": gate.id,
+        "measure": gate.measure,
+        "required_evidence": gate.required_evidence,
+        "closes_wave": gate.closes_wave,
+        "gates_waves": gate.gates_waves,
+        "verdict": verdict,
+    })
+}
+
 /// The plan's derived status, as data.
 pub fn derive(ctx: &CommandContext, plan: &Plan) -> Result<Vec<TaskStatus>> {
     let flight = resolve(ctx, &RoutingArgs::default())?.flight;
@@ -92,15 +148,7 @@ fn status(ctx: &CommandContext, name: Option<&str>) -> Result<Report> {
     let gates: Vec<serde_json::Value> = plan
         .gates
         .iter()
-        .map(|g| {
-            json!({
-                "gate": g.id,
-                "closes_wave": g.closes_wave,
-                "gates_waves": g.gates_waves,
-                "required_evidence": g.required_evidence,
-                "verdict": facts.verdicts.get(&g.id),
-            })
-        })
+        .map(|g| gate_json(g, facts.verdicts.get(&g.id)))
         .collect();
     let mut human = format!("plan {}", plan.id);
     if let Some(star) = &plan.north_star {
@@ -114,14 +162,7 @@ fn status(ctx: &CommandContext, name: Option<&str>) -> Result<Report> {
             let last = i + 1 == in_wave.len() && gate.is_none();
             let branch = if last { "└─" } else { "├─" };
             let detail = match (s.status, &s.run) {
-                ("blocked", _) => format!(
-                    ": {}",
-                    s.blockers
-                        .iter()
-                        .map(ToString::to_string)
-                        .collect::<Vec<_>>()
-                        .join("; ")
-                ),
+                ("blocked", _) => format!(": {}", s.blockers_text()),
                 (_, Some(run)) => format!(" (run {run})"),
                 _ => String::new(),
             };

@@ -247,14 +247,7 @@ fn dispatch(ctx: &CommandContext, wave: u32, plan_name: Option<&str>) -> Result<
             if s.blockers.is_empty() {
                 String::new()
             } else {
-                format!(
-                    ": {}",
-                    s.blockers
-                        .iter()
-                        .map(ToString::to_string)
-                        .collect::<Vec<_>>()
-                        .join("; ")
-                )
+                format!(": {}", s.blockers_text())
             }
         ));
     }

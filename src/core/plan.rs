@@ -675,6 +675,17 @@ pub struct TaskStatus {
     pub run: Option<String>,
 }
 
+impl TaskStatus {
+    /// The blockers, for people: `depends on a (in-flight); gate g1 has no verdict`.
+    pub fn blockers_text(&self) -> String {
+        self.blockers
+            .iter()
+            .map(ToString::to_string)
+            .collect::<Vec<_>>()
+            .join("; ")
+    }
+}
+
 /// Whether `gate` lets the waves it gates go: a pass does; with `on_fail = "continue"`
 /// any verdict does; with `gates.enforce = "off"` gates never block.
 fn gate_blocks(facts: &Facts, gate: &Gate) -> Option<Blocker> {
