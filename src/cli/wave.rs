@@ -81,6 +81,7 @@ pub fn gather(
     let store = runs::store(ctx)?;
     let estimates = crate::run::ledger::estimates(repo, plan).map_err(CrewError::internal)?;
     let verdicts = crate::run::plans::verdicts(repo, plan).map_err(CrewError::internal)?;
+    let finished = store.finished().map_err(CrewError::internal)?;
     let mut tasks = Vec::new();
     let mut follow_ons = Vec::new();
     let mut mine = Vec::new();
@@ -88,10 +89,12 @@ pub fn gather(
         let task = plan
             .task(&status.task)
             .expect("statuses come from the plan");
-        let record = status
-            .run
-            .as_ref()
-            .and_then(|run| store.load(run).ok().flatten());
+        // The live or integrated run; else the task's latest finished run, which waits
+        // to be integrated (or to be tried again).
+        let record = match &status.run {
+            Some(run) => store.load(run).ok().flatten(),
+            None => finished.iter().rev().find(|r| r.task == task.id).cloned(),
+        };
         if let Some(footer) = record.as_ref().and_then(|r| r.footer.as_ref()) {
             let deferred = footer.deferred.trim();
             let nothing = deferred.is_empty()
@@ -101,10 +104,20 @@ pub fn gather(
                 follow_ons.push(json!({"task": task.id, "run": status.run, "deferred": deferred}));
             }
         }
+        let shown_status = match (&status.run, &record) {
+            (None, Some(r)) => format!(
+                "{}, not integrated",
+                r.outcome
+                    .and_then(|o| serde_json::to_value(o).ok())
+                    .and_then(|v| v.as_str().map(String::from))
+                    .unwrap_or_else(|| r.phase.as_str().to_string())
+            ),
+            _ => status.status.to_string(),
+        };
         tasks.push(WaveTask {
             id: task.id.clone(),
-            status: status.status.to_string(),
-            run: status.run.clone(),
+            status: shown_status,
+            run: record.as_ref().map(|r| r.run.clone()),
             commit: record
                 .as_ref()
                 .and_then(|r| r.integration.as_ref().map(|i| i.commit.clone())),
@@ -286,8 +299,13 @@ fn status(ctx: &CommandContext, wave: u32, plan_name: Option<&str>) -> Result<Re
         Some(summary.why.clone())
     };
     let mut human = summary.render(100);
-    for s in &statuses {
-        human.push_str(&format!("\n  {:<16} {}", s.task, s.status));
+    for (s, t) in statuses.iter().zip(&facts.tasks) {
+        let run = t
+            .run
+            .as_ref()
+            .map(|r| format!(" (run {r}: {})", t.status))
+            .unwrap_or_default();
+        human.push_str(&format!("\n  {:<16} {}{run}", s.task, s.status));
     }
     for f in &follow_ons {
         human.push_str(&format!(

@@ -80,5 +80,8 @@ pub fn run(ctx: &CommandContext, _args: WorkersArgs) -> Result<Report> {
             "pass_rate": pass_rate,
         }));
     }
+    if human.is_empty() {
+        human.push("no standing workers: name them in .crew/flight.toml as [workers.<name>] with a backend".into());
+    }
     Ok(Report::new(json!({"workers": workers}), human.join("\n")))
 }

@@ -146,6 +146,17 @@ fn a_plan_runs_in_waves_behind_its_gate() {
     let mut wait = vec!["wait", "--timeout", "60s"];
     wait.extend(runs.iter().map(String::as_str));
     env.crew(&repo, &wait).expect_code(0);
+    // Finished, not integrated: the summary says so, and the task is still `ready`.
+    let s = env
+        .crew(&repo, &["summary", "--wave", "1", "--at", "completion"])
+        .json();
+    assert_eq!(
+        s["what"],
+        format!(
+            "a → run {} (pass, not integrated); b → run {} (pass, not integrated)",
+            runs[0], runs[1]
+        )
+    );
     for run in &runs {
         env.crew(&repo, &["integrate", run]).expect_code(0);
     }
