@@ -362,9 +362,13 @@ fn plan_task(
             "task-not-found",
             format!("plan {} has no task {id}", plan.id),
         );
-        if let Some(s) = crate::core::flight::did_you_mean(id, ids.iter().copied()) {
-            err = err.hinted(format!("did you mean `{s}`?"));
-        }
+        err = match crate::core::flight::did_you_mean(id, ids.iter().copied()) {
+            Some(s) => err.hinted(format!("did you mean `{s}`?")),
+            None => err.hinted(format!(
+                "`git crew plan status --plan {}` lists its tasks",
+                plan.id
+            )),
+        };
         return Err(err);
     };
     let statuses = super::plan::derive(ctx, &plan)?;

@@ -67,9 +67,11 @@ pub fn run(ctx: &CommandContext, args: GateArgs) -> Result<Report> {
                     "gate-not-found",
                     format!("plan {} has no gate {gate}", plan.id),
                 );
-                if let Some(s) = crate::core::flight::did_you_mean(&gate, names.iter().copied()) {
-                    err = err.hinted(format!("did you mean `{s}`?"));
-                }
+                err = match crate::core::flight::did_you_mean(&gate, names.iter().copied()) {
+                    Some(s) => err.hinted(format!("did you mean `{s}`?")),
+                    None if names.is_empty() => err.hinted("the plan declares no [[gates]]"),
+                    None => err.hinted(format!("its gates: {}", names.join(", "))),
+                };
                 return Err(err);
             }
             let flight = resolve(ctx, &RoutingArgs::default())?.flight;
@@ -83,8 +85,10 @@ pub fn run(ctx: &CommandContext, args: GateArgs) -> Result<Report> {
             }
             let repo = ctx.repo()?;
             let rev = measured_at.unwrap_or_else(|| "HEAD".into());
-            let commit = crate::git::worktree::rev_parse(ctx.workdir()?, &rev)
-                .map_err(|e| CrewError::usage("bad-revision", e.to_string()))?;
+            let commit = crate::git::worktree::rev_parse(ctx.workdir()?, &rev).map_err(|e| {
+                CrewError::usage("bad-revision", e.to_string())
+                    .hinted("--measured-at takes a commit, branch or tag")
+            })?;
             let commit_id =
                 gix::ObjectId::from_hex(commit.as_bytes()).map_err(CrewError::internal)?;
             let by = match repo.committer() {

@@ -44,6 +44,14 @@ pub fn run(ctx: &CommandContext, args: IntegrateArgs) -> Result<Report> {
     };
     let flight = resolve(ctx, &routing)?.flight;
     let repo = ctx.repo()?;
+    if let Some(into) = &args.into
+        && gix::refs::FullName::try_from(format!("refs/heads/{into}")).is_err()
+    {
+        return Err(
+            CrewError::usage("bad-branch", format!("`{into}` is not a valid branch name"))
+                .hinted("--into takes a local branch name, such as main"),
+        );
+    }
     let repo_dir = ctx.workdir()?.to_path_buf();
     let store = runs::store(ctx)?;
     let session_reuse = store
@@ -94,8 +102,18 @@ pub fn run(ctx: &CommandContext, args: IntegrateArgs) -> Result<Report> {
     let done = integrate::integrate(&repo_dir, repo, &store, &request)
         .map_err(CrewError::internal)?
         .map_err(refusal)?;
+    let forced = if done
+        .record
+        .integration
+        .as_ref()
+        .is_some_and(|i| i.forced_unverified)
+    {
+        " — forced: not verified (recorded in the note)"
+    } else {
+        ""
+    };
     let human = format!(
-        "integrated run {} (task {}) into {} as {}{}\n  notes: {} commits; worktree {}; branch {}{}",
+        "integrated run {} (task {}) into {} as {}{forced}{}\n  notes: {} commits; worktree {}; branch {}{}",
         done.record.run,
         done.record.task,
         done.into,
@@ -146,7 +164,7 @@ fn refusal(r: Refusal) -> CrewError {
         Refusal::Live(m) => CrewError::new(ErrorKind::Refused, "run-in-flight", m)
             .hinted("`git crew wait RUN` first"),
         Refusal::Unverified(m) => CrewError::new(ErrorKind::Check, "unverified", m)
-            .hinted("`git crew verify RUN` runs its verify command; --force-unverified integrates anyway (recorded)"),
+            .hinted("`git crew verify RUN` runs its verify command again (`--command CMD` gives one to a run that has none); --force-unverified integrates anyway, and the note says so"),
         Refusal::Scope(paths) => CrewError::new(
             ErrorKind::Check,
             "scope-violation",
@@ -154,11 +172,12 @@ fn refusal(r: Refusal) -> CrewError {
         )
         .with_details(paths)
         .hinted("the outcome is recorded as scope-reject in the ledger"),
-        Refusal::AlreadyIntegrated(m) => CrewError::new(ErrorKind::Refused, "already-integrated", m),
+        Refusal::AlreadyIntegrated(m) => CrewError::new(ErrorKind::Refused, "already-integrated", m)
+            .hinted("`git crew show RUN` has its integration; `git notes --ref=crew show <commit>` its record"),
         Refusal::Nothing(m) => CrewError::new(ErrorKind::Refused, "nothing-to-integrate", m)
             .hinted("`git crew show RUN` has its footer; its manifest is beside its record"),
         Refusal::NoTarget(m) => CrewError::new(ErrorKind::NotFound, "target-not-found", m)
-            .hinted("name the branch with --into BRANCH"),
+            .hinted("`git branch` lists the branches; --into BRANCH names one"),
         Refusal::Dirty(wt) => CrewError::new(
             ErrorKind::Refused,
             "dirty-checkout",

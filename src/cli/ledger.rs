@@ -59,29 +59,44 @@ pub fn ledger(ctx: &CommandContext, args: LedgerArgs) -> Result<Report> {
             })
             .collect::<Vec<_>>()
             .join("\n");
+        let human = if stats.is_empty() {
+            "no finished runs to learn from yet".to_string()
+        } else {
+            human
+        };
         return Ok(Report::new(json!({"stats": stats}), human));
     }
     let rows = crate::run::ledger::rows(repo, args.task.as_deref()).map_err(CrewError::internal)?;
-    let human = rows
+    let mut human = rows
         .iter()
         .map(|r| {
+            let outcome = r.outcome.map_or("-".to_string(), |o| {
+                serde_json::to_value(o)
+                    .ok()
+                    .and_then(|v| v.as_str().map(String::from))
+                    .unwrap_or_default()
+            });
+            let what = match &r.integrated {
+                Some(commit) => format!("integrated as {}", &commit[..commit.len().min(12)]),
+                None => format!("claimed {:<4} → {outcome}", r.claimed),
+            };
             format!(
-                "{}  {}  {:<12} {:<10} {:<14} claimed {:<4} → {}",
+                "{}  {}  {:<12} {:<10} {:<14} {what}",
                 r.at,
                 r.run,
                 r.task,
                 r.backend,
                 r.model.as_deref().unwrap_or("-"),
-                r.claimed,
-                r.outcome
-                    .map_or("-".to_string(), |o| serde_json::to_value(o)
-                        .ok()
-                        .and_then(|v| v.as_str().map(String::from))
-                        .unwrap_or_default())
             )
         })
         .collect::<Vec<_>>()
         .join("\n");
+    if rows.is_empty() {
+        human = match &args.task {
+            Some(task) => format!("no rows for task {task}"),
+            None => "no rows yet: a row is filed when a run ends".to_string(),
+        };
+    }
     Ok(Report::new(json!({"rows": rows}), human))
 }
 

@@ -47,17 +47,27 @@ pub fn load(ctx: &CommandContext, name: Option<&str>) -> Result<Plan> {
     plans::load(ctx.workdir()?, name).map_err(|e| match e {
         PlanError::NotFound(m) => CrewError::new(ErrorKind::NotFound, "plan-not-found", m)
             .hinted("plans live in .crew/plans/<plan>.toml"),
+        PlanError::Ambiguous(all) if all.is_empty() => CrewError::usage(
+            "plan-required",
+            "this repository has no plan (.crew/plans/<plan>.toml)",
+        )
+        .hinted("write one: [plan] id, then [[tasks]] and [[gates]] tables (see README, Plans)"),
         PlanError::Ambiguous(all) => CrewError::usage(
             "plan-required",
-            if all.is_empty() {
-                "this repository has no plan (.crew/plans/<plan>.toml)".to_string()
-            } else {
-                format!("name the plan with --plan: there are {}", all.join(", "))
-            },
-        ),
+            format!("name the plan: there are {}", all.join(", ")),
+        )
+        .hinted("pass --plan P (`plan status` also takes it as its argument)"),
         PlanError::Invalid(diagnostics) => CrewError::usage(
             "plan-invalid",
-            format!("the plan is invalid ({} problems)", diagnostics.len()),
+            format!(
+                "the plan is invalid ({} {})",
+                diagnostics.len(),
+                if diagnostics.len() == 1 {
+                    "problem"
+                } else {
+                    "problems"
+                }
+            ),
         )
         .with_details(diagnostics.iter().map(ToString::to_string).collect()),
     })

@@ -31,7 +31,15 @@ pub fn run(ctx: &CommandContext, args: SummaryArgs) -> Result<Report> {
             super::error::ErrorKind::NotFound,
             "wave-not-found",
             format!("plan {} has no task in wave {}", plan.id, args.wave),
-        ));
+        )
+        .hinted(format!(
+            "its waves: {}",
+            plan.waves()
+                .iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join(", ")
+        )));
     }
     let at = At::parse(&args.at).expect("clap checked the value");
     let (facts, _, _) = super::wave::gather(ctx, &plan, args.wave)?;

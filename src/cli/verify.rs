@@ -47,7 +47,8 @@ pub fn run(ctx: &CommandContext, args: VerifyArgs) -> Result<Report> {
                 "run {} is integrated; verify the target instead",
                 record.run
             ),
-        ));
+        )
+        .hinted("run the verify command in your checkout of the target"));
     }
     let Some(command) = args.command.clone().or(record.verify_command.clone()) else {
         return Err(CrewError::usage(
@@ -113,11 +114,16 @@ pub fn run(ctx: &CommandContext, args: VerifyArgs) -> Result<Report> {
         format!("verify of run {} timed out", record.run)
     } else {
         format!(
-            "verify of run {} {} (reward {}); outcome {}",
+            "verify of run {} {} (reward {}); the run is {} (outcome {})",
             record.run,
             if passed { "passed" } else { "failed" },
             record.verify.as_ref().map_or(0.0, |v| v.reward),
-            record.phase.as_str()
+            record.phase.as_str(),
+            record
+                .outcome
+                .and_then(|o| serde_json::to_value(o).ok())
+                .and_then(|v| v.as_str().map(String::from))
+                .unwrap_or_else(|| "none".into())
         )
     };
     let mut report = Report::new(

@@ -6,10 +6,11 @@ use serde_json::json;
 use super::context::CommandContext;
 use super::dispatch::DispatchArgs;
 use super::error::{CrewError, ErrorKind, Result};
-use super::flight::RoutingArgs;
+use super::flight::{RoutingArgs, resolve};
 use super::runs;
 use super::ui::Report;
-use crate::core::plan::{Plan, TaskStatus};
+use crate::core::plan::{Blocker, Plan, TaskStatus};
+use crate::core::record::Outcome;
 use crate::core::summary::{self, At, WaveFacts, WaveTask};
 
 /// Run a plan wave by wave.
@@ -82,6 +83,7 @@ pub fn gather(
     let estimates = crate::run::ledger::estimates(repo, plan).map_err(CrewError::internal)?;
     let verdicts = crate::run::plans::verdicts(repo, plan).map_err(CrewError::internal)?;
     let finished = store.finished().map_err(CrewError::internal)?;
+    let flight = resolve(ctx, &RoutingArgs::default())?.flight;
     let mut tasks = Vec::new();
     let mut follow_ons = Vec::new();
     let mut mine = Vec::new();
@@ -101,7 +103,7 @@ pub fn gather(
                 || ["none", "none.", "nothing", "n/a", "-"]
                     .contains(&deferred.to_lowercase().as_str());
             if !nothing {
-                follow_ons.push(json!({"task": task.id, "run": status.run, "deferred": deferred}));
+                follow_ons.push(json!({"task": task.id, "run": record.as_ref().map(|r| &r.run), "deferred": deferred}));
             }
         }
         let shown_status = match (&status.run, &record) {
@@ -114,6 +116,10 @@ pub fn gather(
             ),
             _ => status.status.to_string(),
         };
+        // Where no run says how the task runs, the routing says where it would go.
+        let worker = task.worker.as_ref().and_then(|w| flight.workers.get(w));
+        let backend = worker.map_or(flight.default_backend.clone(), |w| w.backend.clone());
+        let config = flight.backends.get(&backend);
         tasks.push(WaveTask {
             id: task.id.clone(),
             status: shown_status,
@@ -121,9 +127,24 @@ pub fn gather(
             commit: record
                 .as_ref()
                 .and_then(|r| r.integration.as_ref().map(|i| i.commit.clone())),
-            backend: record.as_ref().map(|r| r.backend.clone()),
-            model: record.as_ref().and_then(|r| r.model.clone()),
-            effort: record.as_ref().and_then(|r| r.effort.clone()),
+            backend: Some(
+                record
+                    .as_ref()
+                    .map_or(backend.clone(), |r| r.backend.clone()),
+            ),
+            model: match &record {
+                Some(r) => r.model.clone(),
+                None => worker
+                    .and_then(|w| w.model.clone())
+                    .or(config.and_then(|c| c.model.clone())),
+            },
+            effort: match &record {
+                Some(r) => r.effort.clone(),
+                None => worker
+                    .and_then(|w| w.effort.clone())
+                    .or(config.and_then(|c| c.effort.clone())),
+            },
+            worker: task.worker.clone(),
             scope: task.scope.clone(),
             estimate_h: estimates.get(&task.id).copied(),
             wall_s: record
@@ -155,14 +176,78 @@ fn dispatch(ctx: &CommandContext, wave: u32, plan_name: Option<&str>) -> Result<
     let plan = super::plan::load(ctx, plan_name)?;
     wave_tasks(&plan, wave)?;
     let statuses = super::plan::derive(ctx, &plan)?;
-    let ready: Vec<&TaskStatus> = statuses
+    let flight = resolve(ctx, &RoutingArgs::default())?.flight;
+    let in_wave: Vec<&TaskStatus> = statuses.iter().filter(|s| s.wave == wave).collect();
+    // A gate holds the whole wave: under `strict` nothing of it goes.
+    let mut held: Vec<String> = in_wave
         .iter()
-        .filter(|s| s.wave == wave && s.status == "ready")
+        .flat_map(|s| s.blockers.iter())
+        .filter(|b| matches!(b, Blocker::Gate { .. }))
+        .map(ToString::to_string)
         .collect();
-    let skipped: Vec<&TaskStatus> = statuses
-        .iter()
-        .filter(|s| s.wave == wave && s.status != "ready")
-        .collect();
+    held.sort();
+    held.dedup();
+    if !held.is_empty() && flight.gates.enforce == "strict" {
+        return Err(CrewError::new(
+            ErrorKind::Refused,
+            "blocked-by-gate",
+            format!("wave {wave} is held by a gate: nothing was dispatched"),
+        )
+        .with_details(held)
+        .hinted(
+            "record the gate's verdict with `git crew gate record G --verdict pass --evidence ...`",
+        ));
+    }
+    // Ready tasks (under `warn`, also those only a gate holds), except a task whose run
+    // passed and waits to be integrated: a second run would only compete with it.
+    let finished = runs::store(ctx)?.finished().map_err(CrewError::internal)?;
+    let waiting = |task: &str| {
+        finished
+            .iter()
+            .rev()
+            .find(|r| r.task == task)
+            .filter(|r| r.outcome == Some(Outcome::Pass) && r.integration.is_none())
+            .map(|r| r.run.clone())
+    };
+    let mut ready: Vec<&TaskStatus> = Vec::new();
+    let mut skipped: Vec<serde_json::Value> = Vec::new();
+    for s in &in_wave {
+        let only_gates = s.status == "blocked"
+            && flight.gates.enforce == "warn"
+            && s.blockers.iter().all(|b| matches!(b, Blocker::Gate { .. }));
+        let reason = if s.status != "ready" && !only_gates {
+            match &s.run {
+                Some(run) => format!("{} (run {run})", s.status),
+                None => format!("{}: {}", s.status, s.blockers_text()),
+            }
+        } else if let Some(run) = waiting(&s.task) {
+            format!("run {run} passed and waits to be integrated")
+        } else {
+            ready.push(s);
+            continue;
+        };
+        skipped.push(
+            json!({"task": s.task, "status": s.status, "blockers": s.blockers, "reason": reason}),
+        );
+    }
+    if ready.is_empty() {
+        let human = format!(
+            "nothing to dispatch in wave {wave}: {}",
+            skipped
+                .iter()
+                .map(|s| format!(
+                    "{} {}",
+                    s["task"].as_str().unwrap_or_default(),
+                    s["reason"].as_str().unwrap_or_default()
+                ))
+                .collect::<Vec<_>>()
+                .join("; ")
+        );
+        return Ok(Report::new(
+            json!({"plan": plan.id, "wave": wave, "dispatched": [], "skipped": skipped, "summary": null}),
+            human,
+        ));
+    }
     // Up front, before anything starts: no two write scopes of the wave may overlap, nor
     // overlap a run in flight.
     let writes = |id: &str| {
@@ -254,14 +339,9 @@ fn dispatch(ctx: &CommandContext, wave: u32, plan_name: Option<&str>) -> Result<
     let mut human = summary.render(100);
     for s in &skipped {
         human.push_str(&format!(
-            "\n(not dispatched: {} is {}{})",
-            s.task,
-            s.status,
-            if s.blockers.is_empty() {
-                String::new()
-            } else {
-                format!(": {}", s.blockers_text())
-            }
+            "\n(not dispatched: {} {})",
+            s["task"].as_str().unwrap_or_default(),
+            s["reason"].as_str().unwrap_or_default()
         ));
     }
     Ok(Report::new(
@@ -320,7 +400,16 @@ fn status(ctx: &CommandContext, wave: u32, plan_name: Option<&str>) -> Result<Re
             "wave": wave,
             "complete": complete,
             "incomplete_because": incomplete_because,
-            "tasks": statuses,
+            "tasks": statuses
+                .iter()
+                .zip(&facts.tasks)
+                .map(|(s, t)| {
+                    let mut v = serde_json::to_value(s).unwrap_or_default();
+                    v["run"] = json!(t.run);
+                    v["run_status"] = json!(t.status);
+                    v
+                })
+                .collect::<Vec<_>>(),
             "gate": gate,
             "follow_ons": follow_ons,
             "summary": summary,

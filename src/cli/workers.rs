@@ -58,13 +58,21 @@ pub fn run(ctx: &CommandContext, _args: WorkersArgs) -> Result<Report> {
             .count();
         let pass_rate = (!mine.is_empty()).then(|| passes as f64 / mine.len() as f64);
         human.push(format!(
-            "{name:<14} {:<10} {:<18} session {:<12} {} runs {}, pass rate {}",
+            "{name}: backend {}{}; {}; session {}; {} runs, pass rate {}{}",
             worker.backend,
-            model.as_deref().unwrap_or("-"),
-            session.map_or("-", |s| s.session.as_str()),
-            busy.map_or("idle".to_string(), |r| format!("busy with {}", r.run)),
+            model
+                .as_deref()
+                .map(|m| format!(" model {m}"))
+                .unwrap_or_default(),
+            busy.map_or("idle".to_string(), |r| format!("busy with run {}", r.run)),
+            session.map_or("none yet", |s| s.session.as_str()),
             mine.len(),
             pass_rate.map_or("-".to_string(), |p| format!("{:.0}%", p * 100.0)),
+            if queued > 0 {
+                format!("; {queued} queued")
+            } else {
+                String::new()
+            },
         ));
         workers.push(json!({
             "worker": name,

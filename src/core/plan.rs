@@ -335,6 +335,8 @@ pub fn parse(name: &str, origin: &str, text: &str) -> Result<Plan, Vec<Diagnosti
     // Tasks, with where each id and dependency was written (for the checks below).
     let mut task_at: HashMap<String, usize> = HashMap::new();
     let mut dep_at: Vec<Vec<usize>> = Vec::new();
+    // Dependencies of duplicate tasks: checked for unknown references only.
+    let mut orphan_deps: Vec<(String, String, usize)> = Vec::new();
     for (i, (t, at)) in r.tables(doc, "tasks").into_iter().enumerate() {
         let prefix = format!("tasks[{i}]");
         r.keys(&prefix, t, TASK_KEYS);
@@ -358,6 +360,14 @@ pub fn parse(name: &str, origin: &str, text: &str) -> Result<Plan, Vec<Diagnosti
                 format!("duplicate task id `{id}` (first declared on line {line})"),
                 None,
             );
+            // Its dependencies are still checked, with the others below.
+            for (j, (dep, dep_offset)) in r
+                .strings(&format!("{prefix}.depends_on"), t.get("depends_on"))
+                .into_iter()
+                .enumerate()
+            {
+                orphan_deps.push((format!("{prefix}.depends_on[{j}]"), dep, dep_offset));
+            }
             continue;
         }
         task_at.insert(id.clone(), id_at);
@@ -520,6 +530,12 @@ pub fn parse(name: &str, origin: &str, text: &str) -> Result<Plan, Vec<Diagnosti
                     None,
                 );
             }
+        }
+    }
+    for (key, dep, offset) in &orphan_deps {
+        if !task_at.contains_key(dep) {
+            let suggestion = did_you_mean(dep, ids.iter().map(String::as_str));
+            r.report(*offset, key, format!("unknown task `{dep}`"), suggestion);
         }
     }
     if let Some(cycle) = find_cycle(&plan.tasks) {
@@ -829,7 +845,7 @@ gates_waves = [2]
             .replace("size = 1\n", "size = 1\nstatus = \"blocked\"\n")
             .replace("depends_on = [\"routes\"]", "depends_on = [\"route\"]")
             .replace("gates_waves = [2]", "gates_waves = [3]\nclose_wave = 1")
-            + "\n[[tasks]]\nid = \"docs\"\nprompt = \"again\"\n";
+            + "\n[[tasks]]\nid = \"docs\"\nprompt = \"again\"\ndepends_on = [\"zz\"]\n";
         let m = messages(&text);
         assert!(
             m.iter()
@@ -856,6 +872,11 @@ gates_waves = [2]
         assert!(
             m.iter()
                 .any(|e| e.contains("duplicate task id `docs` (first declared on line 13)")),
+            "{m:#?}"
+        );
+        assert!(
+            m.iter()
+                .any(|e| e.contains("`tasks[3].depends_on[0]`: unknown task `zz`")),
             "{m:#?}"
         );
     }

@@ -37,6 +37,8 @@ pub struct WaveTask {
     pub model: Option<String>,
     pub effort: Option<String>,
     pub scope: Vec<String>,
+    /// The standing worker: tasks of one worker run one after the other.
+    pub worker: Option<String>,
     /// Hours, from the plan's size and the ledger's speed factors.
     pub estimate_h: Option<f64>,
     /// Seconds the run took, when it ended.
@@ -140,11 +142,14 @@ fn plural(n: usize, one: &str, many: &str) -> String {
 pub fn summarize(f: &WaveFacts, at: At) -> Summary {
     let n = f.tasks.len();
     let title = match at {
-        At::Dispatch => format!(
-            "Dispatching wave {} — {}",
-            f.wave,
-            plural(n, "worker", "workers")
-        ),
+        At::Dispatch => {
+            let working = f.tasks.iter().filter(|t| t.status == "in-flight").count();
+            format!(
+                "Dispatching wave {} — {}",
+                f.wave,
+                plural(working, "worker", "workers")
+            )
+        }
         At::Completion => {
             let done = f.tasks.iter().filter(|t| t.status == "done").count();
             format!(
@@ -246,12 +251,13 @@ pub fn summarize(f: &WaveFacts, at: At) -> Summary {
     };
     let mut configs: Vec<String> = Vec::new();
     for t in &f.tasks {
-        let c = format!(
-            "{} {} {}",
-            t.backend.as_deref().unwrap_or("default"),
-            t.model.as_deref().unwrap_or("-"),
-            t.effort.as_deref().unwrap_or("-")
-        );
+        let mut c = format!("backend {}", t.backend.as_deref().unwrap_or("(default)"));
+        if let Some(model) = &t.model {
+            c.push_str(&format!(" model {model}"));
+        }
+        if let Some(effort) = &t.effort {
+            c.push_str(&format!(" effort {effort}"));
+        }
         if !configs.contains(&c) {
             configs.push(c);
         }
@@ -286,11 +292,20 @@ pub fn summarize(f: &WaveFacts, at: At) -> Summary {
         _ => {
             let estimates: Vec<f64> = f.tasks.iter().filter_map(|t| t.estimate_h).collect();
             let unknown = f.tasks.len() - estimates.len();
-            let longest = estimates.iter().copied().fold(0.0, f64::max);
+            // Tasks of one standing worker run one after the other; the rest in parallel.
+            let mut lanes: std::collections::BTreeMap<&str, f64> = Default::default();
+            for t in &f.tasks {
+                let lane = t.worker.as_deref().unwrap_or(t.id.as_str());
+                *lanes.entry(lane).or_default() += t.estimate_h.unwrap_or(0.0);
+            }
+            let longest = lanes.values().copied().fold(0.0, f64::max);
             let mut text = if estimates.is_empty() {
                 "no size given, no estimate".to_string()
             } else {
-                format!("about {} in parallel (longest estimate)", hours(longest))
+                format!(
+                    "about {} (the longest lane: runs go in parallel, one worker's in turn)",
+                    hours(longest)
+                )
             };
             if unknown > 0 && !estimates.is_empty() {
                 text.push_str(&format!(
@@ -367,10 +382,28 @@ mod tests {
         assert_eq!(lines[0], "Dispatching wave 1 — 2 workers");
         assert_eq!(lines[1], "WHAT   routes (run r1); docs (run r2)");
         assert_eq!(lines[2], "WHY    no gate holds wave 1");
-        assert!(lines[3].starts_with("HOW    codex m high; one worktree and branch per run"));
+        assert!(
+            lines[3].starts_with("HOW    backend codex model m effort high; one worktree"),
+            "{lines:?}"
+        );
+        let when = text
+            .split("WHEN   ")
+            .nth(1)
+            .unwrap()
+            .replace("\n       ", " ");
         assert_eq!(
-            lines.last().unwrap(),
-            &"WHEN   about 2.0 h in parallel (longest estimate); closed by gate g1"
+            when,
+            "about 2.0 h (the longest lane: runs go in parallel, one worker's in turn); closed by gate g1"
+        );
+        // Two tasks of one standing worker run in turn: their estimates add up.
+        let mut same = facts();
+        for t in &mut same.tasks {
+            t.worker = Some("w".into());
+        }
+        assert!(
+            summarize(&same, At::Dispatch)
+                .when
+                .starts_with("about 2.5 h")
         );
         assert!(lines.len() <= 9);
     }

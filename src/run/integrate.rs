@@ -114,9 +114,13 @@ pub fn integrate(
     };
     let base = ObjectId::from_hex(record.base.as_bytes()).context("the run's base")?;
     if run_tip == base {
+        let why = if matches!(record.role.as_str(), "review" | "investigate") {
+            format!(" (the output of a {} run is its manifest)", record.role)
+        } else {
+            String::new()
+        };
         return Ok(Err(Refusal::Nothing(format!(
-            "run {run} made no commits: there is nothing to integrate (a {} run's output is its manifest)",
-            record.role
+            "run {run} made no commits: there is nothing to integrate{why}"
         ))));
     }
 

@@ -143,6 +143,21 @@ fn a_plan_runs_in_waves_behind_its_gate() {
             .unwrap()
             .contains("closed by gate g1")
     );
+    // Nothing twice: the wave's runs are in flight (or done); wave 2 is held by its gate.
+    let again = env.crew(&repo, &["wave", "dispatch", "1"]);
+    again.expect_code(0);
+    assert_eq!(again.json()["dispatched"], serde_json::json!([]));
+    assert!(
+        again.json()["skipped"][0]["reason"]
+            .as_str()
+            .unwrap()
+            .contains(&runs[0]),
+        "{}",
+        again.stdout
+    );
+    let held = env.crew(&repo, &["wave", "dispatch", "2"]);
+    held.expect_code(4);
+    assert_eq!(held.json()["error"]["code"], "blocked-by-gate");
     let mut wait = vec!["wait", "--timeout", "60s"];
     wait.extend(runs.iter().map(String::as_str));
     env.crew(&repo, &wait).expect_code(0);
