@@ -277,6 +277,12 @@ fn a_branch_that_is_not_checked_out_advances_by_compare_and_swap() {
     env.git_ok(&repo, &["branch", "release"]);
     let run = routes_run(&env, &repo);
     let head = rev(&env, &repo, "HEAD");
+    let bad = env.crew(&repo, &["integrate", &run, "--into", "bad..name"]);
+    bad.expect_code(2);
+    assert_eq!(bad.json()["error"]["code"], "bad-branch");
+    let missing = env.crew(&repo, &["integrate", &run, "--into", "nosuch"]);
+    missing.expect_code(3);
+    assert_eq!(missing.json()["error"]["code"], "target-not-found");
     let out = env.crew(
         &repo,
         &[
