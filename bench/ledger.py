@@ -19,10 +19,9 @@ import json
 import os
 import subprocess
 import sys
-import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from run import BIN, ROOT, hermetic_env, sh, timed  # noqa: E402
+from run import BIN, ROOT, fresh_crew_repo, sh, timed  # noqa: E402
 
 WRITERS = os.path.join(ROOT, "target", "release", "examples", "ledger_writers")
 
@@ -77,13 +76,7 @@ def main():
     for path in (BIN, WRITERS):
         if not os.path.exists(path):
             sys.exit("build first: cargo build --release --bins --examples")
-    work = tempfile.mkdtemp(prefix="crew-bench-ledger-")
-    home = os.path.join(work, "home")
-    os.makedirs(home)
-    env = hermetic_env(home)
-    repo = os.path.join(work, "repo")
-    sh([os.path.join(ROOT, "git-fixtures", "plain.sh"), repo], work, env)
-    sh([BIN, "init"], repo, env)
+    _, env, repo = fresh_crew_repo("crew-bench-ledger-")
     print("writing %d rows over %d tasks ..." % (args.rows, args.tasks), file=sys.stderr)
     per = build_ledger(repo, env, args.tasks, args.rows)
     task = "task-%05d" % (args.tasks // 2)

@@ -17,12 +17,11 @@ import json
 import os
 import statistics
 import sys
-import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from ledger import blob_id, write_notes  # noqa: E402
-from run import BIN, ROOT, hermetic_env, sh, timed  # noqa: E402
+from run import BIN, fresh_crew_repo, sh, timed  # noqa: E402
 
 
 def main():
@@ -33,13 +32,7 @@ def main():
     args = ap.parse_args()
     if not os.path.exists(BIN):
         sys.exit("build first: cargo build --release")
-    work = tempfile.mkdtemp(prefix="crew-bench-plan-")
-    home = os.path.join(work, "home")
-    os.makedirs(home)
-    env = hermetic_env(home)
-    repo = os.path.join(work, "repo")
-    sh([os.path.join(ROOT, "git-fixtures", "plain.sh"), repo], work, env)
-    sh([BIN, "init"], repo, env)
+    _, env, repo = fresh_crew_repo("crew-bench-plan-")
 
     waves = 10
     per_wave = args.tasks // waves

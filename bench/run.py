@@ -67,6 +67,19 @@ def hermetic_env(home):
     return env
 
 
+def fresh_crew_repo(prefix):
+    """A scratch folder with a hermetic HOME and an initialised plain.sh repository in it:
+    (work, env, repo)."""
+    work = tempfile.mkdtemp(prefix=prefix)
+    home = os.path.join(work, "home")
+    os.makedirs(home)
+    env = hermetic_env(home)
+    repo = os.path.join(work, "repo")
+    sh([os.path.join(ROOT, "git-fixtures", "plain.sh"), repo], work, env)
+    sh([BIN, "init"], repo, env)
+    return work, env, repo
+
+
 def build_repo(work, files, env):
     repo = os.path.join(work, "repo")
     sh(["git", "init", "-q", "-b", "main", repo], work, env)

@@ -26,21 +26,7 @@ pub struct SummaryArgs {
 
 pub fn run(ctx: &CommandContext, args: SummaryArgs) -> Result<Report> {
     let plan = super::plan::load(ctx, args.plan.as_deref())?;
-    if !plan.tasks.iter().any(|t| t.wave == args.wave) {
-        return Err(CrewError::new(
-            super::error::ErrorKind::NotFound,
-            "wave-not-found",
-            format!("plan {} has no task in wave {}", plan.id, args.wave),
-        )
-        .hinted(format!(
-            "its waves: {}",
-            plan.waves()
-                .iter()
-                .map(ToString::to_string)
-                .collect::<Vec<_>>()
-                .join(", ")
-        )));
-    }
+    super::wave::wave_tasks(&plan, args.wave)?;
     let at = At::parse(&args.at).expect("clap checked the value");
     let (facts, _, _) = super::wave::gather(ctx, &plan, args.wave)?;
     let summary = summary::summarize(&facts, at);

@@ -51,7 +51,8 @@ pub fn run(ctx: &CommandContext, args: WaveArgs) -> Result<Report> {
     }
 }
 
-fn wave_tasks(plan: &Plan, wave: u32) -> Result<()> {
+/// Exit 3 when the plan has no task in `wave`, naming the waves it has.
+pub fn wave_tasks(plan: &Plan, wave: u32) -> Result<()> {
     if plan.tasks.iter().any(|t| t.wave == wave) {
         Ok(())
     } else {

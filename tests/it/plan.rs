@@ -334,7 +334,12 @@ fn a_wave_with_overlapping_scopes_is_refused_up_front_and_the_rest_queue() {
     out.expect_code(2);
     assert_eq!(out.json()["error"]["code"], "plan-required");
     std::fs::remove_file(repo.join(".crew/plans/clash.toml")).unwrap();
-    // backend `ok` (the default) has concurrency 2: the third run queues.
+    // Workers that keep running (backend `hang`, concurrency 2): the third run queues.
+    let flight = crate::common::read(&repo.join(".crew/flight.toml"));
+    write(
+        &repo.join(".crew/flight.toml"),
+        &flight.replace("default_backend = \"ok\"", "default_backend = \"hang\""),
+    );
     let out = env.crew(&repo, &["wave", "dispatch", "1"]);
     out.expect_code(0);
     let phases: Vec<Value> = out.json()["dispatched"]
@@ -344,6 +349,15 @@ fn a_wave_with_overlapping_scopes_is_refused_up_front_and_the_rest_queue() {
         .map(|d| d["phase"].clone())
         .collect();
     assert_eq!(phases[2], "queued", "{phases:?}");
+    let runs: Vec<String> = out.json()["dispatched"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["run"].as_str().unwrap().to_string())
+        .collect();
+    for run in &runs {
+        env.crew(&repo, &["abandon", run]);
+    }
 }
 
 #[test]
