@@ -335,7 +335,14 @@ fn dispatch(ctx: &CommandContext, wave: u32, plan_name: Option<&str>) -> Result<
             }
         }
     }
-    let (facts, _, _) = gather(ctx, &plan, wave)?;
+    let (mut facts, _, _) = gather(ctx, &plan, wave)?;
+    // What was just started, whether or not a fast worker has already finished.
+    for task in &mut facts.tasks {
+        if let Some(d) = dispatched.iter().find(|d| d["task"] == task.id.as_str()) {
+            task.status = "in-flight".into();
+            task.run = d["run"].as_str().map(String::from);
+        }
+    }
     let summary = summary::summarize(&facts, At::Dispatch);
     let mut human = summary.render(100);
     for s in &skipped {
