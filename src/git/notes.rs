@@ -308,9 +308,64 @@ pub fn tip(repo: &gix::Repository, notes_ref: &str) -> anyhow::Result<Option<Obj
 /// Every note in the notes commit `commit`.
 pub fn all_at(repo: &gix::Repository, commit: ObjectId) -> anyhow::Result<Vec<(ObjectId, String)>> {
     let commit = repo.find_commit(commit).context("not a notes commit")?;
+    let root = repo.find_tree(commit.tree_id()?.detach())?;
+    let entries: Vec<(String, bool, ObjectId)> = root
+        .decode()?
+        .entries
+        .iter()
+        .map(|e| (e.filename.to_string(), e.mode.is_tree(), e.oid.to_owned()))
+        .collect();
+    // A large ledger is hundreds of small blobs, each decoded on its own: the fan-out
+    // subtrees are read on two threads.
+    let threads = if entries.len() >= 64 { 2 } else { 1 };
+    let chunk = entries.len().div_ceil(threads).max(1);
+    let parts: Vec<anyhow::Result<Vec<(ObjectId, String)>>> = std::thread::scope(|scope| {
+        let handles: Vec<_> = entries
+            .chunks(chunk)
+            .map(|part| {
+                let repo = repo.clone();
+                scope.spawn(move || {
+                    let mut out = Vec::new();
+                    for (name, is_tree, oid) in part {
+                        visit(&repo, name.clone(), *is_tree, *oid, &mut out)?;
+                    }
+                    Ok(out)
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| {
+                h.join()
+                    .unwrap_or_else(|_| Err(anyhow::anyhow!("a notes reader panicked")))
+            })
+            .collect()
+    });
     let mut out = Vec::new();
-    walk(repo, commit.tree_id()?.detach(), String::new(), &mut out)?;
+    for part in parts {
+        out.extend(part?);
+    }
     Ok(out)
+}
+
+/// One entry of a notes tree: a note (its path spells the annotated id) or a fan-out
+/// subtree.
+fn visit(
+    repo: &gix::Repository,
+    name: String,
+    is_tree: bool,
+    oid: ObjectId,
+    out: &mut Vec<(ObjectId, String)>,
+) -> anyhow::Result<()> {
+    if is_tree {
+        walk(repo, oid, name, out)
+    } else {
+        if let Ok(id) = ObjectId::from_hex(name.as_bytes()) {
+            let blob = repo.find_blob(oid)?;
+            out.push((id, String::from_utf8_lossy(&blob.data).into_owned()));
+        }
+        Ok(())
+    }
 }
 
 /// Two versions of one note, merged as git's `cat_sort_uniq` strategy does: every line
@@ -338,12 +393,7 @@ fn walk(
     let tree = repo.find_tree(tree)?;
     for entry in tree.decode()?.entries {
         let name = format!("{prefix}{}", entry.filename.to_str_lossy());
-        if entry.mode.is_tree() {
-            walk(repo, entry.oid.to_owned(), name, out)?;
-        } else if let Ok(id) = ObjectId::from_hex(name.as_bytes()) {
-            let blob = repo.find_blob(entry.oid.to_owned())?;
-            out.push((id, String::from_utf8_lossy(&blob.data).into_owned()));
-        }
+        visit(repo, name, entry.mode.is_tree(), entry.oid.to_owned(), out)?;
     }
     Ok(())
 }
