@@ -152,7 +152,13 @@ fn post_merge(ctx: &CommandContext) -> anyhow::Result<Report> {
         return Ok(Report::new(json!({"runs": []}), ""));
     }
     let repo = ctx.repo()?;
+    if git::identity::read(repo)?.is_some() {
+        // A merge inside a run's own worktree (a worker bringing the target in) is the
+        // run's work, not an integration of it.
+        return Ok(Report::new(json!({"runs": []}), ""));
+    }
     let head = repo.head_id()?.detach();
+    let current = repo.head_name()?.map(|n| n.as_bstr().to_string());
     let Some(orig) = repo
         .try_find_reference("ORIG_HEAD")?
         .and_then(|mut r| r.peel_to_id().ok())
@@ -168,6 +174,10 @@ fn post_merge(ctx: &CommandContext) -> anyhow::Result<Report> {
         let Ok(mut reference) = reference else {
             continue;
         };
+        if current.as_deref() == Some(&reference.name().as_bstr().to_string()) {
+            // The branch merged into, not a branch brought in.
+            continue;
+        }
         let branch = reference.name().shorten().to_string();
         let Ok(tip) = reference.peel_to_id().map(|id| id.detach()) else {
             continue;
@@ -270,7 +280,7 @@ fn post_merge(ctx: &CommandContext) -> anyhow::Result<Report> {
             .is_some_and(|r| !r.verify.as_ref().is_some_and(|v| v.passed));
         note.violations = violations.clone();
         let mut annotated = vec![head];
-        annotated.extend(git::notes::commits_between(repo, base, tip)?);
+        annotated.extend(git::notes::commits_between(repo, &[base, orig], tip)?);
         annotated.dedup();
         git::notes::set_many(repo, git::notes::CREW, &annotated, &note.to_line())?;
         if let Some(mut record) = record.filter(|r| r.integration.is_none() && r.phase.is_final()) {

@@ -269,13 +269,16 @@ pub fn failpoint(name: &str) {
     }
 }
 
-/// The commits `base..tip` (reachable from `tip`, not from `base`).
+/// The commits reachable from `tip` and from none of `hidden` (`base..tip`).
 pub fn commits_between(
     repo: &gix::Repository,
-    base: ObjectId,
+    hidden: &[ObjectId],
     tip: ObjectId,
 ) -> anyhow::Result<Vec<ObjectId>> {
-    let walk = repo.rev_walk([tip]).with_hidden([base]).all()?;
+    let walk = repo
+        .rev_walk([tip])
+        .with_hidden(hidden.iter().copied())
+        .all()?;
     let mut out = Vec::new();
     for info in walk {
         out.push(info?.id);

@@ -124,9 +124,32 @@ pub fn integrate(
         ))));
     }
 
+    let into = match request.into.clone().or(record.base_ref.clone()) {
+        Some(into) => into,
+        None => match repo.head_name()? {
+            Some(name) => name.shorten().to_string(),
+            None => {
+                return Ok(Err(Refusal::NoTarget(
+                    "the run was not cut from a branch and HEAD is detached".into(),
+                )));
+            }
+        },
+    };
     // The audit: every path the branch changed since its base, whatever the hooks let
-    // through (`--no-verify` skips them).
-    let changes = git::diff::changed_paths(repo, base, run_tip)?;
+    // through (`--no-verify` skips them). A worker that merged the target into its branch
+    // brought the target's changes along: those are not its own, so the audit starts
+    // from the last target commit the branch contains.
+    let audit_base = match merge::branch_tip(repo, &into)? {
+        Some(target) => repo
+            .merge_base(run_tip, target)
+            .ok()
+            .flatten()
+            .map(|b| b.detach())
+            .filter(|b| *b != base && merge::is_ancestor(repo, base, *b))
+            .unwrap_or(base),
+        None => base,
+    };
+    let changes = git::diff::changed_paths(repo, audit_base, run_tip)?;
     let identity = RunIdentity {
         run: record.run.clone(),
         task: record.task.clone(),
@@ -171,23 +194,10 @@ pub fn integrate(
             done.into, done.commit
         ))));
     }
-    let into = match request.into.clone().or(record.base_ref.clone()) {
-        Some(into) => into,
-        None => match repo.head_name()? {
-            Some(name) => name.shorten().to_string(),
-            None => {
-                return Ok(Err(Refusal::NoTarget(
-                    "the run was not cut from a branch and HEAD is detached".into(),
-                )));
-            }
-        },
-    };
     let at = crate::run::process::rfc3339(crate::run::process::now_millis());
     let mut note = RunNote::of(&record, &at, &request.by);
     note.forced_unverified = !verified;
     note.gates = request.gates.clone();
-    let mut members = vec![];
-    members.extend(notes::commits_between(repo, base, run_tip)?);
 
     for _ in 0..5 {
         let Some(target_tip) = merge::branch_tip(repo, &into)? else {
@@ -266,8 +276,9 @@ pub fn integrate(
         }
 
         // Notes first (one commit of the notes ref for all of them), then the target.
+        // The worker's commits: the branch's own, not the target's commits it merged in.
         let mut noted = vec![commit];
-        noted.extend(members.iter().copied());
+        noted.extend(notes::commits_between(repo, &[base, target_tip], run_tip)?);
         let (notes_before, notes_after) =
             notes::set_many(repo, notes::CREW, &noted, &note.to_line())?;
         notes::failpoint("integrate-before-target");

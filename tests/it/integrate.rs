@@ -516,3 +516,33 @@ fn a_branch_that_moved_after_verify_must_be_verified_again() {
         "// after the verdict\n"
     );
 }
+
+#[test]
+fn a_worker_that_merged_the_target_is_audited_on_its_own_changes() {
+    let env = TestEnv::new();
+    let repo = env.fixture("crew-repo.sh", "repo", &[]);
+    let run = routes_run(&env, &repo);
+    // The lead moves main on outside the run's scope; the branch merges main in.
+    write(&repo.join("docs/lead.md"), "the lead's own work\n");
+    env.git_ok(&repo, &["add", "-A"]);
+    env.git_ok(&repo, &["commit", "-q", "-m", "lead work"]);
+    let lead_commit = rev(&env, &repo, "main");
+    let wt = worktree_of(&env, &repo, &run);
+    env.git_ok(&wt, &["merge", "-q", "--no-edit", "main"]);
+    env.crew(&repo, &["verify", &run]).expect_code(0);
+
+    let out = env.crew(&repo, &["integrate", &run]);
+    out.expect_code(0);
+    let json = out.json();
+    assert_eq!(json["files"], serde_json::json!(["src/routes/crew.rs"]));
+    // The lead's commit is not a worker commit: it carries no run record.
+    let noted: Vec<&str> = json["noted"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c.as_str().unwrap())
+        .collect();
+    assert!(!noted.contains(&lead_commit.as_str()), "{noted:?}");
+    let none = env.git(&repo, &["notes", "--ref=crew", "show", &lead_commit]);
+    assert_ne!(none.code, 0);
+}
