@@ -123,6 +123,47 @@ impl TestEnv {
         run(self.command("git").current_dir(dir).args(args), None)
     }
 
+    /// Dispatches one run per task `t0`..`t{n-1}` on `backend` (its concurrency raised to
+    /// `n`), each with the flags `extra(i)` gives, and waits for all of them; returns the
+    /// run ids.
+    #[track_caller]
+    pub fn runs_at_once(
+        &self,
+        dir: &Path,
+        n: usize,
+        backend: &str,
+        extra: impl Fn(usize) -> Vec<String>,
+    ) -> Vec<String> {
+        let concurrency = format!("backends.{backend}.concurrency={n}");
+        let mut runs = Vec::new();
+        for i in 0..n {
+            let task = format!("t{i}");
+            let mut args: Vec<String> = [
+                "dispatch",
+                "--task",
+                &task,
+                "--backend",
+                backend,
+                "--prompt",
+                "x",
+                "--set",
+                &concurrency,
+            ]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+            args.extend(extra(i));
+            let args: Vec<&str> = args.iter().map(String::as_str).collect();
+            let out = self.crew(dir, &args);
+            out.expect_code(0);
+            runs.push(out.json()["run"].as_str().unwrap().to_string());
+        }
+        let mut wait = vec!["wait", "--timeout", "120s"];
+        wait.extend(runs.iter().map(String::as_str));
+        self.crew(dir, &wait);
+        runs
+    }
+
     /// Runs git and insists on success; returns stdout.
     #[track_caller]
     pub fn git_ok(&self, dir: &Path, args: &[&str]) -> String {

@@ -142,31 +142,9 @@ fn two_failures_escalate_and_then_ask_for_a_human() {
 fn runs_finishing_together_never_lose_a_row() {
     let env = TestEnv::new();
     let repo = env.fixture("crew-repo.sh", "repo", &[]);
-    let mut runs = Vec::new();
-    for i in 0..12 {
-        let scope = format!("src/t{i}/**");
-        let out = env.crew(
-            &repo,
-            &[
-                "dispatch",
-                "--task",
-                &format!("t{i}"),
-                "--backend",
-                "ok",
-                "--scope",
-                &scope,
-                "--prompt",
-                "x",
-                "--set",
-                "backends.ok.concurrency=12",
-            ],
-        );
-        out.expect_code(0);
-        runs.push(out.json()["run"].as_str().unwrap().to_string());
-    }
-    let mut args = vec!["wait", "--timeout", "90s"];
-    args.extend(runs.iter().map(String::as_str));
-    env.crew(&repo, &args);
+    env.runs_at_once(&repo, 12, "ok", |i| {
+        vec!["--scope".into(), format!("src/t{i}/**")]
+    });
     let rows = env.crew(&repo, &["ledger"]).json()["rows"].clone();
     assert_eq!(rows.as_array().unwrap().len(), 12, "{rows}");
     let listed = env.git_ok(&repo, &["notes", "--ref=crew-ledger", "list"]);
