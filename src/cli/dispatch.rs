@@ -371,14 +371,14 @@ fn plan_task(
         };
         return Err(err);
     };
-    let statuses = super::plan::derive(ctx, &plan)?;
+    let (statuses, facts) = super::plan::derive(ctx, &plan, flight)?;
     let status = statuses.iter().find(|s| s.task == id);
     let blockers: Vec<&Blocker> = status
         .map(|s| s.blockers.iter().collect())
         .unwrap_or_default();
     // The gates are asked directly: a task that is done or in flight has no blockers in
     // its status, but a gate still holds a new run of it.
-    if let Some(warning) = super::plan::check_gates(ctx, &plan, &task, flight, "dispatched")? {
+    if let Some(warning) = super::plan::check_gates(&plan, &task, &facts, "dispatched")? {
         warnings.push(warning);
     }
     for dep in blockers

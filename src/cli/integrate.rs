@@ -54,36 +54,36 @@ pub fn run(ctx: &CommandContext, args: IntegrateArgs) -> Result<Report> {
     }
     let repo_dir = ctx.workdir()?.to_path_buf();
     let store = runs::store(ctx)?;
-    let session_reuse = store
-        .load(&args.run)
-        .ok()
-        .flatten()
-        .and_then(|r| {
-            flight
-                .backends
-                .get(&r.backend)
-                .and_then(|b| b.session_reuse)
-        })
+    let record = store.load(&args.run).ok().flatten();
+    let session_reuse = record
+        .as_ref()
+        .and_then(|r| flight.backends.get(&r.backend))
+        .and_then(|b| b.session_reuse)
         .unwrap_or(false);
     // The gates: a task a gate holds is not integrated under `strict`; the verdicts of
     // the gates on its wave go into the run record.
     let mut gates = Vec::new();
     let mut warnings = Vec::new();
-    if let Some(record) = store.load(&args.run).ok().flatten()
+    if let Some(record) = &record
         && let Some(plan_name) = &record.plan
         && let Ok(plan) = super::plan::load(ctx, Some(plan_name))
         && let Some(task) = plan.task(&record.task)
     {
-        if let Some(warning) = super::plan::check_gates(ctx, &plan, task, &flight, "integrated")? {
+        let facts = crate::core::plan::Facts {
+            verdicts: crate::run::plans::verdicts(repo, &plan).map_err(CrewError::internal)?,
+            enforce: flight.gates.enforce.clone(),
+            on_fail: flight.gates.on_fail.clone(),
+            ..Default::default()
+        };
+        if let Some(warning) = super::plan::check_gates(&plan, task, &facts, "integrated")? {
             warnings.push(warning);
         }
-        let verdicts = crate::run::plans::verdicts(repo, &plan).map_err(CrewError::internal)?;
         for gate in plan
             .gates
             .iter()
             .filter(|g| g.gates_waves.contains(&task.wave))
         {
-            gates.push(json!({"gate": gate.id, "verdict": verdicts.get(&gate.id)}));
+            gates.push(json!({"gate": gate.id, "verdict": facts.verdicts.get(&gate.id)}));
         }
     }
     for warning in &warnings {

@@ -8,7 +8,7 @@ use super::error::{CrewError, ErrorKind, Result};
 use super::flight::{RoutingArgs, resolve};
 use super::runs;
 use super::ui::Report;
-use crate::core::plan::{self, Plan, TaskStatus, Verdict};
+use crate::core::plan::{self, Facts, Plan, TaskStatus, Verdict};
 use crate::run::plans::{self, PlanError};
 
 /// Read a plan (.crew/plans/<plan>.toml).
@@ -75,28 +75,22 @@ pub fn load(ctx: &CommandContext, name: Option<&str>) -> Result<Plan> {
 
 /// The gates that hold `task` under the flight's `[gates]` policy: refused (exit 4) under
 /// `strict`, a warning under `warn`, nothing under `off` or when no gate holds it.
-/// `doing` names what is held ("dispatched", "integrated").
+/// `doing` names what is held ("dispatched", "integrated"). `facts` needs the verdicts
+/// and the policy only.
 pub fn check_gates(
-    ctx: &CommandContext,
     plan: &Plan,
     task: &crate::core::plan::Task,
-    flight: &crate::core::flight::Flight,
+    facts: &Facts,
     doing: &str,
 ) -> Result<Option<String>> {
-    let facts = crate::core::plan::Facts {
-        verdicts: plans::verdicts(ctx.repo()?, plan).map_err(CrewError::internal)?,
-        enforce: flight.gates.enforce.clone(),
-        on_fail: flight.gates.on_fail.clone(),
-        ..Default::default()
-    };
-    let held: Vec<String> = plan::gate_blockers(plan, &facts, task)
+    let held: Vec<String> = plan::gate_blockers(plan, facts, task)
         .iter()
         .map(ToString::to_string)
         .collect();
     if held.is_empty() {
         return Ok(None);
     }
-    if flight.gates.enforce == "strict" {
+    if facts.enforce == "strict" {
         return Err(CrewError::new(
             ErrorKind::Refused,
             "blocked-by-gate",
@@ -129,21 +123,22 @@ pub fn gate_json(gate: &crate::core::plan::Gate, verdict: Option<&Verdict>) -> s
     })
 }
 
-/// The plan's derived status, as data.
-pub fn derive(ctx: &CommandContext, plan: &Plan) -> Result<Vec<TaskStatus>> {
-    let flight = resolve(ctx, &RoutingArgs::default())?.flight;
+/// The plan's derived status, and the facts it was derived from.
+pub fn derive(
+    ctx: &CommandContext,
+    plan: &Plan,
+    flight: &crate::core::flight::Flight,
+) -> Result<(Vec<TaskStatus>, Facts)> {
     let store = runs::store(ctx)?;
-    let facts = plans::facts(ctx.repo()?, &store, plan, &flight).map_err(CrewError::internal)?;
-    Ok(plan::status(plan, &facts))
+    let facts = plans::facts(ctx.repo()?, &store, plan, flight).map_err(CrewError::internal)?;
+    Ok((plan::status(plan, &facts), facts))
 }
 
 fn status(ctx: &CommandContext, name: Option<&str>) -> Result<Report> {
     let plan = load(ctx, name)?;
     let flight = resolve(ctx, &RoutingArgs::default())?.flight;
-    let store = runs::store(ctx)?;
     let repo = ctx.repo()?;
-    let facts = plans::facts(repo, &store, &plan, &flight).map_err(CrewError::internal)?;
-    let statuses = plan::status(&plan, &facts);
+    let (statuses, facts) = derive(ctx, &plan, &flight)?;
     let estimates = crate::run::ledger::estimates(repo, &plan).map_err(CrewError::internal)?;
     let tasks: Vec<serde_json::Value> = statuses
         .iter()

@@ -78,13 +78,13 @@ pub fn gather(
     plan: &Plan,
     wave: u32,
 ) -> Result<(WaveFacts, Vec<TaskStatus>, Vec<serde_json::Value>)> {
-    let statuses = super::plan::derive(ctx, plan)?;
+    let flight = resolve(ctx, &RoutingArgs::default())?.flight;
+    let (statuses, facts) = super::plan::derive(ctx, plan, &flight)?;
     let repo = ctx.repo()?;
     let store = runs::store(ctx)?;
     let estimates = crate::run::ledger::estimates(repo, plan).map_err(CrewError::internal)?;
-    let verdicts = crate::run::plans::verdicts(repo, plan).map_err(CrewError::internal)?;
+    let verdicts = &facts.verdicts;
     let finished = store.finished().map_err(CrewError::internal)?;
-    let flight = resolve(ctx, &RoutingArgs::default())?.flight;
     let mut tasks = Vec::new();
     let mut follow_ons = Vec::new();
     let mut mine = Vec::new();
@@ -176,8 +176,8 @@ pub fn gather(
 fn dispatch(ctx: &CommandContext, wave: u32, plan_name: Option<&str>) -> Result<Report> {
     let plan = super::plan::load(ctx, plan_name)?;
     wave_tasks(&plan, wave)?;
-    let statuses = super::plan::derive(ctx, &plan)?;
     let flight = resolve(ctx, &RoutingArgs::default())?.flight;
+    let (statuses, _) = super::plan::derive(ctx, &plan, &flight)?;
     let in_wave: Vec<&TaskStatus> = statuses.iter().filter(|s| s.wave == wave).collect();
     // A gate holds the whole wave: under `strict` nothing of it goes.
     let mut held: Vec<String> = in_wave

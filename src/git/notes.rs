@@ -68,16 +68,6 @@ pub fn append_line(
     .map(|_| ())
 }
 
-/// Sets the note on `object` to `text` (replacing any), retrying on a lost race.
-pub fn replace(
-    repo: &gix::Repository,
-    notes_ref: &str,
-    object: ObjectId,
-    text: &str,
-) -> anyhow::Result<()> {
-    set_many(repo, notes_ref, &[object], text).map(|_| ())
-}
-
 /// Sets the same note on every object in `objects`, in one commit of the notes ref: all
 /// of them or none. Returns the notes commit before and after.
 pub fn set_many(

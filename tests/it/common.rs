@@ -123,6 +123,27 @@ impl TestEnv {
         run(self.command("git").current_dir(dir).args(args), None)
     }
 
+    /// Dispatches `task` on `backend` (with `extra` flags), waits for the run to end, and
+    /// returns its id.
+    #[track_caller]
+    pub fn finished_run(&self, dir: &Path, task: &str, backend: &str, extra: &[&str]) -> String {
+        let mut args = vec![
+            "dispatch",
+            "--task",
+            task,
+            "--backend",
+            backend,
+            "--prompt",
+            "x",
+        ];
+        args.extend_from_slice(extra);
+        let out = self.crew(dir, &args);
+        out.expect_code(0);
+        let run = out.json()["run"].as_str().unwrap().to_string();
+        self.crew(dir, &["wait", &run, "--timeout", "60s"]);
+        run
+    }
+
     /// Dispatches one run per task `t0`..`t{n-1}` on `backend` (its concurrency raised to
     /// `n`), each with the flags `extra(i)` gives, and waits for all of them; returns the
     /// run ids.

@@ -7,28 +7,8 @@ use serde_json::Value;
 
 use crate::common::{TestEnv, read, write};
 
-/// Dispatches `worker` on `task` with `extra` flags and waits for it; returns the run id.
-fn finished_run(env: &TestEnv, repo: &Path, task: &str, worker: &str, extra: &[&str]) -> String {
-    let mut args = vec![
-        "dispatch",
-        "--task",
-        task,
-        "--backend",
-        worker,
-        "--prompt",
-        "x",
-    ];
-    args.extend_from_slice(extra);
-    let out = env.crew(repo, &args);
-    out.expect_code(0);
-    let run = out.json()["run"].as_str().unwrap().to_string();
-    env.crew(repo, &["wait", &run, "--timeout", "60s"]);
-    run
-}
-
 fn routes_run(env: &TestEnv, repo: &Path) -> String {
-    finished_run(
-        env,
+    env.finished_run(
         repo,
         "routes",
         "ok",
@@ -132,7 +112,7 @@ fn integrate_merges_notes_records_and_cleans_up() {
 fn an_unverified_run_is_refused_unless_forced_and_then_the_note_says_so() {
     let env = TestEnv::new();
     let repo = env.fixture("crew-repo.sh", "repo", &[]);
-    let run = finished_run(&env, &repo, "routes", "ok", &["--scope", "src/routes/**"]);
+    let run = env.finished_run(&repo, "routes", "ok", &["--scope", "src/routes/**"]);
     let before = rev(&env, &repo, "main");
     let out = env.crew(&repo, &["integrate", &run]);
     out.expect_code(1);
@@ -232,9 +212,7 @@ fn a_conflict_is_refused_with_the_paths_and_touches_nothing() {
 fn a_dirty_checkout_is_refused_and_a_moved_target_is_verified_again() {
     let env = TestEnv::new();
     let repo = env.fixture("crew-repo.sh", "repo", &[]);
-    let run = finished_run(
-        &env,
-        &repo,
+    let run = env.finished_run(&repo,
         "routes",
         "ok",
         &[
@@ -403,7 +381,7 @@ fn a_writer_killed_between_its_objects_and_the_ref_leaves_the_old_notes() {
 fn verify_runs_again_and_records_the_verdict_integrate_relies_on() {
     let env = TestEnv::new();
     let repo = env.fixture("crew-repo.sh", "repo", &[]);
-    let run = finished_run(&env, &repo, "routes", "ok", &["--scope", "src/routes/**"]);
+    let run = env.finished_run(&repo, "routes", "ok", &["--scope", "src/routes/**"]);
     let out = env.crew(&repo, &["verify", &run]);
     out.expect_code(2);
     assert_eq!(out.json()["error"]["code"], "no-verify-command");
@@ -435,7 +413,7 @@ fn verify_runs_again_and_records_the_verdict_integrate_relies_on() {
 fn a_run_without_commits_has_nothing_to_integrate() {
     let env = TestEnv::new();
     let repo = env.fixture("crew-repo.sh", "repo", &[]);
-    let run = finished_run(&env, &repo, "audit", "review", &["--role", "review"]);
+    let run = env.finished_run(&repo, "audit", "review", &["--role", "review"]);
     let out = env.crew(&repo, &["integrate", &run, "--force-unverified"]);
     out.expect_code(4);
     assert_eq!(out.json()["error"]["code"], "nothing-to-integrate");

@@ -5,23 +5,12 @@ use std::path::Path;
 use crate::common::TestEnv;
 
 fn run_task(env: &TestEnv, repo: &Path, task: &str, backend: &str, extra: &[&str]) -> String {
-    let mut args = vec![
-        "dispatch",
-        "--task",
+    env.finished_run(
+        repo,
         task,
-        "--backend",
         backend,
-        "--scope",
-        "src/routes/**",
-        "--prompt",
-        "x",
-    ];
-    args.extend_from_slice(extra);
-    let out = env.crew(repo, &args);
-    out.expect_code(0);
-    let run = out.json()["run"].as_str().unwrap().to_string();
-    env.crew(repo, &["wait", &run, "--timeout", "60s"]);
-    run
+        &[&["--scope", "src/routes/**"], extra].concat(),
+    )
 }
 
 fn task_blob(env: &TestEnv, repo: &Path, task: &str) -> String {

@@ -32,24 +32,7 @@ fn clones(env: &TestEnv) -> (PathBuf, PathBuf, PathBuf) {
 }
 
 fn finished(env: &TestEnv, repo: &Path, task: &str, worker: &str) -> String {
-    let out = env.crew(
-        repo,
-        &[
-            "dispatch",
-            "--task",
-            task,
-            "--backend",
-            worker,
-            "--scope",
-            "src/routes/**",
-            "--prompt",
-            "x",
-        ],
-    );
-    out.expect_code(0);
-    let run = out.json()["run"].as_str().unwrap().to_string();
-    env.crew(repo, &["wait", &run, "--timeout", "60s"]);
-    run
+    env.finished_run(repo, task, worker, &["--scope", "src/routes/**"])
 }
 
 fn ledger_runs(env: &TestEnv, repo: &Path, task: &str) -> Vec<String> {
