@@ -58,15 +58,8 @@ pub fn run(ctx: &CommandContext, args: SyncArgs) -> Result<Report> {
         }
         let to_push: Vec<String> = results
             .iter()
-            .filter_map(|r| {
-                let after = r.after.as_deref()?;
-                let after = gix::ObjectId::from_hex(after.as_bytes()).ok()?;
-                let tracking = r
-                    .remote
-                    .as_deref()
-                    .and_then(|t| gix::ObjectId::from_hex(t.as_bytes()).ok());
-                (!sync::contained(&repo, after, tracking)).then(|| r.name.clone())
-            })
+            .filter(|r| r.ahead)
+            .map(|r| r.name.clone())
             .collect();
         if sync::push(&repo_dir, &remote, &to_push).map_err(CrewError::internal)? {
             break results

@@ -6,7 +6,6 @@
 use std::path::Path;
 
 use anyhow::Context;
-use gix::ObjectId;
 
 use super::merge::is_ancestor;
 use super::notes;
@@ -24,6 +23,9 @@ pub struct RefSync {
     pub merge: &'static str,
     /// Notes both sides had, in different versions, joined line by line.
     pub unioned: usize,
+    /// The local notes have commits the remote's do not: they need pushing.
+    #[serde(skip)]
+    pub ahead: bool,
 }
 
 /// The remote-tracking notes ref for `local` (`refs/notes/crew` →
@@ -60,9 +62,11 @@ pub fn merge_into(repo: &gix::Repository, local: &str, tracking: &str) -> anyhow
         remote: remote.map(|id| id.to_string()),
         merge: "up-to-date",
         unioned: 0,
+        ahead: false,
     };
     let Some(remote) = remote else {
-        out.merge = if before.is_some() {
+        out.ahead = before.is_some();
+        out.merge = if out.ahead {
             "local-only"
         } else {
             "up-to-date"
@@ -72,6 +76,7 @@ pub fn merge_into(repo: &gix::Repository, local: &str, tracking: &str) -> anyhow
     if let Some(local_tip) = before
         && is_ancestor(repo, remote, local_tip)
     {
+        out.ahead = local_tip != remote;
         return Ok(out);
     }
     if before.is_none() && notes::create(repo, local, remote)? {
@@ -113,6 +118,7 @@ pub fn merge_into(repo: &gix::Repository, local: &str, tracking: &str) -> anyhow
     out.after = Some(after.to_string());
     out.unioned = unioned;
     out.merge = "merged";
+    out.ahead = true;
     Ok(out)
 }
 
@@ -149,9 +155,4 @@ pub fn remotes(repo: &gix::Repository) -> Vec<String> {
         .iter()
         .map(|name| name.to_string())
         .collect()
-}
-
-/// Whether `id` is already on the remote-tracking side (nothing to push).
-pub fn contained(repo: &gix::Repository, local: ObjectId, tracking: Option<ObjectId>) -> bool {
-    tracking.is_some_and(|t| is_ancestor(repo, local, t))
 }

@@ -95,10 +95,7 @@ pub fn integrate(
         return Ok(Err(Refusal::NotFound(format!("no run {run}"))));
     };
     if let Some(done) = &record.integration {
-        return Ok(Err(Refusal::AlreadyIntegrated(format!(
-            "run {run} was integrated into {} as {}",
-            done.into, done.commit
-        ))));
+        return Ok(Err(already(run, done)));
     }
     let run_tip = match merge::branch_tip(repo, &record.branch)? {
         Some(tip) => tip,
@@ -189,10 +186,7 @@ pub fn integrate(
     let _turn = Lock::take(store.root(), "integrate", Duration::from_secs(1800))?;
     // Whoever held the lock before may have integrated this very run.
     if let Some(done) = store.load(run)?.and_then(|r| r.integration) {
-        return Ok(Err(Refusal::AlreadyIntegrated(format!(
-            "run {run} was integrated into {} as {}",
-            done.into, done.commit
-        ))));
+        return Ok(Err(already(run, &done)));
     }
     let at = crate::run::process::rfc3339(crate::run::process::now_millis());
     let mut note = RunNote::of(&record, &at, &request.by);
@@ -362,6 +356,13 @@ pub fn integrate(
         }));
     }
     anyhow::bail!("{into} kept moving while run {run} was being integrated; try again")
+}
+
+fn already(run: &str, done: &Integration) -> Refusal {
+    Refusal::AlreadyIntegrated(format!(
+        "run {run} was integrated into {} as {}",
+        done.into, done.commit
+    ))
 }
 
 /// `refs/crew/attempts/<run>`: keeps a run's commits reachable once its branch is gone.
