@@ -14,6 +14,7 @@ use crate::run::supervisor;
 #[derive(Debug, Args)]
 #[command(after_help = "Examples:\n  git crew abandon 20261202-101500-1a2b")]
 pub struct AbandonArgs {
+    #[arg(value_parser = super::runs::run_id)]
     pub run: String,
 }
 
@@ -59,6 +60,7 @@ pub fn abandon(ctx: &CommandContext, args: AbandonArgs) -> Result<Report> {
 /// Drive a run (started detached by dispatch; not for direct use).
 #[derive(Debug, Args)]
 pub struct SuperviseArgs {
+    #[arg(value_parser = super::runs::run_id)]
     pub run: String,
 }
 

@@ -16,6 +16,7 @@ use crate::run::{dispatch, prompt, supervisor};
     after_help = "Examples:\n  git crew advise 20261202-101500-1a2b --text 'Use sqlite; it is already a dependency.'"
 )]
 pub struct AdviseArgs {
+    #[arg(value_parser = super::runs::run_id)]
     pub run: String,
     /// The answer.
     #[arg(long)]

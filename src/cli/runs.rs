@@ -26,6 +26,18 @@ pub fn store(ctx: &CommandContext) -> Result<RunStore> {
     Ok(store)
 }
 
+/// The parser of every RUN argument: a run id as dispatch makes them, or a usage error
+/// (exit 2) — a run id is never a path.
+pub fn run_id(text: &str) -> std::result::Result<String, String> {
+    if crate::core::record::is_run_id(text) {
+        Ok(text.to_string())
+    } else {
+        Err(format!(
+            "`{text}` is not a run id (they look like 20261202-101500-1a2b; `git crew status` lists them)"
+        ))
+    }
+}
+
 /// One run, live or finished; exit 3 when there is none.
 pub fn load(store: &RunStore, run: &str) -> Result<RunRecord> {
     store

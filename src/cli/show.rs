@@ -12,6 +12,7 @@ use super::ui::Report;
 #[derive(Debug, Args)]
 #[command(after_help = "Examples:\n  git crew show 20261202-101500-1a2b")]
 pub struct ShowArgs {
+    #[arg(value_parser = super::runs::run_id)]
     pub run: String,
 }
 
@@ -30,6 +31,7 @@ pub fn run(ctx: &CommandContext, args: ShowArgs) -> Result<Report> {
 #[derive(Debug, Args)]
 #[command(after_help = "Examples:\n  git crew transcript 20261202-101500-1a2b | less")]
 pub struct TranscriptArgs {
+    #[arg(value_parser = super::runs::run_id)]
     pub run: String,
 }
 

@@ -101,6 +101,20 @@ pub struct DiffStat {
     pub deletions: u64,
 }
 
+/// Whether `text` is a run id as dispatch makes them (`20261202-101500-1a2b`: the UTC
+/// date, the time, four hex digits). Nothing builds a path from a run id that is not one.
+pub fn is_run_id(text: &str) -> bool {
+    let b = text.as_bytes();
+    b.len() == 20
+        && b[..8].iter().all(u8::is_ascii_digit)
+        && b[8] == b'-'
+        && b[9..15].iter().all(u8::is_ascii_digit)
+        && b[15] == b'-'
+        && b[16..]
+            .iter()
+            .all(|c| c.is_ascii_digit() || (b'a'..=b'f').contains(c))
+}
+
 /// One run, live or finished.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RunRecord {
@@ -293,6 +307,21 @@ impl RunRecord {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn run_ids_are_recognised_and_paths_are_not() {
+        assert!(is_run_id("20261202-101500-1a2b"));
+        for bad in [
+            "",
+            "nope",
+            "../../x",
+            "20261202-101500-1a2B",
+            "20261202-101500-1a2b/",
+            "2026120a-101500-1a2b",
+        ] {
+            assert!(!is_run_id(bad), "{bad}");
+        }
+    }
 
     #[test]
     fn phases_serialise_in_kebab_case_and_know_when_they_are_final() {

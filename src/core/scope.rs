@@ -78,23 +78,8 @@ impl Scope {
                 glob: raw.to_string(),
                 reason: reason.to_string(),
             };
-            let trimmed = raw.trim();
-            let is_dir = trimmed.ends_with('/');
-            let normal = normalize_path(trimmed).map_err(|e| err(&e.to_string()))?;
-            if normal.is_empty() {
-                return Err(err("it names the repository root; use `**` for everything"));
-            }
-            let literal = !normal.contains(['*', '?', '[', '{']);
-            let mut patterns = Vec::with_capacity(2);
-            if is_dir {
-                patterns.push(format!("{normal}/**"));
-            } else {
-                patterns.push(normal.clone());
-                if literal {
-                    patterns.push(format!("{normal}/**"));
-                }
-            }
-            for pattern in patterns {
+            let parsed = parse_glob(raw).map_err(|reason| err(&reason))?;
+            for pattern in parsed.patterns() {
                 let glob = GlobBuilder::new(&pattern)
                     .literal_separator(true)
                     .backslash_escape(true)
@@ -180,26 +165,90 @@ fn is_ignorable(c: char) -> bool {
     matches!(c as u32, 0x200c..=0x200f | 0x202a..=0x202e | 0x206a..=0x206f | 0xfeff)
 }
 
-/// The directory components of a glob before its first glob character.
-fn literal_prefix(glob: &str) -> Vec<String> {
-    let normal = normalize_path(glob.trim()).unwrap_or_default();
-    normal
-        .split('/')
-        .take_while(|part| !part.contains(['*', '?', '[', '{']))
-        .filter(|part| !part.is_empty())
-        .map(str::to_string)
-        .collect()
+/// A scope glob parsed once, for the matcher, the overlap check and the hook alike: its
+/// normalised text (escapes kept, for the matcher), whether it has any glob character,
+/// and its leading literal components with escapes resolved (for the overlap check).
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct ParsedGlob {
+    normal: String,
+    is_dir: bool,
+    literal: bool,
+    prefix: Vec<String>,
+}
+
+impl ParsedGlob {
+    /// The globset patterns: a directory or a literal path covers its subtree.
+    fn patterns(&self) -> Vec<String> {
+        if self.is_dir {
+            vec![format!("{}/**", self.normal)]
+        } else if self.literal {
+            vec![self.normal.clone(), format!("{}/**", self.normal)]
+        } else {
+            vec![self.normal.clone()]
+        }
+    }
+}
+
+/// Parses a scope glob. `\` escapes the next character (as the matcher reads it); an
+/// escape that would hide a `/` or end the glob, and a component that is `.` or `..` once
+/// its escapes are resolved, are refused: the matcher and the overlap check would read
+/// them differently.
+fn parse_glob(raw: &str) -> Result<ParsedGlob, String> {
+    let trimmed = raw.trim();
+    if trimmed.ends_with('\\') || trimmed.contains("\\/") {
+        return Err("a `\\` must escape a character other than `/`".into());
+    }
+    let is_dir = trimmed.ends_with('/');
+    let normal = normalize_path(trimmed).map_err(|e| e.to_string())?;
+    if normal.is_empty() {
+        return Err("it names the repository root; use `**` for everything".into());
+    }
+    let mut literal = true;
+    let mut prefix = Vec::new();
+    for component in normal.split('/') {
+        let mut text = String::with_capacity(component.len());
+        let mut meta = false;
+        let mut chars = component.chars();
+        while let Some(c) = chars.next() {
+            match c {
+                '\\' => text.extend(chars.next()),
+                '*' | '?' | '[' | '{' => {
+                    meta = true;
+                    text.push(c);
+                }
+                _ => text.push(c),
+            }
+        }
+        if !meta && matches!(text.as_str(), "" | "." | "..") {
+            return Err(format!("the component `{component}` names no file"));
+        }
+        if meta {
+            literal = false;
+        }
+        if literal {
+            prefix.push(text);
+        }
+    }
+    Ok(ParsedGlob {
+        normal,
+        is_dir,
+        literal,
+        prefix,
+    })
 }
 
 /// Whether two write scopes may claim a common path, decided conservatively: two globs
 /// are disjoint only when neither's literal directory prefix contains the other's
 /// (`src/a/**` and `src/b/**` are; `src/**` and `src/a.rs` are not; `**/*.rs` overlaps
-/// everything). Returns the first pair of globs that may overlap.
+/// everything). Escapes are resolved as the matcher resolves them (`src/rout\es/**` is
+/// `src/routes/**`); a glob that does not parse overlaps everything. Returns the first
+/// pair of globs that may overlap.
 pub fn scopes_overlap(a: &[String], b: &[String]) -> Option<(String, String)> {
+    let prefix = |glob: &str| parse_glob(glob).map(|p| p.prefix).unwrap_or_default();
     for ga in a {
-        let pa = literal_prefix(ga);
+        let pa = prefix(ga);
         for gb in b {
-            let pb = literal_prefix(gb);
+            let pb = prefix(gb);
             let n = pa.len().min(pb.len());
             if pa[..n] == pb[..n] {
                 return Some((ga.clone(), gb.clone()));
@@ -238,6 +287,24 @@ impl ChangeKind {
 pub struct Change {
     pub path: String,
     pub kind: ChangeKind,
+    /// Why git would refuse to check this entry out (a `.git` component in any spelling
+    /// git protects, `.` or `..`, a symlink that leaves the repository), as the caller
+    /// found it.
+    pub refused: Option<String>,
+    /// Where a symlink points, resolved against the repository root.
+    pub link_target: Option<String>,
+}
+
+impl Change {
+    /// A change with nothing more known about it.
+    pub fn new(path: impl Into<String>, kind: ChangeKind) -> Change {
+        Change {
+            path: path.into(),
+            kind,
+            refused: None,
+            link_target: None,
+        }
+    }
 }
 
 /// Why a commit is refused.
@@ -253,6 +320,8 @@ pub enum Violation {
     Protected { change: Change, rule: &'static str },
     /// A path that climbs above the repository root.
     EscapesRoot { change: Change },
+    /// A tree entry git would refuse to check out.
+    Unsafe { change: Change, reason: String },
 }
 
 impl fmt::Display for Violation {
@@ -287,6 +356,12 @@ impl fmt::Display for Violation {
             Violation::EscapesRoot { change } => {
                 write!(f, "{} leads outside the repository", change.path)
             }
+            Violation::Unsafe { change, reason } => write!(
+                f,
+                "{} ({}) is refused: {reason}",
+                change.path,
+                change.kind.as_str()
+            ),
         }
     }
 }
@@ -336,6 +411,15 @@ pub fn check_commit(identity: &RunIdentity, changes: &[Change]) -> Vec<Violation
 pub fn audit_changes(scope: &Scope, changes: &[Change]) -> Vec<Violation> {
     let mut violations = Vec::new();
     for change in changes {
+        if let Some(reason) = &change.refused
+            && change.kind != ChangeKind::Deleted
+        {
+            violations.push(Violation::Unsafe {
+                change: change.clone(),
+                reason: reason.clone(),
+            });
+            continue;
+        }
         let normal = match normalize_path(&change.path) {
             Ok(normal) => normal,
             Err(PathError::EscapesRoot) => {
@@ -360,15 +444,25 @@ pub fn audit_changes(scope: &Scope, changes: &[Change]) -> Vec<Violation> {
     violations
 }
 
+/// The symlinks among `changes` that point outside `scope` (inside the repository): not
+/// refused, but named in the result.
+pub fn links_leaving_scope(scope: &Scope, changes: &[Change]) -> Vec<String> {
+    changes
+        .iter()
+        .filter(|c| c.kind != ChangeKind::Deleted)
+        .filter_map(|c| {
+            let target = c.link_target.as_deref()?;
+            (!scope.contains(target)).then(|| format!("{} -> {target}", c.path))
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     fn change(path: &str, kind: ChangeKind) -> Change {
-        Change {
-            path: path.to_string(),
-            kind,
-        }
+        Change::new(path, kind)
     }
 
     fn identity(role: &str, scope: &[&str]) -> RunIdentity {
@@ -503,6 +597,45 @@ mod tests {
         assert!(scopes_overlap(&v(&["src/routes"]), &v(&["src/routes/x.rs"])).is_some());
         assert!(scopes_overlap(&v(&["**/*.rs"]), &v(&["docs/a.md"])).is_some());
         assert!(scopes_overlap(&v(&["./src/*.rs"]), &v(&["src/*.md"])).is_some());
+    }
+
+    #[test]
+    fn the_matcher_and_the_overlap_check_read_escapes_alike() {
+        let v = |globs: &[&str]| globs.iter().map(|g| g.to_string()).collect::<Vec<_>>();
+        let escaped = Scope::new(&["src/rout\\es/**"]).unwrap();
+        assert!(escaped.contains("src/routes/a.rs"));
+        assert!(scopes_overlap(&v(&["src/rout\\es/**"]), &v(&["src/routes/**"])).is_some());
+        assert!(scopes_overlap(&v(&["src/routes/**"]), &v(&["src/rout\\es/x.rs"])).is_some());
+        // An escaped glob character is a literal one, for both.
+        let star = Scope::new(&["src/\\*/**"]).unwrap();
+        assert!(star.contains("src/*/a.rs"));
+        assert!(!star.contains("src/b/a.rs"));
+        assert_eq!(scopes_overlap(&v(&["src/\\*/**"]), &v(&["src/b/**"])), None);
+        assert!(scopes_overlap(&v(&["src/*/**"]), &v(&["src/b/**"])).is_some());
+        // What the two could read differently is refused.
+        for bad in ["src\\/a/**", "src/a\\", "src/\\.\\./x"] {
+            assert!(Scope::new(&[bad]).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn refused_entries_and_links_are_named() {
+        let scope = Scope::new(&["src/**"]).unwrap();
+        let mut bad = change("src/x/.git/config", ChangeKind::Added);
+        bad.refused = Some("the .git name may never be used".into());
+        let mut link = change("src/l", ChangeKind::Added);
+        link.link_target = Some("docs/secret".into());
+        let mut gone = change("src/.GIT/x", ChangeKind::Deleted);
+        gone.refused = Some("the .git name may never be used".into());
+        let v = audit_changes(&scope, &[bad.clone(), link.clone(), gone]);
+        assert_eq!(
+            v.iter().map(ToString::to_string).collect::<Vec<_>>(),
+            ["src/x/.git/config (added) is refused: the .git name may never be used"]
+        );
+        assert_eq!(
+            links_leaving_scope(&scope, &[bad, link]),
+            ["src/l -> docs/secret"]
+        );
     }
 
     #[test]

@@ -92,10 +92,10 @@ impl Walk<'_> {
     }
 
     fn push(&mut self, path: &[u8], kind: ChangeKind) {
-        self.out.push(Change {
-            path: String::from_utf8_lossy(path.strip_suffix(b"/").unwrap_or(path)).into_owned(),
-            kind,
-        });
+        let path = path.strip_suffix(b"/").unwrap_or(path);
+        let mut change = Change::new(String::from_utf8_lossy(path), kind);
+        change.refused = super::diff::checkout_refusal(path.into(), false);
+        self.out.push(change);
     }
 
     fn tree_items(&self, id: ObjectId) -> anyhow::Result<Vec<TreeItem>> {

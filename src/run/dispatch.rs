@@ -667,3 +667,12 @@ pub fn promote_queued(store: &RunStore, repo_dir: &Path) -> anyhow::Result<Vec<S
     }
     Ok(started)
 }
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn new_run_ids_are_run_ids() {
+        let id = super::new_run_id();
+        assert!(crate::core::record::is_run_id(&id), "{id}");
+    }
+}

@@ -487,8 +487,34 @@ fn bad_dispatches_are_usage_errors_and_leave_nothing_behind() {
                 .count()
                 == 0
     );
-    env.crew(&repo, &["show", "nope"]).expect_code(3);
-    env.crew(&repo, &["wait", "nope"]).expect_code(3);
+    env.crew(&repo, &["show", "20260101-000000-0000"])
+        .expect_code(3);
+    env.crew(&repo, &["wait", "20260101-000000-0000"])
+        .expect_code(3);
+}
+
+#[test]
+fn a_run_id_is_never_a_path() {
+    let env = TestEnv::new();
+    let repo = env.fixture("crew-repo.sh", "repo", &[]);
+    // A JSON file outside the repository that looks like a run record.
+    let outside = env.root().join("x.json");
+    std::fs::write(&outside, r#"{"run": "x"}"#).unwrap();
+    for bad in ["../../../x", "nope", "20260101-000000-000g", "/tmp/x", ""] {
+        for command in [
+            &["show", bad][..],
+            &["wait", bad],
+            &["status", bad],
+            &["integrate", bad],
+            &["verify", bad],
+            &["abandon", bad],
+            &["transcript", bad],
+        ] {
+            let out = env.crew(&repo, command);
+            out.expect_code(2);
+            assert_eq!(out.json()["ok"], false, "{command:?}");
+        }
+    }
 }
 
 #[test]

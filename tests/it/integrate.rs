@@ -291,7 +291,7 @@ fn a_branch_that_is_not_checked_out_advances_by_compare_and_swap() {
         "{reflog}"
     );
 
-    let missing = env.crew(&repo, &["integrate", "nope"]);
+    let missing = env.crew(&repo, &["integrate", "20260101-000000-0000"]);
     missing.expect_code(3);
 }
 
