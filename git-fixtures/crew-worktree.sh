@@ -17,3 +17,12 @@ git config --worktree crew.role "$role"
 for glob in "$@"; do
 	git config --worktree --add crew.scope "$glob"
 done
+# The run's seal, as dispatch writes it: what post-merge and integrate audit against.
+scope=""
+for glob in "$@"; do
+	scope="$scope${scope:+,}\"$glob\""
+done
+base=$(git rev-parse HEAD)
+seal=$(printf '{"run":"%s","task":"%s","role":"%s","scope":[%s],"base":"%s","base_ref":"main","branch":"crew/%s/%s","worktree":"%s","verify_command":null}' \
+	"$run" "$task" "$role" "$scope" "$base" "$task" "$run" "$dir/wt" | git hash-object -w --stdin)
+git update-ref "refs/crew/sealed/$run" "$seal"

@@ -167,7 +167,6 @@ fn post_merge(ctx: &CommandContext) -> anyhow::Result<Report> {
         return Ok(Report::new(json!({"runs": []}), ""));
     };
     let state = state_dir(repo);
-    let live_runs = live::list(&state, &mut |_, _| {});
     let mut runs = Vec::new();
     let refs = repo.references()?;
     for reference in refs.prefixed("refs/heads/crew/")? {
@@ -194,18 +193,24 @@ fn post_merge(ctx: &CommandContext) -> anyhow::Result<Report> {
             continue;
         }
         let run_id = branch.rsplit('/').next().unwrap_or_default().to_string();
-        let identity = match git::identity::find_run(repo.common_dir(), &run_id)? {
-            Some(identity) => Some(identity),
-            None => live_runs
-                .iter()
-                .find(|r| r.run == run_id)
-                .map(live::LiveRun::identity),
+        // The run's scope comes from its seal, never from its worktree's own config
+        // (which the worker can rewrite).
+        let identity = match git::seal::read(repo, &run_id).ok().flatten() {
+            Some(sealed) if reference.name().shorten() == sealed.branch.as_str() => {
+                Some(RunIdentity {
+                    run: sealed.run,
+                    task: sealed.task,
+                    role: sealed.role,
+                    scope: sealed.scope,
+                })
+            }
+            _ => None,
         };
         let Some(identity) = identity else {
             say(
                 ctx,
                 &format!(
-                    "warning: merged {branch}, but no record of run {run_id} is here to audit it against"
+                    "warning: merged {branch}, but no seal of run {run_id} is here to audit it against"
                 ),
             );
             runs.push(json!({"run": run_id, "branch": branch, "audited": false, "violations": []}));
@@ -216,7 +221,9 @@ fn post_merge(ctx: &CommandContext) -> anyhow::Result<Report> {
             .ok()
             .flatten()
             .map_or(orig, |b| b.detach());
-        let changes = git::diff::changed_paths(repo, base, tip)?;
+        // What the merge brought is audited as merged: every path that differs between
+        // the branch's old tip and its new one.
+        let changes = git::diff::changed_paths(repo, orig, head)?;
         let violations: Vec<String> = if changes.is_empty() {
             Vec::new()
         } else {

@@ -113,6 +113,9 @@ pub fn run(ctx: &CommandContext, args: IntegrateArgs) -> Result<Report> {
     } else {
         ""
     };
+    for link in &done.links_outside_scope {
+        eprintln!("warning: symlink outside the run's scope: {link}");
+    }
     let human = format!(
         "integrated run {} (task {}) into {} as {}{forced}{}\n  notes: {} commits; worktree {}; branch {}{}",
         done.record.run,
@@ -138,7 +141,9 @@ pub fn run(ctx: &CommandContext, args: IntegrateArgs) -> Result<Report> {
             "into": done.into,
             "commit": done.commit.to_string(),
             "parents": done.parents.iter().map(ToString::to_string).collect::<Vec<_>>(),
-            "squash": args.squash,
+            "squash": done.applied_as != "merge",
+            "applied_as": done.applied_as,
+            "links_outside_scope": done.links_outside_scope,
             "forced_unverified": done.record.integration.as_ref().is_some_and(|i| i.forced_unverified),
             "merged_verify": done.merged_verify,
             "files": done.files,
@@ -175,6 +180,10 @@ fn refusal(r: Refusal) -> CrewError {
         .hinted("the outcome is recorded as scope-reject in the ledger"),
         Refusal::AlreadyIntegrated(m) => CrewError::new(ErrorKind::Refused, "already-integrated", m)
             .hinted("`git crew show RUN` has its integration; `git notes --ref=crew show <commit>` its record"),
+        Refusal::Tampered(m) => CrewError::new(ErrorKind::Check, "record-tampered", m)
+            .hinted("nothing was integrated; `git cat-file -p refs/crew/sealed/RUN` shows what dispatch sealed"),
+        Refusal::Rewritten(m) => CrewError::new(ErrorKind::Refused, "run-rewritten", m)
+            .hinted("its commits stay on the branch and in refs/crew/attempts; dispatch the task again from the current base"),
         Refusal::Nothing(m) => CrewError::new(ErrorKind::Refused, "nothing-to-integrate", m)
             .hinted("`git crew show RUN` has its footer; its manifest is beside its record"),
         Refusal::NoTarget(m) => CrewError::new(ErrorKind::NotFound, "target-not-found", m)

@@ -58,37 +58,85 @@ pub fn run(ctx: &CommandContext, args: VerifyArgs) -> Result<Report> {
         )
         .hinted("pass one with --command CMD"));
     };
-    let worktree = PathBuf::from(&record.worktree);
-    if !worktree.exists() {
-        return Err(CrewError::new(
-            ErrorKind::Refused,
-            "worktree-gone",
+    let repo = ctx.repo()?;
+    // The facts come from the seal: a record changed after dispatch is not verified.
+    let sealed = crate::git::seal::read(repo, &record.run)
+        .map_err(CrewError::internal)?
+        .ok_or_else(|| {
+            CrewError::check(
+                "record-tampered",
+                format!(
+                    "run {} has no seal: nothing vouches for its record",
+                    record.run
+                ),
+            )
+        })?;
+    let differs = sealed.differences(&record);
+    if !differs.is_empty() {
+        return Err(CrewError::check(
+            "record-tampered",
             format!(
-                "run {}'s worktree {} is gone",
+                "run {}'s record disagrees with its seal on {}",
                 record.run,
-                worktree.display()
+                differs.join(", ")
             ),
         ));
     }
+    // What is verified is the commit that is recorded: the branch's tip, checked out
+    // clean — in the worktree when it is there at that commit, else in a throwaway one.
+    let tip = crate::git::merge::branch_tip(repo, &sealed.branch)
+        .map_err(CrewError::internal)?
+        .ok_or_else(|| {
+            CrewError::new(
+                ErrorKind::NotFound,
+                "branch-gone",
+                format!("run {}'s branch {} is gone", record.run, sealed.branch),
+            )
+        })?;
+    let worktree = PathBuf::from(&sealed.worktree);
+    let in_worktree = if worktree.exists() {
+        if crate::git::worktree::is_dirty(&worktree).map_err(CrewError::internal)? {
+            return Err(CrewError::new(
+                ErrorKind::Refused,
+                "worktree-dirty",
+                format!(
+                    "run {}'s worktree {} has uncommitted changes: what would be verified is not the commit",
+                    record.run,
+                    worktree.display()
+                ),
+            )
+            .hinted("commit them to the run's branch or discard them, then verify again"));
+        }
+        crate::git::worktree::rev_parse(&worktree, "HEAD").ok() == Some(tip.to_string())
+    } else {
+        false
+    };
     let dir = store.run_dir(&record.run);
     let transcript = record
         .transcript
         .clone()
         .map_or_else(|| dir.join("verify.log"), PathBuf::from);
     let deadline = Instant::now() + Duration::from_secs(record.budget_s.max(60));
-    let verdict = verify::run(
-        &command,
-        &worktree,
-        &dir.join("verifier-again"),
-        &transcript,
-        deadline,
-    )
+    let verifier_dir = dir.join("verifier-again");
+    let verdict = if in_worktree {
+        verify::run(&command, &worktree, &verifier_dir, &transcript, deadline)
+    } else {
+        verify::in_throwaway(
+            ctx.workdir()?,
+            &dir.join("verify-checkout"),
+            tip,
+            &command,
+            &verifier_dir,
+            &transcript,
+            deadline,
+        )
+    }
     .map_err(CrewError::internal)?;
     let passed = match &verdict {
         Verified::Done(result) => {
             record.verify_command = Some(command.clone());
             record.verify = Some(result.clone());
-            record.verified_tip = crate::git::worktree::rev_parse(&worktree, "HEAD").ok();
+            record.verified_tip = Some(tip.to_string());
             let was = record.outcome;
             if matches!(was, Some(Outcome::Pass) | Some(Outcome::Fail)) {
                 let outcome = if result.passed {
@@ -105,6 +153,11 @@ pub fn run(ctx: &CommandContext, args: VerifyArgs) -> Result<Report> {
                 result.reward
             ));
             record.discrepancies = record.find_discrepancies();
+            // The new verdict (and a verify command the lead gave) is sealed first.
+            let mut resealed = sealed.clone();
+            resealed.verify_command = record.verify_command.clone();
+            crate::git::seal::write(repo, &resealed.with_verdict(&record))
+                .map_err(CrewError::internal)?;
             store.update_record(&record).map_err(CrewError::internal)?;
             result.passed
         }

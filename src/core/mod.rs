@@ -10,4 +10,5 @@ pub mod plan;
 pub mod policy;
 pub mod record;
 pub mod scope;
+pub mod seal;
 pub mod summary;

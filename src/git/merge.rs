@@ -19,32 +19,52 @@ pub enum Merged {
 }
 
 /// Merges `theirs` (the run's tip) onto `ours` (the target's tip) and writes `files`
-/// (path, content) into the result. Nothing outside the object database is touched.
+/// (path, content) into the result. With `ancestor`, exactly the change from `ancestor` to
+/// `theirs` is applied (a three-way tree merge on that base, as a cherry-pick of the
+/// range); without, the commits' own merge base is used. Nothing outside the object
+/// database is touched.
 pub fn merge(
     repo: &gix::Repository,
     ours: ObjectId,
     theirs: ObjectId,
+    ancestor: Option<ObjectId>,
     files: &[(&str, Vec<u8>)],
 ) -> anyhow::Result<Merged> {
     use gix::merge::tree::TreatAsUnresolved;
-    let options: gix::merge::commit::Options = repo
-        .tree_merge_options()
-        .context("cannot read the merge options")?
-        .into();
     let labels = gix::merge::blob::builtin_driver::text::Labels {
         ancestor: Some("base".into()),
         current: Some("target".into()),
         other: Some("run".into()),
     };
-    let mut outcome = repo
-        .merge_commits(
-            ours,
-            theirs,
-            labels,
-            options.with_allow_missing_merge_base(true),
-        )
-        .context("cannot merge the run onto the target")?
-        .tree_merge;
+    let tree_options = repo
+        .tree_merge_options()
+        .context("cannot read the merge options")?;
+    let mut outcome = match ancestor {
+        Some(ancestor) => {
+            let tree = |id: ObjectId| -> anyhow::Result<ObjectId> {
+                Ok(repo.find_commit(id)?.tree_id()?.detach())
+            };
+            repo.merge_trees(
+                tree(ancestor)?,
+                tree(ours)?,
+                tree(theirs)?,
+                labels,
+                tree_options,
+            )
+            .context("cannot apply the run onto the target")?
+        }
+        None => {
+            let options: gix::merge::commit::Options = tree_options.into();
+            repo.merge_commits(
+                ours,
+                theirs,
+                labels,
+                options.with_allow_missing_merge_base(true),
+            )
+            .context("cannot merge the run onto the target")?
+            .tree_merge
+        }
+    };
     let how = TreatAsUnresolved::git();
     if outcome.has_unresolved_conflicts(how) {
         let mut paths: Vec<String> = outcome
@@ -70,6 +90,15 @@ pub fn merge(
             .with_context(|| format!("cannot write {path} into the merged tree"))?;
     }
     Ok(Merged::Clean(outcome.tree.write()?.detach()))
+}
+
+/// The tree of a commit.
+pub fn tree_of(repo: &gix::Repository, commit: ObjectId) -> anyhow::Result<ObjectId> {
+    Ok(repo
+        .find_commit(commit)
+        .with_context(|| format!("cannot read commit {commit}"))?
+        .tree_id()?
+        .detach())
 }
 
 /// The content of `path` in `commit`'s tree, if it is a file there.

@@ -9,6 +9,7 @@ pub mod merge;
 pub mod notes;
 pub mod repo;
 pub mod run;
+pub mod seal;
 pub mod staged;
 pub mod sync;
 pub mod worktree;

@@ -426,9 +426,12 @@ pub fn apply(
         let _ = git.output(&["branch", "-D", &record.branch]);
         let _ = std::fs::remove_dir_all(store.run_dir(&record.run));
         let _ = std::fs::remove_file(store.live_path(&record.run));
+        let _ = crate::git::seal::remove(repo, &record.run);
         err
     };
     let result = (|| -> anyhow::Result<RunRecord> {
+        // The lead's facts, sealed before any worker process exists.
+        crate::git::seal::write(repo, &crate::core::seal::Sealed::of(record))?;
         worktree::write_config(
             &git_dir,
             &[

@@ -51,6 +51,10 @@ pub enum Refusal {
     AlreadyIntegrated(String),
     /// The run's branch has no commits.
     Nothing(String),
+    /// The run's branch does not descend from its base.
+    Rewritten(String),
+    /// The local run record disagrees with the run's seal, or has none.
+    Tampered(String),
     NoTarget(String),
     Dirty(PathBuf),
     /// git refused to fast-forward the checkout of the target.
@@ -73,6 +77,11 @@ pub struct Done {
     pub merged_verify: Option<Verify>,
     pub noted: Vec<ObjectId>,
     pub files: Vec<String>,
+    /// Symlinks the run added that point outside its scope (inside the repository).
+    pub links_outside_scope: Vec<String>,
+    /// `merge`, `squash`, or `range` (the target did not contain the run's base: exactly
+    /// base..tip was applied, as one commit).
+    pub applied_as: &'static str,
     pub worktree: &'static str,
     pub branch: &'static str,
     pub attempts_ref: String,
@@ -96,6 +105,23 @@ pub fn integrate(
     };
     if let Some(done) = &record.integration {
         return Ok(Err(already(run, done)));
+    }
+    // Every fact decided on below must be the one dispatch sealed.
+    match git::seal::read(repo, run)? {
+        None => {
+            return Ok(Err(Refusal::Tampered(format!(
+                "run {run} has no seal (refs/crew/sealed/{run}): nothing vouches for its record"
+            ))));
+        }
+        Some(sealed) => {
+            let differs = sealed.differences(&record);
+            if !differs.is_empty() {
+                return Ok(Err(Refusal::Tampered(format!(
+                    "run {run}'s record disagrees with its seal on {}: it was changed after dispatch",
+                    differs.join(", ")
+                ))));
+            }
+        }
     }
     let run_tip = match merge::branch_tip(repo, &record.branch)? {
         Some(tip) => tip,
@@ -132,21 +158,19 @@ pub fn integrate(
             }
         },
     };
-    // The audit: every path the branch changed since its base, whatever the hooks let
-    // through (`--no-verify` skips them). A worker that merged the target into its branch
-    // brought the target's changes along: those are not its own, so the audit starts
-    // from the last target commit the branch contains.
-    let audit_base = match merge::branch_tip(repo, &into)? {
-        Some(target) => repo
-            .merge_base(run_tip, target)
-            .ok()
-            .flatten()
-            .map(|b| b.detach())
-            .filter(|b| *b != base && merge::is_ancestor(repo, base, *b))
-            .unwrap_or(base),
-        None => base,
-    };
-    let changes = git::diff::changed_paths(repo, audit_base, run_tip)?;
+    // A branch that does not descend from its base was rewritten (a parentless commit, a
+    // rebase onto something else): what it would bring is not the run's work.
+    if !merge::is_ancestor(repo, base, run_tip) {
+        return Ok(Err(Refusal::Rewritten(format!(
+            "run {run}'s branch {} no longer descends from its base {base}: it was rewritten",
+            record.branch
+        ))));
+    }
+    // The audit: every path the branch changed itself, whatever the hooks let through
+    // (`--no-verify` skips them).
+    let target_now = merge::branch_tip(repo, &into)?;
+    let changes =
+        git::diff::changed_paths(repo, own_base(repo, base, run_tip, target_now), run_tip)?;
     let identity = RunIdentity {
         run: record.run.clone(),
         task: record.task.clone(),
@@ -224,10 +248,15 @@ pub fn integrate(
                 Ok(state) => state,
                 Err(e) => return Ok(Err(Refusal::BadState(e.to_string()))),
             };
+        // A target that contains the run's base gets the branch merged in. One that does
+        // not (reset below the base, another branch) gets exactly the run's own change,
+        // base..tip, as one commit: never the history the branch was cut from.
+        let contains_base = merge::is_ancestor(repo, base, target_tip);
         let tree = match merge::merge(
             repo,
             target_tip,
             run_tip,
+            (!contains_base).then_some(base),
             &[(STATE_FILE, state.into_bytes())],
         )? {
             merge::Merged::Clean(tree) => tree,
@@ -235,17 +264,28 @@ pub fn integrate(
                 return Ok(Err(Refusal::Conflict { into, paths }));
             }
         };
-        let parents = if request.squash {
+        // The audited diff is the applied diff: every path the target's tip would change
+        // is checked against the scope (the state file is git-crew's own).
+        let applied: Vec<scope::Change> =
+            git::diff::changed_between_trees(repo, merge::tree_of(repo, target_tip)?, tree)?
+                .into_iter()
+                .filter(|c| c.path != STATE_FILE)
+                .collect();
+        let violations: Vec<String> = scope::check_commit(&identity, &applied)
+            .iter()
+            .map(ToString::to_string)
+            .collect();
+        if !violations.is_empty() {
+            record_scope_reject(repo_dir, repo, &record)?;
+            return Ok(Err(Refusal::Scope(violations)));
+        }
+        let squash = request.squash || !contains_base;
+        let parents = if squash {
             vec![target_tip]
         } else {
             vec![target_tip, run_tip]
         };
-        let commit = merge::commit(
-            repo,
-            &message(&record, &into, request.squash),
-            tree,
-            &parents,
-        )?;
+        let commit = merge::commit(repo, &message(&record, &into, squash), tree, &parents)?;
 
         // The target moved since the run's base: the merged tree is verified again.
         let mut merged_verify = None;
@@ -328,7 +368,7 @@ pub fn integrate(
             into: into.clone(),
             at: at.clone(),
             by: request.by.clone(),
-            squash: request.squash,
+            squash,
             forced_unverified: !verified,
         });
         store.update_record(&record)?;
@@ -341,6 +381,9 @@ pub fn integrate(
         crate::run::ledger::append_row(repo_dir, &record.task, &row)?;
         let (worktree, branch, kept_because) =
             clean_up(repo_dir, repo, &record, run_tip, &request.cleanup);
+        let links_outside_scope = scope::Scope::new(&record.scope)
+            .map(|s| scope::links_leaving_scope(&s, &applied))
+            .unwrap_or_default();
         return Ok(Ok(Done {
             record,
             commit,
@@ -348,7 +391,13 @@ pub fn integrate(
             parents,
             merged_verify,
             noted,
-            files: changes.iter().map(|c| c.path.clone()).collect(),
+            files: applied.iter().map(|c| c.path.clone()).collect(),
+            links_outside_scope,
+            applied_as: if contains_base {
+                if squash { "squash" } else { "merge" }
+            } else {
+                "range"
+            },
             worktree,
             branch,
             attempts_ref: attempts_ref(run),
@@ -363,6 +412,22 @@ fn already(run: &str, done: &Integration) -> Refusal {
         "run {run} was integrated into {} as {}",
         done.into, done.commit
     ))
+}
+
+/// Where a run's own changes start: its base, or — when the worker merged the target
+/// into its branch — the last target commit the branch contains (the target's changes
+/// it brought along are not its own). The supervisor and integrate both audit from here.
+pub fn own_base(
+    repo: &gix::Repository,
+    base: ObjectId,
+    run_tip: ObjectId,
+    target: Option<ObjectId>,
+) -> ObjectId {
+    target
+        .and_then(|target| repo.merge_base(run_tip, target).ok().flatten())
+        .map(|b| b.detach())
+        .filter(|b| *b != base && merge::is_ancestor(repo, base, *b))
+        .unwrap_or(base)
 }
 
 /// `refs/crew/attempts/<run>`: keeps a run's commits reachable once its branch is gone.
@@ -439,39 +504,20 @@ fn verify_merged(
     commit: ObjectId,
 ) -> anyhow::Result<verify::Verified> {
     let dir = store.run_dir(&record.run);
-    let wt = dir.join("merged");
-    let runner = git::run::GitRunner::new(repo_dir);
-    if wt.exists() {
-        let _ = runner.raw(&["worktree", "remove", "--force", &wt.to_string_lossy()]);
-        let _ = std::fs::remove_dir_all(&wt);
-    }
-    runner
-        .output(&[
-            "-c",
-            "core.hooksPath=/dev/null",
-            "worktree",
-            "add",
-            "--detach",
-            "--quiet",
-            &wt.to_string_lossy(),
-            &commit.to_string(),
-        ])
-        .context("cannot check out the merged tree to verify it")?;
-    let _ = crate::run::dispatch::copy_worktree_includes(repo_dir, &wt);
     let transcript = record
         .transcript
         .clone()
         .map_or_else(|| dir.join("verify-merged.log"), PathBuf::from);
     let deadline = Instant::now() + Duration::from_secs(record.budget_s.max(60));
-    let result = verify::run(
+    verify::in_throwaway(
+        repo_dir,
+        &dir.join("merged"),
+        commit,
         command,
-        &wt,
         &dir.join("verifier-merged"),
         &transcript,
         deadline,
-    );
-    let _ = runner.raw(&["worktree", "remove", "--force", &wt.to_string_lossy()]);
-    result
+    )
 }
 
 /// Removes what `worktree.cleanup` allows: never a worktree with uncommitted work, never

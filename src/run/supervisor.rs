@@ -145,6 +145,20 @@ impl<'a> Supervisor<'a> {
             &std::fs::read(run_dir.join(BACKEND_FILE))
                 .context("cannot read the run's backend config")?,
         )?;
+        // The live pointer must still say what dispatch sealed.
+        if let Some(sealed) = git::seal::read(repo, &record.run)? {
+            let mut facts = record.clone();
+            facts.outcome = None;
+            facts.verify = None;
+            facts.verified_tip = None;
+            let differs = sealed.differences(&facts);
+            if !differs.is_empty() {
+                bail!(
+                    "the run's live pointer disagrees with its seal ({}): it was tampered with",
+                    differs.join(", ")
+                );
+            }
+        }
         let adapter = backends::adapter(&record.adapter).map_err(anyhow::Error::msg)?;
         let deadline_ms = humantime::parse_rfc3339(&record.deadline)
             .ok()
@@ -539,12 +553,46 @@ impl<'a> Supervisor<'a> {
                 }));
             }
         }
-        let tip = worktree::rev_parse(&wt, "HEAD")?;
-        let (base, tip) = (oid(&self.record.base)?, oid(&tip)?);
+        // The run's branch, read from the repository's refs (not through the worktree's
+        // own `.git` link, which the worker can rewrite), is what gets audited and verified.
+        let base = oid(&self.record.base)?;
+        let Some(tip) = git::merge::branch_tip(self.repo, &self.record.branch)? else {
+            return Ok(Some((
+                Outcome::ScopeReject,
+                format!("the run's branch {} is gone", self.record.branch),
+            )));
+        };
+        let head = worktree::rev_parse(&wt, "HEAD").ok();
+        if head.as_deref() != Some(tip.to_string().as_str()) {
+            return Ok(Some((
+                Outcome::ScopeReject,
+                format!(
+                    "the worktree is not at its run's branch {} ({}): work elsewhere is not the run's",
+                    self.record.branch,
+                    head.as_deref().unwrap_or("no HEAD")
+                ),
+            )));
+        }
         if base == tip {
             return Ok(None);
         }
-        let changes = git::diff::changed_paths(self.repo, base, tip)?;
+        if !git::merge::is_ancestor(self.repo, base, tip) {
+            return Ok(Some((
+                Outcome::ScopeReject,
+                format!(
+                    "the branch {} no longer descends from its base {base}: it was rewritten",
+                    self.record.branch
+                ),
+            )));
+        }
+        // The target's commits a worker merged in are not its own: the same start as
+        // integrate's audit.
+        let target = match &self.record.base_ref {
+            Some(target) => git::merge::branch_tip(self.repo, target)?,
+            None => None,
+        };
+        let own = super::integrate::own_base(self.repo, base, tip, target);
+        let changes = git::diff::changed_paths(self.repo, own, tip)?;
         if changes.is_empty() {
             return Ok(None);
         }
@@ -576,6 +624,10 @@ impl<'a> Supervisor<'a> {
             .run_dir
             .join(format!("verifier-{}", self.record.attempts));
         let wt = PathBuf::from(&self.record.worktree);
+        // The verdict is for the branch's tip as it was checked out when verify started
+        // (settle_work made sure the worktree is there, clean); a verify command that
+        // moves the branch leaves the new tip unverified.
+        let tested = git::merge::branch_tip(self.repo, &self.record.branch)?;
         match verify::run(&command, &wt, &dir, &self.transcript, self.deadline)? {
             verify::Verified::Timeout => {
                 self.record.decision = Some("the verifier ran out of the time budget".into());
@@ -583,7 +635,7 @@ impl<'a> Supervisor<'a> {
             }
             verify::Verified::Done(result) => {
                 let passed = result.passed;
-                self.record.verified_tip = crate::git::worktree::rev_parse(&wt, "HEAD").ok();
+                self.record.verified_tip = tested.map(|t| t.to_string());
                 self.record.decision = Some(if passed {
                     format!("verify passed (reward {})", result.reward)
                 } else {
@@ -683,6 +735,8 @@ impl<'a> Supervisor<'a> {
                 },
             );
         }
+        // The verdict is sealed before the run shows as finished.
+        git::seal::seal_verdict(self.repo, &self.record)?;
         let (record, repo_dir) = (&self.record, &self.repo_dir);
         if !self
             .store
@@ -773,6 +827,9 @@ pub fn abandon(
     process::kill_run(&record.run, record.supervisor_pid);
     record.decision = Some(why.to_string());
     seal(&mut record, Outcome::Abandoned, repo_dir);
+    if let Ok(repo) = gix::open(repo_dir) {
+        let _ = git::seal::seal_verdict(&repo, &record);
+    }
     if store.finish(&record, || file_ledger_row(repo_dir, &record))? {
         Ok(Some(record))
     } else {

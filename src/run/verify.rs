@@ -52,6 +52,41 @@ pub fn run(
     }))
 }
 
+/// Runs `command` on `commit` checked out clean in a throwaway worktree at `wt` (no
+/// hooks run there), removed again afterwards.
+pub fn in_throwaway(
+    repo_dir: &Path,
+    wt: &Path,
+    commit: gix::ObjectId,
+    command: &str,
+    verifier_dir: &Path,
+    transcript: &Path,
+    deadline: Instant,
+) -> anyhow::Result<Verified> {
+    let runner = crate::git::run::GitRunner::new(repo_dir);
+    let path = wt.to_string_lossy();
+    if wt.exists() {
+        let _ = runner.raw(&["worktree", "remove", "--force", &path]);
+        let _ = std::fs::remove_dir_all(wt);
+    }
+    runner
+        .output(&[
+            "-c",
+            "core.hooksPath=/dev/null",
+            "worktree",
+            "add",
+            "--detach",
+            "--quiet",
+            &path,
+            &commit.to_string(),
+        ])
+        .context("cannot check out the commit to verify it")?;
+    let _ = crate::run::dispatch::copy_worktree_includes(repo_dir, wt);
+    let result = run(command, wt, verifier_dir, transcript, deadline);
+    let _ = runner.raw(&["worktree", "remove", "--force", &path]);
+    result
+}
+
 fn read_reward(dir: &Path) -> Option<f64> {
     if let Ok(bytes) = std::fs::read(dir.join("reward.json"))
         && let Ok(value) = serde_json::from_slice::<serde_json::Value>(&bytes)
