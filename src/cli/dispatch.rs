@@ -227,6 +227,11 @@ pub fn run(ctx: &CommandContext, args: DispatchArgs) -> Result<Report> {
             err
         }
     })?;
+    // A writable path that holds the repository would void the fence.
+    for path in &plan.writable {
+        crate::run::fence::check_writable(path, &repo_dir, repo.common_dir())
+            .map_err(|m| CrewError::usage("sandbox-invalid", m))?;
+    }
     let worktree_config = repo
         .config_snapshot()
         .boolean("extensions.worktreeConfig")
@@ -258,6 +263,7 @@ pub fn run(ctx: &CommandContext, args: DispatchArgs) -> Result<Report> {
         "task": record.task,
         "role": record.role,
         "phase": record.phase,
+        "fence": record.fence,
         "worktree": record.worktree,
         "branch": record.branch,
         "base": record.base,

@@ -193,7 +193,9 @@ pub fn run(ctx: &CommandContext, args: DoctorArgs) -> Result<Report> {
             .collect::<Vec<_>>()
             .join("\n")
     };
-    let mut report = Report::new(json!({"problems": list}), human);
+    let fence = crate::run::fence::describe(crate::run::fence::kernel_abi());
+    let human = format!("{human}\nfence: {fence}");
+    let mut report = Report::new(json!({"problems": list, "fence": fence}), human);
     if open > 0 {
         report.verdict = Some(
             CrewError::check(

@@ -99,7 +99,12 @@ pub fn run(ctx: &CommandContext, args: FlightArgs) -> Result<Report> {
         }
         human.push('\n');
     });
-    let mut fields = json!({ "flight": resolved.flight });
+    // What the write fence would be for a worker dispatched now.
+    let fence = crate::run::fence::describe(
+        crate::run::fence::kernel_abi().filter(|_| resolved.flight.sandbox.enabled),
+    );
+    human.push_str(&format!("# fence: {fence}\n"));
+    let mut fields = json!({ "flight": resolved.flight, "fence": fence });
     if args.explain {
         fields["sources"] = serde_json::to_value(&sources).map_err(CrewError::internal)?;
     }

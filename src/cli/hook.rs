@@ -278,6 +278,7 @@ fn post_merge(ctx: &CommandContext) -> anyhow::Result<Report> {
                 integrated_at: at.clone(),
                 integrated_by: by.to_string(),
                 gates: Vec::new(),
+                fence: None,
                 forced_unverified: false,
                 violations: Vec::new(),
             },

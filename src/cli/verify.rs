@@ -118,8 +118,19 @@ pub fn run(ctx: &CommandContext, args: VerifyArgs) -> Result<Report> {
         .map_or_else(|| dir.join("verify.log"), PathBuf::from);
     let deadline = Instant::now() + Duration::from_secs(record.budget_s.max(60));
     let verifier_dir = dir.join("verifier-again");
+    let fence = crate::run::fence::base_for(&record, &dir).map_err(CrewError::internal)?;
     let verdict = if in_worktree {
-        verify::run(&command, &worktree, &verifier_dir, &transcript, deadline)
+        let common = repo.common_dir().to_path_buf();
+        let fence = fence
+            .map(|base| crate::run::fence::for_checkout(&common, &worktree, &verifier_dir, base));
+        verify::run(
+            &command,
+            &worktree,
+            &verifier_dir,
+            &transcript,
+            deadline,
+            fence.as_ref(),
+        )
     } else {
         verify::in_throwaway(
             ctx.workdir()?,
@@ -129,6 +140,7 @@ pub fn run(ctx: &CommandContext, args: VerifyArgs) -> Result<Report> {
             &verifier_dir,
             &transcript,
             deadline,
+            fence,
         )
     }
     .map_err(CrewError::internal)?;

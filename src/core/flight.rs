@@ -276,6 +276,24 @@ const SUMMARY: &[Field] = &[
     ),
 ];
 
+const SANDBOX: &[Field] = &[
+    field(
+        "enabled",
+        Kind::Bool,
+        "Whether every worker runs inside git-crew's kernel write fence (Landlock) where the kernel has it.",
+    ),
+    field(
+        "require",
+        Kind::Bool,
+        "Refuse to dispatch where the write fence cannot be put up.",
+    ),
+    field(
+        "writable",
+        Kind::StrArray,
+        "More paths fenced workers may write (caches, tool state); `~/` is the home folder. None may hold the repository.",
+    ),
+];
+
 /// The root of `flight.toml`.
 pub const ROOT: &[Field] = &[
     field(
@@ -305,6 +323,11 @@ pub const ROOT: &[Field] = &[
     field("worktree", Kind::Table(WORKTREE), "Worktree lifecycle."),
     field("plans", Kind::Table(PLANS), "Plans in .crew/plans."),
     field("summary", Kind::Table(SUMMARY), "The summary reflex."),
+    field(
+        "sandbox",
+        Kind::Table(SANDBOX),
+        "The kernel write fence around every worker.",
+    ),
 ];
 
 // ---------------------------------------------------------------------------------------
@@ -977,6 +1000,14 @@ pub struct Flight {
     pub worktree: WorktreePolicy,
     pub plans: PlansPolicy,
     pub summary: SummaryPolicy,
+    pub sandbox: SandboxPolicy,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SandboxPolicy {
+    pub enabled: bool,
+    pub require: bool,
+    pub writable: Vec<String>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]

@@ -30,6 +30,8 @@ pub struct RunNote {
     pub integrated_at: String,
     pub integrated_by: String,
     pub gates: Vec<Value>,
+    /// The write fence the run's processes ran inside (`landlock-v<ABI>` or `none`).
+    pub fence: Option<String>,
     /// Integrated without a passing verify.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub forced_unverified: bool,
@@ -57,6 +59,7 @@ impl RunNote {
             integrated_at: integrated_at.to_string(),
             integrated_by: integrated_by.to_string(),
             gates: Vec::new(),
+            fence: record.fence.clone(),
             forced_unverified: false,
             violations: Vec::new(),
         }

@@ -188,6 +188,9 @@ pub struct RunRecord {
     /// loops leave it out.
     #[serde(default)]
     pub scope_changed: bool,
+    /// The write fence in force around the run's processes: `landlock-v<ABI>`, or `none`.
+    #[serde(default)]
+    pub fence: Option<String>,
 }
 
 /// An integrated run: the commit that brought it in, and on what terms.
@@ -300,6 +303,7 @@ impl RunRecord {
             worker: None,
             verified_tip: None,
             scope_changed: false,
+            fence: None,
         }
     }
 }

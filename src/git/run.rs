@@ -23,6 +23,9 @@ pub const GIT_REPO_VARS: &[&str] = &[
 pub struct GitRunner {
     dir: PathBuf,
     env: Vec<(String, String)>,
+    /// The write fence git (and every hook it runs) goes inside: git run in a worker's
+    /// worktree runs what the worker can change there (hooks in the work tree, filters).
+    fence: Option<crate::run::fence::Fence>,
 }
 
 impl GitRunner {
@@ -30,12 +33,19 @@ impl GitRunner {
         GitRunner {
             dir: dir.to_path_buf(),
             env: Vec::new(),
+            fence: None,
         }
     }
 
     /// The same runner, with one more variable in git's environment (and its hooks').
     pub fn with_env(mut self, key: &str, value: &str) -> GitRunner {
         self.env.push((key.to_string(), value.to_string()));
+        self
+    }
+
+    /// The same runner, with git inside a write fence.
+    pub fn with_fence(mut self, fence: Option<crate::run::fence::Fence>) -> GitRunner {
+        self.fence = fence;
         self
     }
 
@@ -87,6 +97,9 @@ impl GitRunner {
         use std::os::unix::process::CommandExt;
         let mut out = tempfile::tempfile()?;
         let mut cmd = self.command(args);
+        if let Some(fence) = &self.fence {
+            fence.apply_to(&mut cmd)?;
+        }
         cmd.stdin(Stdio::null())
             .stdout(out.try_clone()?)
             .stderr(out.try_clone()?)

@@ -113,8 +113,9 @@ pub fn commit_all(
     worktree: &Path,
     message: &str,
     timeout: std::time::Duration,
+    fence: Option<crate::run::fence::Fence>,
 ) -> anyhow::Result<Commit> {
-    let git = GitRunner::new(worktree);
+    let git = GitRunner::new(worktree).with_fence(fence);
     if !is_dirty(worktree)? {
         return Ok(Commit::Clean);
     }

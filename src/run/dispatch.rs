@@ -68,6 +68,8 @@ pub struct Plan {
     pub task_prompt: String,
     /// Set when the two-failure rule moved the task up a tier.
     pub escalated_from: Option<Escalation>,
+    /// The `[sandbox] writable` paths, resolved.
+    pub writable: Vec<PathBuf>,
 }
 
 /// Where a dispatch was escalated from (SPEC §2 `escalated_from`).
@@ -218,6 +220,22 @@ pub fn plan(
     );
     let adapter = backend.adapter.clone().unwrap_or_default();
     super::backends::adapter(&adapter).map_err(Refusal::Usage)?;
+    // The kernel write fence: every worker process goes inside it where the kernel has
+    // Landlock; a `native` run is the lead's own sub-task, which git-crew does not start.
+    let fence_abi = if flight.sandbox.enabled && adapter != "native" {
+        super::fence::kernel_abi()
+    } else {
+        None
+    };
+    if flight.sandbox.require && fence_abi.is_none() {
+        return Err(Refusal::Usage(if adapter == "native" {
+            "[sandbox] require = true, and a native run is not started by git-crew: it cannot be fenced".to_string()
+        } else if !flight.sandbox.enabled {
+            "[sandbox] require = true but enabled = false".to_string()
+        } else {
+            "[sandbox] require = true, and this kernel has no Landlock write fence".to_string()
+        }));
+    }
     if adapter == "claude" && !read_only && claude_refuses_root(&backend) {
         return Err(Refusal::Usage(format!(
             "claude runs workers without permission prompts, which it refuses as root unless IS_SANDBOX=1: \
@@ -347,6 +365,7 @@ pub fn plan(
         worker: request.worker.clone(),
         verified_tip: None,
         scope_changed: request.scope_changed,
+        fence: Some(super::fence::describe(fence_abi)),
         transcript: match &request.transcripts {
             None => Some(
                 store
@@ -365,11 +384,20 @@ pub fn plan(
             }
         },
     };
+    let home = std::env::var_os("HOME").map(PathBuf::from);
+    let writable = flight
+        .sandbox
+        .writable
+        .iter()
+        .map(|entry| super::fence::expand(entry, home.as_deref()))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(Refusal::Usage)?;
     Ok(Plan {
         record,
         backend,
         task_prompt,
         escalated_from,
+        writable,
     })
 }
 
@@ -463,6 +491,10 @@ pub fn apply(
             serde_json::to_vec_pretty(&plan.backend)?,
         )?;
         std::fs::write(run_dir.join("task-prompt.md"), &plan.task_prompt)?;
+        std::fs::write(
+            run_dir.join(super::fence::EXTRA_FILE),
+            serde_json::to_vec(&plan.writable)?,
+        )?;
         if record.adapter == "native" {
             // No process: the lead binds its own sub-task with `attach`.
             let mut waiting = record.clone();

@@ -517,6 +517,7 @@ fn verify_merged(
         &dir.join("verifier-merged"),
         &transcript,
         deadline,
+        super::fence::base_for(record, &dir)?,
     )
 }
 

@@ -3,6 +3,7 @@
 
 pub mod backends;
 pub mod dispatch;
+pub mod fence;
 pub mod integrate;
 pub mod ledger;
 pub mod plans;

@@ -122,6 +122,8 @@ pub struct Spec {
     pub transcript: PathBuf,
     /// Stdout alone is also kept here (a command worker's reply).
     pub stdout_file: PathBuf,
+    /// The write fence the process and its children run inside.
+    pub fence: Option<super::fence::Fence>,
 }
 
 /// How a watched process ended.
@@ -160,6 +162,9 @@ pub fn start(spec: &Spec) -> anyhow::Result<Running> {
     }
     for (key, value) in &spec.env {
         cmd.env(key, value);
+    }
+    if let Some(fence) = &spec.fence {
+        fence.apply_to(&mut cmd)?;
     }
     let mut child = cmd
         .spawn()

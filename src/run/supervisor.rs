@@ -132,6 +132,9 @@ struct Supervisor<'a> {
     /// Whether an attempt of this run reported its session id (only then is it worth
     /// keeping for the run's standing worker).
     session_confirmed: bool,
+    /// The write fence of the run's processes, and their `TMPDIR`.
+    fence: Option<super::fence::Fence>,
+    tmp: Option<PathBuf>,
 }
 
 impl<'a> Supervisor<'a> {
@@ -176,7 +179,33 @@ impl<'a> Supervisor<'a> {
             .workdir()
             .map(Path::to_path_buf)
             .unwrap_or_else(|| repo.common_dir().to_path_buf());
+        let (fence, tmp) = match super::fence::base_for(&record, &run_dir)? {
+            Some(base) => {
+                let (fence, tmp) = super::fence::for_run(
+                    &super::fence::RunPaths {
+                        common_dir: repo.common_dir(),
+                        worktree: Path::new(&record.worktree),
+                        task: &record.task,
+                        run_dir: &run_dir,
+                        may_commit: scope::Role::parse(&record.role)
+                            .is_some_and(scope::Role::may_commit),
+                    },
+                    base,
+                    Path::new(&record.manifest),
+                    &run_dir.join("session"),
+                )?;
+                (Some(fence), Some(tmp))
+            }
+            None => {
+                // Unfenced, a run still gets its own temp folder.
+                let tmp = run_dir.join("tmp");
+                std::fs::create_dir_all(&tmp).context("cannot create the run's temp folder")?;
+                (None, Some(tmp))
+            }
+        };
         Ok(Supervisor {
+            fence,
+            tmp,
             repo,
             store,
             record,
@@ -372,12 +401,16 @@ impl<'a> Supervisor<'a> {
         self.record.attempts += 1;
         let n = self.record.attempts;
         let manifest = PathBuf::from(&self.record.manifest);
-        if manifest.exists() {
+        if std::fs::metadata(&manifest).is_ok_and(|m| m.len() > 0) {
             // A manifest from an earlier attempt must never be read as this one's reply.
             let _ = std::fs::rename(
                 &manifest,
                 self.run_dir.join(format!("manifest.attempt-{}.md", n - 1)),
             );
+        }
+        if self.fence.is_some() && !manifest.exists() {
+            // The fence lets the worker write its manifest, not create files beside it.
+            std::fs::write(&manifest, "").context("cannot create the manifest")?;
         }
         let (prompt_file, session) = match next {
             Next::Fresh(file) => (file.clone(), None),
@@ -433,6 +466,9 @@ impl<'a> Supervisor<'a> {
         if let Some(port) = self.record.port {
             env.push(("CREW_PORT".into(), port.to_string()));
         }
+        if let Some(tmp) = &self.tmp {
+            env.push(("TMPDIR".into(), tmp.to_string_lossy().into_owned()));
+        }
         if let Some(id) = &session {
             env.push(("CREW_SESSION".into(), id.clone()));
         }
@@ -447,6 +483,7 @@ impl<'a> Supervisor<'a> {
             env,
             transcript: self.transcript.clone(),
             stdout_file: stdout_file.clone(),
+            fence: self.fence.clone(),
         };
         let running = process::start(&spec)?;
         self.record.pid = Some(running.pid);
@@ -522,7 +559,9 @@ impl<'a> Supervisor<'a> {
                 .deadline
                 .saturating_duration_since(std::time::Instant::now())
                 + Duration::from_secs(10);
-            if let worktree::Commit::Refused(output) = worktree::commit_all(&wt, &message, limit)? {
+            if let worktree::Commit::Refused(output) =
+                worktree::commit_all(&wt, &message, limit, self.fence.clone())?
+            {
                 // The scope check's own lines name the paths; any other refusal (a lint
                 // hook, a missing identity) is a failure, not a scope rejection.
                 let scope_lines: Vec<&str> = output
@@ -628,7 +667,14 @@ impl<'a> Supervisor<'a> {
         // (settle_work made sure the worktree is there, clean); a verify command that
         // moves the branch leaves the new tip unverified.
         let tested = git::merge::branch_tip(self.repo, &self.record.branch)?;
-        match verify::run(&command, &wt, &dir, &self.transcript, self.deadline)? {
+        match verify::run(
+            &command,
+            &wt,
+            &dir,
+            &self.transcript,
+            self.deadline,
+            self.fence.as_ref(),
+        )? {
             verify::Verified::Timeout => {
                 self.record.decision = Some("the verifier ran out of the time budget".into());
                 self.finish(Outcome::Timeout)

@@ -24,6 +24,7 @@ pub fn run(
     verifier_dir: &Path,
     transcript: &Path,
     deadline: Instant,
+    fence: Option<&super::fence::Fence>,
 ) -> anyhow::Result<Verified> {
     if verifier_dir.exists() {
         std::fs::remove_dir_all(verifier_dir).context("cannot clear the verifier folder")?;
@@ -39,6 +40,11 @@ pub fn run(
         )],
         transcript: transcript.to_path_buf(),
         stdout_file: verifier_dir.with_extension("out"),
+        fence: fence.map(|f| {
+            let mut f = f.clone();
+            f.add(verifier_dir);
+            f
+        }),
     };
     let code = match start(&spec)?.watch(deadline, None, &mut |_| {})? {
         Ended::Exited(code) => code,
@@ -52,6 +58,7 @@ pub fn run(
     }))
 }
 
+#[allow(clippy::too_many_arguments)]
 /// Runs `command` on `commit` checked out clean in a throwaway worktree at `wt` (no
 /// hooks run there), removed again afterwards.
 pub fn in_throwaway(
@@ -62,6 +69,7 @@ pub fn in_throwaway(
     verifier_dir: &Path,
     transcript: &Path,
     deadline: Instant,
+    fenced: Option<super::fence::Fence>,
 ) -> anyhow::Result<Verified> {
     let runner = crate::git::run::GitRunner::new(repo_dir);
     let path = wt.to_string_lossy();
@@ -82,7 +90,16 @@ pub fn in_throwaway(
         ])
         .context("cannot check out the commit to verify it")?;
     let _ = crate::run::dispatch::copy_worktree_includes(repo_dir, wt);
-    let result = run(command, wt, verifier_dir, transcript, deadline);
+    let common_dir = gix::open(repo_dir)?.common_dir().to_path_buf();
+    let fence = fenced.map(|base| super::fence::for_checkout(&common_dir, wt, verifier_dir, base));
+    let result = run(
+        command,
+        wt,
+        verifier_dir,
+        transcript,
+        deadline,
+        fence.as_ref(),
+    );
     let _ = runner.raw(&["worktree", "remove", "--force", &path]);
     result
 }

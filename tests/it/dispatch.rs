@@ -308,7 +308,7 @@ fn a_hang_past_the_time_budget_is_killed_with_its_children() {
     out.expect_code(1);
     assert_eq!(result["outcome"], "timeout");
     assert_eq!(result["phase"], "timed-out");
-    let dir = repo.join(format!(".git/crew/runs/{run}"));
+    let dir = repo.join(format!(".git/crew/runs/{run}/tmp"));
     let worker = read(&dir.join("worker-pid"));
     let child = read(&dir.join("child-pid"));
     assert!(pid_gone(&worker), "worker {worker} still running");
@@ -344,7 +344,7 @@ fn a_killed_supervisor_is_detected_and_its_run_abandoned() {
     let env = TestEnv::new();
     let repo = crew_repo(&env);
     let run = dispatched(&env, &repo, "routes", "hang", &[]);
-    let dir = repo.join(format!(".git/crew/runs/{run}"));
+    let dir = repo.join(format!(".git/crew/runs/{run}/tmp"));
     let deadline = Instant::now() + Duration::from_secs(20);
     while !dir.join("child-pid").exists() && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(50));
@@ -521,16 +521,38 @@ fn a_run_id_is_never_a_path() {
 fn a_review_run_that_edits_files_is_a_scope_reject() {
     let env = TestEnv::new();
     let repo = crew_repo(&env);
-    let run = dispatched(&env, &repo, "audit", "review", &["--role", "review"]);
+    // Without the kernel fence the edit lands in the worktree and the audit rejects it.
+    let run = dispatched(
+        &env,
+        &repo,
+        "audit",
+        "review",
+        &["--role", "review", "--set", "sandbox.enabled=false"],
+    );
     let (out, result) = wait(&env, &repo, &run);
     out.expect_code(1);
     assert_eq!(result["outcome"], "scope-reject");
+    assert_eq!(result["fence"], "none");
     assert!(
         result["decision"]
             .as_str()
             .unwrap()
             .contains("a review run left changes")
     );
+}
+
+#[test]
+fn a_fenced_review_run_cannot_write_its_worktree() {
+    require_fence();
+    let env = TestEnv::new();
+    let repo = crew_repo(&env);
+    let run = dispatched(&env, &repo, "audit", "review", &["--role", "review"]);
+    let (out, result) = wait(&env, &repo, &run);
+    out.expect_code(0);
+    assert_eq!(result["fence"], "landlock-v7");
+    let wt = std::path::PathBuf::from(result["worktree"].as_str().unwrap());
+    assert!(env.git_ok(&wt, &["status", "--porcelain"]).is_empty());
+    assert!(!read(&wt.join("src/lib.rs")).contains("nit"));
 }
 
 #[test]
@@ -947,5 +969,14 @@ fn an_abandoned_queued_run_never_starts() {
         !repo
             .join(format!(".git/crew/runs/{queued}/attempt-1.out"))
             .exists()
+    );
+}
+
+/// This project's machines have Landlock (ABI 7): the fence tests require it.
+#[track_caller]
+pub fn require_fence() {
+    assert!(
+        git_crew::run::fence::kernel_abi().is_some(),
+        "this kernel has no Landlock: the write fence cannot be tested here"
     );
 }

@@ -51,6 +51,7 @@ fn integrate_merges_notes_records_and_cleans_up() {
     let out = env.crew(&repo, &["integrate", &run]);
     out.expect_code(0);
     let json = out.json();
+    crate::fence::assert_applied_in_scope(&env, &repo, &json, &["src/routes/**"]);
     assert_eq!(json["ok"], true);
     assert_eq!(json["into"], "main");
     let commit = json["commit"].as_str().unwrap().to_string();

@@ -247,7 +247,7 @@ fn continuation_resumes_with_a_plain_rejection_until_verify_passes() {
     assert_eq!(result["outcome"], "pass", "{result}");
     assert_eq!(result["attempts"], 2);
     let seen =
-        std::fs::read_to_string(repo.join(format!(".git/crew/runs/{run}/seen-2.md"))).unwrap();
+        std::fs::read_to_string(repo.join(format!(".git/crew/runs/{run}/tmp/seen-2.md"))).unwrap();
     assert!(seen.contains("did not pass verification"), "{seen}");
     assert!(
         !seen.contains("f.rs says wrong"),
@@ -278,7 +278,7 @@ fn continuation_restarts_with_the_feedback_and_stops_at_two_failures() {
     let result = env.crew(&repo, &["show", &run]).json()["run"].clone();
     assert_eq!(result["outcome"], "pass", "{result}");
     let seen =
-        std::fs::read_to_string(repo.join(format!(".git/crew/runs/{run}/seen-2.md"))).unwrap();
+        std::fs::read_to_string(repo.join(format!(".git/crew/runs/{run}/tmp/seen-2.md"))).unwrap();
     assert!(seen.contains("f.rs says wrong"), "{seen}");
     assert!(
         seen.contains("Do the task") || seen.contains("# Task"),

@@ -3,6 +3,7 @@
 mod cli;
 mod common;
 mod dispatch;
+mod fence;
 mod flight;
 mod footer;
 mod hook;

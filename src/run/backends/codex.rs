@@ -22,6 +22,17 @@ fn flags(attempt: &Attempt) -> Vec<String> {
         "--sandbox".into(),
         match config.sandbox.as_deref() {
             Some("read-only") => "read-only".into(),
+            // Inside git-crew's kernel fence, codex's own sandbox would only get in the
+            // way: its workspace-write mode cannot write the worktree's git dir (outside
+            // the cwd), so the worker could not commit. Without the fence it is the best
+            // there is.
+            _ if record
+                .fence
+                .as_deref()
+                .is_some_and(|f| f.starts_with("landlock")) =>
+            {
+                "danger-full-access".into()
+            }
             _ => "workspace-write".into(),
         },
     ];

@@ -1,0 +1,287 @@
+//! The fence against workers that misbehave: the kernel write fence, decisions that take
+//! only sealed facts, and the invariant that an integrate changes only paths inside the
+//! run's scope.
+
+use std::path::Path;
+
+use serde_json::Value;
+
+use crate::common::{TestEnv, read, write};
+use crate::dispatch::require_fence;
+
+/// The invariant after every integrate: the paths that differ between the target's old
+/// and new tip are inside the run's scope (plus docs/state/crew.json), as git itself reads
+/// the globs (`:(glob)` pathspecs).
+#[track_caller]
+pub fn assert_applied_in_scope(env: &TestEnv, repo: &Path, integrated: &Value, scope: &[&str]) {
+    let new = integrated["commit"].as_str().unwrap();
+    let old = integrated["parents"][0].as_str().unwrap();
+    let mut args = vec![
+        "diff".to_string(),
+        "--name-only".into(),
+        old.into(),
+        new.into(),
+        "--".into(),
+        ".".into(),
+        ":(exclude)docs/state/crew.json".into(),
+    ];
+    for glob in scope {
+        let glob = if glob.ends_with('/') {
+            format!("{glob}**")
+        } else {
+            glob.to_string()
+        };
+        args.push(format!(":(exclude,glob){glob}"));
+    }
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let outside = env.git_ok(repo, &args);
+    assert!(
+        outside.is_empty(),
+        "integrate changed paths outside {scope:?}:\n{outside}"
+    );
+}
+
+fn crew_repo(env: &TestEnv) -> std::path::PathBuf {
+    env.fixture("crew-repo.sh", "repo", &[])
+}
+
+/// The bytes of everything a worker must not write.
+fn guarded(repo: &Path) -> Vec<(String, Vec<u8>)> {
+    let mut out = Vec::new();
+    for rel in [
+        "README.md",
+        ".git/config",
+        ".git/refs/heads/main",
+        ".git/refs/notes/crew-ledger",
+        ".git/packed-refs",
+    ] {
+        out.push((
+            rel.to_string(),
+            std::fs::read(repo.join(rel)).unwrap_or_default(),
+        ));
+    }
+    for dir in [".git/hooks", ".git/crew/runs", ".git/crew/live"] {
+        if let Ok(entries) = std::fs::read_dir(repo.join(dir)) {
+            for e in entries.flatten().filter(|e| e.path().is_file()) {
+                out.push((
+                    e.path().display().to_string(),
+                    std::fs::read(e.path()).unwrap_or_default(),
+                ));
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+#[test]
+fn a_fenced_worker_cannot_write_the_lead_the_refs_the_ledger_or_its_records() {
+    require_fence();
+    let env = TestEnv::new();
+    let repo = crew_repo(&env);
+    // Another run's worktree to attack.
+    let other = env.crew(
+        &repo,
+        &[
+            "dispatch",
+            "--task",
+            "other",
+            "--backend",
+            "hang",
+            "--prompt",
+            "x",
+            "--scope",
+            "docs/**",
+        ],
+    );
+    other.expect_code(0);
+    let other_wt = other.json()["worktree"].as_str().unwrap().to_string();
+    let other_readme = read(&Path::new(&other_wt).join("README.md"));
+    let before = guarded(&repo);
+    let out = env.crew(
+        &repo,
+        &[
+            "dispatch",
+            "--task",
+            "routes",
+            "--backend",
+            "hostile-writes",
+            "--prompt",
+            "x",
+            "--scope",
+            "src/routes/**",
+            "--wait",
+        ],
+    );
+    let json = out.json();
+    let run = &json["runs"][0];
+    assert_eq!(run["fence"], "landlock-v7", "{json}");
+    assert_eq!(run["outcome"], "pass", "{json}");
+    let stdout = read(&repo.join(format!(
+        ".git/crew/runs/{}/attempt-1.out",
+        run["run"].as_str().unwrap()
+    )));
+    for target in [
+        "lead-checkout",
+        "other-worktree",
+        "hooks",
+        "main-ref-file",
+        "main-ref-git",
+        "ledger-ref",
+        "live-pointer",
+        "run-record",
+        "seal",
+        "shared-config",
+    ] {
+        assert!(
+            stdout.contains(&format!("{target}: refused")),
+            "{target}:\n{stdout}"
+        );
+    }
+    assert!(stdout.contains("tmpdir: WROTE"), "{stdout}");
+    assert!(stdout.contains("commit: ok"), "{stdout}");
+    assert_eq!(read(&Path::new(&other_wt).join("README.md")), other_readme);
+    // Every guarded file is byte-identical, but for what git-crew itself wrote (the
+    // ledger row, the records): compare the lead's checkout, config, hooks and main.
+    let after = guarded(&repo);
+    for (path, bytes) in &before {
+        if path.contains("crew-ledger") || path.contains("/crew/") || path.ends_with("packed-refs")
+        {
+            continue;
+        }
+        let now = after.iter().find(|(p, _)| p == path).map(|(_, b)| b);
+        assert_eq!(now, Some(bytes), "{path} changed");
+    }
+    let integrated = env.crew(
+        &repo,
+        &[
+            "integrate",
+            run["run"].as_str().unwrap(),
+            "--force-unverified",
+        ],
+    );
+    integrated.expect_code(0);
+    assert_applied_in_scope(&env, &repo, &integrated.json(), &["src/routes/**"]);
+}
+
+#[test]
+fn a_tampered_record_is_refused_at_integrate_with_the_fence_off() {
+    let env = TestEnv::new();
+    let repo = crew_repo(&env);
+    let run = env.finished_run(
+        &repo,
+        "routes",
+        "ok",
+        &[
+            "--scope",
+            "src/routes/**",
+            "--verify",
+            "true",
+            "--set",
+            "sandbox.enabled=false",
+        ],
+    );
+    let path = repo.join(format!(".git/crew/runs/{run}.json"));
+    let mut record: Value = serde_json::from_str(&read(&path)).unwrap();
+    assert_eq!(record["fence"], "none");
+    record["scope"] = serde_json::json!(["**"]);
+    write(&path, &record.to_string());
+    let main = env.git_ok(&repo, &["rev-parse", "main"]);
+    let out = env.crew(&repo, &["integrate", &run]);
+    out.expect_code(1);
+    let error = &out.json()["error"];
+    assert_eq!(error["code"], "record-tampered");
+    assert!(
+        error["message"].as_str().unwrap().contains("scope"),
+        "{error}"
+    );
+    assert_eq!(env.git_ok(&repo, &["rev-parse", "main"]), main);
+    // verify refuses it too.
+    env.crew(&repo, &["verify", &run]).expect_code(1);
+}
+
+#[test]
+fn a_rewritten_branch_is_refused_and_nothing_the_lead_deleted_comes_back() {
+    let env = TestEnv::new();
+    let repo = crew_repo(&env);
+    let run = env.finished_run(
+        &repo,
+        "routes",
+        "ok",
+        &["--scope", "src/routes/**", "--verify", "true"],
+    );
+    // The lead deletes a file after dispatch.
+    env.git_ok(&repo, &["rm", "-q", "README.md"]);
+    env.git_ok(&repo, &["commit", "-q", "-m", "drop readme"]);
+    // The worker's branch becomes a parentless commit holding the old tree and its work.
+    let branch = format!("crew/routes/{run}");
+    let tree = env.git_ok(&repo, &["rev-parse", &format!("{branch}^{{tree}}")]);
+    let orphan = env.git_ok(&repo, &["commit-tree", tree.trim(), "-m", "rewritten"]);
+    env.git_ok(
+        &repo,
+        &["update-ref", &format!("refs/heads/{branch}"), orphan.trim()],
+    );
+    let out = env.crew(&repo, &["integrate", &run, "--force-unverified"]);
+    out.expect_code(4);
+    assert_eq!(out.json()["error"]["code"], "run-rewritten");
+    assert!(!repo.join("README.md").exists());
+}
+
+#[test]
+fn a_target_without_the_base_gets_only_the_runs_own_change() {
+    let env = TestEnv::new();
+    let repo = crew_repo(&env);
+    // A commit outside the scope that the run's base has and `release` does not.
+    env.git_ok(&repo, &["branch", "release"]);
+    write(&repo.join("docs/lead.md"), "lead's work\n");
+    env.git_ok(&repo, &["add", "-A"]);
+    env.git_ok(&repo, &["commit", "-q", "-m", "lead work"]);
+    let run = env.finished_run(
+        &repo,
+        "routes",
+        "ok",
+        &["--scope", "src/routes/**", "--verify", "true"],
+    );
+    let out = env.crew(&repo, &["integrate", &run, "--into", "release"]);
+    out.expect_code(0);
+    let json = out.json();
+    assert_eq!(json["applied_as"], "range");
+    assert_eq!(json["parents"].as_array().unwrap().len(), 1);
+    assert_eq!(json["files"], serde_json::json!(["src/routes/crew.rs"]));
+    assert_applied_in_scope(&env, &repo, &json, &["src/routes/**"]);
+    let files = env.git_ok(&repo, &["ls-tree", "-r", "--name-only", "release"]);
+    assert!(!files.contains("docs/lead.md"), "{files}");
+}
+
+#[test]
+fn a_writable_path_that_holds_the_repository_is_refused() {
+    let env = TestEnv::new();
+    let repo = crew_repo(&env);
+    let parent = env.root().display().to_string();
+    let set = format!("sandbox.writable=[\"{parent}\"]");
+    let out = env.crew(
+        &repo,
+        &[
+            "dispatch",
+            "--task",
+            "t",
+            "--backend",
+            "ok",
+            "--prompt",
+            "x",
+            "--scope",
+            "src/**",
+            "--set",
+            &set,
+        ],
+    );
+    out.expect_code(2);
+    assert_eq!(out.json()["error"]["code"], "sandbox-invalid");
+    assert!(
+        !repo.join(".git/crew/live").exists()
+            || std::fs::read_dir(repo.join(".git/crew/live"))
+                .unwrap()
+                .count()
+                == 0
+    );
+}
