@@ -285,3 +285,168 @@ fn a_writable_path_that_holds_the_repository_is_refused() {
                 == 0
     );
 }
+
+#[test]
+fn post_merge_takes_the_scope_from_the_seal_not_the_worktree_config() {
+    let env = TestEnv::new();
+    let dir = env.root().join("c");
+    let out = env
+        .command(crate::common::fixtures().join("crew-worktree.sh"))
+        .args([
+            dir.to_str().unwrap(),
+            "r1",
+            "routes",
+            "implement",
+            "src/routes/**",
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let (repo, wt) = (dir.join("repo"), dir.join("wt"));
+    env.git_ok(&repo, &["config", "core.hooksPath", "/dev/null"]);
+    // The worker "fixes" its refusal by widening its own scope.
+    env.git_ok(
+        &wt,
+        &["config", "--worktree", "--replace-all", "crew.scope", "**"],
+    );
+    write(&wt.join("README.md"), "widened\n");
+    env.git_ok(&wt, &["commit", "-q", "-am", "out of scope"]);
+    let out = env.crew(&repo, &["hook", "post-merge", "0", "--json"]);
+    out.expect_code(0);
+    env.git_ok(
+        &repo,
+        &["merge", "-q", "--no-ff", "-m", "by hand", "crew/routes/r1"],
+    );
+    let out = env.crew(&repo, &["hook", "post-merge", "0", "--json"]);
+    let json = out.json();
+    assert_eq!(json["runs"][0]["run"], "r1", "{json}");
+    assert_eq!(
+        json["runs"][0]["violations"][0],
+        "README.md (modified) is outside the write scope src/routes/**"
+    );
+}
+
+#[test]
+fn a_tree_entry_git_cannot_check_out_is_refused_at_integrate() {
+    let env = TestEnv::new();
+    let repo = crew_repo(&env);
+    let run = env.finished_run(
+        &repo,
+        "routes",
+        "ok",
+        &["--scope", "src/routes/**", "--verify", "true"],
+    );
+    let branch = format!("crew/routes/{run}");
+    // Graft `src/routes/x/.git/config` into the branch's tree, as `--no-verify` plumbing
+    // would: git refuses to check that out.
+    let script = format!(
+        r#"set -e
+b=$(printf '[core]\n\tfsmonitor = evil\n' | git hash-object -w --stdin)
+g=$(printf '100644 blob %s\tconfig\n' "$b" | git mktree)
+x=$(printf '040000 tree %s\t.git\n' "$g" | git mktree)
+r=$( (git ls-tree {branch}:src/routes; printf '040000 tree %s\tx\n' "$x") | git mktree)
+s=$( (git ls-tree {branch}:src | grep -v '	routes$'; printf '040000 tree %s\troutes\n' "$r") | git mktree)
+t=$( (git ls-tree {branch} | grep -v '	src$'; printf '040000 tree %s\tsrc\n' "$s") | git mktree)
+c=$(git commit-tree "$t" -p {branch} -m graft)
+git update-ref refs/heads/{branch} "$c"
+"#
+    );
+    let out = env
+        .command("sh")
+        .arg("-c")
+        .arg(&script)
+        .current_dir(&repo)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let main = env.git_ok(&repo, &["rev-parse", "main"]);
+    let out = env.crew(&repo, &["integrate", &run, "--force-unverified"]);
+    out.expect_code(1);
+    let json = out.json();
+    let text = json["error"].to_string();
+    assert!(text.contains("src/routes/x/.git/config"), "{text}");
+    assert_eq!(env.git_ok(&repo, &["rev-parse", "main"]), main);
+}
+
+#[test]
+fn an_escaped_glob_overlaps_the_scope_it_spells() {
+    let env = TestEnv::new();
+    let repo = crew_repo(&env);
+    let first = env.crew(
+        &repo,
+        &[
+            "dispatch",
+            "--task",
+            "a",
+            "--backend",
+            "hang",
+            "--prompt",
+            "x",
+            "--scope",
+            "src/routes/**",
+        ],
+    );
+    first.expect_code(0);
+    let out = env.crew(
+        &repo,
+        &[
+            "dispatch",
+            "--task",
+            "b",
+            "--backend",
+            "ok",
+            "--prompt",
+            "x",
+            "--scope",
+            "src/rout\\es/**",
+        ],
+    );
+    out.expect_code(4);
+    assert!(
+        out.json()["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("overlaps")
+    );
+}
+
+#[test]
+fn verify_tests_the_commit_it_records_and_refuses_a_dirty_worktree() {
+    let env = TestEnv::new();
+    let repo = crew_repo(&env);
+    let run = env.finished_run(
+        &repo,
+        "routes",
+        "ok",
+        &[
+            "--scope",
+            "src/routes/**",
+            "--verify",
+            "test -f src/routes/crew.rs",
+        ],
+    );
+    let shown = env.crew(&repo, &["show", &run]).json();
+    let wt = std::path::PathBuf::from(shown["run"]["worktree"].as_str().unwrap());
+    write(&wt.join("src/routes/extra.rs"), "not committed\n");
+    let out = env.crew(&repo, &["verify", &run]);
+    out.expect_code(4);
+    assert_eq!(out.json()["error"]["code"], "worktree-dirty");
+    std::fs::remove_file(wt.join("src/routes/extra.rs")).unwrap();
+    // The worktree moved off the branch (to the base, where the file does not exist): the
+    // branch's tip is verified in a throwaway checkout all the same.
+    let base = shown["run"]["base"].as_str().unwrap();
+    env.git_ok(&wt, &["checkout", "-q", "--detach", base]);
+    let out = env.crew(&repo, &["verify", &run]);
+    out.expect_code(0);
+    let tip = env.git_ok(&repo, &["rev-parse", &format!("crew/routes/{run}")]);
+    let shown = env.crew(&repo, &["show", &run]).json();
+    assert_eq!(shown["run"]["verified_tip"], tip.trim());
+}
