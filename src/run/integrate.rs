@@ -177,13 +177,20 @@ pub fn integrate(
         role: record.role.clone(),
         scope: record.scope.clone(),
     };
-    let violations: Vec<String> = scope::check_commit(&identity, &changes)
-        .iter()
-        .map(ToString::to_string)
-        .collect();
-    if !violations.is_empty() {
+    // A scope escape is named and counted once, whichever audit finds it.
+    let refuse = |changes: &[scope::Change]| -> anyhow::Result<Option<Refusal>> {
+        let violations: Vec<String> = scope::check_commit(&identity, changes)
+            .iter()
+            .map(ToString::to_string)
+            .collect();
+        if violations.is_empty() {
+            return Ok(None);
+        }
         record_scope_reject(repo_dir, repo, &record)?;
-        return Ok(Err(Refusal::Scope(violations)));
+        Ok(Some(Refusal::Scope(violations)))
+    };
+    if let Some(refusal) = refuse(&changes)? {
+        return Ok(Err(refusal));
     }
     // The verdict holds for the commit verify ran on: a branch that moved since is not
     // verified.
@@ -271,13 +278,8 @@ pub fn integrate(
                 .into_iter()
                 .filter(|c| c.path != STATE_FILE)
                 .collect();
-        let violations: Vec<String> = scope::check_commit(&identity, &applied)
-            .iter()
-            .map(ToString::to_string)
-            .collect();
-        if !violations.is_empty() {
-            record_scope_reject(repo_dir, repo, &record)?;
-            return Ok(Err(Refusal::Scope(violations)));
+        if let Some(refusal) = refuse(&applied)? {
+            return Ok(Err(refusal));
         }
         let squash = request.squash || !contains_base;
         let parents = if squash {
