@@ -450,3 +450,41 @@ fn verify_tests_the_commit_it_records_and_refuses_a_dirty_worktree() {
     let shown = env.crew(&repo, &["show", &run]).json();
     assert_eq!(shown["run"]["verified_tip"], tip.trim());
 }
+
+#[test]
+fn a_worker_that_merges_the_moved_target_is_judged_alike_by_supervisor_and_integrate() {
+    let env = TestEnv::new();
+    let repo = crew_repo(&env);
+    let out = env.crew(
+        &repo,
+        &[
+            "dispatch",
+            "--task",
+            "routes",
+            "--backend",
+            "merge-target",
+            "--prompt",
+            "x",
+            "--scope",
+            "src/routes/**",
+            "--verify",
+            "test -f src/routes/crew.rs",
+        ],
+    );
+    out.expect_code(0);
+    let run = out.json()["run"].as_str().unwrap().to_string();
+    // The lead moves main (outside the run's scope) while the worker waits.
+    write(&repo.join("docs/lead.md"), "lead\n");
+    env.git_ok(&repo, &["add", "docs/lead.md"]);
+    env.git_ok(&repo, &["commit", "-q", "-m", "lead work"]);
+    write(&repo.join(".go"), "");
+    let waited = env.crew(&repo, &["wait", &run, "--timeout", "60s"]);
+    let result = &waited.json()["runs"][0];
+    assert_eq!(result["outcome"], "pass", "{result}");
+    std::fs::remove_file(repo.join(".go")).unwrap();
+    let out = env.crew(&repo, &["integrate", &run]);
+    out.expect_code(0);
+    let json = out.json();
+    assert_applied_in_scope(&env, &repo, &json, &["src/routes/**"]);
+    assert_eq!(json["files"], serde_json::json!(["src/routes/crew.rs"]));
+}
