@@ -51,15 +51,3 @@ pub fn worktree_git_dirs(common_dir: &Path) -> Vec<PathBuf> {
     }
     dirs
 }
-
-/// The identity of run `run` from whichever worktree carries it.
-pub fn find_run(common_dir: &Path, run: &str) -> anyhow::Result<Option<RunIdentity>> {
-    for dir in worktree_git_dirs(common_dir) {
-        if let Some(identity) = read_git_dir(&dir)?
-            && identity.run == run
-        {
-            return Ok(Some(identity));
-        }
-    }
-    Ok(None)
-}

@@ -5,8 +5,6 @@ use std::path::Path;
 
 use serde::Deserialize;
 
-use crate::core::scope::RunIdentity;
-
 /// The part of a live pointer other commands read.
 #[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
 pub struct LiveRun {
@@ -21,18 +19,6 @@ pub struct LiveRun {
 
 fn default_role() -> String {
     "implement".into()
-}
-
-impl LiveRun {
-    /// The run identity the pointer records.
-    pub fn identity(&self) -> RunIdentity {
-        RunIdentity {
-            run: self.run.clone(),
-            task: self.task.clone(),
-            role: self.role.clone(),
-            scope: self.scope.clone(),
-        }
-    }
 }
 
 /// Every readable live pointer under `state_dir`; unreadable ones are reported through
