@@ -41,6 +41,14 @@ pub fn assert_applied_in_scope(env: &TestEnv, repo: &Path, integrated: &Value, s
     );
 }
 
+/// A finished run of task `routes` by the `ok` worker, scoped to `src/routes/**`, with
+/// `verify` and the `extra` flags.
+fn routes_run(env: &TestEnv, repo: &Path, verify: &str, extra: &[&str]) -> String {
+    let mut args = vec!["--scope", "src/routes/**", "--verify", verify];
+    args.extend_from_slice(extra);
+    env.finished_run(repo, "routes", "ok", &args)
+}
+
 fn crew_repo(env: &TestEnv) -> std::path::PathBuf {
     env.fixture("crew-repo.sh", "repo", &[])
 }
@@ -168,19 +176,7 @@ fn a_fenced_worker_cannot_write_the_lead_the_refs_the_ledger_or_its_records() {
 fn a_tampered_record_is_refused_at_integrate_with_the_fence_off() {
     let env = TestEnv::new();
     let repo = crew_repo(&env);
-    let run = env.finished_run(
-        &repo,
-        "routes",
-        "ok",
-        &[
-            "--scope",
-            "src/routes/**",
-            "--verify",
-            "true",
-            "--set",
-            "sandbox.enabled=false",
-        ],
-    );
+    let run = routes_run(&env, &repo, "true", &["--set", "sandbox.enabled=false"]);
     let path = repo.join(format!(".git/crew/runs/{run}.json"));
     let mut record: Value = serde_json::from_str(&read(&path)).unwrap();
     assert_eq!(record["fence"], "none");
@@ -204,12 +200,7 @@ fn a_tampered_record_is_refused_at_integrate_with_the_fence_off() {
 fn a_rewritten_branch_is_refused_and_nothing_the_lead_deleted_comes_back() {
     let env = TestEnv::new();
     let repo = crew_repo(&env);
-    let run = env.finished_run(
-        &repo,
-        "routes",
-        "ok",
-        &["--scope", "src/routes/**", "--verify", "true"],
-    );
+    let run = routes_run(&env, &repo, "true", &[]);
     // The lead deletes a file after dispatch.
     env.git_ok(&repo, &["rm", "-q", "README.md"]);
     env.git_ok(&repo, &["commit", "-q", "-m", "drop readme"]);
@@ -236,12 +227,7 @@ fn a_target_without_the_base_gets_only_the_runs_own_change() {
     write(&repo.join("docs/lead.md"), "lead's work\n");
     env.git_ok(&repo, &["add", "-A"]);
     env.git_ok(&repo, &["commit", "-q", "-m", "lead work"]);
-    let run = env.finished_run(
-        &repo,
-        "routes",
-        "ok",
-        &["--scope", "src/routes/**", "--verify", "true"],
-    );
+    let run = routes_run(&env, &repo, "true", &[]);
     let out = env.crew(&repo, &["integrate", &run, "--into", "release"]);
     out.expect_code(0);
     let json = out.json();
@@ -334,12 +320,7 @@ fn post_merge_takes_the_scope_from_the_seal_not_the_worktree_config() {
 fn a_tree_entry_git_cannot_check_out_is_refused_at_integrate() {
     let env = TestEnv::new();
     let repo = crew_repo(&env);
-    let run = env.finished_run(
-        &repo,
-        "routes",
-        "ok",
-        &["--scope", "src/routes/**", "--verify", "true"],
-    );
+    let run = routes_run(&env, &repo, "true", &[]);
     let branch = format!("crew/routes/{run}");
     // Graft `src/routes/x/.git/config` into the branch's tree, as `--no-verify` plumbing
     // would: git refuses to check that out.
@@ -422,17 +403,7 @@ fn an_escaped_glob_overlaps_the_scope_it_spells() {
 fn verify_tests_the_commit_it_records_and_refuses_a_dirty_worktree() {
     let env = TestEnv::new();
     let repo = crew_repo(&env);
-    let run = env.finished_run(
-        &repo,
-        "routes",
-        "ok",
-        &[
-            "--scope",
-            "src/routes/**",
-            "--verify",
-            "test -f src/routes/crew.rs",
-        ],
-    );
+    let run = routes_run(&env, &repo, "test -f src/routes/crew.rs", &[]);
     let shown = env.crew(&repo, &["show", &run]).json();
     let wt = std::path::PathBuf::from(shown["run"]["worktree"].as_str().unwrap());
     write(&wt.join("src/routes/extra.rs"), "not committed\n");
