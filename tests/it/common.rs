@@ -111,16 +111,115 @@ impl TestEnv {
         dir
     }
 
+    /// Runs `git crew`. After every integrate that lands, asserts the invariant the write
+    /// scope promises: the paths that differ between the target's old and new tip lie
+    /// inside the run's sealed scope (plus `docs/state/crew.json`).
+    #[track_caller]
     pub fn crew(&self, dir: &Path, args: &[&str]) -> Out {
-        run(self.command(bin()).current_dir(dir).args(args), None)
+        let out = run(self.command(bin()).current_dir(dir).args(args), None);
+        if out.code == 0
+            && args.first() == Some(&"integrate")
+            && let Some(run) = args.get(1).filter(|a| !a.starts_with('-'))
+        {
+            self.assert_landed_in_scope(dir, run, &out.stdout);
+        }
+        out
+    }
+
+    /// The invariant of the write scope for one integrate of `run` that printed `stdout`
+    /// (its JSON result): the target's old tip (the new commit's first parent) and new tip
+    /// differ only inside the scope sealed at dispatch.
+    #[track_caller]
+    pub fn assert_landed_in_scope(&self, dir: &Path, run: &str, stdout: &str) {
+        let result: Value = serde_json::from_str(stdout)
+            .unwrap_or_else(|e| panic!("integrate printed no JSON result ({e}):\n{stdout}"));
+        let new = result["commit"]
+            .as_str()
+            .expect("integrate result has a commit");
+        let old = result["parents"][0].as_str().expect("and a first parent");
+        self.assert_in_sealed_scope(dir, run, old, new);
+    }
+
+    /// Panics unless every path that differs between `old` and `new` lies inside the
+    /// scope sealed for `run` (or is `docs/state/crew.json`).
+    #[track_caller]
+    pub fn assert_in_sealed_scope(&self, dir: &Path, run: &str, old: &str, new: &str) {
+        let sealed = self.git_ok(
+            dir,
+            &["cat-file", "blob", &format!("refs/crew/sealed/{run}")],
+        );
+        let sealed: Value = serde_json::from_str(&sealed).expect("the seal is JSON");
+        let mut args = vec![
+            "diff".to_string(),
+            "--no-renames".into(),
+            "--name-only".into(),
+            old.into(),
+            new.into(),
+            "--".into(),
+            ".".into(),
+            ":(exclude)docs/state/crew.json".into(),
+        ];
+        for glob in sealed["scope"].as_array().expect("a sealed scope") {
+            let glob = glob.as_str().unwrap();
+            let glob = if glob.ends_with('/') {
+                format!("{glob}**")
+            } else {
+                glob.to_string()
+            };
+            args.push(format!(":(exclude,glob){glob}"));
+        }
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let outside = self.git_ok(dir, &args);
+        assert!(
+            outside.is_empty(),
+            "run {run} changed paths outside its scope {}:\n{outside}",
+            sealed["scope"]
+        );
     }
 
     pub fn crew_stdin(&self, dir: &Path, args: &[&str], stdin: &[u8]) -> Out {
         run(self.command(bin()).current_dir(dir).args(args), Some(stdin))
     }
 
+    /// Runs git. After a merge that the post-merge hook recorded as a clean run, asserts
+    /// that what the merge brought (`ORIG_HEAD..HEAD`) lies inside that run's scope.
+    #[track_caller]
     pub fn git(&self, dir: &Path, args: &[&str]) -> Out {
-        run(self.command("git").current_dir(dir).args(args), None)
+        let out = run(self.command("git").current_dir(dir).args(args), None);
+        if out.code == 0 && args.first() == Some(&"merge") {
+            self.assert_hand_merge_in_scope(dir);
+        }
+        out
+    }
+
+    /// The write scope's invariant for a merge made by hand: when the post-merge hook
+    /// noted the merge commit as a run with no violation, the merge changed nothing
+    /// outside that run's sealed scope.
+    #[track_caller]
+    fn assert_hand_merge_in_scope(&self, dir: &Path) {
+        let note = run(
+            self.command("git")
+                .current_dir(dir)
+                .args(["notes", "--ref=crew", "show", "HEAD"]),
+            None,
+        );
+        let Ok(note) = serde_json::from_str::<Value>(&note.stdout) else {
+            return;
+        };
+        let clean = note["violations"].as_array().is_some_and(|v| v.is_empty());
+        let Some(run) = note["run"].as_str() else {
+            return;
+        };
+        let sealed = format!("refs/crew/sealed/{run}");
+        let has_seal = run_ok(self.command("git").current_dir(dir).args([
+            "rev-parse",
+            "-q",
+            "--verify",
+            &sealed,
+        ]));
+        if clean && has_seal {
+            self.assert_in_sealed_scope(dir, run, "ORIG_HEAD", "HEAD");
+        }
     }
 
     /// Dispatches `task` on `backend` (with `extra` flags), waits for the run to end, and
@@ -225,6 +324,10 @@ fn run(cmd: &mut Command, stdin: Option<&[u8]>) -> Out {
         stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
         stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
     }
+}
+
+fn run_ok(cmd: &mut Command) -> bool {
+    run(cmd, None).code == 0
 }
 
 pub fn write(path: &Path, text: &str) {
