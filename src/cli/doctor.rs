@@ -47,7 +47,11 @@ pub fn run(ctx: &CommandContext, args: DoctorArgs) -> Result<Report> {
             fixed: true,
         });
     }
-    let live = store.live().map_err(CrewError::internal)?;
+    let mut live = store.live().map_err(CrewError::internal)?;
+    // Decide from the facts sealed at dispatch, not from what a pointer says.
+    for record in &mut live {
+        let _ = crate::git::seal::restore(repo, record);
+    }
     let known: Vec<String> = live
         .iter()
         .map(|r| r.run.clone())

@@ -61,6 +61,27 @@ impl Sealed {
         self
     }
 
+    /// Puts the sealed facts back into `record` (a live pointer or record the worker could
+    /// have written), returning the names of those that differed. The verdict is left
+    /// alone: the caller is about to decide it.
+    pub fn restore(&self, record: &mut RunRecord) -> Vec<&'static str> {
+        let differed: Vec<&'static str> = self
+            .differences(record)
+            .into_iter()
+            .filter(|f| !matches!(*f, "outcome" | "verify" | "verified_tip"))
+            .collect();
+        record.run.clone_from(&self.run);
+        record.task.clone_from(&self.task);
+        record.role.clone_from(&self.role);
+        record.scope.clone_from(&self.scope);
+        record.base.clone_from(&self.base);
+        record.base_ref.clone_from(&self.base_ref);
+        record.branch.clone_from(&self.branch);
+        record.worktree.clone_from(&self.worktree);
+        record.verify_command.clone_from(&self.verify_command);
+        differed
+    }
+
     /// Every field where the local record disagrees with the seal (empty when it agrees).
     /// A record that claims a verdict the seal does not have disagrees too.
     pub fn differences(&self, record: &RunRecord) -> Vec<&'static str> {
@@ -132,6 +153,23 @@ mod tests {
         record.verified_tip = Some("abc".into());
         let sealed = sealed.with_verdict(&record);
         assert!(sealed.differences(&record).is_empty());
+    }
+
+    #[test]
+    fn restore_puts_the_sealed_facts_back_and_names_them() {
+        let record = live();
+        let sealed = Sealed::of(&record);
+        let mut tampered = record.clone();
+        tampered.task = "other".into();
+        tampered.scope = vec!["**".into()];
+        tampered.worktree = "/elsewhere".into();
+        tampered.outcome = Some(Outcome::Fail);
+        assert_eq!(sealed.restore(&mut tampered), ["task", "scope", "worktree"]);
+        assert_eq!(tampered.task, record.task);
+        assert_eq!(tampered.scope, record.scope);
+        assert_eq!(tampered.worktree, record.worktree);
+        assert_eq!(tampered.outcome, Some(Outcome::Fail));
+        assert!(sealed.restore(&mut tampered).is_empty());
     }
 
     #[test]

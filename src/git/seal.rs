@@ -55,3 +55,16 @@ pub fn seal_verdict(
     let facts = read(repo, &record.run)?.unwrap_or_else(|| Sealed::of(record));
     write(repo, &facts.with_verdict(record))
 }
+
+/// Puts a run's sealed facts back into `record` (read from a live pointer or a local
+/// record, which a worker without a fence could have written); returns the fields that
+/// differed. A run without a seal (dispatched before seals existed) is left as it is.
+pub fn restore(
+    repo: &gix::Repository,
+    record: &mut crate::core::record::RunRecord,
+) -> anyhow::Result<Vec<&'static str>> {
+    Ok(match read(repo, &record.run)? {
+        Some(sealed) => sealed.restore(record),
+        None => Vec::new(),
+    })
+}

@@ -871,10 +871,23 @@ pub fn abandon(
     why: &str,
 ) -> anyhow::Result<Option<RunRecord>> {
     process::kill_run(&record.run, record.supervisor_pid);
-    record.decision = Some(why.to_string());
+    // What is filed (task, scope, branch) comes from the seal, not from the pointer.
+    let repo = gix::open(repo_dir).ok();
+    let differed = match &repo {
+        Some(repo) => git::seal::restore(repo, &mut record).unwrap_or_default(),
+        None => Vec::new(),
+    };
+    record.decision = Some(if differed.is_empty() {
+        why.to_string()
+    } else {
+        format!(
+            "{why}; its live pointer disagreed with its seal ({}), the seal was kept",
+            differed.join(", ")
+        )
+    });
     seal(&mut record, Outcome::Abandoned, repo_dir);
-    if let Ok(repo) = gix::open(repo_dir) {
-        let _ = git::seal::seal_verdict(&repo, &record);
+    if let Some(repo) = &repo {
+        let _ = git::seal::seal_verdict(repo, &record);
     }
     if store.finish(&record, || file_ledger_row(repo_dir, &record))? {
         Ok(Some(record))

@@ -177,6 +177,16 @@ impl TestEnv {
         );
     }
 
+    /// Runs `git crew` with extra environment variables.
+    pub fn crew_env(&self, dir: &Path, args: &[&str], vars: &[(&str, &OsStr)]) -> Out {
+        let mut cmd = self.command(bin());
+        cmd.current_dir(dir).args(args);
+        for (key, value) in vars {
+            cmd.env(key, value);
+        }
+        run(&mut cmd, None)
+    }
+
     pub fn crew_stdin(&self, dir: &Path, args: &[&str], stdin: &[u8]) -> Out {
         run(self.command(bin()).current_dir(dir).args(args), Some(stdin))
     }

@@ -29,7 +29,7 @@ fn dispatch(env: &TestEnv, repo: &Path, task: &str, backend: &str, extra: &[&str
     env.crew(repo, &args)
 }
 
-fn dispatched(env: &TestEnv, repo: &Path, task: &str, backend: &str, extra: &[&str]) -> String {
+pub fn dispatched(env: &TestEnv, repo: &Path, task: &str, backend: &str, extra: &[&str]) -> String {
     let out = dispatch(env, repo, task, backend, extra);
     out.expect_code(0);
     out.json()["run"].as_str().unwrap().to_string()
@@ -42,7 +42,7 @@ fn wait(env: &TestEnv, repo: &Path, run: &str) -> (Out, Value) {
     (out, result)
 }
 
-fn pid_gone(pid: &str) -> bool {
+pub fn pid_gone(pid: &str) -> bool {
     let stat = std::fs::read_to_string(format!("/proc/{}/stat", pid.trim())).unwrap_or_default();
     // Gone, or a zombie waiting for its parent.
     stat.is_empty() || stat.split_whitespace().nth(2) == Some("Z")

@@ -424,3 +424,178 @@ fn a_worker_that_merges_the_moved_target_is_judged_alike_by_supervisor_and_integ
     let json = out.json();
     assert_eq!(json["files"], serde_json::json!(["src/routes/crew.rs"]));
 }
+
+#[test]
+fn a_real_build_and_test_run_work_inside_the_fence() {
+    require_fence();
+    let real_home = std::path::PathBuf::from(std::env::var_os("HOME").expect("HOME"));
+    let rustup_home = std::env::var_os("RUSTUP_HOME")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| real_home.join(".rustup"));
+    let env = TestEnv::new();
+    let repo = crew_repo(&env);
+    // The toolchain is read from the lead's rustup; cargo's own home is the test's.
+    let cargo_home = env.home().join(".cargo");
+    let out = env.crew_env(
+        &repo,
+        &[
+            "dispatch",
+            "--task",
+            "routes",
+            "--backend",
+            "build",
+            "--prompt",
+            "x",
+            "--scope",
+            "src/routes/**",
+            "--verify",
+            "cargo build --offline --quiet --manifest-path src/routes/app/Cargo.toml",
+            "--set",
+            "backends.build.time_budget=5m",
+            "--wait",
+        ],
+        &[
+            ("RUSTUP_HOME", rustup_home.as_os_str()),
+            ("CARGO_HOME", cargo_home.as_os_str()),
+        ],
+    );
+    let json = out.json();
+    let run = &json["runs"][0];
+    let id = run["run"].as_str().unwrap();
+    let stdout = read(&repo.join(format!(".git/crew/runs/{id}/attempt-1.out")));
+    assert_eq!(run["fence"], "landlock-v7", "{json}\n{stdout}");
+    assert_eq!(run["outcome"], "pass", "{json}\n{stdout}");
+    assert_eq!(run["verify"]["passed"], true, "{json}");
+    assert!(stdout.contains("built\n"), "{stdout}");
+    assert!(stdout.contains("pycache: written"), "{stdout}");
+    let out = env.crew(&repo, &["integrate", id]);
+    out.expect_code(0);
+    let mut files: Vec<String> = serde_json::from_value(out.json()["files"].clone()).unwrap();
+    files.sort();
+    assert_eq!(
+        files,
+        [
+            "src/routes/app/.gitignore",
+            "src/routes/app/Cargo.toml",
+            "src/routes/app/src/main.rs",
+            "src/routes/py/.gitignore",
+            "src/routes/py/test_crew.py"
+        ]
+    );
+}
+
+/// Adds a commit holding the symlink `src/routes/<name> -> <target>` to `run`'s branch, as
+/// a worker that slipped past its hook (`--no-verify`) would.
+fn commit_link(env: &TestEnv, repo: &Path, run: &str, name: &str, target: &str) {
+    let wt = repo.join(format!(".git/crew/worktrees/{run}"));
+    std::os::unix::fs::symlink(target, wt.join("src/routes").join(name)).unwrap();
+    env.git_ok(&wt, &["add", "-A"]);
+    env.git_ok(&wt, &["commit", "-q", "--no-verify", "-m", "a link"]);
+}
+
+#[test]
+fn a_symlink_that_leaves_the_repository_is_refused_and_one_that_leaves_the_scope_is_named() {
+    let env = TestEnv::new();
+    let repo = crew_repo(&env);
+    let run = routes_run(&env, &repo, "true", &[]);
+    commit_link(&env, &repo, &run, "escape", "../../../outside/secret");
+    let main = env.git_ok(&repo, &["rev-parse", "main"]);
+    let out = env.crew(&repo, &["integrate", &run, "--force-unverified"]);
+    out.expect_code(1);
+    let error = &out.json()["error"];
+    let message = error["message"].as_str().unwrap();
+    assert!(message.contains("src/routes/escape"), "{error}");
+    assert!(message.contains("outside the repository"), "{error}");
+    assert_eq!(env.git_ok(&repo, &["rev-parse", "main"]), main);
+
+    // A link inside the repository but outside the scope lands, and the result names it.
+    let run = env.finished_run(
+        &repo,
+        "links",
+        "ok",
+        &["--scope", "src/routes/**", "--verify", "true"],
+    );
+    commit_link(&env, &repo, &run, "readme", "../../README.md");
+    let out = env.crew(&repo, &["integrate", &run, "--force-unverified"]);
+    out.expect_code(0);
+    let json = out.json();
+    let links = json["links_outside_scope"].as_array().unwrap();
+    assert_eq!(links.len(), 1, "{json}");
+    assert!(
+        links[0].as_str().unwrap().contains("src/routes/readme"),
+        "{json}"
+    );
+    assert!(
+        out.stderr.contains("symlink outside the run's scope"),
+        "{}",
+        out.stderr
+    );
+}
+
+#[test]
+fn a_target_reset_below_the_base_does_not_get_the_dropped_commit_back() {
+    let env = TestEnv::new();
+    let repo = crew_repo(&env);
+    write(&repo.join("docs/dropped.md"), "the lead drops this\n");
+    env.git_ok(&repo, &["add", "-A"]);
+    env.git_ok(&repo, &["commit", "-q", "-m", "to be dropped"]);
+    let run = routes_run(&env, &repo, "true", &[]);
+    // The lead resets main below the run's base after dispatch.
+    env.git_ok(&repo, &["reset", "-q", "--hard", "HEAD~1"]);
+    let out = env.crew(&repo, &["integrate", &run]);
+    out.expect_code(0);
+    let json = out.json();
+    assert_eq!(json["applied_as"], "range", "{json}");
+    assert_eq!(json["files"], serde_json::json!(["src/routes/crew.rs"]));
+    assert!(!repo.join("docs/dropped.md").exists());
+    let files = env.git_ok(&repo, &["ls-tree", "-r", "--name-only", "main"]);
+    assert!(!files.contains("docs/dropped.md"), "{files}");
+    assert!(files.contains("src/routes/crew.rs"), "{files}");
+}
+
+#[test]
+fn the_reaper_files_a_dead_run_under_its_sealed_facts_not_its_tampered_pointer() {
+    use std::time::{Duration, Instant};
+    let env = TestEnv::new();
+    let repo = crew_repo(&env);
+    let run = crate::dispatch::dispatched(
+        &env,
+        &repo,
+        "routes",
+        "hang",
+        &["--scope", "src/routes/**", "--set", "sandbox.enabled=false"],
+    );
+    let child = repo.join(format!(".git/crew/runs/{run}/tmp/child-pid"));
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !child.exists() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    // Unfenced, the worker rewrites its live pointer: another task, a wider scope.
+    let pointer = repo.join(format!(".git/crew/live/{run}.json"));
+    let mut record: Value = serde_json::from_str(&read(&pointer)).unwrap();
+    let supervisor = record["supervisor_pid"].as_u64().unwrap();
+    record["task"] = "victim".into();
+    record["scope"] = serde_json::json!(["**"]);
+    write(&pointer, &record.to_string());
+    std::process::Command::new("kill")
+        .args(["-9", &supervisor.to_string()])
+        .status()
+        .unwrap();
+    let out = env.crew(&repo, &["doctor", "--fix"]);
+    let report = out.stdout.clone();
+    assert!(report.contains("dead-supervisor"), "{report}");
+    let record: Value =
+        serde_json::from_str(&read(&repo.join(format!(".git/crew/runs/{run}.json")))).unwrap();
+    assert_eq!(record["outcome"], "abandoned");
+    assert_eq!(record["task"], "routes");
+    assert_eq!(record["scope"], serde_json::json!(["src/routes/**"]));
+    assert!(
+        record["decision"].as_str().unwrap().contains("task, scope"),
+        "{record}"
+    );
+    let victim = env.crew(&repo, &["ledger", "--task", "victim"]).json();
+    assert_eq!(victim["rows"], serde_json::json!([]));
+    let routes = env.crew(&repo, &["ledger", "--task", "routes"]).json();
+    assert_eq!(routes["rows"][0]["run"], run.as_str());
+    assert!(crate::dispatch::pid_gone(&read(&child)));
+}
