@@ -260,8 +260,12 @@ pub struct FooterScanner {
     current: Option<(Section, usize)>,
     /// The code fence the reader is inside: headings there are content, not structure.
     fence: Option<(char, usize)>,
-    first_line_seen: bool,
     help: HelpBuf,
+    /// Lines seen so far, where the last NEEDS-HELP block and the last footer heading
+    /// started: the later of the two decides.
+    lines: usize,
+    help_at: Option<usize>,
+    heading_at: Option<usize>,
 }
 
 impl FooterScanner {
@@ -272,19 +276,22 @@ impl FooterScanner {
     /// Feeds one line of the reply (without its line terminator).
     pub fn push_line(&mut self, line: &str) {
         let line = line.strip_suffix('\r').unwrap_or(line);
-        if !self.first_line_seen {
-            if line.trim().is_empty() {
-                return;
-            }
-            self.first_line_seen = true;
-            let trimmed = line.trim_start();
-            if let Some(tag) = trimmed.get(..11)
-                && tag.eq_ignore_ascii_case("NEEDS-HELP:")
-            {
-                self.help.asked = true;
-                self.help.question = trimmed[11..].trim().to_string();
-                return;
-            }
+        self.lines += 1;
+        // A NEEDS-HELP block starts wherever agents put it (after their log lines too),
+        // outside code fences; a later one replaces an earlier one.
+        let trimmed = line.trim_start();
+        if self.fence.is_none()
+            && let Some(tag) = trimmed.get(..11)
+            && tag.eq_ignore_ascii_case("NEEDS-HELP:")
+        {
+            self.help = HelpBuf {
+                asked: true,
+                question: trimmed[11..].trim().to_string(),
+                ..HelpBuf::default()
+            };
+            self.help_at = Some(self.lines);
+            self.current = None;
+            return;
         }
         let heading = match (self.fence, fence_of(line)) {
             (None, Some(open)) => {
@@ -305,6 +312,7 @@ impl FooterScanner {
         }
         match heading {
             Some((section, level)) => {
+                self.heading_at = Some(self.lines);
                 self.sections[section.index()].reset();
                 self.current = Some((section, level));
             }
@@ -377,7 +385,11 @@ impl FooterScanner {
                 .join("\n\n")
         });
         let [result, how_to_verify, deferred] = texts;
-        let help = self.help.finish();
+        // A footer that follows the last NEEDS-HELP block beats it.
+        let help = match (self.help_at, self.heading_at) {
+            (Some(help), Some(heading)) if heading > help => HelpRequest::NotAsked,
+            _ => self.help.finish(),
+        };
         if let HelpRequest::Incomplete { .. } = help {
             // SPEC §5.5: a NEEDS-HELP missing a field is a reply without a footer.
             return Extraction {
@@ -447,10 +459,20 @@ impl Extraction {
 
     /// One named rejection per missing section.
     pub fn rejections(&self) -> Vec<String> {
-        self.missing
-            .iter()
-            .map(|s| format!("missing section `{}`", s.heading()))
-            .collect()
+        let mut out = Vec::new();
+        if let HelpRequest::Incomplete { missing } = &self.help {
+            let fields: Vec<String> = missing.iter().map(|f| format!("`{f}:`")).collect();
+            out.push(format!(
+                "a NEEDS-HELP block must carry all four fields; missing {}",
+                fields.join(", ")
+            ));
+        }
+        out.extend(
+            self.missing
+                .iter()
+                .map(|s| format!("missing section `{}`", s.heading())),
+        );
+        out
     }
 }
 
@@ -667,9 +689,11 @@ mod tests {
     }
 
     #[test]
-    fn needs_help_missing_a_field_is_incomplete_and_only_the_first_line_counts() {
+    fn needs_help_missing_a_field_is_incomplete_and_names_the_fields() {
+        // After a complete footer, a malformed NEEDS-HELP still decides: the reply is
+        // treated as one without a footer (SPEC §5.5).
         let x = extract_footer(
-            "NEEDS-HELP: stuck\ntried: a\nleaning: b\n## Result\nr\n## How to verify\nv\n## Deferred / concerns\nd\n",
+            "## Result\nr\n## How to verify\nv\n## Deferred / concerns\nd\nNEEDS-HELP: stuck\ntried: a\nleaning: b\n",
         );
         assert_eq!(x.missing.len(), 3);
         assert_eq!(x.footer_text, None);
@@ -679,13 +703,40 @@ mod tests {
                 missing: vec!["options", "cost-if-wrong"]
             }
         );
-        let x = extract_footer(
-            "intro\nNEEDS-HELP: x\ntried: a\noptions: b\nleaning: c\ncost-if-wrong: d\n",
+        assert_eq!(
+            x.rejections()[0],
+            "a NEEDS-HELP block must carry all four fields; missing `options:`, `cost-if-wrong:`"
         );
-        assert_eq!(x.help, HelpRequest::NotAsked);
         let x =
             extract_footer("needs-help: x\nTried: a\nOptions: b\nLeaning: c\nCost_if_wrong: d\n");
         assert!(matches!(x.help, HelpRequest::Asked(_)));
+    }
+
+    #[test]
+    fn needs_help_after_log_lines_is_found_and_the_later_of_it_and_a_footer_decides() {
+        const HELP: &str =
+            "NEEDS-HELP: which db?\ntried: a\noptions: b\nleaning: c\ncost-if-wrong: d\n";
+        let logs = "[info] compiling\n[warn] 3 tests skipped\n";
+        let x = extract_footer(&format!("{logs}{HELP}"));
+        assert!(
+            matches!(&x.help, HelpRequest::Asked(h) if h.question == "which db?"),
+            "{x:?}"
+        );
+        // Two blocks: the last decides.
+        let x = extract_footer(&format!(
+            "{HELP}more logs\n{}",
+            HELP.replace("which db?", "which port?")
+        ));
+        assert!(matches!(&x.help, HelpRequest::Asked(h) if h.question == "which port?"));
+        // A footer after it beats it; a NEEDS-HELP after a footer beats the footer.
+        let x = extract_footer(&format!("{logs}{HELP}{GOOD}"));
+        assert_eq!(x.help, HelpRequest::NotAsked);
+        assert!(x.is_complete());
+        let x = extract_footer(&format!("{GOOD}{HELP}"));
+        assert!(matches!(x.help, HelpRequest::Asked(_)));
+        // Inside a code fence it is content.
+        let x = extract_footer(&format!("```\n{HELP}```\n"));
+        assert_eq!(x.help, HelpRequest::NotAsked);
     }
 
     #[test]

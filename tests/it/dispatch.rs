@@ -244,9 +244,16 @@ fn a_worker_that_never_writes_a_footer_is_a_footer_reject() {
 
 #[test]
 fn needs_help_stops_the_run_for_the_lead() {
+    for worker in ["needs-help", "logs-then-help"] {
+        needs_help_from(worker);
+    }
+}
+
+/// `worker` asks for help (after log lines, for `logs-then-help`): the run parks.
+fn needs_help_from(worker: &str) {
     let env = TestEnv::new();
     let repo = crew_repo(&env);
-    let run = dispatched(&env, &repo, "routes", "needs-help", &[]);
+    let run = dispatched(&env, &repo, "routes", worker, &[]);
     let (out, result) = wait(&env, &repo, &run);
     out.expect_code(5);
     assert_eq!(result["phase"], "needs-help");
