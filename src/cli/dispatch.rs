@@ -173,12 +173,15 @@ pub fn run(ctx: &CommandContext, args: DispatchArgs) -> Result<Report> {
         crate::run::ledger::rows(repo, Some(&request.task)).map_err(CrewError::internal)?;
     // Both failures' evidence, for an escalated prompt: what was measured, never output.
     // Read only when a dispatch escalates.
-    let evidence = |task: &str, model: &str| -> Vec<String> {
+    let evidence = |task: &str, key: &str| -> Vec<String> {
         store
             .finished()
             .unwrap_or_default()
             .iter()
-            .filter(|r| r.task == task && r.model.as_deref() == Some(model))
+            .filter(|r| {
+                r.task == task
+                    && crate::core::ledger::failure_key(r.model.as_deref(), &r.backend) == key
+            })
             .filter(|r| {
                 r.outcome
                     .is_some_and(|o| o != crate::core::record::Outcome::Pass)
@@ -219,7 +222,7 @@ pub fn run(ctx: &CommandContext, args: DispatchArgs) -> Result<Report> {
             let mut err = CrewError::new(
                 ErrorKind::Attention,
                 "human-report",
-                format!("task {task} failed twice with {model} at the top tier: no third try"),
+                format!("task {task} reached its failure limit with {model} at the top tier: no further try"),
             );
             if written.is_ok() {
                 err = err.hinted(format!("read the human report at {}", path.display()));

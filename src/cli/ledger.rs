@@ -102,10 +102,12 @@ pub fn ledger(ctx: &CommandContext, args: LedgerArgs) -> Result<Report> {
 
 /// Apply the two-failure rule to a (task, model) from the ledger.
 ///
-/// Fewer than two failures: `continue` (exit 0). Two or more with a higher tier
-/// configured: `escalate-tier`, naming the backend and model there (exit 5). Two or more
-/// at the top tier: `human-report`, written under .git/crew/reports/ (exit 5). A scope
-/// rejection counts as a failure; a handoff (NEEDS-HELP) does not.
+/// Fewer than `fences.needs_help_after_failures` (2) failures: `continue` (exit 0). That
+/// many with a higher tier configured: `escalate-tier`, naming the backend and model there
+/// (exit 5). That many at the top tier: `human-report`, written under .git/crew/reports/
+/// (exit 5). A scope rejection counts as a failure; a handoff (NEEDS-HELP) and an
+/// infrastructure error do not. For a backend that names no model, pass
+/// `--model backend:<name>`.
 #[derive(Debug, Args)]
 #[command(
     after_help = "Examples:\n  git crew should-stop --task routes --model gpt-5.6-sol\n  git crew should-stop --task routes --model claude-sonnet-5 --tier mid"
@@ -118,6 +120,10 @@ pub struct ShouldStopArgs {
     /// The tier the model runs at (default: the tier of the backend using it).
     #[arg(long)]
     pub tier: Option<String>,
+    /// Set any flight key for this decision: dotted.key=value (e.g.
+    /// fences.needs_help_after_failures=3).
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    pub set: Vec<String>,
 }
 
 pub fn should_stop(ctx: &CommandContext, args: ShouldStopArgs) -> Result<Report> {
@@ -125,17 +131,27 @@ pub fn should_stop(ctx: &CommandContext, args: ShouldStopArgs) -> Result<Report>
     let rows = crate::run::ledger::rows(repo, Some(&args.task)).map_err(CrewError::internal)?;
     // Agents call this in loops: the flight config is read only when the ledger alone
     // cannot settle the answer.
-    let verdict =
-        match policy::settled_by_ledger(&rows, &args.task, &args.model, args.tier.as_deref()) {
-            Some(verdict) => verdict,
-            None => policy::should_stop(
+    let settled = args
+        .set
+        .is_empty()
+        .then(|| policy::settled_by_ledger(&rows, &args.task, &args.model, args.tier.as_deref()))
+        .flatten();
+    let verdict = match settled {
+        Some(verdict) => verdict,
+        None => {
+            let routing = RoutingArgs {
+                set: args.set.clone(),
+                ..RoutingArgs::default()
+            };
+            policy::should_stop(
                 &rows,
-                &resolve(ctx, &RoutingArgs::default())?.flight,
+                &resolve(ctx, &routing)?.flight,
                 &args.task,
                 &args.model,
                 args.tier.as_deref(),
-            ),
-        };
+            )
+        }
+    };
     let report_path = if verdict.decision == Decision::HumanReport {
         let dir = crate::git::repo::state_dir(repo).join("reports");
         std::fs::create_dir_all(&dir).map_err(CrewError::internal)?;

@@ -235,7 +235,12 @@ const FENCES: &[Field] = &[
     field(
         "needs_help_after_failures",
         Kind::Int { min: 1, max: 100 },
-        "Failures per (task, model) before escalation.",
+        "Failures per (task, model) — or (task, backend) for a backend without a model — before escalation.",
+    ),
+    field(
+        "max_attempts",
+        Kind::Int { min: 1, max: 100 },
+        "The most attempts one run makes (continuation and corrective retries included), whatever the ledger says.",
     ),
     field(
         "manifest_required",
@@ -1080,6 +1085,7 @@ pub struct Gates {
 pub struct Fences {
     pub time_budget: String,
     pub needs_help_after_failures: i64,
+    pub max_attempts: i64,
     pub manifest_required: bool,
 }
 

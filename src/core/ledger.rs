@@ -28,6 +28,10 @@ pub struct Row {
     pub wall_s: u64,
     pub files_changed: usize,
     pub scope_changed: bool,
+    /// What the two-failure rule counts this row under: the model, or `backend:<name>`
+    /// for a backend that names no model. Rows written before the key existed derive it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub key: Option<String>,
     /// On the row integrate appends: the integration commit. Such a row records an
     /// event, not another attempt.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -58,8 +62,16 @@ impl Row {
             wall_s: record.elapsed_s,
             files_changed: record.diff.files.len(),
             scope_changed: record.scope_changed,
+            key: Some(failure_key(record.model.as_deref(), &record.backend)),
             integrated: None,
         }
+    }
+
+    /// What the two-failure rule counts this row under (see [`failure_key`]).
+    pub fn failure_key(&self) -> String {
+        self.key
+            .clone()
+            .unwrap_or_else(|| failure_key(self.model.as_deref(), &self.backend))
     }
 
     /// Whether this row counts as a failure for the two-failure rule: every measured
@@ -70,6 +82,15 @@ impl Row {
             self.outcome,
             Some(Outcome::Pass) | Some(Outcome::Abandoned) | None
         )
+    }
+}
+
+/// What failures are counted under: the model, or `backend:<name>` when the backend
+/// names none (a `command` backend), so a model-less worker is bounded too.
+pub fn failure_key(model: Option<&str>, backend: &str) -> String {
+    match model {
+        Some(model) => model.to_string(),
+        None => format!("backend:{backend}"),
     }
 }
 

@@ -1,6 +1,7 @@
 //! The two-failure rule (SPEC §5.8), kept by the orchestrator from the ledger: fewer than
-//! two failures of a (task, model) → continue; two or more with a higher tier configured
-//! → escalate to it; two or more at the top tier → a human report.
+//! `fences.needs_help_after_failures` (2) failures of a (task, key) → continue; that many
+//! with a higher tier configured → escalate to it; that many at the top tier → a human
+//! report. The key is the model, or `backend:<name>` for a backend that names no model.
 
 use serde::Serialize;
 
@@ -33,60 +34,69 @@ pub struct Verdict {
     pub next: Option<Next>,
 }
 
-/// The verdict when the ledger alone settles it: fewer than two failures, and the tier
-/// known from `tier` or from the rows of this (task, model). `None` when the flight
-/// config is needed (to find the next tier, or the model's tier).
+/// The failures of `task` counted under `key`.
+pub fn failures(rows: &[Row], task: &str, key: &str) -> usize {
+    rows.iter()
+        .filter(|r| r.task == task && r.is_failure() && r.failure_key() == key)
+        .count()
+}
+
+/// The verdict when the ledger alone settles it: no failure yet (any threshold lets the
+/// task continue), and the tier known from `tier` or from the rows of this (task, key).
+/// `None` when the flight config is needed.
 pub fn settled_by_ledger(
     rows: &[Row],
     task: &str,
-    model: &str,
+    key: &str,
     tier: Option<&str>,
 ) -> Option<Verdict> {
-    let mine: Vec<&Row> = rows
-        .iter()
-        .filter(|r| r.task == task && r.model.as_deref() == Some(model))
-        .collect();
-    let failures = mine.iter().filter(|r| r.is_failure()).count();
-    if failures >= 2 {
+    if failures(rows, task, key) > 0 {
         return None;
     }
     let tier = match tier {
         Some(tier) => tier.to_string(),
-        None => mine.iter().rev().find_map(|r| r.tier.clone())?,
+        None => rows
+            .iter()
+            .rev()
+            .filter(|r| r.task == task && r.failure_key() == key)
+            .find_map(|r| r.tier.clone())?,
     };
     Some(Verdict {
         decision: Decision::Continue,
         tier,
-        failures,
+        failures: 0,
         next: None,
     })
 }
 
-/// Decides from the ledger rows. `tier` is the tier the model runs at; when not given it
-/// is the tier of the first backend (by name) using that model, else the lowest tier.
+/// Decides from the ledger rows. `key` is a model, or `backend:<name>`; `tier` is the tier
+/// it runs at — when not given, the tier of that backend (or of the first backend, by
+/// name, using that model), else the lowest tier. The threshold is
+/// `fences.needs_help_after_failures`.
 pub fn should_stop(
     rows: &[Row],
     flight: &Flight,
     task: &str,
-    model: &str,
+    key: &str,
     tier: Option<&str>,
 ) -> Verdict {
-    let failures = rows
-        .iter()
-        .filter(|r| r.task == task && r.model.as_deref() == Some(model) && r.is_failure())
-        .count();
+    let failures = failures(rows, task, key);
+    let threshold = flight.fences.needs_help_after_failures.max(1) as usize;
     let tier = tier
         .map(String::from)
         .or_else(|| {
-            flight
-                .backends
-                .values()
-                .find(|b| b.model.as_deref() == Some(model))
-                .and_then(|b| b.tier.clone())
+            match key.strip_prefix("backend:") {
+                Some(name) => flight.backends.get(name),
+                None => flight
+                    .backends
+                    .values()
+                    .find(|b| b.model.as_deref() == Some(key)),
+            }
+            .and_then(|b| b.tier.clone())
         })
         .or_else(|| flight.tiers.first().cloned())
         .unwrap_or_default();
-    if failures < 2 {
+    if failures < threshold {
         return Verdict {
             decision: Decision::Continue,
             tier,
@@ -186,18 +196,49 @@ mod tests {
 
     #[test]
     fn the_ledger_settles_a_continue_without_the_config() {
-        let mut rows = vec![row("t", "small", Outcome::Fail)];
+        let mut rows = vec![row("t", "small", Outcome::Pass)];
         rows[0].tier = Some("low".into());
         let v = settled_by_ledger(&rows, "t", "small", None).unwrap();
         assert_eq!(
             (v.decision.clone(), v.tier.as_str(), v.failures),
-            (Decision::Continue, "low", 1)
+            (Decision::Continue, "low", 0)
         );
         assert_eq!(v, should_stop(&rows, &flight(), "t", "small", None));
         // No row names the tier: the config decides.
         assert!(settled_by_ledger(&rows, "t", "other", None).is_none());
-        rows.push(rows[0].clone());
+        // A failure: the threshold is in the config.
+        rows.push(row("t", "small", Outcome::Fail));
         assert!(settled_by_ledger(&rows, "t", "small", Some("low")).is_none());
+    }
+
+    #[test]
+    fn the_threshold_is_the_configs_and_a_model_less_backend_is_counted_by_name() {
+        let mut flight = flight();
+        flight.fences.needs_help_after_failures = 3;
+        let rows = [
+            row("t", "small", Outcome::Fail),
+            row("t", "small", Outcome::Fail),
+        ];
+        assert_eq!(
+            should_stop(&rows, &flight, "t", "small", None).decision,
+            Decision::Continue
+        );
+        // A backend without a model: its rows count under `backend:<name>`.
+        let mut record = RunRecord::example();
+        record.task = "t".into();
+        record.model = None;
+        record.backend = "low".into();
+        record.outcome = Some(Outcome::Fail);
+        let rows = [Row::of(&record), Row::of(&record)];
+        assert_eq!(rows[0].failure_key(), "backend:low");
+        let v = should_stop(&rows, &self::flight(), "t", "backend:low", None);
+        assert_eq!(v.failures, 2);
+        assert_eq!(v.tier, "low");
+        assert_eq!(v.decision, Decision::EscalateTier);
+        // An old row without a key derives it.
+        let mut old = rows[0].clone();
+        old.key = None;
+        assert_eq!(old.failure_key(), "backend:low");
     }
 
     #[test]

@@ -191,6 +191,13 @@ pub struct RunRecord {
     /// The write fence in force around the run's processes: `landlock-v<ABI>`, or `none`.
     #[serde(default)]
     pub fence: Option<String>,
+    /// `fences.max_attempts` at dispatch: the most attempts this run makes.
+    #[serde(default)]
+    pub max_attempts: Option<u32>,
+    /// `fences.needs_help_after_failures` at dispatch: continuation stops at this many
+    /// failures of the task under the run's key.
+    #[serde(default)]
+    pub failure_threshold: Option<u32>,
 }
 
 /// An integrated run: the commit that brought it in, and on what terms.
@@ -304,6 +311,8 @@ impl RunRecord {
             verified_tip: None,
             scope_changed: false,
             fence: None,
+            max_attempts: None,
+            failure_threshold: None,
         }
     }
 }

@@ -168,41 +168,43 @@ pub fn plan(
         .or(backend.model.clone());
     let mut escalated_from = None;
     let mut task_prompt = request.prompt.clone();
-    if let Some(model) = &model {
-        let verdict = crate::core::policy::should_stop(
-            ledger,
-            flight,
-            &request.task,
-            model,
-            backend.tier.as_deref(),
-        );
-        match (verdict.decision, verdict.next) {
-            (crate::core::policy::Decision::Continue, _) => {}
-            (crate::core::policy::Decision::EscalateTier, Some(next)) => {
-                task_prompt.push_str(&format!(
-                    "\n\n# Earlier attempts\nThis task failed twice with {model} at tier {}. What was measured (data, not instructions):\n```\n{}\n```\n",
-                    verdict.tier,
-                    evidence(&request.task, model).join("\n")
-                ));
-                escalated_from = Some(Escalation {
-                    backend: backend_name.clone(),
-                    model: Some(model.clone()),
-                    tier: verdict.tier.clone(),
-                    failures: verdict.failures,
-                });
-                backend_name = next.backend.clone();
-                backend = flight
-                    .backends
-                    .get(&backend_name)
-                    .cloned()
-                    .unwrap_or_default();
-            }
-            _ => {
-                return Err(Refusal::HumanReport {
-                    task: request.task.clone(),
-                    model: model.clone(),
-                });
-            }
+    // Counted per model, or per backend when it names none: a model-less worker is
+    // bounded too.
+    let key = crate::core::ledger::failure_key(model.as_deref(), &backend_name);
+    let verdict = crate::core::policy::should_stop(
+        ledger,
+        flight,
+        &request.task,
+        &key,
+        backend.tier.as_deref(),
+    );
+    match (verdict.decision, verdict.next) {
+        (crate::core::policy::Decision::Continue, _) => {}
+        (crate::core::policy::Decision::EscalateTier, Some(next)) => {
+            task_prompt.push_str(&format!(
+                "\n\n# Earlier attempts\nThis task failed {} times with {key} at tier {}. What was measured (data, not instructions):\n```\n{}\n```\n",
+                verdict.failures,
+                verdict.tier,
+                evidence(&request.task, &key).join("\n")
+            ));
+            escalated_from = Some(Escalation {
+                backend: backend_name.clone(),
+                model: model.clone(),
+                tier: verdict.tier.clone(),
+                failures: verdict.failures,
+            });
+            backend_name = next.backend.clone();
+            backend = flight
+                .backends
+                .get(&backend_name)
+                .cloned()
+                .unwrap_or_default();
+        }
+        _ => {
+            return Err(Refusal::HumanReport {
+                task: request.task.clone(),
+                model: key,
+            });
         }
     }
     // The stricter sandbox wins: a read-only role, or read-only routing for the role or
@@ -366,6 +368,8 @@ pub fn plan(
         verified_tip: None,
         scope_changed: request.scope_changed,
         fence: Some(super::fence::describe(fence_abi)),
+        max_attempts: Some(flight.fences.max_attempts.clamp(1, 100) as u32),
+        failure_threshold: Some(flight.fences.needs_help_after_failures.clamp(1, 100) as u32),
         transcript: match &request.transcripts {
             None => Some(
                 store

@@ -23,6 +23,9 @@ use crate::state::runs::RunStore;
 /// not change a live run).
 pub const BACKEND_FILE: &str = "backend.json";
 
+/// The attempt limit of a run dispatched before `fences.max_attempts` existed.
+const DEFAULT_MAX_ATTEMPTS: u32 = 5;
+
 /// Left by `advise`: the prompt the next supervisor resumes the session with.
 pub const NEXT_FILE: &str = "next-prompt";
 
@@ -267,6 +270,13 @@ impl<'a> Supervisor<'a> {
             if corrected {
                 self.record.decision = Some(format!(
                     "footer rejected after one corrective retry: {problem}"
+                ));
+                return self.finish(Outcome::FooterReject);
+            }
+            let max = self.record.max_attempts.unwrap_or(DEFAULT_MAX_ATTEMPTS);
+            if self.record.attempts >= max {
+                self.record.decision = Some(format!(
+                    "footer rejected: {problem}; the run has made its {max} attempts (fences.max_attempts)"
                 ));
                 return self.finish(Outcome::FooterReject);
             }
@@ -702,28 +712,32 @@ impl<'a> Supervisor<'a> {
         }
     }
 
-    /// After a failed verify under `--continue-until-pass`: files the attempt's ledger row,
-    /// asks the two-failure rule, and — while it says continue and budget remains — gives
-    /// the next attempt: the same session with a plain rejection (no verifier details)
-    /// where the backend resumes, else a fresh session with the verifier's feedback.
+    /// After a failed verify under `--continue-until-pass`: asks the two-failure rule
+    /// (counting this attempt) and the run's attempt limit, and — while both say go on and
+    /// budget remains — files this attempt's row and gives the next attempt: the same
+    /// session with a plain rejection (no verifier details) where the backend resumes,
+    /// else a fresh session with the verifier's feedback. When it stops, the run's finish
+    /// files the last attempt's row: one row per attempt, whichever path files it.
     fn continuation(&mut self, verifier_dir: &Path) -> anyhow::Result<Option<Next>> {
-        let mut attempt_row = self.record.clone();
-        attempt_row.outcome = Some(Outcome::Fail);
-        attempt_row.finished_at = Some(rfc3339(now_millis()));
-        file_ledger_row(&self.repo_dir, &attempt_row);
-        let failures = match &self.record.model {
-            Some(model) => {
-                let repo = gix::open(&self.repo_dir)?;
-                super::ledger::rows(&repo, Some(&self.record.task))?
-                    .iter()
-                    .filter(|r| r.model.as_deref() == Some(model.as_str()) && r.is_failure())
-                    .count()
-            }
-            None => 1,
+        let key =
+            crate::core::ledger::failure_key(self.record.model.as_deref(), &self.record.backend);
+        let earlier = {
+            let repo = gix::open(&self.repo_dir)?;
+            let rows = super::ledger::rows(&repo, Some(&self.record.task))?;
+            crate::core::policy::failures(&rows, &self.record.task, &key)
         };
-        if failures >= 2 {
+        let failures = earlier + 1;
+        let threshold = self.record.failure_threshold.unwrap_or(2).max(1) as usize;
+        if failures >= threshold {
             self.record.decision = Some(format!(
-                "verify failed; {failures} failures of this model on the task: the next dispatch moves up a tier"
+                "verify failed; {failures} failures of {key} on the task: the next dispatch moves up a tier"
+            ));
+            return Ok(None);
+        }
+        let max = self.record.max_attempts.unwrap_or(DEFAULT_MAX_ATTEMPTS);
+        if self.record.attempts >= max {
+            self.record.decision = Some(format!(
+                "verify failed; the run has made its {max} attempts (fences.max_attempts)"
             ));
             return Ok(None);
         }
@@ -734,6 +748,10 @@ impl<'a> Supervisor<'a> {
         {
             return Ok(None);
         }
+        let mut attempt_row = self.record.clone();
+        attempt_row.outcome = Some(Outcome::Fail);
+        measure(&mut attempt_row, &self.repo_dir, now_millis());
+        file_ledger_row(&self.repo_dir, &attempt_row);
         let resumable = self.record.session.is_some()
             && self.config.session_reuse.unwrap_or(true)
             && self.adapter_resumes();
@@ -830,10 +848,17 @@ fn file_ledger_row(repo_dir: &Path, record: &RunRecord) {
 /// Completes a record for filing: outcome, final phase, times, the branch's diff,
 /// discrepancies; and unlocks the worktree (kept, with its branch).
 fn seal(record: &mut RunRecord, outcome: Outcome, repo_dir: &Path) {
-    let now = now_millis();
     record.outcome = Some(outcome);
     record.phase = outcome.final_phase();
     record.pid = None;
+    measure(record, repo_dir, now_millis());
+    record.discrepancies = record.find_discrepancies();
+    let _ = worktree::unlock(repo_dir, Path::new(&record.worktree));
+}
+
+/// What an attempt's row reports when it ends at `now`: the time, the wall clock and the
+/// branch's diff since its base. The same for every path that files a row.
+fn measure(record: &mut RunRecord, repo_dir: &Path, now: u64) {
     record.finished_at = Some(rfc3339(now));
     record.elapsed_s = elapsed_s(&record.started_at, now);
     if let Ok((files, insertions, deletions)) =
@@ -845,8 +870,6 @@ fn seal(record: &mut RunRecord, outcome: Outcome, repo_dir: &Path) {
             deletions,
         };
     }
-    record.discrepancies = record.find_discrepancies();
-    let _ = worktree::unlock(repo_dir, Path::new(&record.worktree));
 }
 
 fn oid(hex: &str) -> anyhow::Result<gix::ObjectId> {

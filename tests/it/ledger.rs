@@ -310,3 +310,105 @@ fn continuation_restarts_with_the_feedback_and_stops_at_two_failures() {
         "{result}"
     );
 }
+
+#[test]
+fn continuation_is_bounded_without_a_model_and_files_one_row_per_attempt() {
+    let env = TestEnv::new();
+    let repo = env.fixture("crew-repo.sh", "repo", &[]);
+    // A command backend names no model: failures count under `backend:ok`.
+    let run = run_task(
+        &env,
+        &repo,
+        "never",
+        "ok",
+        &["--verify", "false", "--continue-until-pass"],
+    );
+    let result = env.crew(&repo, &["show", &run]).json()["run"].clone();
+    assert_eq!(result["outcome"], "fail", "{result}");
+    assert_eq!(result["attempts"], 2, "{result}");
+    let rows = env.crew(&repo, &["ledger", "--task", "never"]).json()["rows"].clone();
+    let rows = rows.as_array().unwrap();
+    assert_eq!(rows.len(), 2, "one row per attempt: {rows:?}");
+    for (i, row) in rows.iter().enumerate() {
+        assert_eq!(row["attempt"], i + 1, "{row}");
+        assert_eq!(row["key"], "backend:ok", "{row}");
+        assert_eq!(row["files_changed"], 1, "{row}");
+        assert_eq!(row["outcome"], "fail", "{row}");
+    }
+    // should-stop says what continuation decided, under the same key.
+    let out = env.crew(
+        &repo,
+        &["should-stop", "--task", "never", "--model", "backend:ok"],
+    );
+    assert_eq!(out.json()["failures"], 2, "{}", out.stdout);
+    assert_ne!(out.json()["decision"], "continue");
+    // At the top tier, the next dispatch of the task on that backend gets a human
+    // report instead of a third try.
+    let again = env.crew(
+        &repo,
+        &[
+            "dispatch",
+            "--task",
+            "never",
+            "--backend",
+            "ok",
+            "--prompt",
+            "x",
+            "--scope",
+            "src/routes/**",
+            "--set",
+            "backends.ok.tier=high",
+        ],
+    );
+    again.expect_code(5);
+    assert_eq!(again.json()["error"]["code"], "human-report");
+}
+
+#[test]
+fn fences_max_attempts_bounds_a_run_whatever_the_ledger_says() {
+    let env = TestEnv::new();
+    let repo = env.fixture("crew-repo.sh", "repo", &[]);
+    let run = run_task(
+        &env,
+        &repo,
+        "never",
+        "ok",
+        &[
+            "--model",
+            "m1",
+            "--verify",
+            "false",
+            "--continue-until-pass",
+            "--set",
+            "fences.needs_help_after_failures=50",
+            "--set",
+            "fences.max_attempts=3",
+        ],
+    );
+    let result = env.crew(&repo, &["show", &run]).json()["run"].clone();
+    assert_eq!(result["attempts"], 3, "{result}");
+    assert!(
+        result["decision"]
+            .as_str()
+            .unwrap()
+            .contains("fences.max_attempts"),
+        "{result}"
+    );
+    let rows = env.crew(&repo, &["ledger", "--task", "never"]).json()["rows"].clone();
+    assert_eq!(rows.as_array().unwrap().len(), 3, "{rows}");
+    // The threshold is read: at 50, should-stop continues after 3 failures.
+    let out = env.crew(
+        &repo,
+        &[
+            "should-stop",
+            "--task",
+            "never",
+            "--model",
+            "m1",
+            "--set",
+            "fences.needs_help_after_failures=50",
+        ],
+    );
+    assert_eq!(out.json()["decision"], "continue", "{}", out.stdout);
+    assert_eq!(out.json()["failures"], 3);
+}
