@@ -208,6 +208,9 @@ pub fn run(ctx: &CommandContext, args: DispatchArgs) -> Result<Report> {
     )
     .map_err(|r| match r {
         Refusal::Usage(m) => CrewError::usage("dispatch-invalid", m),
+        Refusal::Config { message, hint } => {
+            CrewError::usage("backend-unavailable", message).hinted(hint)
+        }
         Refusal::State(m) => CrewError::new(ErrorKind::Refused, "dispatch-refused", m)
             .hinted("`git crew status` shows the in-flight runs"),
         Refusal::HumanReport { task, model } => {

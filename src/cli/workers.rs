@@ -49,7 +49,10 @@ pub fn run(ctx: &CommandContext, _args: WorkersArgs) -> Result<Report> {
             .filter(|r| {
                 r.worker.as_deref() == Some(name)
                     && r.integrated.is_none()
-                    && !matches!(r.outcome, None | Some(Outcome::Abandoned))
+                    && !matches!(
+                        r.outcome,
+                        None | Some(Outcome::Abandoned) | Some(Outcome::Error)
+                    )
             })
             .collect();
         let passes = mine

@@ -76,11 +76,12 @@ impl Row {
 
     /// Whether this row counts as a failure for the two-failure rule: every measured
     /// outcome but a pass — a scope rejection included; an abandoned run (the lead's
-    /// decision) and a handoff (never a row) are not.
+    /// decision), an infrastructure error (not the model's doing) and a handoff (never a
+    /// row) are not.
     pub fn is_failure(&self) -> bool {
         !matches!(
             self.outcome,
-            Some(Outcome::Pass) | Some(Outcome::Abandoned) | None
+            Some(Outcome::Pass) | Some(Outcome::Abandoned) | Some(Outcome::Error) | None
         )
     }
 }
@@ -137,8 +138,14 @@ pub struct ConfigStats {
 
 /// Whether a row is an attempt that counts in the stats: integration events, handoffs
 /// and the lead's own abandons are not measurements of the worker.
+/// Whether a row measured the configuration: not an integration event, an abandoned run
+/// or an infrastructure error.
 fn measured(row: &Row) -> bool {
-    row.integrated.is_none() && !matches!(row.outcome, None | Some(Outcome::Abandoned))
+    row.integrated.is_none()
+        && !matches!(
+            row.outcome,
+            None | Some(Outcome::Abandoned) | Some(Outcome::Error)
+        )
 }
 
 fn ratio(a: usize, b: usize) -> f64 {

@@ -60,9 +60,25 @@ pub enum Outcome {
     Timeout,
     NeedsHelp,
     Abandoned,
+    /// The infrastructure failed, not the worker: its command could not be started, or
+    /// the supervisor itself hit an error. Never counted against a model.
+    Error,
 }
 
 impl Outcome {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Outcome::Pass => "pass",
+            Outcome::Fail => "fail",
+            Outcome::FooterReject => "footer-reject",
+            Outcome::ScopeReject => "scope-reject",
+            Outcome::Timeout => "timeout",
+            Outcome::NeedsHelp => "needs-help",
+            Outcome::Abandoned => "abandoned",
+            Outcome::Error => "error",
+        }
+    }
+
     /// The phase a run ends in with this outcome.
     pub fn final_phase(self) -> Phase {
         match self {
@@ -72,6 +88,7 @@ impl Outcome {
             Outcome::Timeout => Phase::TimedOut,
             Outcome::NeedsHelp => Phase::NeedsHelp,
             Outcome::Abandoned => Phase::Abandoned,
+            Outcome::Error => Phase::Failed,
         }
     }
 }

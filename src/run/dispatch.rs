@@ -53,6 +53,9 @@ pub struct Request {
 pub enum Refusal {
     #[error("{0}")]
     Usage(String),
+    /// The configuration cannot work as it is; the hint names the key to change.
+    #[error("{message}")]
+    Config { message: String, hint: String },
     #[error("{0}")]
     State(String),
     /// Two failures at the top tier: a human report instead of a third try.
@@ -221,7 +224,27 @@ pub fn plan(
         .to_string(),
     );
     let adapter = backend.adapter.clone().unwrap_or_default();
-    super::backends::adapter(&adapter).map_err(Refusal::Usage)?;
+    let driver = super::backends::adapter(&adapter).map_err(Refusal::Usage)?;
+    // A worker that cannot be started is the configuration's fault, not the model's:
+    // refused here, before anything is created.
+    if let Some((program, key)) = driver.program(&backend) {
+        let path = backend
+            .env
+            .as_ref()
+            .and_then(|env| env.get("PATH"))
+            .map(std::ffi::OsString::from)
+            .or_else(|| std::env::var_os("PATH"));
+        if !super::backends::program_exists(&program, path.as_deref()) {
+            return Err(Refusal::Config {
+                message: format!(
+                    "backend {backend_name} runs `{program}`, which cannot be found or is not executable"
+                ),
+                hint: format!(
+                    "install it, or set backends.{backend_name}.{key} in .crew/flight.toml to its path"
+                ),
+            });
+        }
+    }
     // The kernel write fence: every worker process goes inside it where the kernel has
     // Landlock; a `native` run is the lead's own sub-task, which git-crew does not start.
     let fence_abi = if flight.sandbox.enabled && adapter != "native" {

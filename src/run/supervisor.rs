@@ -38,7 +38,24 @@ pub fn supervise(repo: &gix::Repository, store: &RunStore, run: &str) -> anyhow:
     if record.phase.is_final() {
         bail!("run {run} has already ended ({})", record.phase.as_str());
     }
-    let mut sup = Supervisor::new(repo, store, record)?;
+    let mut sup = match Supervisor::new(repo, store, record.clone()) {
+        Ok(sup) => sup,
+        Err(err) => {
+            // Nothing ran: the run ends as an infrastructure error, not left hanging.
+            let repo_dir = repo
+                .workdir()
+                .map(Path::to_path_buf)
+                .unwrap_or_else(|| repo.common_dir().to_path_buf());
+            end_outside(
+                store,
+                &repo_dir,
+                record,
+                Outcome::Error,
+                &format!("supervisor error: {err:#}"),
+            )?;
+            return Err(err);
+        }
+    };
     if let Err(err) = sup.drive() {
         if err.downcast_ref::<EndedOutside>().is_some() {
             // Abandoned (or reaped) while it ran: the record is already filed.
@@ -50,8 +67,10 @@ pub fn supervise(repo: &gix::Repository, store: &RunStore, run: &str) -> anyhow:
         if let Some(pid) = sup.record.pid {
             process::kill_group(pid);
         }
+        // The infrastructure failed, not the worker: its own outcome, never charged to
+        // the model.
         sup.record.decision = Some(format!("supervisor error: {err:#}"));
-        sup.finish(Outcome::Fail)?;
+        sup.finish(Outcome::Error)?;
         return Err(err);
     }
     Ok(())
@@ -890,7 +909,20 @@ pub fn elapsed_s(started_at: &str, now: u64) -> u64 {
 pub fn abandon(
     store: &RunStore,
     repo_dir: &Path,
+    record: RunRecord,
+    why: &str,
+) -> anyhow::Result<Option<RunRecord>> {
+    end_outside(store, repo_dir, record, Outcome::Abandoned, why)
+}
+
+/// Ends a live run from outside its attempt loop with `outcome`: kills whatever still
+/// works for it, files it under its sealed facts, keeps its branch and worktree. `None`
+/// when the run had already ended.
+fn end_outside(
+    store: &RunStore,
+    repo_dir: &Path,
     mut record: RunRecord,
+    outcome: Outcome,
     why: &str,
 ) -> anyhow::Result<Option<RunRecord>> {
     process::kill_run(&record.run, record.supervisor_pid);
@@ -908,7 +940,7 @@ pub fn abandon(
             differed.join(", ")
         )
     });
-    seal(&mut record, Outcome::Abandoned, repo_dir);
+    seal(&mut record, outcome, repo_dir);
     if let Some(repo) = &repo {
         let _ = git::seal::seal_verdict(repo, &record);
     }

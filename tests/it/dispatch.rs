@@ -987,3 +987,86 @@ pub fn require_fence() {
         "this kernel has no Landlock: the write fence cannot be tested here"
     );
 }
+
+#[test]
+fn a_backend_that_cannot_start_is_refused_at_dispatch_and_never_charged_to_a_model() {
+    let env = TestEnv::new();
+    let repo = crew_repo(&env);
+    for (set, key) in [
+        (
+            "backends.ok.argv=[\"/nonexistent/worker.sh\"]",
+            "backends.ok.argv",
+        ),
+        (
+            "backends.codex.command=no-such-codex",
+            "backends.codex.command",
+        ),
+    ] {
+        let backend = if key.contains("codex") { "codex" } else { "ok" };
+        let out = env.crew(
+            &repo,
+            &[
+                "dispatch",
+                "--task",
+                "routes",
+                "--backend",
+                backend,
+                "--prompt",
+                "x",
+                "--scope",
+                "src/routes/**",
+                "--set",
+                set,
+            ],
+        );
+        out.expect_code(2);
+        let error = &out.json()["error"];
+        assert_eq!(error["code"], "backend-unavailable", "{error}");
+        assert!(error["hint"].as_str().unwrap().contains(key), "{error}");
+    }
+    // Nothing was created: no worktree, branch, pointer or seal.
+    let state = repo.join(".git/crew");
+    for dir in ["worktrees", "live"] {
+        let n = std::fs::read_dir(state.join(dir)).map_or(0, |d| d.count());
+        assert_eq!(n, 0, "{dir}");
+    }
+    assert_eq!(
+        env.git_ok(&repo, &["for-each-ref", "refs/heads/crew", "refs/crew"]),
+        ""
+    );
+
+    // A program known only in the worktree that fails to start: its own outcome, `error`,
+    // never a failure of the backend.
+    let run = dispatched(
+        &env,
+        &repo,
+        "routes",
+        "ok",
+        &["--set", "backends.ok.argv=[\"./missing-worker.sh\"]"],
+    );
+    let (out, result) = wait(&env, &repo, &run);
+    out.expect_code(1);
+    assert_eq!(result["outcome"], "error", "{result}");
+    assert!(
+        result["decision"]
+            .as_str()
+            .unwrap()
+            .contains("cannot start"),
+        "{result}"
+    );
+    let rows = env.crew(&repo, &["ledger", "--task", "routes"]).json()["rows"].clone();
+    assert_eq!(rows[0]["outcome"], "error", "{rows}");
+    let verdict = env
+        .crew(
+            &repo,
+            &["should-stop", "--task", "routes", "--model", "backend:ok"],
+        )
+        .json();
+    assert_eq!(verdict["failures"], 0, "{verdict}");
+    let stats = env.crew(&repo, &["ledger", "stats"]).json();
+    let configs = stats["stats"].as_array().expect("stats is a list");
+    assert!(
+        configs.iter().all(|c| c["backend"] != "ok"),
+        "an error measures no configuration: {stats}"
+    );
+}

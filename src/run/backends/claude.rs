@@ -12,6 +12,7 @@
 use std::path::Path;
 
 use super::{Adapter, Attempt, Launch, jsonl};
+use crate::core::flight::Backend as BackendConfig;
 
 pub struct ClaudeAdapter;
 
@@ -47,6 +48,13 @@ fn program(attempt: &Attempt) -> String {
 }
 
 impl Adapter for ClaudeAdapter {
+    fn program(&self, config: &BackendConfig) -> Option<(String, &'static str)> {
+        Some((
+            config.command.clone().unwrap_or_else(|| "claude".into()),
+            "command",
+        ))
+    }
+
     fn launch(&self, attempt: &Attempt) -> anyhow::Result<Launch> {
         let mut args = vec!["-p".to_string(), attempt.prompt.to_string()];
         args.extend(["--session-id".into(), uuid::Uuid::new_v4().to_string()]);

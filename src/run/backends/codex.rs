@@ -8,6 +8,7 @@
 use std::path::Path;
 
 use super::{Adapter, Attempt, Launch, jsonl};
+use crate::core::flight::Backend as BackendConfig;
 
 pub struct CodexAdapter;
 
@@ -55,6 +56,13 @@ fn program(attempt: &Attempt) -> String {
 }
 
 impl Adapter for CodexAdapter {
+    fn program(&self, config: &BackendConfig) -> Option<(String, &'static str)> {
+        Some((
+            config.command.clone().unwrap_or_else(|| "codex".into()),
+            "command",
+        ))
+    }
+
     fn launch(&self, attempt: &Attempt) -> anyhow::Result<Launch> {
         let mut args = flags(attempt);
         args.push(attempt.prompt.to_string());

@@ -7,6 +7,7 @@ use std::path::Path;
 use anyhow::bail;
 
 use super::{Adapter, Attempt, Launch};
+use crate::core::flight::Backend as BackendConfig;
 
 pub struct CommandAdapter;
 
@@ -43,6 +44,13 @@ fn expand(template: &[String], attempt: &Attempt, session: Option<&str>) -> anyh
 }
 
 impl Adapter for CommandAdapter {
+    fn program(&self, config: &BackendConfig) -> Option<(String, &'static str)> {
+        let first = config.argv.as_deref()?.first()?;
+        // A placeholder, or a path relative to the worktree, is known only at launch.
+        let known = !first.contains('{') && (first.starts_with('/') || !first.contains('/'));
+        known.then(|| (first.clone(), "argv"))
+    }
+
     fn launch(&self, attempt: &Attempt) -> anyhow::Result<Launch> {
         expand(
             attempt.config.argv.as_deref().unwrap_or_default(),

@@ -36,6 +36,12 @@ pub trait Adapter {
     fn session(&self, stdout: &[u8], session_file: &Path) -> Option<String>;
     /// The reply of an attempt that wrote no manifest.
     fn reply(&self, stdout: &[u8]) -> Option<String>;
+    /// The program a fresh session starts, and the config key that names it, when it is
+    /// known before the worktree exists (no placeholder, not a path relative to the
+    /// worktree): dispatch refuses a backend whose program cannot be found.
+    fn program(&self, _config: &BackendConfig) -> Option<(String, &'static str)> {
+        None
+    }
     /// Facts from the stream that contradict a clean run (denied tool calls, ...).
     fn warnings(&self, _stdout: &[u8]) -> Vec<String> {
         Vec::new()
@@ -60,6 +66,19 @@ pub fn jsonl(stdout: &[u8]) -> impl Iterator<Item = serde_json::Value> + '_ {
     stdout
         .split(|b| *b == b'\n')
         .filter_map(|line| serde_json::from_slice::<serde_json::Value>(line).ok())
+}
+
+/// Whether `program` can be started: an absolute path to an executable file, or a bare
+/// name found as one on `path` (the worker's `PATH`).
+pub fn program_exists(program: &str, path: Option<&std::ffi::OsStr>) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    let executable = |p: &Path| {
+        std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+    };
+    if program.contains('/') {
+        return executable(Path::new(program));
+    }
+    path.is_some_and(|path| std::env::split_paths(path).any(|dir| executable(&dir.join(program))))
 }
 
 #[cfg(test)]
