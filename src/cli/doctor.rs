@@ -79,6 +79,44 @@ pub fn run(ctx: &CommandContext, args: DoctorArgs) -> Result<Report> {
         });
     }
 
+    // Verify commands whose git-crew died (a killed `verify` or `integrate`): nothing
+    // will stop them.
+    let runs_dir = store.root().join("runs");
+    for (pgid, run) in orphan_verifiers(&runs_dir) {
+        if args.fix {
+            process::kill_group(pgid);
+            // Gone before their checkouts are looked at.
+            let until = std::time::Instant::now() + std::time::Duration::from_secs(2);
+            while !process::environ(pgid).is_empty() && std::time::Instant::now() < until {
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+        }
+        problems.push(Problem {
+            kind: "orphan-verify",
+            detail: format!(
+                "verify process group {pgid} of run {run} outlived the git-crew that started it"
+            ),
+            fixed: args.fix,
+        });
+    }
+
+    // Throwaway checkouts (verify, integrate) that a killed command left registered.
+    let busy: Vec<String> = crew_env_runs();
+    for (path, run) in crate::git::worktree::throwaways(&repo_dir, &runs_dir) {
+        if busy.contains(&run) {
+            continue;
+        }
+        let fixed = args.fix && crate::git::worktree::remove_throwaway(&repo_dir, &path).is_ok();
+        problems.push(Problem {
+            kind: "stale-checkout",
+            detail: format!(
+                "{} (run {run}) was left by a verify or integrate that did not finish",
+                path.display()
+            ),
+            fixed,
+        });
+    }
+
     // Live pointers whose worktree is gone.
     for record in &live {
         if record.phase != Phase::Queued && !std::path::Path::new(&record.worktree).exists() {
@@ -241,4 +279,51 @@ fn crew_processes(worktrees: &std::path::Path) -> Vec<(u32, String)> {
         }
     }
     out
+}
+
+/// Verify commands of this repository's runs whose parent is no longer a git-crew
+/// process, as (process group, run): their group leader carries `CREW_VERIFIER_DIR` under
+/// `runs_dir` and `CREW_RUN`.
+fn orphan_verifiers(runs_dir: &std::path::Path) -> Vec<(u32, String)> {
+    let prefix = runs_dir.to_string_lossy().into_owned();
+    let me = std::fs::read_link("/proc/self/exe").ok();
+    let mut out = Vec::new();
+    for pid in process::all_pids() {
+        if process::group_and_session(pid).map(|(g, _)| g) != Some(pid) {
+            continue;
+        }
+        let environ = process::environ(pid);
+        let var = |name: &[u8]| {
+            environ
+                .iter()
+                .find_map(|kv| kv.strip_prefix(name))
+                .map(|v| String::from_utf8_lossy(v).into_owned())
+        };
+        let (Some(run), Some(dir)) = (var(b"CREW_RUN="), var(b"CREW_VERIFIER_DIR=")) else {
+            continue;
+        };
+        if !dir.starts_with(&prefix) {
+            continue;
+        }
+        let parent_is_crew = process::parent(pid)
+            .and_then(|ppid| std::fs::read_link(format!("/proc/{ppid}/exe")).ok())
+            .is_some_and(|exe| Some(&exe) == me.as_ref());
+        if !parent_is_crew {
+            out.push((pid, run));
+        }
+    }
+    out
+}
+
+/// The runs some process is working for right now (a `CREW_RUN` in its environment).
+fn crew_env_runs() -> Vec<String> {
+    process::all_pids()
+        .into_iter()
+        .filter_map(|pid| {
+            process::environ(pid)
+                .iter()
+                .find_map(|kv| kv.strip_prefix(b"CREW_RUN=".as_slice()).map(<[u8]>::to_vec))
+        })
+        .map(|v| String::from_utf8_lossy(&v).into_owned())
+        .collect()
 }

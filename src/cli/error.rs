@@ -19,6 +19,9 @@ pub mod exit {
     pub const ATTENTION: u8 = 5;
     /// Internal error (a bug).
     pub const INTERNAL: u8 = 70;
+    /// Stopped by SIGINT or SIGTERM (128 + SIGINT, as shells report it), after its
+    /// cleanup ran.
+    pub const INTERRUPTED: u8 = 130;
 }
 
 /// What went wrong, as far as the exit code is concerned.
@@ -32,6 +35,7 @@ pub enum ErrorKind {
     Refused,
     Attention,
     Internal,
+    Interrupted,
 }
 
 impl ErrorKind {
@@ -44,6 +48,7 @@ impl ErrorKind {
             ErrorKind::Refused => exit::REFUSED,
             ErrorKind::Attention => exit::ATTENTION,
             ErrorKind::Internal => exit::INTERNAL,
+            ErrorKind::Interrupted => exit::INTERRUPTED,
         }
     }
 }
@@ -82,6 +87,24 @@ impl CrewError {
     /// A bug or an unexpected failure underneath (I/O, git).
     pub fn internal(err: impl fmt::Display) -> CrewError {
         CrewError::new(ErrorKind::Internal, "internal", format!("{err:#}"))
+    }
+
+    /// An error from running a run's processes: an interrupt (SIGINT, SIGTERM) is its own
+    /// kind, anything else is internal.
+    pub fn from_run(err: anyhow::Error) -> CrewError {
+        if err
+            .downcast_ref::<crate::run::process::Interrupted>()
+            .is_some()
+        {
+            CrewError::new(
+                ErrorKind::Interrupted,
+                "interrupted",
+                "interrupted: the verify command and everything it started were stopped",
+            )
+            .hinted("nothing was recorded; run the command again")
+        } else {
+            CrewError::internal(err)
+        }
     }
 
     pub fn hinted(mut self, hint: impl Into<String>) -> CrewError {

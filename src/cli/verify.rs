@@ -119,11 +119,16 @@ pub fn run(ctx: &CommandContext, args: VerifyArgs) -> Result<Report> {
     let deadline = Instant::now() + Duration::from_secs(record.budget_s.max(60));
     let verifier_dir = dir.join("verifier-again");
     let fence = crate::run::fence::base_for(&record, &dir).map_err(CrewError::internal)?;
+    // What the verify command starts comes back to this process and goes when it ends;
+    // Ctrl-C stops it (and removes a throwaway checkout) before this exits.
+    crate::run::process::become_subreaper();
+    crate::run::process::interruptible();
     let verdict = if in_worktree {
         let common = repo.common_dir().to_path_buf();
         let fence = fence
             .map(|base| crate::run::fence::for_checkout(&common, &worktree, &verifier_dir, base));
         verify::run(
+            &record.run,
             &command,
             &worktree,
             &verifier_dir,
@@ -133,6 +138,7 @@ pub fn run(ctx: &CommandContext, args: VerifyArgs) -> Result<Report> {
         )
     } else {
         verify::in_throwaway(
+            &record.run,
             ctx.workdir()?,
             &dir.join("verify-checkout"),
             tip,
@@ -143,7 +149,7 @@ pub fn run(ctx: &CommandContext, args: VerifyArgs) -> Result<Report> {
             fence,
         )
     }
-    .map_err(CrewError::internal)?;
+    .map_err(CrewError::from_run)?;
     let passed = match &verdict {
         Verified::Done(result) => {
             record.verify_command = Some(command.clone());

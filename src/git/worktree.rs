@@ -172,3 +172,35 @@ pub fn clear_index_lock(worktree: &Path) {
         let _ = std::fs::remove_file(Path::new(dir.trim()).join("index.lock"));
     }
 }
+
+/// The throwaway checkouts (a verify's `verify-checkout`, integrate's `merged`) registered
+/// under `runs_dir`, as (path, run).
+pub fn throwaways(repo_dir: &Path, runs_dir: &Path) -> Vec<(PathBuf, String)> {
+    let Ok(list) = GitRunner::new(repo_dir).output(&["worktree", "list", "--porcelain", "-z"])
+    else {
+        return Vec::new();
+    };
+    let runs_dir = runs_dir
+        .canonicalize()
+        .unwrap_or_else(|_| runs_dir.to_path_buf());
+    list.split('\0')
+        .filter_map(|field| field.strip_prefix("worktree "))
+        .map(PathBuf::from)
+        .filter_map(|path| {
+            let rest = path.strip_prefix(&runs_dir).ok()?;
+            let mut parts = rest.iter();
+            let run = parts.next()?.to_string_lossy().into_owned();
+            let leaf = parts.next()?.to_string_lossy().into_owned();
+            (parts.next().is_none() && matches!(leaf.as_str(), "merged" | "verify-checkout"))
+                .then_some((path, run))
+        })
+        .collect()
+}
+
+/// Removes a throwaway checkout and its registration (it holds nothing of anyone's: a
+/// clean checkout of a commit, made to verify it).
+pub fn remove_throwaway(repo_dir: &Path, path: &Path) -> anyhow::Result<()> {
+    let text = path.to_string_lossy();
+    GitRunner::new(repo_dir).output(&["worktree", "remove", "--force", "--force", &text])?;
+    Ok(())
+}

@@ -567,6 +567,8 @@ pub fn spawn_supervisor(repo_dir: &Path, run: &str, run_dir: &Path) -> anyhow::R
         });
     }
     let child = command.spawn().context("cannot start the supervisor")?;
+    // Another run's supervisor, not something a worker of this process left behind.
+    super::process::spare(child.id());
     Ok(child.id())
 }
 

@@ -512,6 +512,7 @@ fn verify_merged(
         .map_or_else(|| dir.join("verify-merged.log"), PathBuf::from);
     let deadline = Instant::now() + Duration::from_secs(record.budget_s.max(60));
     verify::in_throwaway(
+        &record.run,
         repo_dir,
         &dir.join("merged"),
         commit,

@@ -22,6 +22,142 @@ pub fn kill_group(pgid: u32) {
     }
 }
 
+/// Supervisors this process started: its children, but no run's leftovers.
+static SPARED: Mutex<Vec<u32>> = Mutex::new(Vec::new());
+
+/// Set by SIGINT or SIGTERM once [`interruptible`] is on: the watched process is stopped
+/// and the caller cleans up before it exits.
+static INTERRUPTED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Keeps `pid` (a supervisor this process started for another run) out of
+/// [`reap_orphans`].
+pub fn spare(pid: u32) {
+    if let Ok(mut spared) = SPARED.lock() {
+        spared.push(pid);
+    }
+}
+
+/// Makes this process the child subreaper of everything it starts: a daemon that
+/// double-forks or calls `setsid` comes back to it when its parent dies, instead of to
+/// init, so [`reap_orphans`] can end it with the attempt.
+pub fn become_subreaper() {
+    // SAFETY: prctl(PR_SET_CHILD_SUBREAPER, 1) only sets a flag on this process.
+    unsafe {
+        libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
+    }
+}
+
+extern "C" fn on_interrupt(_: libc::c_int) {
+    INTERRUPTED.store(true, Ordering::SeqCst);
+}
+
+/// From now on SIGINT and SIGTERM stop the process this one watches (and everything it
+/// started) rather than killing this one outright, so the caller's cleanup runs.
+pub fn interruptible() {
+    // SAFETY: the handler only stores to an atomic, which is async-signal-safe.
+    unsafe {
+        libc::signal(
+            libc::SIGINT,
+            on_interrupt as *const () as libc::sighandler_t,
+        );
+        libc::signal(
+            libc::SIGTERM,
+            on_interrupt as *const () as libc::sighandler_t,
+        );
+    }
+}
+
+/// Whether SIGINT or SIGTERM arrived since [`interruptible`].
+pub fn interrupted() -> bool {
+    INTERRUPTED.load(Ordering::SeqCst)
+}
+
+/// A process's state letter (`R`, `S`, `Z`, ...) and parent.
+fn state_and_parent(pid: u32) -> Option<(char, u32)> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let mut fields = stat.rsplit_once(')')?.1.split_whitespace();
+    let state = fields.next()?.chars().next()?;
+    Some((state, fields.next()?.parse().ok()?))
+}
+
+/// A process's parent.
+pub fn parent(pid: u32) -> Option<u32> {
+    state_and_parent(pid).map(|(_, ppid)| ppid)
+}
+
+/// Stops and kills every descendant of `root` (not `root` itself), round after round
+/// until none is left: a process that forks as it dies cannot outrun it.
+pub fn kill_descendants(root: u32) {
+    for _ in 0..50 {
+        // Zombies are dead already: their parent reaps them.
+        let parents: Vec<(u32, u32)> = all_pids()
+            .into_iter()
+            .filter_map(|pid| match state_and_parent(pid) {
+                Some(('Z', _)) | None => None,
+                Some((_, ppid)) => Some((pid, ppid)),
+            })
+            .collect();
+        let mut tree = vec![root];
+        let mut i = 0;
+        while i < tree.len() {
+            let parent = tree[i];
+            let children: Vec<u32> = parents
+                .iter()
+                .filter(|(pid, ppid)| *ppid == parent && !tree.contains(pid))
+                .map(|(pid, _)| *pid)
+                .collect();
+            tree.extend(children);
+            i += 1;
+        }
+        let descendants = &tree[1..];
+        if descendants.is_empty() {
+            return;
+        }
+        for pid in descendants {
+            // SAFETY: kill(2) has no memory effects on this process.
+            unsafe {
+                libc::kill(*pid as i32, libc::SIGSTOP);
+            }
+        }
+        for pid in descendants {
+            sigkill(*pid);
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Kills every child of this process except the supervisors it started, and reaps them;
+/// what they leave behind comes back here (a subreaper), so it goes round until none is
+/// left. Called when an attempt, a verify or a commit ends: nothing a worker started
+/// outlives it, whatever it did to its session, group or environment. Returns how many
+/// processes it ended.
+pub fn reap_orphans() -> usize {
+    let me = std::process::id();
+    let spared = SPARED.lock().map(|s| s.clone()).unwrap_or_default();
+    let mut ended = 0;
+    for _ in 0..200 {
+        let children: Vec<u32> = all_pids()
+            .into_iter()
+            .filter(|pid| !spared.contains(pid) && parent(*pid) == Some(me))
+            .collect();
+        if children.is_empty() {
+            break;
+        }
+        for pid in &children {
+            sigkill(*pid);
+        }
+        for pid in &children {
+            // SAFETY: waitpid on our own child, which has just been sent SIGKILL; a null
+            // status pointer is allowed.
+            unsafe {
+                libc::waitpid(*pid as i32, std::ptr::null_mut(), 0);
+            }
+        }
+        ended += children.len();
+    }
+    ended
+}
+
 /// Every process id in `/proc` but this process's own.
 pub fn all_pids() -> Vec<u32> {
     let Ok(entries) = std::fs::read_dir("/proc") else {
@@ -77,6 +213,9 @@ pub fn kill_run(run: &str, supervisor_pid: Option<u32>) {
     if let Some(pid) = supervisor_pid
         && is_alive(pid, run)
     {
+        // The supervisor is its workers' subreaper: what they left running (daemons that
+        // dropped their environment) are its children now, and go first.
+        kill_descendants(pid);
         kill_session(pid);
     }
     let needle = format!("CREW_RUN={run}");
@@ -240,6 +379,12 @@ impl Running {
             if Instant::now() >= deadline {
                 break Ended::Deadline;
             }
+            if interrupted() {
+                kill_group(self.pid);
+                let _ = self.child.wait();
+                reap_orphans();
+                anyhow::bail!(Interrupted);
+            }
             if let Some(idle) = idle {
                 let silent = now_millis().saturating_sub(self.last_activity());
                 if silent >= idle.as_millis() as u64 {
@@ -256,8 +401,11 @@ impl Running {
         // behind, and the output pipes close.
         kill_group(self.pid);
         let _ = self.child.wait();
-        // A process that left the group (setsid) may still hold the output pipes open:
-        // give the readers a moment to drain, then go on without them.
+        // What left the group (setsid, a double fork) came back to this process if it is
+        // a subreaper: it goes too.
+        reap_orphans();
+        // A process that left the group and was not caught may still hold the output
+        // pipes open: give the readers a moment to drain, then go on without them.
         let drained = Instant::now() + Duration::from_secs(2);
         while !self.readers.iter().all(|r| r.is_finished()) && Instant::now() < drained {
             std::thread::sleep(Duration::from_millis(10));
@@ -270,6 +418,11 @@ impl Running {
         Ok(ended)
     }
 }
+
+/// A watched process was stopped because this one was interrupted (SIGINT, SIGTERM).
+#[derive(Debug, thiserror::Error)]
+#[error("interrupted: the process it ran was stopped")]
+pub struct Interrupted;
 
 /// Opens a file for appending, creating it (mode 0600) with its folder.
 pub fn open_append(path: &Path) -> anyhow::Result<std::fs::File> {

@@ -184,6 +184,9 @@ impl<'a> Supervisor<'a> {
                 );
             }
         }
+        // Whatever a worker starts — double-forked, `setsid`, its environment dropped —
+        // comes back to this process when its parent dies, and ends with the attempt.
+        process::become_subreaper();
         let adapter = backends::adapter(&record.adapter).map_err(anyhow::Error::msg)?;
         let deadline_ms = humantime::parse_rfc3339(&record.deadline)
             .ok()
@@ -588,9 +591,10 @@ impl<'a> Supervisor<'a> {
                 .deadline
                 .saturating_duration_since(std::time::Instant::now())
                 + Duration::from_secs(10);
-            if let worktree::Commit::Refused(output) =
-                worktree::commit_all(&wt, &message, limit, self.fence.clone())?
-            {
+            let committed = worktree::commit_all(&wt, &message, limit, self.fence.clone());
+            // The commit's hooks ran the worker's code too: nothing they started stays.
+            process::reap_orphans();
+            if let worktree::Commit::Refused(output) = committed? {
                 // The scope check's own lines name the paths; any other refusal (a lint
                 // hook, a missing identity) is a failure, not a scope rejection.
                 let scope_lines: Vec<&str> = output
@@ -697,6 +701,7 @@ impl<'a> Supervisor<'a> {
         // moves the branch leaves the new tip unverified.
         let tested = git::merge::branch_tip(self.repo, &self.record.branch)?;
         match verify::run(
+            &self.record.run,
             &command,
             &wt,
             &dir,

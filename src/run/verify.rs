@@ -17,8 +17,11 @@ pub enum Verified {
     Timeout,
 }
 
-/// Runs `command` with `sh -c` in `worktree`; its output is archived to `transcript`.
+/// Runs `command` of run `run_id` with `sh -c` in `worktree`; its output is archived to
+/// `transcript`. Its processes carry `CREW_RUN`, so a reaper finds them even when the
+/// process that started them died.
 pub fn run(
+    run_id: &str,
     command: &str,
     worktree: &Path,
     verifier_dir: &Path,
@@ -34,10 +37,13 @@ pub fn run(
         program: "sh".into(),
         args: vec!["-c".into(), command.into()],
         cwd: worktree.to_path_buf(),
-        env: vec![(
-            "CREW_VERIFIER_DIR".into(),
-            verifier_dir.to_string_lossy().into_owned(),
-        )],
+        env: vec![
+            (
+                "CREW_VERIFIER_DIR".into(),
+                verifier_dir.to_string_lossy().into_owned(),
+            ),
+            ("CREW_RUN".into(), run_id.to_string()),
+        ],
         transcript: transcript.to_path_buf(),
         stdout_file: verifier_dir.with_extension("out"),
         fence: fence.map(|f| {
@@ -62,6 +68,7 @@ pub fn run(
 /// Runs `command` on `commit` checked out clean in a throwaway worktree at `wt` (no
 /// hooks run there), removed again afterwards.
 pub fn in_throwaway(
+    run_id: &str,
     repo_dir: &Path,
     wt: &Path,
     commit: gix::ObjectId,
@@ -93,6 +100,7 @@ pub fn in_throwaway(
     let common_dir = gix::open(repo_dir)?.common_dir().to_path_buf();
     let fence = fenced.map(|base| super::fence::for_checkout(&common_dir, wt, verifier_dir, base));
     let result = run(
+        run_id,
         command,
         wt,
         verifier_dir,

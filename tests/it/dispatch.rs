@@ -1,6 +1,7 @@
 //! dispatch, the supervisor and the run-reading commands, with scripted workers
 //! (`git-fixtures/workers/*.sh`) as real background processes.
 
+use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -787,10 +788,28 @@ fn doctor_finds_rot_and_fixes_what_it_can_without_losing_work() {
     out.expect_code(0);
     assert_eq!(out.json()["problems"], serde_json::json!([]));
 
-    // A worker process that escaped its run's session outlives the run.
+    // A worker process that escaped its run's session dies with the attempt: its
+    // supervisor is its subreaper.
     let run = dispatched(&env, &repo, "routes", "escape", &[]);
     let (out, _) = wait(&env, &repo, &run);
     out.expect_code(0);
+    let out = env.crew(&repo, &["doctor"]);
+    assert_eq!(
+        out.json()["problems"],
+        serde_json::json!([]),
+        "{}",
+        out.stdout
+    );
+    // One that got away all the same (its supervisor was killed, say): doctor finds it
+    // by the run it works for.
+    let wt = repo.join(format!(".git/crew/worktrees/{run}"));
+    let mut orphan = std::process::Command::new("sleep")
+        .arg("300")
+        .env("CREW_RUN", &run)
+        .env("CREW_WORKTREE", &wt)
+        .process_group(0)
+        .spawn()
+        .unwrap();
     std::fs::create_dir_all(repo.join(".git/crew/worktrees/stray")).unwrap();
     let out = env.crew(&repo, &["doctor"]);
     out.expect_code(1);
@@ -815,6 +834,7 @@ fn doctor_finds_rot_and_fixes_what_it_can_without_losing_work() {
         .map(|p| p["kind"].as_str().unwrap())
         .collect();
     assert_eq!(fixed, ["orphan-process"]);
+    orphan.wait().unwrap();
     // The orphan worktree is listed, never removed.
     assert!(repo.join(".git/crew/worktrees/stray").exists());
     let out = env.crew(&repo, &["doctor"]);
@@ -1069,4 +1089,155 @@ fn a_backend_that_cannot_start_is_refused_at_dispatch_and_never_charged_to_a_mod
         configs.iter().all(|c| c["backend"] != "ok"),
         "an error measures no configuration: {stats}"
     );
+}
+
+/// Waits until `file` holds a pid and returns it.
+fn pid_in(file: &Path) -> String {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        if let Ok(text) = std::fs::read_to_string(file)
+            && !text.trim().is_empty()
+        {
+            return text.trim().to_string();
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{} never appeared",
+            file.display()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// Waits up to five seconds for process `pid` to be gone.
+fn gone_soon(pid: &str) -> bool {
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while !pid_gone(pid) && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    pid_gone(pid)
+}
+
+#[test]
+fn a_setsid_daemon_without_its_environment_dies_with_its_run() {
+    let env = TestEnv::new();
+    let repo = crew_repo(&env);
+    // The worker replies and exits; its daemon must not outlive the attempt.
+    let run = dispatched(&env, &repo, "routes", "daemon", &[]);
+    let (out, result) = wait(&env, &repo, &run);
+    out.expect_code(0);
+    assert_eq!(result["outcome"], "pass", "{result}");
+    let daemon = pid_in(&repo.join(format!(".git/crew/runs/{run}/tmp/daemon-pid")));
+    assert!(gone_soon(&daemon), "daemon {daemon} outlived its run");
+
+    // Abandoned while it works, with its daemon alive: both go.
+    let run = dispatched(
+        &env,
+        &repo,
+        "other",
+        "daemon",
+        &[
+            "--scope",
+            "docs/**",
+            "--set",
+            "backends.daemon.env.DAEMON_STAY=yes",
+        ],
+    );
+    let daemon = pid_in(&repo.join(format!(".git/crew/runs/{run}/tmp/daemon-pid")));
+    assert!(!pid_gone(&daemon));
+    env.crew(&repo, &["abandon", &run]).expect_code(0);
+    assert!(gone_soon(&daemon), "daemon {daemon} outlived abandon");
+}
+
+#[test]
+fn ctrl_c_of_verify_stops_its_command_and_daemons_and_removes_its_checkout() {
+    let env = TestEnv::new();
+    let repo = crew_repo(&env);
+    let run = env.finished_run(
+        &repo,
+        "routes",
+        "ok",
+        &["--scope", "src/routes/**", "--verify", "true"],
+    );
+    // Without its worktree, verify checks the commit out in a throwaway one.
+    let wt = repo.join(format!(".git/crew/worktrees/{run}"));
+    env.git_ok(
+        &repo,
+        &["worktree", "remove", "--force", wt.to_str().unwrap()],
+    );
+    let command = "env -u CREW_RUN setsid sh -c 'echo $$ > \"$CREW_VERIFIER_DIR/daemon-pid\"; exec sleep 1000' & echo $$ > \"$CREW_VERIFIER_DIR/verify-pid\"; sleep 1000";
+    let child = env
+        .command(crate::common::bin())
+        .current_dir(&repo)
+        .args(["verify", &run, "--command", command])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let dir = repo.join(format!(".git/crew/runs/{run}/verifier-again"));
+    let daemon = pid_in(&dir.join("daemon-pid"));
+    let verify = pid_in(&dir.join("verify-pid"));
+    assert!(
+        repo.join(format!(".git/crew/runs/{run}/verify-checkout"))
+            .exists()
+    );
+    std::process::Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(130));
+    let json: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(json["error"]["code"], "interrupted", "{json}");
+    assert!(gone_soon(&verify), "the verify command outlived Ctrl-C");
+    assert!(gone_soon(&daemon), "its daemon outlived Ctrl-C");
+    assert!(
+        !repo
+            .join(format!(".git/crew/runs/{run}/verify-checkout"))
+            .exists()
+    );
+    let list = env.git_ok(&repo, &["worktree", "list", "--porcelain"]);
+    assert!(!list.contains("verify-checkout"), "{list}");
+}
+
+#[test]
+fn doctor_ends_the_verify_of_a_killed_git_crew_and_removes_its_checkout() {
+    let env = TestEnv::new();
+    let repo = crew_repo(&env);
+    let run = env.finished_run(
+        &repo,
+        "routes",
+        "ok",
+        &["--scope", "src/routes/**", "--verify", "true"],
+    );
+    let wt = repo.join(format!(".git/crew/worktrees/{run}"));
+    env.git_ok(
+        &repo,
+        &["worktree", "remove", "--force", wt.to_str().unwrap()],
+    );
+    let command = "echo $$ > \"$CREW_VERIFIER_DIR/verify-pid\"; sleep 1000";
+    let mut child = env
+        .command(crate::common::bin())
+        .current_dir(&repo)
+        .args(["verify", &run, "--command", command])
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let dir = repo.join(format!(".git/crew/runs/{run}/verifier-again"));
+    let verify = pid_in(&dir.join("verify-pid"));
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert!(!pid_gone(&verify), "the orphaned verify still runs");
+    let out = env.crew(&repo, &["doctor"]);
+    out.expect_code(1);
+    assert!(out.stdout.contains("orphan-verify"), "{}", out.stdout);
+    let out = env.crew(&repo, &["doctor", "--fix"]);
+    assert!(out.stdout.contains("stale-checkout"), "{}", out.stdout);
+    assert!(gone_soon(&verify));
+    assert!(
+        !repo
+            .join(format!(".git/crew/runs/{run}/verify-checkout"))
+            .exists()
+    );
+    let list = env.git_ok(&repo, &["worktree", "list", "--porcelain"]);
+    assert!(!list.contains("verify-checkout"), "{list}");
 }
