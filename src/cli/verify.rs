@@ -95,7 +95,16 @@ pub fn run(ctx: &CommandContext, args: VerifyArgs) -> Result<Report> {
         })?;
     let worktree = PathBuf::from(&sealed.worktree);
     let in_worktree = if worktree.exists() {
-        if crate::git::worktree::is_dirty(&worktree).map_err(CrewError::internal)? {
+        // The administration is put back as dispatch wrote it before git runs there.
+        let identity = crate::core::scope::RunIdentity {
+            run: sealed.run.clone(),
+            task: sealed.task.clone(),
+            role: sealed.role.clone(),
+            scope: sealed.scope.clone(),
+        };
+        let tree = crate::git::worktree::RunTree::restore(repo.common_dir(), &worktree, &identity)
+            .map_err(CrewError::internal)?;
+        if tree.is_dirty().map_err(CrewError::internal)? {
             return Err(CrewError::new(
                 ErrorKind::Refused,
                 "worktree-dirty",
@@ -107,7 +116,7 @@ pub fn run(ctx: &CommandContext, args: VerifyArgs) -> Result<Report> {
             )
             .hinted("commit them to the run's branch or discard them, then verify again"));
         }
-        crate::git::worktree::rev_parse(&worktree, "HEAD").ok() == Some(tip.to_string())
+        tree.head(repo) == Some(tip)
     } else {
         false
     };

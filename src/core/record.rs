@@ -217,6 +217,18 @@ pub struct RunRecord {
     pub failure_threshold: Option<u32>,
 }
 
+impl RunRecord {
+    /// Who the run is, for a scope check.
+    pub fn identity(&self) -> super::scope::RunIdentity {
+        super::scope::RunIdentity {
+            run: self.run.clone(),
+            task: self.task.clone(),
+            role: self.role.clone(),
+            scope: self.scope.clone(),
+        }
+    }
+}
+
 /// An integrated run: the commit that brought it in, and on what terms.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Integration {

@@ -181,14 +181,30 @@ pub fn delete_branch(repo: &gix::Repository, branch: &str) -> anyhow::Result<()>
 }
 
 /// The work tree that has `branch` checked out, if any (the main one or a linked one).
-pub fn checked_out_in(repo_dir: &Path, branch: &str) -> anyhow::Result<Option<PathBuf>> {
+/// git-crew's own worktrees under `crew_dir` (runs, throwaway checkouts) never count: a
+/// worker can point its worktree's HEAD at any branch, and integrate must not take that
+/// for the lead's checkout (and run git in the worker's worktree).
+pub fn checked_out_in(
+    repo_dir: &Path,
+    crew_dir: &Path,
+    branch: &str,
+) -> anyhow::Result<Option<PathBuf>> {
     let list = GitRunner::new(repo_dir).output(&["worktree", "list", "--porcelain", "-z"])?;
     let wanted = format!("branch refs/heads/{branch}");
+    let crew_dir = crew_dir
+        .canonicalize()
+        .unwrap_or_else(|_| crew_dir.to_path_buf());
     let mut path = None;
     for field in list.split('\0') {
         if let Some(p) = field.strip_prefix("worktree ") {
             path = Some(PathBuf::from(p));
-        } else if field == wanted {
+        } else if field == wanted
+            && path.as_ref().is_some_and(|p| {
+                !p.canonicalize()
+                    .unwrap_or_else(|_| p.clone())
+                    .starts_with(&crew_dir)
+            })
+        {
             return Ok(path);
         } else if field == "bare" {
             path = None;

@@ -23,6 +23,8 @@ pub const GIT_REPO_VARS: &[&str] = &[
 pub struct GitRunner {
     dir: PathBuf,
     env: Vec<(String, String)>,
+    /// `-c key=value` given before the subcommand.
+    config: Vec<String>,
     /// The write fence git (and every hook it runs) goes inside: git run in a worker's
     /// worktree runs what the worker can change there (hooks in the work tree, filters).
     fence: Option<crate::run::fence::Fence>,
@@ -33,8 +35,15 @@ impl GitRunner {
         GitRunner {
             dir: dir.to_path_buf(),
             env: Vec::new(),
+            config: Vec::new(),
             fence: None,
         }
+    }
+
+    /// The same runner, with `-c key=value` for every command.
+    pub fn with_config(mut self, key_value: &str) -> GitRunner {
+        self.config.push(key_value.to_string());
+        self
     }
 
     /// The same runner, with one more variable in git's environment (and its hooks').
@@ -57,7 +66,11 @@ impl GitRunner {
             cmd.env_remove(key);
         }
         cmd.envs(self.env.iter().map(|(k, v)| (k, v)));
-        cmd.arg("-C").arg(&self.dir).args(args);
+        cmd.arg("-C").arg(&self.dir);
+        for kv in &self.config {
+            cmd.arg("-c").arg(kv);
+        }
+        cmd.args(args);
         cmd
     }
 

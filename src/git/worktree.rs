@@ -38,13 +38,30 @@ pub fn add(
     ) {
         Ok((worktree, _)) => Ok(worktree.git_dir().to_path_buf()),
         Err(err) => {
-            if let Ok(reference) = repo.find_reference(&name) {
-                let _ = reference.delete();
+            // gix opens every other worktree on the way, and one whose own config is
+            // broken (a worker can write it) stops it; git itself does not mind. No hook
+            // runs, as with gix.
+            let _ = std::fs::remove_dir_all(path);
+            let repo_dir = repo.workdir().unwrap_or(repo.common_dir());
+            let text = path.to_string_lossy();
+            let added = GitRunner::new(repo_dir)
+                .with_config("core.hooksPath=/dev/null")
+                .output(&["worktree", "add", "--quiet", &text, branch]);
+            match added {
+                Ok(_) => Ok(repo
+                    .common_dir()
+                    .join("worktrees")
+                    .join(path.file_name().context("a worktree path has a name")?)),
+                Err(git_err) => {
+                    if let Ok(reference) = repo.find_reference(&name) {
+                        let _ = reference.delete();
+                    }
+                    Err(anyhow::anyhow!(
+                        "cannot add the worktree {}: {err}; git: {git_err:#}",
+                        path.display()
+                    ))
+                }
             }
-            Err(anyhow::anyhow!(
-                "cannot add the worktree {}: {err}",
-                path.display()
-            ))
         }
     }
 }
@@ -100,30 +117,140 @@ pub enum Commit {
     Refused(String),
 }
 
-/// Whether the worktree has uncommitted changes (untracked files included).
-pub fn is_dirty(worktree: &Path) -> anyhow::Result<bool> {
-    let status =
-        GitRunner::new(worktree).output(&["status", "--porcelain", "--untracked-files=all"])?;
-    Ok(!status.trim().is_empty())
+/// The config dispatch gives a run's worktree (`config.worktree`): its identity for the
+/// in-worktree pre-commit hook, and git-crew's hooks.
+pub fn run_config(
+    identity: &crate::core::scope::RunIdentity,
+    hooks: &Path,
+) -> Vec<(&'static str, &'static str, Vec<String>)> {
+    vec![
+        ("crew", "run", vec![identity.run.clone()]),
+        ("crew", "task", vec![identity.task.clone()]),
+        ("crew", "role", vec![identity.role.clone()]),
+        ("crew", "scope", identity.scope.clone()),
+        (
+            "core",
+            "hooksPath",
+            vec![hooks.to_string_lossy().into_owned()],
+        ),
+    ]
 }
 
-/// Commits everything left in the worktree, through its hooks, within `timeout` (a hook
-/// that hangs must not hang the caller).
-pub fn commit_all(
+/// A run's worktree as git-crew itself (the supervisor, `verify`, `integrate`) works in
+/// it. The worker can write the worktree's administration — its `config.worktree`
+/// (`core.fsmonitor`, filters, includes), `commondir`, `gitdir` and the `.git` link — and
+/// any git command that reads them would run the worker's code outside its fence. So
+/// [`RunTree::restore`] writes them back as dispatch made them before git-crew runs git
+/// there, and git runs with the administration named explicitly and fsmonitor off.
+pub struct RunTree {
+    /// `<git-common-dir>/worktrees/<name>`.
+    pub admin: PathBuf,
+    pub path: PathBuf,
+}
+
+impl RunTree {
+    /// Writes back the administration of the worktree at `path` (of the repository whose
+    /// common dir is `common_dir`) from the lead's facts: `identity` and git-crew's hooks
+    /// folder.
+    pub fn restore(
+        common_dir: &Path,
+        path: &Path,
+        identity: &crate::core::scope::RunIdentity,
+    ) -> anyhow::Result<RunTree> {
+        use super::hooks_dir::write_atomic;
+        let name = path
+            .file_name()
+            .with_context(|| format!("{} names no worktree", path.display()))?;
+        let admin = common_dir.join("worktrees").join(name);
+        if !admin.is_dir() {
+            bail!("{} is not a registered worktree", path.display());
+        }
+        let hooks = common_dir.join("crew").join("hooks");
+        write_atomic(&admin.join("commondir"), "../..\n", 0o644)?;
+        write_atomic(
+            &admin.join("gitdir"),
+            &format!("{}\n", path.join(".git").display()),
+            0o644,
+        )?;
+        write_config(&admin, &run_config(identity, &hooks))?;
+        if path.is_dir() {
+            let link = path.join(".git");
+            if std::fs::symlink_metadata(&link).is_ok_and(|m| m.is_dir()) {
+                // Never tracked content: a `.git` folder here is the worker's stand-in
+                // for the real administration.
+                std::fs::remove_dir_all(&link)?;
+            }
+            write_atomic(&link, &format!("gitdir: {}\n", admin.display()), 0o644)?;
+        }
+        Ok(RunTree {
+            admin,
+            path: path.to_path_buf(),
+        })
+    }
+
+    /// git in this worktree, reading only the restored administration; no fsmonitor and
+    /// no hooks (a fenced commit is [`RunTree::commit_all`]'s business).
+    fn git(&self) -> GitRunner {
+        GitRunner::new(&self.path)
+            .with_env("GIT_DIR", &self.admin.to_string_lossy())
+            .with_env("GIT_WORK_TREE", &self.path.to_string_lossy())
+            .with_config("core.fsmonitor=false")
+            .with_config("core.hooksPath=/dev/null")
+    }
+
+    /// Whether the worktree has uncommitted changes (untracked files included).
+    pub fn is_dirty(&self) -> anyhow::Result<bool> {
+        let status = self
+            .git()
+            .output(&["status", "--porcelain", "--untracked-files=all"])?;
+        Ok(!status.trim().is_empty())
+    }
+
+    /// The commit the worktree's HEAD names, read from its administration (never by
+    /// running git there).
+    pub fn head(&self, repo: &gix::Repository) -> Option<gix::ObjectId> {
+        let text = std::fs::read_to_string(self.admin.join("HEAD")).ok()?;
+        let text = text.trim();
+        match text.strip_prefix("ref:") {
+            Some(name) => repo
+                .try_find_reference(name.trim())
+                .ok()
+                .flatten()
+                .and_then(|mut r| r.peel_to_id().ok())
+                .map(gix::Id::detach),
+            None => gix::ObjectId::from_hex(text.as_bytes()).ok(),
+        }
+    }
+
+    /// Commits everything left in the worktree, through its hooks inside `fence`, within
+    /// `timeout` (a hook that hangs must not hang the caller).
+    pub fn commit_all(
+        &self,
+        message: &str,
+        timeout: std::time::Duration,
+        fence: Option<crate::run::fence::Fence>,
+    ) -> anyhow::Result<Commit> {
+        if !self.is_dirty()? {
+            return Ok(Commit::Clean);
+        }
+        let git = self.git();
+        git.output(&["add", "-A"])?;
+        let staged = git.raw(&["diff", "--cached", "--quiet"])?;
+        if staged.status.success() {
+            return Ok(Commit::Clean);
+        }
+        commit(&self.path, message, timeout, fence)
+    }
+}
+
+/// `git commit` in a worktree, its hooks inside `fence`, within `timeout`.
+fn commit(
     worktree: &Path,
     message: &str,
     timeout: std::time::Duration,
     fence: Option<crate::run::fence::Fence>,
 ) -> anyhow::Result<Commit> {
     let git = GitRunner::new(worktree).with_fence(fence);
-    if !is_dirty(worktree)? {
-        return Ok(Commit::Clean);
-    }
-    git.output(&["add", "-A"])?;
-    let staged = git.raw(&["diff", "--cached", "--quiet"])?;
-    if staged.status.success() {
-        return Ok(Commit::Clean);
-    }
     match git.raw_within(&["commit", "--quiet", "-m", message], timeout)? {
         Some((true, _)) => Ok(Commit::Committed),
         Some((false, output)) => Ok(Commit::Refused(output.trim().to_string())),

@@ -487,20 +487,7 @@ pub fn apply(
     let result = (|| -> anyhow::Result<RunRecord> {
         // The lead's facts, sealed before any worker process exists.
         crate::git::seal::write(repo, &crate::core::seal::Sealed::of(record))?;
-        worktree::write_config(
-            &git_dir,
-            &[
-                ("crew", "run", vec![record.run.clone()]),
-                ("crew", "task", vec![record.task.clone()]),
-                ("crew", "role", vec![record.role.clone()]),
-                ("crew", "scope", record.scope.clone()),
-                (
-                    "core",
-                    "hooksPath",
-                    vec![hooks.to_string_lossy().into_owned()],
-                ),
-            ],
-        )?;
+        worktree::write_config(&git_dir, &worktree::run_config(&record.identity(), hooks))?;
         copy_worktree_includes(repo_dir, &wt)?;
         worktree::lock(
             repo_dir,

@@ -233,7 +233,7 @@ pub fn integrate(
                 "{into} already contains run {run}'s commits (merged by hand?)"
             ))));
         }
-        let checkout = merge::checked_out_in(repo_dir, &into)?;
+        let checkout = merge::checked_out_in(repo_dir, &git::repo::state_dir(repo), &into)?;
         if let Some(wt) = &checkout
             && merge::has_tracked_changes(wt)?
         {
@@ -320,7 +320,8 @@ pub fn integrate(
         notes::failpoint("integrate-before-target");
         // The verify may have taken a while: the checkout and the target must still be
         // what the merge was built on.
-        let still = merge::checked_out_in(repo_dir, &into)? == checkout
+        let still = merge::checked_out_in(repo_dir, &git::repo::state_dir(repo), &into)?
+            == checkout
             && merge::branch_tip(repo, &into)? == Some(target_tip);
         if !still {
             notes::undo(repo, notes::CREW, notes_after, notes_before)?;
@@ -537,10 +538,16 @@ fn clean_up(
     if !wt.exists() {
         return ("gone", "kept", None);
     }
-    let clean = !git::worktree::is_dirty(&wt).unwrap_or(true);
-    let head_kept = git::worktree::rev_parse(&wt, "HEAD")
+    // The administration is put back as dispatch wrote it before git runs there (and
+    // before `git worktree remove` runs `git status` in it).
+    let tree = git::worktree::RunTree::restore(repo.common_dir(), &wt, &record.identity());
+    let clean = tree
+        .as_ref()
+        .is_ok_and(|t| t.is_dirty().is_ok_and(|dirty| !dirty));
+    let head_kept = tree
+        .as_ref()
         .ok()
-        .and_then(|h| ObjectId::from_hex(h.as_bytes()).ok())
+        .and_then(|t| t.head(repo))
         .is_some_and(|head| merge::is_ancestor(repo, head, run_tip));
     let plan = integrate::cleanup(policy, clean, head_kept);
     let reason = if !clean {

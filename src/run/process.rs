@@ -214,9 +214,15 @@ pub fn kill_run(run: &str, supervisor_pid: Option<u32>) {
         && is_alive(pid, run)
     {
         // The supervisor is its workers' subreaper: what they left running (daemons that
-        // dropped their environment) are its children now, and go first.
+        // dropped their environment) are its children now, and go first — with the
+        // supervisor stopped, so it cannot file the run as its worker dies.
+        // SAFETY: kill(2) has no memory effects on this process.
+        unsafe {
+            libc::kill(pid as i32, libc::SIGSTOP);
+        }
         kill_descendants(pid);
         kill_session(pid);
+        sigkill(pid);
     }
     let needle = format!("CREW_RUN={run}");
     for pid in all_pids() {

@@ -573,9 +573,13 @@ impl<'a> Supervisor<'a> {
     /// branch against the scope; the reason for a scope rejection, if any.
     fn settle_work(&mut self) -> anyhow::Result<Option<(Outcome, String)>> {
         let wt = PathBuf::from(&self.record.worktree);
+        // The worker is gone (its whole tree reaped): what it wrote into the worktree's
+        // administration is put back before git-crew runs git there.
+        let identity = self.record.identity();
+        let mut tree = worktree::RunTree::restore(self.repo.common_dir(), &wt, &identity)?;
         let read_only = !scope::Role::parse(&self.record.role).is_some_and(scope::Role::may_commit);
         if read_only {
-            if worktree::is_dirty(&wt)? {
+            if tree.is_dirty()? {
                 return Ok(Some((
                     Outcome::ScopeReject,
                     format!("a {} run left changes in its worktree", self.record.role),
@@ -591,9 +595,11 @@ impl<'a> Supervisor<'a> {
                 .deadline
                 .saturating_duration_since(std::time::Instant::now())
                 + Duration::from_secs(10);
-            let committed = worktree::commit_all(&wt, &message, limit, self.fence.clone());
-            // The commit's hooks ran the worker's code too: nothing they started stays.
+            let committed = tree.commit_all(&message, limit, self.fence.clone());
+            // The commit's hooks ran the worker's code too: nothing they started stays,
+            // and what they wrote into the administration is put back.
             process::reap_orphans();
+            tree = worktree::RunTree::restore(self.repo.common_dir(), &wt, &identity)?;
             if let worktree::Commit::Refused(output) = committed? {
                 // The scope check's own lines name the paths; any other refusal (a lint
                 // hook, a missing identity) is a failure, not a scope rejection.
@@ -634,14 +640,14 @@ impl<'a> Supervisor<'a> {
                 format!("the run's branch {} is gone", self.record.branch),
             )));
         };
-        let head = worktree::rev_parse(&wt, "HEAD").ok();
-        if head.as_deref() != Some(tip.to_string().as_str()) {
+        let head = tree.head(self.repo);
+        if head != Some(tip) {
             return Ok(Some((
                 Outcome::ScopeReject,
                 format!(
                     "the worktree is not at its run's branch {} ({}): work elsewhere is not the run's",
                     self.record.branch,
-                    head.as_deref().unwrap_or("no HEAD")
+                    head.map_or("no HEAD".to_string(), |h| h.to_string())
                 ),
             )));
         }
@@ -945,6 +951,15 @@ fn end_outside(
             differed.join(", ")
         )
     });
+    if let Some(repo) = &repo {
+        // Its processes are gone: what it wrote into its worktree's administration goes
+        // too, so no later git command there runs it or chokes on it.
+        let _ = worktree::RunTree::restore(
+            repo.common_dir(),
+            Path::new(&record.worktree),
+            &record.identity(),
+        );
+    }
     seal(&mut record, outcome, repo_dir);
     if let Some(repo) = &repo {
         let _ = git::seal::seal_verdict(repo, &record);

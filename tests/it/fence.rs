@@ -599,3 +599,102 @@ fn the_reaper_files_a_dead_run_under_its_sealed_facts_not_its_tampered_pointer()
     assert_eq!(routes["rows"][0]["run"], run.as_str());
     assert!(crate::dispatch::pid_gone(&read(&child)));
 }
+
+#[test]
+fn code_a_worker_plants_in_its_worktree_administration_never_runs_outside_the_fence() {
+    require_fence();
+    for route in ["config", "filter", "gitfile", "commondir"] {
+        let env = TestEnv::new();
+        let repo = crew_repo(&env);
+        let set = format!("backends.plant.env.PLANT={route}");
+        let run = env.finished_run(
+            &repo,
+            "routes",
+            "plant",
+            &[
+                "--scope",
+                "src/routes/**",
+                "--verify",
+                "true",
+                "--set",
+                &set,
+            ],
+        );
+        let mark = repo.join(format!("PLANTED-{route}"));
+        let show = env.crew(&repo, &["show", &run]).json();
+        // The worker got through its planting to its reply.
+        assert_eq!(show["run"]["footer"]["result"], "Done.", "{route}: {show}");
+        assert!(
+            !mark.exists(),
+            "{route}: planted code ran in the supervisor: {show}"
+        );
+        env.crew(&repo, &["verify", &run]);
+        assert!(!mark.exists(), "{route}: planted code ran in verify");
+        env.crew(&repo, &["integrate", &run, "--force-unverified"]);
+        assert!(!mark.exists(), "{route}: planted code ran in integrate");
+    }
+}
+
+#[test]
+fn a_worktree_that_points_its_head_at_the_target_is_not_the_leads_checkout() {
+    let env = TestEnv::new();
+    let repo = crew_repo(&env);
+    let run = routes_run(&env, &repo, "true", &[]);
+    // The lead works on another branch; a live run's worker points its HEAD at main.
+    env.git_ok(&repo, &["checkout", "-q", "-b", "lead-work"]);
+    let other = env.crew(
+        &repo,
+        &[
+            "dispatch",
+            "--task",
+            "other",
+            "--backend",
+            "hang",
+            "--prompt",
+            "x",
+            "--scope",
+            "docs/**",
+        ],
+    );
+    other.expect_code(0);
+    let other_wt = other.json()["worktree"].as_str().unwrap().to_string();
+    let admin = env.git_ok(Path::new(&other_wt), &["rev-parse", "--absolute-git-dir"]);
+    write(
+        &Path::new(admin.trim()).join("HEAD"),
+        "ref: refs/heads/main\n",
+    );
+    let readme = read(&Path::new(&other_wt).join("README.md"));
+    let out = env.crew(&repo, &["integrate", &run, "--into", "main"]);
+    out.expect_code(0);
+    // main moved by a ref update, not by a merge run in the other worker's worktree.
+    let main = env.git_ok(&repo, &["rev-parse", "main"]);
+    assert_eq!(main.trim(), out.json()["commit"].as_str().unwrap());
+    assert_eq!(read(&Path::new(&other_wt).join("README.md")), readme);
+    assert!(!Path::new(&other_wt).join("src/routes/crew.rs").exists());
+}
+
+#[test]
+fn a_worker_that_breaks_its_worktree_config_blocks_no_other_dispatch() {
+    let env = TestEnv::new();
+    let repo = crew_repo(&env);
+    let bad =
+        crate::dispatch::dispatched(&env, &repo, "bad", "bad-config", &["--scope", "docs/**"]);
+    let admin = repo.join(format!(".git/worktrees/{bad}/config.worktree"));
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while !read(&admin).contains("[x]") {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "never broke its config"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let run = routes_run(&env, &repo, "true", &[]);
+    let show = env.crew(&repo, &["show", &run]).json();
+    assert_eq!(show["run"]["outcome"], "pass", "{show}");
+    // Ended, its administration is the lead's again.
+    let bad_show = env.crew(&repo, &["show", &bad]).json();
+    assert_eq!(bad_show["run"]["phase"], "working", "{bad_show}");
+    env.crew(&repo, &["abandon", &bad]).expect_code(0);
+    assert!(!read(&admin).contains("[x]"), "{}", read(&admin));
+    env.git_ok(&repo, &["worktree", "list"]);
+}
