@@ -5,7 +5,7 @@ use anyhow::Context;
 use gix::ObjectId;
 use gix::bstr::{BStr, ByteSlice};
 
-use crate::core::scope::{Change, ChangeKind, normalize_path};
+use crate::core::scope::{Change, ChangeKind};
 
 /// Every path that differs between two commits' trees (no rename tracking, so both sides
 /// of a rename appear; directories are left out, their files are listed).
@@ -82,8 +82,26 @@ pub fn changed_between_trees(
                 .with_context(|| format!("cannot read the symlink {path}"))?
                 .detach()
                 .data;
-            match link_target(path, target.as_bstr()) {
-                Some(resolved) => entry.link_target = Some(resolved),
+            let dir: Vec<String> = path.to_str_lossy().split('/').map(String::from).collect();
+            let dir = dir[..dir.len().saturating_sub(1)].to_vec();
+            match resolve_link(&|p| link_at(&new_tree, p), dir, &target.to_str_lossy(), 0) {
+                Some(resolved) => {
+                    let resolved = resolved.join("/");
+                    if !resolved.is_empty()
+                        && checkout_refusal(resolved.as_bytes().as_bstr(), false).is_some()
+                    {
+                        entry.refused = Some(format!(
+                            "a symlink to `{}`, into the repository's git dir",
+                            target.as_bstr()
+                        ));
+                    } else {
+                        entry.link_target = Some(if resolved.is_empty() {
+                            ".".to_string()
+                        } else {
+                            resolved
+                        });
+                    }
+                }
                 None => {
                     entry.refused = Some(format!(
                         "a symlink to `{}`, outside the repository",
@@ -121,16 +139,47 @@ pub fn checkout_refusal(path: &BStr, is_link: bool) -> Option<String> {
     None
 }
 
-/// A symlink's target resolved against the repository root, or `None` when it is
-/// absolute or climbs out of the repository.
-fn link_target(path: &BStr, target: &BStr) -> Option<String> {
-    let target = target.to_str().ok()?;
-    if target.starts_with('/') {
+/// The target of the symlink at `path` in `tree`, when there is one.
+fn link_at(tree: &gix::Tree<'_>, path: &str) -> Option<String> {
+    let entry = tree.lookup_entry_by_path(path).ok()??;
+    if !entry.mode().is_link() {
         return None;
     }
-    let dir = path.rsplit_once_str("/").map_or(&b""[..], |(dir, _)| dir);
-    let joined = format!("{}/{target}", dir.to_str_lossy());
-    normalize_path(&joined).ok()
+    let blob = entry.object().ok()?;
+    Some(blob.data.to_str_lossy().into_owned())
+}
+
+/// Where a symlink whose folder is `dir` (components from the repository root) and whose
+/// target is `target` ends up once checked out: the components of the path it reaches,
+/// following every symlink met on the way as the filesystem would (`link` gives a path's
+/// symlink target in the tree). `None` when it leaves the repository (an absolute target,
+/// `..` above the root, through another link too) or loops.
+fn resolve_link(
+    link: &dyn Fn(&str) -> Option<String>,
+    dir: Vec<String>,
+    target: &str,
+    depth: u32,
+) -> Option<Vec<String>> {
+    if depth > 40 || target.starts_with('/') {
+        return None;
+    }
+    let mut at = dir;
+    for part in target.split('/') {
+        match part {
+            "" | "." => {}
+            ".." => {
+                at.pop()?;
+            }
+            name => {
+                at.push(name.to_string());
+                if let Some(next) = link(&at.join("/")) {
+                    at.pop();
+                    at = resolve_link(link, at, &next, depth + 1)?;
+                }
+            }
+        }
+    }
+    Some(at)
 }
 
 #[cfg(test)]
@@ -157,16 +206,33 @@ mod tests {
     }
 
     #[test]
-    fn symlink_targets_resolve_against_the_root() {
+    fn symlink_targets_resolve_against_the_root_through_other_links() {
+        let none = |_: &str| None;
+        let resolve = |link: &dyn Fn(&str) -> Option<String>, path: &str, target: &str| {
+            let mut dir: Vec<String> = path.split('/').map(String::from).collect();
+            dir.pop();
+            resolve_link(link, dir, target, 0).map(|p| p.join("/"))
+        };
         assert_eq!(
-            link_target("src/l".into(), "../docs/x".into()).as_deref(),
+            resolve(&none, "src/l", "../docs/x").as_deref(),
             Some("docs/x")
         );
-        assert_eq!(link_target("l".into(), "../x".into()), None);
-        assert_eq!(link_target("src/l".into(), "/etc/passwd".into()), None);
+        assert_eq!(resolve(&none, "l", "../x"), None);
+        assert_eq!(resolve(&none, "src/l", "/etc/passwd"), None);
+        assert_eq!(resolve(&none, "src/a/l", "b").as_deref(), Some("src/a/b"));
+        assert_eq!(resolve(&none, "src/a/l", "../..").as_deref(), Some(""));
+        // `src/routes/d -> ../..` makes `d/../../../etc/passwd` leave the repository.
+        let tree = |p: &str| (p == "src/routes/d").then(|| "../..".to_string());
         assert_eq!(
-            link_target("src/a/l".into(), "b".into()).as_deref(),
-            Some("src/a/b")
+            resolve(&tree, "src/routes/lnk", "d/../../../etc/passwd"),
+            None
         );
+        assert_eq!(
+            resolve(&tree, "src/routes/lnk", "d/README.md").as_deref(),
+            Some("README.md")
+        );
+        // A loop leaves nowhere.
+        let looped = |p: &str| (p == "a").then(|| "a".to_string());
+        assert_eq!(resolve(&looped, "l", "a"), None);
     }
 }

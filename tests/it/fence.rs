@@ -508,6 +508,28 @@ fn a_symlink_that_leaves_the_repository_is_refused_and_one_that_leaves_the_scope
     assert!(message.contains("outside the repository"), "{error}");
     assert_eq!(env.git_ok(&repo, &["rev-parse", "main"]), main);
 
+    // Through another link: `d -> ../..` makes `d/../../../etc/passwd` leave it too, and a
+    // link into the git dir is refused as well.
+    for (name, target, why) in [
+        ("lnk", "d/../../../etc/passwd", "outside the repository"),
+        ("hook", "d/.git/hooks/pre-commit", "git dir"),
+    ] {
+        let run = env.finished_run(
+            &repo,
+            &format!("chain-{name}"),
+            "ok",
+            &["--scope", "src/routes/**", "--verify", "true"],
+        );
+        commit_link(&env, &repo, &run, "d", "../..");
+        commit_link(&env, &repo, &run, name, target);
+        let out = env.crew(&repo, &["integrate", &run, "--force-unverified"]);
+        out.expect_code(1);
+        let message = out.json()["error"]["message"].as_str().unwrap().to_string();
+        assert!(message.contains(&format!("src/routes/{name}")), "{message}");
+        assert!(message.contains(why), "{message}");
+        assert_eq!(env.git_ok(&repo, &["rev-parse", "main"]), main);
+    }
+
     // A link inside the repository but outside the scope lands, and the result names it.
     let run = env.finished_run(
         &repo,
