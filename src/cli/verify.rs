@@ -135,7 +135,9 @@ pub fn run(ctx: &CommandContext, args: VerifyArgs) -> Result<Report> {
     let verdict = if in_worktree {
         let common = repo.common_dir().to_path_buf();
         let fence = fence
-            .map(|base| crate::run::fence::for_checkout(&common, &worktree, &verifier_dir, base));
+            .map(|base| crate::run::fence::for_checkout(&common, &worktree, &verifier_dir, base))
+            .transpose()
+            .map_err(CrewError::internal)?;
         verify::run(
             &record.run,
             &command,

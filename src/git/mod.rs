@@ -7,6 +7,7 @@ pub mod hooks_dir;
 pub mod identity;
 pub mod merge;
 pub mod notes;
+pub mod objects;
 pub mod repo;
 pub mod run;
 pub mod seal;

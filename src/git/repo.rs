@@ -14,10 +14,19 @@ pub struct NotARepository {
 
 /// Opens the repository containing `dir`.
 pub fn discover(dir: &Path) -> Result<gix::Repository, NotARepository> {
-    gix::discover_with_environment_overrides(dir).map_err(|source| NotARepository {
-        dir: dir.to_path_buf(),
-        source: Box::new(source),
-    })
+    let mut repo =
+        gix::discover_with_environment_overrides(dir).map_err(|source| NotARepository {
+            dir: dir.to_path_buf(),
+            source: Box::new(source),
+        })?;
+    // git-crew run by a hook inside a run's fence sees the objects git sees: the run's
+    // quarantine (`GIT_OBJECT_DIRECTORY`, whose alternates name the repository's store).
+    if let Some(objects) = std::env::var_os("GIT_OBJECT_DIRECTORY")
+        && let Ok(handle) = gix::odb::at(PathBuf::from(objects), repo.object_hash())
+    {
+        repo.objects = gix::odb::memory::Proxy::new(handle, repo.object_hash());
+    }
+    Ok(repo)
 }
 
 /// Where git-crew keeps local, never-committed state: `<git-common-dir>/crew`.

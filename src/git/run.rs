@@ -90,6 +90,24 @@ impl GitRunner {
         Ok(String::from_utf8_lossy(&out.stdout).into_owned())
     }
 
+    /// Runs git with `stdin` as its input and returns its stdout; a non-zero exit is an
+    /// error carrying stderr.
+    pub fn output_with_stdin(&self, args: &[&str], stdin: std::fs::File) -> anyhow::Result<String> {
+        let out = self
+            .command(args)
+            .stdin(stdin)
+            .output()
+            .with_context(|| format!("cannot run git {}", args.join(" ")))?;
+        if !out.status.success() {
+            bail!(
+                "git {} failed: {}",
+                args.join(" "),
+                String::from_utf8_lossy(&out.stderr).trim()
+            );
+        }
+        Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+    }
+
     /// Runs git and returns what it did, whatever its exit code.
     pub fn raw(&self, args: &[&str]) -> anyhow::Result<std::process::Output> {
         self.command(args)

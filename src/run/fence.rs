@@ -6,7 +6,8 @@
 //!
 //! What a commit in a linked worktree writes (checked with real git under the fence): the
 //! worktree, its private git dir (`<common>/worktrees/<name>/`: index, HEAD, logs,
-//! config.worktree), the object store, and its branch's ref and reflog folders
+//! config.worktree), new objects — sent to the run's own quarantine, never the
+//! repository's store — and its branch's ref and reflog folders
 //! (`refs/heads/crew/<task>/`, `logs/refs/heads/crew/<task>/`). Nothing else of the
 //! repository: not the main checkout, other worktrees, hooks, `packed-refs`, other refs,
 //! the notes, or git-crew's own records.
@@ -88,6 +89,45 @@ pub fn describe(abi: Option<i32>) -> String {
 pub struct Fence {
     pub dirs: Vec<PathBuf>,
     pub files: Vec<PathBuf>,
+    /// Variables every fenced process gets: where git writes new objects (the run's
+    /// quarantine) and where it reads the repository's.
+    pub env: Vec<(String, String)>,
+}
+
+/// A run's object quarantine: git inside the fence writes new objects here, never into
+/// the repository's store (which it could otherwise corrupt in place: nothing checks a
+/// loose object's name against its content on read). git-crew imports them, each hashed
+/// again, when an attempt ends.
+pub fn quarantine(run_dir: &Path) -> PathBuf {
+    run_dir.join("objects")
+}
+
+impl Fence {
+    /// Sends git's new objects to `quarantine`, reading the repository's from
+    /// `common_dir/objects`.
+    fn quarantine_objects(&mut self, quarantine: &Path, common_dir: &Path) -> anyhow::Result<()> {
+        for sub in ["pack", "info"] {
+            std::fs::create_dir_all(quarantine.join(sub))
+                .with_context(|| format!("cannot create {}", quarantine.display()))?;
+        }
+        // For readers that take no variable (git-crew's own hooks): the repository's store
+        // is the quarantine's alternate.
+        std::fs::write(
+            quarantine.join("info").join("alternates"),
+            format!("{}\n", common_dir.join("objects").display()),
+        )
+        .context("cannot write the quarantine's alternates")?;
+        self.add(quarantine);
+        self.env.push((
+            "GIT_OBJECT_DIRECTORY".into(),
+            quarantine.to_string_lossy().into_owned(),
+        ));
+        self.env.push((
+            "GIT_ALTERNATE_OBJECT_DIRECTORIES".into(),
+            common_dir.join("objects").to_string_lossy().into_owned(),
+        ));
+        Ok(())
+    }
 }
 
 /// Why a `[sandbox] writable` entry cannot be used.
@@ -183,6 +223,9 @@ impl Fence {
                 PathFd::new(file).with_context(|| format!("cannot open {}", file.display()))?;
             ruleset = ruleset.add_rule(PathBeneath::new(fd, file_rights))?;
         }
+        for (key, value) in &self.env {
+            command.env(key, value);
+        }
         let slot = Mutex::new(Some(ruleset));
         // SAFETY: the closure runs in the forked child before exec. It takes the ruleset
         // built above and makes two system calls (prctl, landlock_restrict_self); it
@@ -244,7 +287,7 @@ pub fn for_run(
             .file_name()
             .context("a worktree path has a name")?;
         fence.add(&paths.common_dir.join("worktrees").join(name));
-        fence.add(&paths.common_dir.join("objects"));
+        fence.quarantine_objects(&quarantine(paths.run_dir), paths.common_dir)?;
         for folder in ["refs/heads/crew", "logs/refs/heads/crew"] {
             let dir = paths.common_dir.join(folder).join(paths.task);
             // git cannot make these under the fence: they are made before it goes up.
@@ -256,17 +299,26 @@ pub fn for_run(
     Ok((fence, tmp))
 }
 
-/// The fence of a verify in a throwaway checkout: that checkout, its private git dir,
-/// the object store, and the verifier folder.
-pub fn for_checkout(common_dir: &Path, checkout: &Path, verifier_dir: &Path, base: Fence) -> Fence {
+/// The fence of a verify in a checkout (the run's worktree, or a throwaway one): that
+/// checkout, its private git dir, the run's object quarantine (next to the verifier
+/// folder) and the verifier folder.
+pub fn for_checkout(
+    common_dir: &Path,
+    checkout: &Path,
+    verifier_dir: &Path,
+    base: Fence,
+) -> anyhow::Result<Fence> {
     let mut fence = base;
     fence.add(checkout);
     if let Some(name) = checkout.file_name() {
         fence.add(&common_dir.join("worktrees").join(name));
     }
-    fence.add(&common_dir.join("objects"));
+    let run_dir = verifier_dir
+        .parent()
+        .context("a verifier folder lies in its run's folder")?;
+    fence.quarantine_objects(&quarantine(run_dir), common_dir)?;
     fence.add(verifier_dir);
-    fence
+    Ok(fence)
 }
 
 /// The file in a run's folder that keeps the `[sandbox] writable` paths resolved at

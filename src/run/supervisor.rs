@@ -157,6 +157,8 @@ struct Supervisor<'a> {
     /// The write fence of the run's processes, and their `TMPDIR`.
     fence: Option<super::fence::Fence>,
     tmp: Option<PathBuf>,
+    /// Objects the run's processes wrote under false names (left out of the store).
+    rejected_objects: Vec<String>,
 }
 
 impl<'a> Supervisor<'a> {
@@ -243,7 +245,19 @@ impl<'a> Supervisor<'a> {
             warnings: Vec::new(),
             retry: None,
             session_confirmed: false,
+            rejected_objects: Vec::new(),
         })
+    }
+
+    /// Brings what the run's processes wrote into its object quarantine into the
+    /// repository's store, each object hashed again; a false one is kept out and noted.
+    fn import_objects(&mut self) -> anyhow::Result<()> {
+        if self.fence.is_none() {
+            return Ok(());
+        }
+        let imported = git::objects::import(self.repo, &super::fence::quarantine(&self.run_dir))?;
+        self.rejected_objects.extend(imported.rejected);
+        Ok(())
     }
 
     fn save(&self) -> anyhow::Result<()> {
@@ -533,6 +547,7 @@ impl<'a> Supervisor<'a> {
             }
         })?;
         self.record.pid = None;
+        self.import_objects()?;
         // A worker killed in the middle of `git add` or `git commit` leaves the index lock
         // behind; nothing else can hold it now.
         worktree::clear_index_lock(Path::new(&self.record.worktree));
@@ -599,6 +614,7 @@ impl<'a> Supervisor<'a> {
             // The commit's hooks ran the worker's code too: nothing they started stays,
             // and what they wrote into the administration is put back.
             process::reap_orphans();
+            self.import_objects()?;
             tree = worktree::RunTree::restore(self.repo.common_dir(), &wt, &identity)?;
             if let worktree::Commit::Refused(output) = committed? {
                 // The scope check's own lines name the paths; any other refusal (a lint
@@ -630,6 +646,15 @@ impl<'a> Supervisor<'a> {
                     )
                 }));
             }
+        }
+        if !self.rejected_objects.is_empty() {
+            return Ok(Some((
+                Outcome::ScopeReject,
+                format!(
+                    "the run wrote objects whose content does not match their names: {}",
+                    self.rejected_objects.join(", ")
+                ),
+            )));
         }
         // The run's branch, read from the repository's refs (not through the worktree's
         // own `.git` link, which the worker can rewrite), is what gets audited and verified.
@@ -806,6 +831,8 @@ impl<'a> Supervisor<'a> {
 
     /// Files the run record: outcome, diff, discrepancies; unlocks the worktree.
     fn finish(&mut self, outcome: Outcome) -> anyhow::Result<()> {
+        // What a verify wrote, too: the store holds everything the branch needs.
+        let _ = self.import_objects();
         seal(&mut self.record, outcome, &self.repo_dir);
         self.record
             .discrepancies
@@ -952,6 +979,9 @@ fn end_outside(
         )
     });
     if let Some(repo) = &repo {
+        // What its processes wrote (its commits) comes into the store, each object
+        // hashed again.
+        let _ = git::objects::import(repo, &super::fence::quarantine(&store.run_dir(&record.run)));
         // Its processes are gone: what it wrote into its worktree's administration goes
         // too, so no later git command there runs it or chokes on it.
         let _ = worktree::RunTree::restore(

@@ -97,17 +97,22 @@ pub fn in_throwaway(
         ])
         .context("cannot check out the commit to verify it")?;
     let _ = crate::run::dispatch::copy_worktree_includes(repo_dir, wt);
-    let common_dir = gix::open(repo_dir)?.common_dir().to_path_buf();
-    let fence = fenced.map(|base| super::fence::for_checkout(&common_dir, wt, verifier_dir, base));
-    let result = run(
-        run_id,
-        command,
-        wt,
-        verifier_dir,
-        transcript,
-        deadline,
-        fence.as_ref(),
-    );
+    // Whatever happens from here, the throwaway checkout goes again.
+    let result = (|| {
+        let common_dir = gix::open(repo_dir)?.common_dir().to_path_buf();
+        let fence = fenced
+            .map(|base| super::fence::for_checkout(&common_dir, wt, verifier_dir, base))
+            .transpose()?;
+        run(
+            run_id,
+            command,
+            wt,
+            verifier_dir,
+            transcript,
+            deadline,
+            fence.as_ref(),
+        )
+    })();
     let _ = runner.raw(&["worktree", "remove", "--force", &path]);
     result
 }

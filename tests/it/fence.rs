@@ -720,3 +720,66 @@ fn a_worker_that_breaks_its_worktree_config_blocks_no_other_dispatch() {
     assert!(!read(&admin).contains("[x]"), "{}", read(&admin));
     env.git_ok(&repo, &["worktree", "list"]);
 }
+
+#[test]
+fn a_fenced_worker_cannot_touch_the_object_store_and_false_objects_stay_out() {
+    require_fence();
+    let env = TestEnv::new();
+    let repo = crew_repo(&env);
+    let readme = env.git_ok(&repo, &["rev-parse", "main:README.md"]);
+    let blob = readme.trim();
+    let object = repo.join(format!(".git/objects/{}/{}", &blob[..2], &blob[2..]));
+    let before = std::fs::read(&object).unwrap();
+    let run = env.finished_run(
+        &repo,
+        "routes",
+        "objects",
+        &[
+            "--scope",
+            "src/routes/**",
+            "--verify",
+            "true",
+            "--set",
+            "backends.objects.env.OBJECTS=existing",
+        ],
+    );
+    let out = read(&repo.join(format!(".git/crew/runs/{run}/attempt-1.out")));
+    assert!(out.contains("second commit: ok"), "{out}");
+    assert!(out.contains("existing: refused"), "{out}");
+    assert_eq!(std::fs::read(&object).unwrap(), before);
+    // Its own commits came into the store: the run passes and integrates.
+    let show = env.crew(&repo, &["show", &run]).json();
+    assert_eq!(show["run"]["outcome"], "pass", "{show}");
+    env.crew(&repo, &["integrate", &run]).expect_code(0);
+    env.git_ok(&repo, &["fsck", "--no-dangling"]);
+
+    // An object under a false name never enters the store: the run is refused.
+    let run = env.finished_run(
+        &repo,
+        "fake",
+        "objects",
+        &[
+            "--scope",
+            "src/routes/**",
+            "--verify",
+            "true",
+            "--set",
+            "backends.objects.env.OBJECTS=false-name",
+        ],
+    );
+    let out = read(&repo.join(format!(".git/crew/runs/{run}/attempt-1.out")));
+    assert!(out.contains("false-name: committed"), "{out}");
+    let show = env.crew(&repo, &["show", &run]).json();
+    assert_eq!(show["run"]["outcome"], "scope-reject", "{show}");
+    assert!(
+        show["run"]["decision"]
+            .as_str()
+            .unwrap()
+            .contains("does not match their names"),
+        "{show}"
+    );
+    env.git_ok(
+        &repo,
+        &["fsck", "--no-dangling", "--connectivity-only", "main"],
+    );
+}

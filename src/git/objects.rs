@@ -1,0 +1,80 @@
+//! Objects a fenced run wrote into its quarantine (`GIT_OBJECT_DIRECTORY`), brought into
+//! the repository's store. Each is hashed again on the way in: an object whose content
+//! does not match its name is left out and named, so a worker can neither corrupt an
+//! object the repository has nor smuggle one in under a false name.
+
+use std::path::Path;
+
+use anyhow::Context;
+
+use super::run::GitRunner;
+
+/// What an import did.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Imported {
+    pub objects: usize,
+    /// Objects whose content does not hash to their name (or that could not be read).
+    pub rejected: Vec<String>,
+}
+
+/// Moves every object of `quarantine` into `repo`'s store: loose objects are read and
+/// written again (so their ids are computed here), packs go through `git index-pack`,
+/// which computes every id itself. The quarantine is emptied.
+pub fn import(repo: &gix::Repository, quarantine: &Path) -> anyhow::Result<Imported> {
+    let mut imported = Imported::default();
+    let Ok(fanout) = std::fs::read_dir(quarantine) else {
+        return Ok(imported);
+    };
+    let store = gix::odb::loose::Store::at(quarantine, repo.object_hash());
+    let mut buf = Vec::new();
+    for dir in fanout.flatten() {
+        let prefix = dir.file_name().to_string_lossy().into_owned();
+        if prefix.len() != 2 || !prefix.bytes().all(|b| b.is_ascii_hexdigit()) {
+            continue;
+        }
+        for file in std::fs::read_dir(dir.path())?.flatten() {
+            let name = format!("{prefix}{}", file.file_name().to_string_lossy());
+            let written = gix::ObjectId::from_hex(name.as_bytes())
+                .ok()
+                .and_then(|id| {
+                    let data = store.try_find(&id, &mut buf).ok()??;
+                    let named =
+                        gix::objs::compute_hash(repo.object_hash(), data.kind, data.data).ok()?;
+                    if named == id && !repo.has_object(id) {
+                        use gix::objs::Write as _;
+                        repo.objects.write_buf(data.kind, data.data).ok()?;
+                    }
+                    Some((id, named))
+                });
+            match written {
+                Some((id, new)) if id == new => imported.objects += 1,
+                _ => imported.rejected.push(name),
+            }
+            let _ = std::fs::remove_file(file.path());
+        }
+        let _ = std::fs::remove_dir(dir.path());
+    }
+    if let Ok(packs) = std::fs::read_dir(quarantine.join("pack")) {
+        let repo_dir = repo.workdir().unwrap_or(repo.common_dir());
+        for entry in packs.flatten() {
+            let path = entry.path();
+            if path.extension().is_some_and(|e| e == "pack") {
+                let pack = std::fs::File::open(&path)
+                    .with_context(|| format!("cannot read {}", path.display()))?;
+                let indexed = GitRunner::new(repo_dir)
+                    .output_with_stdin(&["index-pack", "--stdin", "--fix-thin"], pack);
+                match indexed {
+                    Ok(_) => imported.objects += 1,
+                    Err(_) => imported.rejected.push(
+                        path.file_name()
+                            .unwrap_or_default()
+                            .to_string_lossy()
+                            .into_owned(),
+                    ),
+                }
+            }
+            let _ = std::fs::remove_file(&path);
+        }
+    }
+    Ok(imported)
+}
