@@ -69,7 +69,7 @@ pub struct DispatchArgs {
     #[arg(long, value_name = "P")]
     pub plan: Option<String>,
     /// The task's size in worker-hours (for the ledger's horizon and speed factor).
-    #[arg(long, value_name = "HOURS")]
+    #[arg(long, value_name = "HOURS", value_parser = size_hours)]
     pub size: Option<f64>,
     /// Route through this standing worker of the roster ([workers.<name>]).
     #[arg(long, value_name = "NAME")]
@@ -475,5 +475,15 @@ fn base_branch(repo: &gix::Repository, base: Option<&str>) -> Option<String> {
                 .flatten()
                 .map(|_| rev.to_string())
         }
+    }
+}
+
+/// `--size`: a finite number of worker-hours above zero (a record must read back).
+fn size_hours(text: &str) -> std::result::Result<f64, String> {
+    match text.parse::<f64>() {
+        Ok(h) if h.is_finite() && h > 0.0 && h <= 10_000.0 => Ok(h),
+        _ => Err(format!(
+            "`{text}` is not a size: give worker-hours above zero, such as 2 or 0.5"
+        )),
     }
 }

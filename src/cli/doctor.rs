@@ -117,8 +117,25 @@ pub fn run(ctx: &CommandContext, args: DoctorArgs) -> Result<Report> {
         });
     }
 
+    // Live pointers that cannot be read: named, never fixed by guesswork (their
+    // processes are left alone; the task and scope stay held).
+    for record in live.iter().filter(|r| r.unreadable.is_some()) {
+        problems.push(Problem {
+            kind: "unreadable-pointer",
+            detail: format!(
+                "the live pointer of run {} cannot be read ({}); it still holds task `{}` and scope {}: repair or remove {} by hand",
+                record.run,
+                record.unreadable.as_deref().unwrap_or_default(),
+                record.task,
+                record.scope.join(" "),
+                store.live_path(&record.run).display()
+            ),
+            fixed: false,
+        });
+    }
+
     // Live pointers whose worktree is gone.
-    for record in &live {
+    for record in live.iter().filter(|r| r.unreadable.is_none()) {
         if record.phase != Phase::Queued && !std::path::Path::new(&record.worktree).exists() {
             let fixed = args.fix
                 && supervisor::abandon(

@@ -42,7 +42,13 @@ pub fn run_id(text: &str) -> std::result::Result<String, String> {
 pub fn load(store: &RunStore, run: &str) -> Result<RunRecord> {
     store
         .load(run)
-        .map_err(CrewError::internal)?
+        .map_err(
+            |err| match err.downcast_ref::<crate::state::runs::Unreadable>() {
+                Some(u) => CrewError::new(ErrorKind::Refused, "run-unreadable", u.to_string())
+                    .hinted("`git crew doctor` reports it; restore or remove the file by hand"),
+                None => CrewError::internal(err),
+            },
+        )?
         .ok_or_else(|| {
             CrewError::new(
                 ErrorKind::NotFound,

@@ -12,6 +12,10 @@ use serde::{Deserialize, Serialize};
 use toml::de::{DeTable, DeValue};
 use toml::{Table, Value};
 
+/// The longest duration a key may hold: a deadline past it is no deadline (and one far
+/// enough out overflows the clock).
+pub const MAX_DURATION: std::time::Duration = std::time::Duration::from_secs(30 * 24 * 3600);
+
 /// The shipped defaults layer.
 pub const DEFAULTS: &str = include_str!("flight_defaults.toml");
 
@@ -557,6 +561,15 @@ impl Walker<'_> {
                 }
             }
             (Kind::Duration, DeValue::String(s)) => match humantime::parse_duration(s) {
+                Ok(d) if d > MAX_DURATION => {
+                    self.report(
+                        at,
+                        dotted,
+                        format!("`{s}` is longer than the most a run may take (30 days)"),
+                        None,
+                    );
+                    None
+                }
                 Ok(d) if !d.is_zero() => Some(Value::String(s.to_string())),
                 Ok(_) => {
                     self.report(

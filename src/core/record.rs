@@ -108,6 +108,10 @@ pub struct Verify {
     pub command: String,
     pub reward: f64,
     pub passed: bool,
+    /// Why the verifier's own verdict was not taken (a reward that is not a finite
+    /// number): the verify failed on that.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub problem: Option<String>,
 }
 
 /// What the run's branch changed since its base.
@@ -215,6 +219,9 @@ pub struct RunRecord {
     /// failures of the task under the run's key.
     #[serde(default)]
     pub failure_threshold: Option<u32>,
+    /// Set on a stand-in for a live run whose pointer cannot be read: why. Never stored.
+    #[serde(skip)]
+    pub unreadable: Option<String>,
 }
 
 impl RunRecord {
@@ -342,6 +349,7 @@ impl RunRecord {
             fence: None,
             max_attempts: None,
             failure_threshold: None,
+            unreadable: None,
         }
     }
 }
@@ -349,6 +357,52 @@ impl RunRecord {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_field_of_a_record_round_trips() {
+        let mut r = RunRecord::example();
+        r.model = Some("m".into());
+        r.effort = Some("high".into());
+        r.tier = Some("mid".into());
+        r.session = Some("s".into());
+        r.finished_at = Some("2026-01-01T00:10:00Z".into());
+        r.idle_timeout_s = Some(300);
+        r.last_activity_at = Some("2026-01-01T00:09:00Z".into());
+        r.footer = Some(Footer {
+            result: "r".into(),
+            how_to_verify: "h".into(),
+            deferred: "d".into(),
+            truncated: true,
+        });
+        r.verify = Some(Verify {
+            command: "c".into(),
+            reward: 0.25,
+            passed: false,
+            problem: Some("p".into()),
+        });
+        r.verify_command = Some("c".into());
+        r.decision = Some("x".into());
+        r.diff.files = vec!["a".into()];
+        r.discrepancies = vec!["d".into()];
+        r.pid = Some(1);
+        r.supervisor_pid = Some(2);
+        r.port = Some(4100);
+        r.transcript = Some("t".into());
+        r.parked_at = Some("p".into());
+        r.continue_until_pass = true;
+        r.base_ref = Some("main".into());
+        r.plan = Some("p".into());
+        r.size_h = Some(1.5);
+        r.worker = Some("w".into());
+        r.verified_tip = Some("abc".into());
+        r.scope_changed = true;
+        r.fence = Some("landlock-v7".into());
+        r.max_attempts = Some(5);
+        r.failure_threshold = Some(2);
+        let text = serde_json::to_string(&r).unwrap();
+        let back: RunRecord = serde_json::from_str(&text).unwrap();
+        assert_eq!(back, r);
+    }
 
     #[test]
     fn run_ids_are_recognised_and_paths_are_not() {
@@ -396,6 +450,7 @@ mod tests {
             command: "false".into(),
             reward: 0.0,
             passed: false,
+            problem: None,
         });
         assert_eq!(
             r.find_discrepancies(),

@@ -750,7 +750,10 @@ impl<'a> Supervisor<'a> {
                 self.record.decision = Some(if passed {
                     format!("verify passed (reward {})", result.reward)
                 } else {
-                    format!("verify failed (reward {})", result.reward)
+                    match &result.problem {
+                        Some(problem) => format!("verify failed: {problem}"),
+                        None => format!("verify failed (reward {})", result.reward),
+                    }
                 });
                 self.record.verify = Some(result);
                 if !passed
@@ -1018,6 +1021,9 @@ pub fn reap_dead(
             record.phase,
             Phase::NeedsHelp | Phase::AwaitingAttach | Phase::Queued
         ) || record.adapter == "native"
+            // A run whose pointer cannot be read is never judged, nor its processes
+            // killed: nothing says which they are.
+            || record.unreadable.is_some()
         {
             continue;
         }

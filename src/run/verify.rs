@@ -56,11 +56,24 @@ pub fn run(
         Ended::Exited(code) => code,
         Ended::Deadline | Ended::Idle => return Ok(Verified::Timeout),
     };
-    let reward = read_reward(verifier_dir).unwrap_or(if code == Some(0) { 1.0 } else { 0.0 });
-    Ok(Verified::Done(Verify {
-        command: command.to_string(),
-        reward,
-        passed: reward >= 1.0,
+    let by_exit = if code == Some(0) { 1.0 } else { 0.0 };
+    Ok(Verified::Done(match read_reward(verifier_dir) {
+        Ok(reward) => {
+            let reward = reward.unwrap_or(by_exit);
+            Verify {
+                command: command.to_string(),
+                reward,
+                passed: reward >= 1.0,
+                problem: None,
+            }
+        }
+        // A reward that is no number fails the verify, named; it is never stored.
+        Err(problem) => Verify {
+            command: command.to_string(),
+            reward: 0.0,
+            passed: false,
+            problem: Some(problem),
+        },
     }))
 }
 
@@ -117,14 +130,78 @@ pub fn in_throwaway(
     result
 }
 
-fn read_reward(dir: &Path) -> Option<f64> {
-    if let Ok(bytes) = std::fs::read(dir.join("reward.json"))
-        && let Ok(value) = serde_json::from_slice::<serde_json::Value>(&bytes)
-        && let Some(reward) = value.get("reward").and_then(serde_json::Value::as_f64)
-    {
-        return Some(reward);
+/// The verifier's reward: `reward.json`'s `reward`, else `reward.txt`, else none. One
+/// that is not a finite number (`NaN`, `inf`, `1e999`) is an error naming it.
+fn read_reward(dir: &Path) -> Result<Option<f64>, String> {
+    let finite = |reward: f64, from: &str, raw: &str| {
+        if reward.is_finite() {
+            Ok(Some(reward))
+        } else {
+            Err(format!(
+                "the verifier's {from} holds a reward that is not a finite number: {raw}"
+            ))
+        }
+    };
+    if let Ok(bytes) = std::fs::read(dir.join("reward.json")) {
+        let raw = String::from_utf8_lossy(&bytes)
+            .trim()
+            .chars()
+            .take(200)
+            .collect::<String>();
+        match serde_json::from_slice::<serde_json::Value>(&bytes) {
+            Ok(value) => {
+                if let Some(reward) = value.get("reward") {
+                    return match reward.as_f64() {
+                        Some(r) => finite(r, "reward.json", &raw),
+                        None => Err(format!(
+                            "the verifier's reward.json holds a reward that is not a number: {reward}"
+                        )),
+                    };
+                }
+            }
+            // serde_json refuses `1e999` and `NaN` outright.
+            Err(e) => {
+                return Err(format!(
+                    "the verifier's reward.json cannot be read ({e}): {raw}"
+                ));
+            }
+        }
     }
-    std::fs::read_to_string(dir.join("reward.txt"))
-        .ok()
-        .and_then(|t| t.trim().parse().ok())
+    match std::fs::read_to_string(dir.join("reward.txt")) {
+        Ok(text) => {
+            let raw = text.trim().chars().take(200).collect::<String>();
+            match raw.parse::<f64>() {
+                Ok(r) => finite(r, "reward.txt", &raw),
+                Err(_) => Err(format!("the verifier's reward.txt is not a number: {raw}")),
+            }
+        }
+        Err(_) => Ok(None),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_reward_that_is_no_finite_number_is_named_and_never_taken() {
+        let dir = tempfile::tempdir().unwrap();
+        for text in ["inf", "NaN", "1e999", "-inf", "lots"] {
+            std::fs::write(dir.path().join("reward.txt"), text).unwrap();
+            let err = read_reward(dir.path()).unwrap_err();
+            assert!(err.contains(text), "{err}");
+        }
+        std::fs::write(dir.path().join("reward.txt"), "0.5\n").unwrap();
+        assert_eq!(read_reward(dir.path()), Ok(Some(0.5)));
+        for json in [
+            r#"{"reward": 1e999}"#,
+            r#"{"reward": NaN}"#,
+            r#"{"reward": "x"}"#,
+        ] {
+            std::fs::write(dir.path().join("reward.json"), json).unwrap();
+            assert!(read_reward(dir.path()).is_err(), "{json}");
+        }
+        std::fs::write(dir.path().join("reward.json"), r#"{"reward": 1}"#).unwrap();
+        assert_eq!(read_reward(dir.path()), Ok(Some(1.0)));
+    }
 }

@@ -129,9 +129,43 @@ impl RunStore {
         Ok(None)
     }
 
-    /// Every live run, oldest first.
+    /// Every live run, oldest first. A pointer that cannot be read is there as a
+    /// stand-in (its `unreadable` says why) holding the task and scope sealed at dispatch:
+    /// a broken pointer never frees its task or scope.
     pub fn live(&self) -> anyhow::Result<Vec<RunRecord>> {
-        list(&self.root.join("live"))
+        let mut records = Vec::new();
+        let Ok(entries) = std::fs::read_dir(self.root.join("live")) else {
+            return Ok(records);
+        };
+        let repo = self.root.parent().and_then(|common| gix::open(common).ok());
+        for entry in entries.flatten() {
+            let path = entry.path();
+            if path.extension().is_none_or(|e| e != "json") {
+                continue;
+            }
+            match read_json(&path) {
+                Ok(Some(record)) => records.push(record),
+                Ok(None) => {}
+                Err(err) => {
+                    let Some(run) = path
+                        .file_stem()
+                        .and_then(|s| s.to_str())
+                        .filter(|s| crate::core::record::is_run_id(s))
+                    else {
+                        continue;
+                    };
+                    let sealed = repo
+                        .as_ref()
+                        .and_then(|repo| crate::git::seal::read(repo, run).ok().flatten());
+                    let why = err
+                        .downcast_ref::<Unreadable>()
+                        .map_or_else(|| format!("{err:#}"), |u| u.why.clone());
+                    records.push(crate::core::seal::stand_in(run, sealed.as_ref(), why));
+                }
+            }
+        }
+        records.sort_by(|a, b| a.started_at.cmp(&b.started_at).then(a.run.cmp(&b.run)));
+        Ok(records)
     }
 
     /// Every finished run, oldest first.
@@ -170,13 +204,30 @@ fn write_json(path: &Path, record: &RunRecord) -> anyhow::Result<()> {
     write_atomic(path, &text, 0o644)
 }
 
+/// A run's pointer or record that exists but cannot be read back.
+#[derive(Debug, thiserror::Error)]
+#[error("the record of run {run} ({}) cannot be read: {why}", path.display())]
+pub struct Unreadable {
+    pub run: String,
+    pub path: PathBuf,
+    pub why: String,
+}
+
 fn read_json(path: &Path) -> anyhow::Result<Option<RunRecord>> {
+    let unreadable = |why: String| Unreadable {
+        run: path
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_default(),
+        path: path.to_path_buf(),
+        why,
+    };
     match std::fs::read(path) {
         Ok(bytes) => serde_json::from_slice(&bytes)
             .map(Some)
-            .with_context(|| format!("cannot parse {}", path.display())),
+            .map_err(|e| unreadable(e.to_string()).into()),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(e).with_context(|| format!("cannot read {}", path.display())),
+        Err(e) => Err(unreadable(e.to_string()).into()),
     }
 }
 

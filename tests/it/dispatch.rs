@@ -1241,3 +1241,95 @@ fn doctor_ends_the_verify_of_a_killed_git_crew_and_removes_its_checkout() {
     let list = env.git_ok(&repo, &["worktree", "list", "--porcelain"]);
     assert!(!list.contains("verify-checkout"), "{list}");
 }
+
+#[test]
+fn a_reward_that_is_no_number_fails_the_verify_by_name_and_every_record_reads_back() {
+    let env = TestEnv::new();
+    let repo = crew_repo(&env);
+    for (task, verify) in [
+        ("inf", "echo inf > \"$CREW_VERIFIER_DIR/reward.txt\""),
+        ("nan", "echo NaN > \"$CREW_VERIFIER_DIR/reward.txt\""),
+        (
+            "big",
+            "echo '{\"reward\": 1e999}' > \"$CREW_VERIFIER_DIR/reward.json\"",
+        ),
+    ] {
+        let run = env.finished_run(
+            &repo,
+            task,
+            "ok",
+            &[
+                "--scope",
+                "src/routes/**",
+                "--verify",
+                verify,
+                "--continue-until-pass",
+            ],
+        );
+        let show = env.crew(&repo, &["show", &run]);
+        show.expect_code(0);
+        let result = &show.json()["run"];
+        assert_eq!(result["outcome"], "fail", "{result}");
+        assert_eq!(result["verify"]["passed"], false, "{result}");
+        let problem = result["verify"]["problem"].as_str().unwrap_or_default();
+        assert!(
+            problem.contains("not a finite number") || problem.contains("cannot be read"),
+            "{result}"
+        );
+        let rows = env.crew(&repo, &["ledger", "--task", task]).json()["rows"].clone();
+        assert_eq!(rows.as_array().unwrap().len(), 2, "{rows}");
+    }
+    env.crew(&repo, &["status"]).expect_code(0);
+    env.crew(&repo, &["ledger", "stats"]).expect_code(0);
+    // Sizes and budgets that no record could hold are refused up front.
+    for flags in [
+        ["--size", "inf"],
+        ["--size", "NaN"],
+        ["--time-budget", "10000years"],
+    ] {
+        let mut args = vec![
+            "dispatch",
+            "--task",
+            "x",
+            "--backend",
+            "ok",
+            "--prompt",
+            "x",
+            "--scope",
+            "x/**",
+        ];
+        args.extend(flags);
+        env.crew(&repo, &args).expect_code(2);
+    }
+}
+
+#[test]
+fn an_unreadable_live_pointer_is_named_and_still_holds_its_task_and_scope() {
+    let env = TestEnv::new();
+    let repo = crew_repo(&env);
+    let run = dispatched(&env, &repo, "routes", "hang", &["--scope", "src/routes/**"]);
+    let child = pid_in(&repo.join(format!(".git/crew/runs/{run}/tmp/child-pid")));
+    write(
+        &repo.join(format!(".git/crew/live/{run}.json")),
+        "{\"run\": \"broken",
+    );
+    let status = env.crew(&repo, &["status"]);
+    status.expect_code(0);
+    assert!(status.stdout.contains(&run), "{}", status.stdout);
+    assert!(
+        status.stdout.contains("cannot be read"),
+        "{}",
+        status.stdout
+    );
+    let show = env.crew(&repo, &["show", &run]);
+    show.expect_code(4);
+    assert_eq!(show.json()["error"]["code"], "run-unreadable");
+    // Its task and its scope stay held.
+    dispatch(&env, &repo, "routes", "ok", &["--scope", "docs/**"]).expect_code(4);
+    dispatch(&env, &repo, "other", "ok", &["--scope", "src/routes/x/**"]).expect_code(4);
+    // doctor names it and never kills what works for it.
+    let out = env.crew(&repo, &["doctor", "--fix"]);
+    assert!(out.stdout.contains("unreadable-pointer"), "{}", out.stdout);
+    assert!(!pid_gone(&child), "doctor killed a run it cannot read");
+    env.crew(&repo, &["wait", &run, "--timeout", "1s"]);
+}
