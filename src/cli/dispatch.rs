@@ -54,6 +54,10 @@ pub struct DispatchArgs {
     /// Block until the run ends and print its result, as `git crew wait` does.
     #[arg(long)]
     pub wait: bool,
+    /// Decide everything (routing, fences, refusals) and print the run that would start;
+    /// create nothing.
+    #[arg(long, conflicts_with = "wait")]
+    pub dry_run: bool,
     /// Beyond the backend's concurrency, queue the run (phase `queued`) instead of
     /// refusing it; it starts when a slot frees.
     #[arg(long)]
@@ -248,6 +252,47 @@ pub fn run(ctx: &CommandContext, args: DispatchArgs) -> Result<Report> {
             "extensions.worktreeConfig is off: a run worktree could not carry its own identity and hooks",
         )
         .hinted("run `git crew init` once in this repository"));
+    }
+    if args.dry_run {
+        let record = &plan.record;
+        let mut fields = json!({
+            "dry_run": true,
+            "task": record.task,
+            "role": record.role,
+            "phase": record.phase,
+            "fence": record.fence,
+            "branch": format!("crew/{}/<run>", record.task),
+            "base": record.base,
+            "backend": record.backend,
+            "model": record.model,
+            "effort": record.effort,
+            "tier": record.tier,
+            "scope": record.scope,
+            "budget_s": record.budget_s,
+            "verify": record.verify_command,
+        });
+        if let Some(escalation) = &plan.escalated_from {
+            fields["escalated_from"] =
+                serde_json::to_value(escalation).map_err(CrewError::internal)?;
+        }
+        if !warnings.is_empty() {
+            fields["warnings"] = json!(warnings);
+        }
+        let human = format!(
+            "would dispatch task {} ({}) on {} {} as {}, scope {}{}",
+            record.task,
+            record.role,
+            record.backend,
+            record.model.as_deref().unwrap_or("-"),
+            record.phase.as_str(),
+            record.scope.join(" "),
+            if record.phase == crate::core::record::Phase::Queued {
+                " (queued: the backend is at its concurrency)"
+            } else {
+                ""
+            }
+        );
+        return Ok(Report::new(fields, human));
     }
     let run_hooks = store.root().join("hooks");
     dispatch::ensure_run_hooks(&run_hooks, &hooks_dir::hooks_dir(repo))

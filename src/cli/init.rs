@@ -59,6 +59,27 @@ pub fn run(ctx: &CommandContext, args: InitArgs) -> Result<Report> {
     let repo = ctx.repo()?;
     let workdir = ctx.workdir()?.to_path_buf();
     let state = state_dir(repo);
+    // A run's worktree is git-crew's, not a place to set it up (or take it down) from:
+    // its records are the main checkout's.
+    let crew_worktrees = state.join("worktrees");
+    let canon = |p: &std::path::Path| p.canonicalize().unwrap_or_else(|_| p.to_path_buf());
+    if canon(&workdir).starts_with(canon(&crew_worktrees)) {
+        return Err(CrewError::new(
+            ErrorKind::Refused,
+            "inside-run-worktree",
+            format!(
+                "{} is the worktree of a git-crew run: init works on the repository, not on a run",
+                workdir.display()
+            ),
+        )
+        .hinted(format!(
+            "run it in the main checkout: git -C {} crew init",
+            repo.common_dir()
+                .parent()
+                .unwrap_or(repo.common_dir())
+                .display()
+        )));
+    }
     let git = GitRunner::new(&workdir);
     if args.uninstall {
         uninstall(repo, &workdir, &state, &git)

@@ -30,7 +30,18 @@ pub fn run(ctx: &CommandContext, args: SummaryArgs) -> Result<Report> {
     let at = At::parse(&args.at).expect("clap checked the value");
     let (facts, _, _) = super::wave::gather(ctx, &plan, args.wave)?;
     let summary = summary::summarize(&facts, at);
-    let human = summary.render(100);
+    // `summary.reflex` names the shape; what-why-how-when is the one there is.
+    let flight = super::flight::resolve(ctx, &super::flight::RoutingArgs::default())?.flight;
+    let human = match flight.summary.reflex.as_str() {
+        "what-why-how-when" => summary.render(100),
+        other => {
+            return Err(CrewError::usage(
+                "config-invalid",
+                format!("summary.reflex `{other}` is not a summary shape"),
+            )
+            .hinted("the shape there is: what-why-how-when"));
+        }
+    };
     let fields = serde_json::to_value(&summary).map_err(CrewError::internal)?;
     Ok(Report::new(fields, human))
 }

@@ -7,7 +7,7 @@ use clap::Args;
 use serde_json::json;
 
 use super::context::CommandContext;
-use super::error::{CrewError, ErrorKind, Result, exit};
+use super::error::{CrewError, ErrorKind, Result};
 use super::runs;
 use super::ui::Report;
 use crate::core::record::Outcome;
@@ -220,7 +220,22 @@ pub fn run(ctx: &CommandContext, args: VerifyArgs) -> Result<Report> {
         human,
     );
     if !passed {
-        report.exit = Some(exit::CHECK);
+        let problem = record.verify.as_ref().and_then(|v| v.problem.clone());
+        report.verdict = Some(
+            CrewError::check(
+                if timed_out {
+                    "verify-timed-out"
+                } else {
+                    "verify-failed"
+                },
+                match problem {
+                    Some(problem) => format!("verify of run {} failed: {problem}", record.run),
+                    None if timed_out => format!("verify of run {} timed out", record.run),
+                    None => format!("verify of run {} failed", record.run),
+                },
+            )
+            .hinted("`git crew transcript RUN` shows what the verify printed"),
+        );
     }
     Ok(report)
 }

@@ -32,6 +32,11 @@ pub enum WaveAction {
         wave: u32,
         #[arg(long)]
         plan: Option<String>,
+        /// Decide every task's run and print them; start nothing.
+        #[arg(long)]
+        dry_run: bool,
+        #[command(flatten)]
+        routing: RoutingArgs,
     },
     /// Report wave N: each task's status and run, the closing gate's verdict (a wave
     /// whose gate has none reads as incomplete), and the Deferred / concerns of its
@@ -46,7 +51,12 @@ pub enum WaveAction {
 
 pub fn run(ctx: &CommandContext, args: WaveArgs) -> Result<Report> {
     match args.action {
-        WaveAction::Dispatch { wave, plan } => dispatch(ctx, wave, plan.as_deref()),
+        WaveAction::Dispatch {
+            wave,
+            plan,
+            dry_run,
+            routing,
+        } => dispatch(ctx, wave, plan.as_deref(), dry_run, &routing),
         WaveAction::Status { wave, plan } => status(ctx, wave, plan.as_deref()),
     }
 }
@@ -173,10 +183,16 @@ pub fn gather(
     Ok((facts, mine, follow_ons))
 }
 
-fn dispatch(ctx: &CommandContext, wave: u32, plan_name: Option<&str>) -> Result<Report> {
+fn dispatch(
+    ctx: &CommandContext,
+    wave: u32,
+    plan_name: Option<&str>,
+    dry_run: bool,
+    routing: &RoutingArgs,
+) -> Result<Report> {
     let plan = super::plan::load(ctx, plan_name)?;
     wave_tasks(&plan, wave)?;
-    let flight = resolve(ctx, &RoutingArgs::default())?.flight;
+    let flight = resolve(ctx, routing)?.flight;
     let (statuses, _) = super::plan::derive(ctx, &plan, &flight)?;
     let in_wave: Vec<&TaskStatus> = statuses.iter().filter(|s| s.wave == wave).collect();
     // A gate holds the whole wave: under `strict` nothing of it goes.
@@ -292,43 +308,85 @@ fn dispatch(ctx: &CommandContext, wave: u32, plan_name: Option<&str>) -> Result<
         .with_details(clashes)
         .hinted("give the tasks disjoint scopes, or move one to a later wave"));
     }
-    let mut dispatched = Vec::new();
+    let args_for = |task: &str, dry_run: bool| DispatchArgs {
+        task: task.to_string(),
+        prompt: None,
+        prompt_file: None,
+        scope: Vec::new(),
+        role: None,
+        verify: None,
+        base: None,
+        wait: false,
+        dry_run,
+        queue: true,
+        continue_until_pass: false,
+        plan: Some(plan.id.clone()),
+        size: None,
+        worker: None,
+        transcripts: None,
+        routing: routing.clone(),
+    };
+    // Every task is decided before any starts: one that cannot go stops the wave with
+    // nothing started.
+    let mut planned = Vec::new();
     for status in &ready {
-        let args = DispatchArgs {
-            task: status.task.clone(),
-            prompt: None,
-            prompt_file: None,
-            scope: Vec::new(),
-            role: None,
-            verify: None,
-            base: None,
-            wait: false,
-            queue: true,
-            continue_until_pass: false,
-            plan: Some(plan.id.clone()),
-            size: None,
-            worker: None,
-            transcripts: None,
-            routing: RoutingArgs::default(),
+        match super::dispatch::run(ctx, args_for(&status.task, true)) {
+            Ok(report) => planned.push(serde_json::Value::Object(report.fields)),
+            Err(err) => {
+                return Err(CrewError {
+                    message: format!(
+                        "task {} of wave {wave} cannot be dispatched: {}; nothing was dispatched",
+                        status.task, err.message
+                    ),
+                    ..err
+                });
+            }
+        }
+    }
+    if dry_run {
+        let human = planned
+            .iter()
+            .map(|p| {
+                format!(
+                    "would dispatch {} on {} ({})",
+                    p["task"].as_str().unwrap_or_default(),
+                    p["backend"].as_str().unwrap_or_default(),
+                    p["phase"].as_str().unwrap_or_default()
+                )
+            })
+            .collect::<Vec<_>>()
+            .join("\n");
+        return Ok(Report::new(
+            json!({"plan": plan.id, "wave": wave, "dry_run": true, "planned": planned, "skipped": skipped}),
+            human,
+        ));
+    }
+    let mut dispatched = Vec::new();
+    for (i, status) in ready.iter().enumerate() {
+        let started = if i == 1 && crate::git::notes::fails_at("wave-start-second") {
+            Err(CrewError::internal("a failure injected for tests"))
+        } else {
+            super::dispatch::run(ctx, args_for(&status.task, false))
         };
-        match super::dispatch::run(ctx, args) {
+        match started {
             Ok(report) => dispatched.push(serde_json::Value::Object(report.fields)),
             Err(err) => {
-                let started: Vec<String> = dispatched
-                    .iter()
-                    .filter_map(|d| d["run"].as_str().map(String::from))
-                    .collect();
+                // All or nothing: what started is abandoned again, its branch kept.
+                let rolled_back = roll_back(ctx, &dispatched, &status.task);
                 let mut details = err.details.clone();
                 details.push(format!(
-                    "already dispatched: {}",
-                    if started.is_empty() {
+                    "rolled back (abandoned, branches kept): {}",
+                    if rolled_back.is_empty() {
                         "none".to_string()
                     } else {
-                        started.join(", ")
+                        rolled_back.join(", ")
                     }
                 ));
                 return Err(CrewError {
-                    message: format!("dispatching task {}: {}", status.task, err.message),
+                    message: format!(
+                        "dispatching task {} of wave {wave}: {}; the wave was rolled back",
+                        status.task, err.message
+                    ),
                     details,
                     ..err
                 });
@@ -343,8 +401,28 @@ fn dispatch(ctx: &CommandContext, wave: u32, plan_name: Option<&str>) -> Result<
             task.run = d["run"].as_str().map(String::from);
         }
     }
-    let summary = summary::summarize(&facts, At::Dispatch);
-    let mut human = summary.render(100);
+    // `summary.at` says whether the dispatch summary is printed.
+    let summary = flight
+        .summary
+        .at
+        .iter()
+        .any(|a| a == "dispatch")
+        .then(|| summary::summarize(&facts, At::Dispatch));
+    let mut human = match &summary {
+        Some(summary) => summary.render(100),
+        None => format!(
+            "dispatched wave {wave}: {}",
+            dispatched
+                .iter()
+                .map(|d| format!(
+                    "{} (run {})",
+                    d["task"].as_str().unwrap_or_default(),
+                    d["run"].as_str().unwrap_or_default()
+                ))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    };
     for s in &skipped {
         human.push_str(&format!(
             "\n(not dispatched: {} {})",
@@ -371,6 +449,13 @@ fn status(ctx: &CommandContext, wave: u32, plan_name: Option<&str>) -> Result<Re
     let summary = summary::summarize(&facts, At::Completion);
     let all_done = statuses.iter().all(|s| s.status == "done");
     let complete = all_done && summary.complete == Some(true);
+    // `summary.at` says whether the completion summary is printed.
+    let print_summary = resolve(ctx, &RoutingArgs::default())?
+        .flight
+        .summary
+        .at
+        .iter()
+        .any(|a| a == "completion");
     let gate = facts
         .closing
         .as_ref()
@@ -386,7 +471,14 @@ fn status(ctx: &CommandContext, wave: u32, plan_name: Option<&str>) -> Result<Re
     } else {
         Some(summary.why.clone())
     };
-    let mut human = summary.render(100);
+    let mut human = if print_summary {
+        summary.render(100)
+    } else {
+        format!(
+            "wave {wave}: {}",
+            if complete { "complete" } else { "incomplete" }
+        )
+    };
     for (s, t) in statuses.iter().zip(&facts.tasks) {
         let run = t
             .run
@@ -420,8 +512,35 @@ fn status(ctx: &CommandContext, wave: u32, plan_name: Option<&str>) -> Result<Re
                 .collect::<Vec<_>>(),
             "gate": gate,
             "follow_ons": follow_ons,
-            "summary": summary,
+            "summary": print_summary.then_some(&summary),
         }),
         human,
     ))
+}
+
+/// Abandons the runs a wave dispatch started before one of its tasks failed; returns
+/// them as `run (task)`.
+fn roll_back(ctx: &CommandContext, dispatched: &[serde_json::Value], failed: &str) -> Vec<String> {
+    let Ok(store) = runs::store(ctx) else {
+        return Vec::new();
+    };
+    let Ok(repo_dir) = ctx.workdir() else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for d in dispatched {
+        let Some(run) = d["run"].as_str() else {
+            continue;
+        };
+        if let Ok(Some(record)) = store.load_live(run) {
+            let why = format!("rolled back: the wave's task {failed} could not be dispatched");
+            if crate::run::supervisor::abandon(&store, repo_dir, record, &why).is_ok() {
+                out.push(format!(
+                    "{run} ({})",
+                    d["task"].as_str().unwrap_or_default()
+                ));
+            }
+        }
+    }
+    out
 }

@@ -219,6 +219,10 @@ pub struct RunRecord {
     /// failures of the task under the run's key.
     #[serde(default)]
     pub failure_threshold: Option<u32>,
+    /// `fences.manifest_required` at dispatch: the reply is kept as the run's manifest
+    /// even when the worker did not write it.
+    #[serde(default)]
+    pub manifest_required: Option<bool>,
     /// Set on a stand-in for a live run whose pointer cannot be read: why. Never stored.
     #[serde(skip)]
     pub unreadable: Option<String>,
@@ -349,6 +353,7 @@ impl RunRecord {
             fence: None,
             max_attempts: None,
             failure_threshold: None,
+            manifest_required: None,
             unreadable: None,
         }
     }

@@ -199,6 +199,7 @@ pub fn stand_in(run: &str, sealed: Option<&Sealed>, why: String) -> RunRecord {
         fence: None,
         max_attempts: None,
         failure_threshold: None,
+        manifest_required: None,
         unreadable: Some(why),
     }
 }

@@ -259,6 +259,12 @@ pub fn failpoint(name: &str) {
     }
 }
 
+/// Whether tests asked for a failure at a named point (`GIT_CREW_FAILPOINT`) that the
+/// caller turns into an error — a step that fails, where [`failpoint`] is a crash.
+pub fn fails_at(name: &str) -> bool {
+    std::env::var_os("GIT_CREW_FAILPOINT").is_some_and(|v| v == name)
+}
+
 /// The commits reachable from `tip` and from none of `hidden` (`base..tip`).
 pub fn commits_between(
     repo: &gix::Repository,

@@ -393,6 +393,7 @@ pub fn plan(
         fence: Some(super::fence::describe(fence_abi)),
         max_attempts: Some(flight.fences.max_attempts.clamp(1, 100) as u32),
         failure_threshold: Some(flight.fences.needs_help_after_failures.clamp(1, 100) as u32),
+        manifest_required: Some(flight.fences.manifest_required),
         unreadable: None,
         transcript: match &request.transcripts {
             None => Some(

@@ -198,8 +198,11 @@ pub fn integrate(
         .verified_tip
         .as_deref()
         .is_some_and(|tip| tip != run_tip);
+    // A pass is a pass: verified, or — when the lead dispatched it with no verify
+    // command (sealed) — accepted on its footer, for the commit it was accepted at.
+    let accepted_on_footer = record.verify_command.is_none() && record.verify.is_none();
     let verified = record.outcome == Some(Outcome::Pass)
-        && record.verify.as_ref().is_some_and(|v| v.passed)
+        && (record.verify.as_ref().is_some_and(|v| v.passed) || accepted_on_footer)
         && !moved;
     if !verified && !request.force_unverified {
         let reason = if moved {

@@ -579,8 +579,10 @@ impl<'a> Supervisor<'a> {
             .reply(&stdout)
             .filter(|r| !r.trim().is_empty())?;
         // The manifest is the reply (SPEC §2): written from the final message when the
-        // worker did not write it itself.
-        let _ = std::fs::write(&self.record.manifest, &reply);
+        // worker did not write it itself — unless `fences.manifest_required` is off.
+        if self.record.manifest_required != Some(false) {
+            let _ = std::fs::write(&self.record.manifest, &reply);
+        }
         Some(reply)
     }
 
@@ -718,6 +720,9 @@ impl<'a> Supervisor<'a> {
 
     fn verify(&mut self) -> anyhow::Result<()> {
         let Some(command) = self.record.verify_command.clone() else {
+            // The lead asked for no verify: the footer is the acceptance, for this commit.
+            self.record.verified_tip =
+                git::merge::branch_tip(self.repo, &self.record.branch)?.map(|t| t.to_string());
             self.record.decision = Some("accepted on its footer (no verify command)".into());
             return self.finish(Outcome::Pass);
         };

@@ -1333,3 +1333,28 @@ fn an_unreadable_live_pointer_is_named_and_still_holds_its_task_and_scope() {
     assert!(!pid_gone(&child), "doctor killed a run it cannot read");
     env.crew(&repo, &["wait", &run, "--timeout", "1s"]);
 }
+
+#[test]
+fn the_reply_is_kept_as_the_manifest_unless_manifest_required_is_off() {
+    let env = TestEnv::new();
+    let repo = crew_repo(&env);
+    let run = env.finished_run(&repo, "routes", "ok", &["--scope", "src/routes/**"]);
+    let manifest = read(&repo.join(format!(".git/crew/runs/{run}/manifest.md")));
+    assert!(manifest.contains("## Result"), "{manifest}");
+    let run = env.finished_run(
+        &repo,
+        "again",
+        "ok",
+        &[
+            "--scope",
+            "src/routes/**",
+            "--set",
+            "fences.manifest_required=false",
+        ],
+    );
+    let manifest = std::fs::read_to_string(repo.join(format!(".git/crew/runs/{run}/manifest.md")))
+        .unwrap_or_default();
+    assert!(!manifest.contains("## Result"), "{manifest}");
+    let show = env.crew(&repo, &["show", &run]).json();
+    assert_eq!(show["run"]["outcome"], "pass", "{show}");
+}

@@ -397,3 +397,21 @@ fn a_hook_in_the_way_of_chaining_is_refused_and_nothing_is_lost() {
         "#!/bin/sh\necho older\n"
     );
 }
+
+#[test]
+fn init_inside_a_runs_worktree_is_refused_and_changes_nothing() {
+    let env = TestEnv::new();
+    let repo = env.fixture("crew-repo.sh", "repo", &[]);
+    let run = env.finished_run(&repo, "routes", "ok", &["--scope", "src/routes/**"]);
+    let wt = repo.join(format!(".git/crew/worktrees/{run}"));
+    let before = std::fs::read(repo.join(".git/crew/init.json")).unwrap();
+    for args in [&["init"][..], &["init", "--uninstall"][..]] {
+        let out = env.crew(&wt, args);
+        out.expect_code(4);
+        assert_eq!(out.json()["error"]["code"], "inside-run-worktree");
+    }
+    assert_eq!(
+        std::fs::read(repo.join(".git/crew/init.json")).unwrap(),
+        before
+    );
+}

@@ -112,14 +112,19 @@ fn integrate_merges_notes_records_and_cleans_up() {
 fn an_unverified_run_is_refused_unless_forced_and_then_the_note_says_so() {
     let env = TestEnv::new();
     let repo = env.fixture("crew-repo.sh", "repo", &[]);
-    let run = env.finished_run(&repo, "routes", "ok", &["--scope", "src/routes/**"]);
+    let run = env.finished_run(
+        &repo,
+        "routes",
+        "ok",
+        &["--scope", "src/routes/**", "--verify", "false"],
+    );
     let before = rev(&env, &repo, "main");
     let out = env.crew(&repo, &["integrate", &run]);
     out.expect_code(1);
     let error = &out.json()["error"];
     assert_eq!(error["code"], "unverified");
     assert!(
-        error["message"].as_str().unwrap().contains("no verify"),
+        error["message"].as_str().unwrap().contains("failed verify"),
         "{error}"
     );
     assert_eq!(rev(&env, &repo, "main"), before);
@@ -390,6 +395,9 @@ fn verify_runs_again_and_records_the_verdict_integrate_relies_on() {
     let out = env.crew(&repo, &["verify", &run, "--command", "test -f nowhere"]);
     out.expect_code(1);
     let json = out.json();
+    // A failure says so: ok false, with its error, and the verdict beside it.
+    assert_eq!(json["ok"], false);
+    assert_eq!(json["error"]["code"], "verify-failed");
     assert_eq!(json["verify"]["passed"], false);
     assert_eq!(json["outcome"], "fail");
     env.crew(&repo, &["integrate", &run]).expect_code(1);
@@ -408,6 +416,32 @@ fn verify_runs_again_and_records_the_verdict_integrate_relies_on() {
     assert_eq!(shown["run"]["phase"], "done");
     env.crew(&repo, &["integrate", &run]).expect_code(0);
     env.crew(&repo, &["verify", &run]).expect_code(4);
+}
+
+#[test]
+fn a_run_dispatched_without_a_verify_command_is_a_pass_integrate_takes() {
+    let env = TestEnv::new();
+    let repo = env.fixture("crew-repo.sh", "repo", &[]);
+    let run = env.finished_run(&repo, "routes", "ok", &["--scope", "src/routes/**"]);
+    let shown = env.crew(&repo, &["show", &run]).json();
+    assert_eq!(shown["run"]["outcome"], "pass");
+    assert_eq!(shown["run"]["verify"], serde_json::Value::Null);
+    let out = env.crew(&repo, &["integrate", &run]);
+    out.expect_code(0);
+    let commit = out.json()["commit"].as_str().unwrap().to_string();
+    let record = note(&env, &repo, &commit);
+    assert_ne!(record["forced_unverified"], true, "{record}");
+    assert_eq!(record["verify"], serde_json::Value::Null, "{record}");
+
+    // Accepted for the commit it was accepted at: a branch that moved since is not.
+    let run = env.finished_run(&repo, "again", "own-file", &["--scope", "work/**"]);
+    let wt = repo.join(format!(".git/crew/worktrees/{run}"));
+    write(&wt.join("work/later.txt"), "later\n");
+    env.git_ok(&wt, &["add", "-A"]);
+    env.git_ok(&wt, &["commit", "-q", "--no-verify", "-m", "later"]);
+    let out = env.crew(&repo, &["integrate", &run]);
+    out.expect_code(1);
+    assert_eq!(out.json()["error"]["code"], "unverified");
 }
 
 #[test]

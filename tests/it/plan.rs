@@ -562,3 +562,61 @@ fn dispatch_from_a_plan_warns_when_stale_or_too_big_and_obeys_warn_mode() {
     env.crew(&repo, &["plan", "status", "--plan", "v1"])
         .expect_code(0);
 }
+
+#[test]
+fn a_wave_is_decided_whole_before_it_starts_and_rolled_back_when_a_start_fails() {
+    let env = TestEnv::new();
+    let repo = planned_repo(&env);
+    // --dry-run decides every task, with the routing flags, and starts nothing.
+    let out = env.crew(
+        &repo,
+        &["wave", "dispatch", "1", "--dry-run", "--time-budget", "5m"],
+    );
+    out.expect_code(0);
+    let json = out.json();
+    let planned = json["planned"].as_array().unwrap();
+    assert_eq!(planned.len(), 2, "{json}");
+    assert!(planned.iter().all(|p| p["budget_s"] == 300), "{json}");
+    let live = env.crew(&repo, &["status"]).json();
+    assert_eq!(live["runs"], serde_json::json!([]), "{live}");
+
+    // A start that fails half-way: what started is abandoned again, its branch kept.
+    let mut cmd = env.command(crate::common::bin());
+    cmd.current_dir(&repo)
+        .args(["wave", "dispatch", "1"])
+        .env("GIT_CREW_FAILPOINT", "wave-start-second");
+    let out = cmd.output().unwrap();
+    assert_ne!(out.status.code(), Some(0));
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let details = json["error"]["details"].to_string();
+    assert!(details.contains("rolled back"), "{json}");
+    let runs = env.crew(&repo, &["status", "--all"]).json();
+    let runs = runs["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 1, "{runs:?}");
+    assert_eq!(runs[0]["outcome"], "abandoned", "{runs:?}");
+    let branch = runs[0]["branch"].as_str().unwrap();
+    env.git_ok(&repo, &["rev-parse", "--verify", branch]);
+    assert!(details.contains(runs[0]["run"].as_str().unwrap()), "{json}");
+}
+
+#[test]
+fn summary_at_decides_which_summaries_are_printed() {
+    let env = TestEnv::new();
+    let repo = planned_repo(&env);
+    let out = env.crew(
+        &repo,
+        &[
+            "wave",
+            "dispatch",
+            "1",
+            "--set",
+            "summary.at=[\"completion\"]",
+        ],
+    );
+    out.expect_code(0);
+    let json = out.json();
+    assert_eq!(json["summary"], serde_json::Value::Null, "{json}");
+    assert_eq!(json["dispatched"].as_array().unwrap().len(), 2);
+    let status = env.crew(&repo, &["wave", "status", "1"]).json();
+    assert!(status["summary"].is_object(), "{status}");
+}
