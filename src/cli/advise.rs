@@ -25,6 +25,10 @@ pub struct AdviseArgs {
 
 pub fn run(ctx: &CommandContext, args: AdviseArgs) -> Result<Report> {
     let store = runs::store(ctx)?;
+    // One answer at a time: a second advise waits here, then finds the run working.
+    let _lock = store
+        .run_lock(&args.run)
+        .map_err(|e| CrewError::new(ErrorKind::Refused, "run-busy", e.to_string()))?;
     let mut record = runs::load(&store, &args.run)?;
     if record.phase != Phase::NeedsHelp {
         return Err(CrewError::new(

@@ -25,6 +25,9 @@ pub struct AttachArgs {
 
 pub fn attach(ctx: &CommandContext, args: AttachArgs) -> Result<Report> {
     let store = runs::store(ctx)?;
+    let _lock = store
+        .run_lock(&args.run)
+        .map_err(|e| CrewError::new(ErrorKind::Refused, "run-busy", e.to_string()))?;
     let mut record = runs::load(&store, &args.run)?;
     if record.phase != Phase::AwaitingAttach {
         return Err(CrewError::new(
@@ -69,6 +72,9 @@ pub struct DeliverArgs {
 
 pub fn deliver(ctx: &CommandContext, args: DeliverArgs) -> Result<Report> {
     let store = runs::store(ctx)?;
+    let _lock = store
+        .run_lock(&args.run)
+        .map_err(|e| CrewError::new(ErrorKind::Refused, "run-busy", e.to_string()))?;
     let record = runs::load(&store, &args.run)?;
     if !matches!(record.phase, Phase::Working | Phase::AwaitingAttach) || record.adapter != "native"
     {

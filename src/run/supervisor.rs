@@ -32,6 +32,10 @@ pub const NEXT_FILE: &str = "next-prompt";
 /// Drives run `run` to its end (or to `needs-help`). Any failure of the supervisor itself
 /// ends the run as `failed` with the reason, so no run is left hanging.
 pub fn supervise(repo: &gix::Repository, store: &RunStore, run: &str) -> anyhow::Result<()> {
+    // One supervisor per run, ever: held until this process is gone.
+    let _only = store
+        .supervisor_lock(run)
+        .with_context(|| format!("another supervisor drives run {run}"))?;
     let record = store
         .load(run)?
         .with_context(|| format!("no live run {run}"))?;

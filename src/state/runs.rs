@@ -60,6 +60,26 @@ impl RunStore {
         self.root.join("transcripts").join(format!("{id}.log"))
     }
 
+    /// The run's own lock, for a change of hands (advise, attach, deliver): one at a time,
+    /// each re-reading the pointer under it, so no two of them move a run together.
+    pub fn run_lock(&self, run: &str) -> anyhow::Result<Lock> {
+        Lock::take(
+            &self.root.join("locks"),
+            &format!("run-{run}"),
+            Duration::from_secs(30),
+        )
+    }
+
+    /// Held by the one supervisor driving `run` for its whole life: a second supervisor
+    /// waits until the first is gone (it parked the run and is exiting), then drives it.
+    pub fn supervisor_lock(&self, run: &str) -> anyhow::Result<Lock> {
+        Lock::take(
+            &self.root.join("locks"),
+            &format!("supervisor-{run}"),
+            Duration::from_secs(30),
+        )
+    }
+
     /// Serialises every change to live pointers across processes.
     fn pointer_lock(&self) -> anyhow::Result<Lock> {
         Lock::take(&self.root, "pointers", Duration::from_secs(30))

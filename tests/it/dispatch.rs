@@ -1358,3 +1358,36 @@ fn the_reply_is_kept_as_the_manifest_unless_manifest_required_is_off() {
     let show = env.crew(&repo, &["show", &run]).json();
     assert_eq!(show["run"]["outcome"], "pass", "{show}");
 }
+
+#[test]
+fn two_advises_at_once_drive_one_supervisor_and_one_answer() {
+    let env = TestEnv::new();
+    let repo = crew_repo(&env);
+    let run = dispatched(&env, &repo, "routes", "help-then-work", &[]);
+    let (out, _) = wait(&env, &repo, &run);
+    out.expect_code(5);
+    let children: Vec<_> = ["first", "second"]
+        .iter()
+        .map(|text| {
+            env.command(crate::common::bin())
+                .current_dir(&repo)
+                .args(["advise", &run, "--text", text])
+                .stdout(std::process::Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    let codes: Vec<i32> = children
+        .into_iter()
+        .map(|c| c.wait_with_output().unwrap().status.code().unwrap())
+        .collect();
+    let mut sorted = codes.clone();
+    sorted.sort();
+    assert_eq!(sorted, [0, 4], "{codes:?}");
+    let (out, result) = wait(&env, &repo, &run);
+    out.expect_code(0);
+    // One answer was used, in one attempt after the question.
+    assert_eq!(result["attempts"], 2, "{result}");
+    let store = read(&repo.join(format!(".git/crew/worktrees/{run}/src/routes/store.rs")));
+    assert!(store == "first\n" || store == "second\n", "{store}");
+}
