@@ -96,7 +96,7 @@ pub fn run(ctx: &CommandContext, args: GateArgs) -> Result<Report> {
                 _ => None,
             };
             let row = Verdict {
-                at: crate::run::process::rfc3339(crate::run::process::now_millis()),
+                at: crate::run::process::stamp_now(),
                 plan: plan.id.clone(),
                 gate: gate.clone(),
                 verdict,

@@ -167,12 +167,15 @@ pub fn stats(rows: &[Row]) -> Vec<ConfigStats> {
     let mut last: std::collections::HashMap<(&str, u32), &Row> = Default::default();
     for row in rows.iter().filter(|r| measured(r)) {
         let key = (row.run.as_str(), row.attempt);
-        if last.get(&key).is_none_or(|seen| seen.at <= row.at) {
+        if last
+            .get(&key)
+            .is_none_or(|seen| super::stamp::cmp(&seen.at, &row.at).is_le())
+        {
             last.insert(key, row);
         }
     }
     let mut attempts: Vec<&Row> = last.into_values().collect();
-    attempts.sort_by(|a, b| a.at.cmp(&b.at).then(a.run.cmp(&b.run)));
+    attempts.sort_by(|a, b| super::stamp::cmp(&a.at, &b.at).then(a.run.cmp(&b.run)));
     for row in attempts {
         groups
             .entry((row.backend.clone(), row.model.clone(), row.effort.clone()))

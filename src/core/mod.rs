@@ -11,4 +11,5 @@ pub mod policy;
 pub mod record;
 pub mod scope;
 pub mod seal;
+pub mod stamp;
 pub mod summary;

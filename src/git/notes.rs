@@ -61,7 +61,9 @@ pub fn append_line(
         if !text.is_empty() && !text.ends_with('\n') {
             text.push('\n');
         }
-        text.push_str(line.trim_end());
+        // After every row the note holds, so a union keeps this writer's order.
+        let line = crate::core::stamp::after(&text, line.trim_end());
+        text.push_str(&line);
         text.push('\n');
         Ok(vec![(object, text)])
     })

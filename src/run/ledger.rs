@@ -41,8 +41,9 @@ pub fn rows(repo: &gix::Repository, task: Option<&str>) -> anyhow::Result<Vec<Ro
             .flat_map(|(_, text)| ledger::parse(text))
             .collect(),
     };
-    // Stable: rows of the same second keep their order of appending.
-    rows.sort_by(|a, b| a.at.cmp(&b.at));
+    // By time (stamps of either precision); stable, so rows of one instant keep the order
+    // they were appended in.
+    rows.sort_by(|a, b| crate::core::stamp::cmp(&a.at, &b.at));
     Ok(rows)
 }
 

@@ -75,7 +75,7 @@ pub fn history(repo: &gix::Repository, plan: &str, gate: &str) -> anyhow::Result
         .lines()
         .filter_map(|l| serde_json::from_str(l).ok())
         .collect();
-    rows.sort_by(|a, b| a.at.cmp(&b.at));
+    rows.sort_by(|a, b| crate::core::stamp::cmp(&a.at, &b.at));
     Ok(rows)
 }
 
@@ -110,7 +110,9 @@ pub fn record_verdict(
                 if !text.is_empty() && !text.ends_with('\n') {
                     text.push('\n');
                 }
-                text.push_str(&line);
+                // After every verdict the history holds: the latest recorded is the
+                // latest by `at`, on every clone.
+                text.push_str(&crate::core::stamp::after(&text, &line));
                 text.push('\n');
                 edits.push((object, text));
             }

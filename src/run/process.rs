@@ -252,6 +252,11 @@ pub fn now_millis() -> u64 {
         .map_or(0, |d| d.as_millis() as u64)
 }
 
+/// Now, as a row's `at`: RFC 3339 UTC with microseconds.
+pub fn stamp_now() -> String {
+    crate::core::stamp::format(SystemTime::now())
+}
+
 /// RFC 3339 UTC, to the second.
 pub fn rfc3339(millis: u64) -> String {
     humantime::format_rfc3339_seconds(UNIX_EPOCH + Duration::from_millis(millis)).to_string()

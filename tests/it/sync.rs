@@ -191,3 +191,60 @@ fn doctor_finds_notes_that_diverged_from_a_remote_and_merges_them() {
     assert_eq!(runs, expected);
     env.crew(&b, &["doctor"]).expect_code(0);
 }
+
+#[test]
+fn a_later_verdict_of_the_same_second_stays_the_latest_on_every_clone() {
+    let env = TestEnv::new();
+    let (_bare, a, b) = clones(&env);
+    let plan = "[plan]\nid = \"v1\"\n\n[[tasks]]\nid = \"a\"\nwave = 1\nscope = [\"work/a.txt\"]\nprompt = \"x\"\n\n[[tasks]]\nid = \"b\"\nwave = 2\nscope = [\"work/b.txt\"]\nprompt = \"x\"\n\n[[gates]]\nid = \"g1\"\nmeasure = \"m\"\nrequired_evidence = \"e\"\ncloses_wave = 1\ngates_waves = [2]\n";
+    crate::common::write(&a.join(".crew/plans/v1.toml"), plan);
+    env.git_ok(&a, &["add", "-A"]);
+    env.git_ok(&a, &["commit", "-q", "-m", "plan"]);
+    env.git_ok(&a, &["push", "-q", "origin", "main"]);
+    // The other clone has a verdict of its own, so the sync is a real line union.
+    env.git_ok(&b, &["pull", "-q", "origin", "main"]);
+    env.crew(
+        &b,
+        &[
+            "gate",
+            "record",
+            "g1",
+            "--verdict",
+            "pass",
+            "--evidence",
+            "mm from b",
+        ],
+    )
+    .expect_code(0);
+    // A pass, then — within the same second — a fail, each with evidence that sorts the
+    // pass after the fail as text.
+    for (verdict, evidence) in [("pass", "zz looked fine"), ("fail", "aa broke after all")] {
+        env.crew(
+            &a,
+            &[
+                "gate",
+                "record",
+                "g1",
+                "--verdict",
+                verdict,
+                "--evidence",
+                evidence,
+            ],
+        )
+        .expect_code(0);
+    }
+    env.crew(&a, &["sync"]).expect_code(0);
+    let out = env.crew(&b, &["sync"]);
+    out.expect_code(0);
+    assert!(out.stdout.contains("\"merged\""), "{}", out.stdout);
+    env.crew(&a, &["sync"]).expect_code(0);
+    for clone in [&a, &b] {
+        let gates = env.crew(clone, &["gate", "ls"]).json();
+        assert_eq!(
+            gates["gates"][0]["verdict"]["verdict"],
+            "fail",
+            "{}: {gates}",
+            clone.display()
+        );
+    }
+}

@@ -1,0 +1,84 @@
+//! Row timestamps that keep their order through a line union. A row's `at` has
+//! microseconds, and a row appended to a note is stamped strictly after every row the note
+//! already holds (a hybrid logical clock per note): rows one clone records in the same
+//! second — a `fail` after a `pass` — keep their order on every clone a sync reaches, and
+//! the latest by `at` is the latest recorded.
+
+use std::time::{Duration, SystemTime};
+
+/// `at` as a point in time (RFC 3339, with or without a fraction); `None` when it is not
+/// one.
+pub fn parse(at: &str) -> Option<SystemTime> {
+    humantime::parse_rfc3339_weak(at).ok()
+}
+
+/// RFC 3339 UTC with microseconds.
+pub fn format(at: SystemTime) -> String {
+    humantime::format_rfc3339_micros(at).to_string()
+}
+
+/// Orders two `at` values by the time they name (a second-precision stamp and one with a
+/// fraction compare by time, not as text); an unreadable one sorts first.
+pub fn cmp(a: &str, b: &str) -> std::cmp::Ordering {
+    parse(a).cmp(&parse(b))
+}
+
+/// `line` (a JSON row whose first field is `"at"`) restamped, when needed, to one
+/// microsecond after the latest `at` among the rows of `note`.
+pub fn after(note: &str, line: &str) -> String {
+    const HEAD: &str = "{\"at\":\"";
+    let Some(rest) = line.strip_prefix(HEAD) else {
+        return line.to_string();
+    };
+    let Some(end) = rest.find('"') else {
+        return line.to_string();
+    };
+    let ours = &rest[..end];
+    let latest = note
+        .lines()
+        .filter_map(|l| l.strip_prefix(HEAD))
+        .filter_map(|r| r.find('"').map(|e| &r[..e]))
+        .filter_map(parse)
+        .max();
+    match (latest, parse(ours)) {
+        (Some(latest), Some(mine)) if mine <= latest => format!(
+            "{HEAD}{}{}",
+            format(latest + Duration::from_micros(1)),
+            &rest[end..]
+        ),
+        _ => line.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_row_in_the_same_instant_goes_after_the_latest() {
+        let note = "{\"at\":\"2026-01-01T00:00:00.500000Z\",\"v\":\"pass\"}\n{\"at\":\"2026-01-01T00:00:00Z\",\"v\":\"old\"}\n";
+        let line = "{\"at\":\"2026-01-01T00:00:00.500000Z\",\"v\":\"fail\"}";
+        assert_eq!(
+            after(note, line),
+            "{\"at\":\"2026-01-01T00:00:00.500001Z\",\"v\":\"fail\"}"
+        );
+        // A later one, or a line without `at` first, stays as it is.
+        let later = "{\"at\":\"2026-01-01T00:00:01Z\",\"v\":\"x\"}";
+        assert_eq!(after(note, later), later);
+        assert_eq!(after(note, "{\"v\":1}"), "{\"v\":1}");
+    }
+
+    #[test]
+    fn stamps_compare_by_time_whatever_their_precision() {
+        use std::cmp::Ordering::*;
+        assert_eq!(cmp("2026-01-01T00:00:00Z", "2026-01-01T00:00:00.1Z"), Less);
+        assert_eq!(
+            cmp("2026-01-01T00:00:01Z", "2026-01-01T00:00:00.9Z"),
+            Greater
+        );
+        assert_eq!(
+            cmp("2026-01-01T00:00:00.000000Z", "2026-01-01T00:00:00Z"),
+            Equal
+        );
+    }
+}
