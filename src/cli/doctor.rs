@@ -40,11 +40,40 @@ pub fn run(ctx: &CommandContext, args: DoctorArgs) -> Result<Report> {
     for record in supervisor::reap_dead(&store, &repo_dir, &before).map_err(CrewError::internal)? {
         problems.push(Problem {
             kind: "dead-supervisor",
-            detail: format!(
-                "run {} (task {}) lost its supervisor; marked abandoned, branch {} kept",
-                record.run, record.task, record.branch
-            ),
+            detail: if record.outcome == Some(crate::core::record::Outcome::Abandoned) {
+                format!(
+                    "run {} (task {}) lost its supervisor; marked abandoned, branch {} kept",
+                    record.run, record.task, record.branch
+                )
+            } else {
+                format!(
+                    "run {} (task {}) lost its supervisor while filing its outcome; the filing was completed ({})",
+                    record.run,
+                    record.task,
+                    record.outcome.map_or("-", |o| o.as_str())
+                )
+            },
             fixed: true,
+        });
+    }
+    // Integrations that died after their target moved: completed (or, when the target
+    // never moved, their notes taken back).
+    for run in crate::run::integrate::unfinished(&store) {
+        let fixed = args.fix
+            && crate::state::locks::Lock::take(
+                store.root(),
+                "integrate",
+                std::time::Duration::from_secs(600),
+            )
+            .is_ok_and(|_turn| {
+                crate::run::integrate::resume(&repo_dir, repo, &store, &run, "never").is_ok()
+            });
+        problems.push(Problem {
+            kind: "integration-unfinished",
+            detail: format!(
+                "an integrate of run {run} died half-way; `git crew doctor --fix` or `git crew integrate {run}` finishes it"
+            ),
+            fixed,
         });
     }
     let mut live = store.live().map_err(CrewError::internal)?;

@@ -147,6 +147,7 @@ pub fn run(ctx: &CommandContext, args: IntegrateArgs) -> Result<Report> {
             "parents": done.parents.iter().map(ToString::to_string).collect::<Vec<_>>(),
             "squash": done.applied_as != "merge",
             "applied_as": done.applied_as,
+            "completed": done.completed,
             "links_outside_scope": done.links_outside_scope,
             "forced_unverified": done.record.integration.as_ref().is_some_and(|i| i.forced_unverified),
             "merged_verify": done.merged_verify,

@@ -87,6 +87,8 @@ pub struct Done {
     pub attempts_ref: String,
     /// Why cleanup kept what it kept.
     pub kept_because: Option<String>,
+    /// Completed from the journal of an integrate that died after its target moved.
+    pub completed: bool,
 }
 
 pub fn integrate(
@@ -96,6 +98,13 @@ pub fn integrate(
     request: &Request,
 ) -> anyhow::Result<Result<Done, Refusal>> {
     let run = &request.run;
+    // An integrate of this run that died half-way is finished first.
+    if journal_path(store, run).exists() {
+        let _turn = Lock::take(store.root(), "integrate", Duration::from_secs(1800))?;
+        if let Some(done) = resume(repo_dir, repo, store, run, &request.cleanup)? {
+            return Ok(Ok(done));
+        }
+    }
     if store.live_path(run).exists() {
         let phase = store.load(run)?.map_or("in flight", |r| r.phase.as_str());
         return Ok(Err(Refusal::Live(format!("run {run} is still {phase}"))));
@@ -320,6 +329,29 @@ pub fn integrate(
         noted.extend(notes::commits_between(repo, &[base, target_tip], run_tip)?);
         let (notes_before, notes_after) =
             notes::set_many(repo, notes::CREW, &noted, &note.to_line())?;
+        let journal = Journal {
+            commit: commit.to_string(),
+            into: into.clone(),
+            at: at.clone(),
+            by: request.by.clone(),
+            squash,
+            forced_unverified: !verified,
+            run_tip: run_tip.to_string(),
+            target_before: target_tip.to_string(),
+            notes_before: notes_before.map(|n| n.to_string()),
+            notes_after: notes_after.to_string(),
+            merged_reward: merged_verify.as_ref().map(|v| v.reward),
+            applied_as: if contains_base {
+                if squash { "squash" } else { "merge" }
+            } else {
+                "range"
+            }
+            .to_string(),
+        };
+        write_journal(store, run, &journal)?;
+        let drop_journal = || {
+            let _ = std::fs::remove_file(journal_path(store, run));
+        };
         notes::failpoint("integrate-before-target");
         // The verify may have taken a while: the checkout and the target must still be
         // what the merge was built on.
@@ -328,6 +360,7 @@ pub fn integrate(
             && merge::branch_tip(repo, &into)? == Some(target_tip);
         if !still {
             notes::undo(repo, notes::CREW, notes_after, notes_before)?;
+            drop_journal();
             continue;
         }
         let advanced = match &checkout {
@@ -342,6 +375,7 @@ pub fn integrate(
         };
         if let Err(err) = advanced {
             notes::undo(repo, notes::CREW, notes_after, notes_before)?;
+            drop_journal();
             if merge::branch_tip(repo, &into)? != Some(target_tip) {
                 // The target moved under us (someone committed): merge again.
                 continue;
@@ -358,35 +392,21 @@ pub fn integrate(
             // The fast-forward went somewhere else (the checkout switched branches under
             // us): the target did not get the run.
             notes::undo(repo, notes::CREW, notes_after, notes_before)?;
+            drop_journal();
             anyhow::bail!(
                 "{into} did not end at the integration commit {commit}; check `git reflog` in its checkout"
             );
         }
+        notes::failpoint("integrate-after-target");
         // Landed. Keep the run's commits, mark it, file the ledger row, clean up.
-        merge::set_ref(
+        let (worktree, branch, kept_because) = land(
+            repo_dir,
             repo,
-            &attempts_ref(run),
-            run_tip,
-            "crew: keep the run's commits",
+            store,
+            &mut record,
+            &journal,
+            &request.cleanup,
         )?;
-        record.integration = Some(Integration {
-            commit: commit.to_string(),
-            into: into.clone(),
-            at: at.clone(),
-            by: request.by.clone(),
-            squash,
-            forced_unverified: !verified,
-        });
-        store.update_record(&record)?;
-        let mut row = Row::of(&record);
-        row.at = at.clone();
-        row.integrated = Some(commit.to_string());
-        if let Some(v) = &merged_verify {
-            row.reward = Some(v.reward);
-        }
-        crate::run::ledger::append_row(repo_dir, &record.task, &row)?;
-        let (worktree, branch, kept_because) =
-            clean_up(repo_dir, repo, &record, run_tip, &request.cleanup);
         let links_outside_scope = scope::Scope::new(&record.scope)
             .map(|s| scope::links_leaving_scope(&s, &applied))
             .unwrap_or_default();
@@ -408,9 +428,173 @@ pub fn integrate(
             branch,
             attempts_ref: attempts_ref(run),
             kept_because,
+            completed: false,
         }));
     }
     anyhow::bail!("{into} kept moving while run {run} was being integrated; try again")
+}
+
+/// An integration that is about to advance its target, written before the target moves
+/// and removed once its bookkeeping is done: an integrate killed in between is completed
+/// by the next integrate of the run (or `doctor --fix`), never lost and never undone.
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+struct Journal {
+    commit: String,
+    into: String,
+    at: String,
+    by: String,
+    squash: bool,
+    forced_unverified: bool,
+    run_tip: String,
+    target_before: String,
+    notes_before: Option<String>,
+    notes_after: String,
+    merged_reward: Option<f64>,
+    applied_as: String,
+}
+
+fn journal_path(store: &RunStore, run: &str) -> PathBuf {
+    store.run_dir(run).join("integrating.json")
+}
+
+fn write_journal(store: &RunStore, run: &str, journal: &Journal) -> anyhow::Result<()> {
+    let path = journal_path(store, run);
+    std::fs::create_dir_all(path.parent().context("a run folder")?)?;
+    git::hooks_dir::write_atomic(&path, &serde_json::to_string(journal)?, 0o644)
+}
+
+fn oid(hex: &str) -> anyhow::Result<ObjectId> {
+    ObjectId::from_hex(hex.as_bytes()).with_context(|| format!("`{hex}` is not an object id"))
+}
+
+/// What follows the target's advance: the run's commits kept, the record marked, the
+/// ledger's `integrated` row (once), cleanup; then the journal goes.
+fn land(
+    repo_dir: &Path,
+    repo: &gix::Repository,
+    store: &RunStore,
+    record: &mut RunRecord,
+    journal: &Journal,
+    cleanup: &str,
+) -> anyhow::Result<(&'static str, &'static str, Option<String>)> {
+    let run = record.run.clone();
+    let run_tip = oid(&journal.run_tip)?;
+    merge::set_ref(
+        repo,
+        &attempts_ref(&run),
+        run_tip,
+        "crew: keep the run's commits",
+    )?;
+    if record.integration.is_none() {
+        record.integration = Some(Integration {
+            commit: journal.commit.clone(),
+            into: journal.into.clone(),
+            at: journal.at.clone(),
+            by: journal.by.clone(),
+            squash: journal.squash,
+            forced_unverified: journal.forced_unverified,
+        });
+        store.update_record(record)?;
+    }
+    let filed = crate::run::ledger::rows(repo, Some(&record.task))?
+        .iter()
+        .any(|r| r.run == run && r.integrated.as_deref() == Some(journal.commit.as_str()));
+    if !filed {
+        let mut row = Row::of(record);
+        row.at = journal.at.clone();
+        row.integrated = Some(journal.commit.clone());
+        if let Some(reward) = journal.merged_reward {
+            row.reward = Some(reward);
+        }
+        crate::run::ledger::append_row(repo_dir, &record.task, &row)?;
+    }
+    let cleaned = clean_up(repo_dir, repo, record, run_tip, cleanup);
+    let _ = std::fs::remove_file(journal_path(store, &run));
+    Ok(cleaned)
+}
+
+/// Finishes what an integrate of `run` that died left: when its target reached the
+/// journaled commit, the bookkeeping is completed and the integration is returned; when
+/// it did not, the notes it wrote are taken back and the journal dropped (`None`: nothing
+/// landed, integrate may start afresh).
+pub fn resume(
+    repo_dir: &Path,
+    repo: &gix::Repository,
+    store: &RunStore,
+    run: &str,
+    cleanup: &str,
+) -> anyhow::Result<Option<Done>> {
+    let path = journal_path(store, run);
+    let Ok(bytes) = std::fs::read(&path) else {
+        return Ok(None);
+    };
+    let journal: Journal = serde_json::from_slice(&bytes)
+        .with_context(|| format!("cannot read {}", path.display()))?;
+    let Some(mut record) = store.load(run)? else {
+        return Ok(None);
+    };
+    let commit = oid(&journal.commit)?;
+    let landed = merge::branch_tip(repo, &journal.into)?
+        .is_some_and(|tip| merge::is_ancestor(repo, commit, tip));
+    if !landed {
+        if let Ok(after) = oid(&journal.notes_after)
+            && notes::tip(repo, notes::CREW)? == Some(after)
+        {
+            let before = journal.notes_before.as_deref().map(oid).transpose()?;
+            notes::undo(repo, notes::CREW, after, before)?;
+        }
+        let _ = std::fs::remove_file(&path);
+        return Ok(None);
+    }
+    let (worktree, branch, kept_because) =
+        land(repo_dir, repo, store, &mut record, &journal, cleanup)?;
+    let target_before = oid(&journal.target_before)?;
+    let files = git::diff::changed_between_trees(
+        repo,
+        merge::tree_of(repo, target_before)?,
+        merge::tree_of(repo, commit)?,
+    )?
+    .into_iter()
+    .filter(|c| c.path != STATE_FILE)
+    .map(|c| c.path)
+    .collect();
+    let parents = repo
+        .find_commit(commit)?
+        .parent_ids()
+        .map(|id| id.detach())
+        .collect();
+    Ok(Some(Done {
+        record,
+        commit,
+        into: journal.into.clone(),
+        parents,
+        merged_verify: None,
+        noted: vec![commit],
+        files,
+        links_outside_scope: Vec::new(),
+        applied_as: match journal.applied_as.as_str() {
+            "squash" => "squash",
+            "range" => "range",
+            _ => "merge",
+        },
+        worktree,
+        branch,
+        attempts_ref: attempts_ref(run),
+        kept_because,
+        completed: true,
+    }))
+}
+
+/// The runs whose integration a crash left unfinished.
+pub fn unfinished(store: &RunStore) -> Vec<String> {
+    let Ok(entries) = std::fs::read_dir(store.root().join("runs")) else {
+        return Vec::new();
+    };
+    entries
+        .flatten()
+        .filter(|e| e.path().join("integrating.json").exists())
+        .filter_map(|e| e.file_name().into_string().ok())
+        .collect()
 }
 
 fn already(run: &str, done: &Integration) -> Refusal {

@@ -976,6 +976,11 @@ fn end_outside(
     why: &str,
 ) -> anyhow::Result<Option<RunRecord>> {
     process::kill_run(&record.run, record.supervisor_pid);
+    // Its supervisor died while it filed the run: that filing is completed, never
+    // overwritten — when the seal holds the same verdict.
+    if let Some(done) = complete_filed(store, repo_dir, &record.run)? {
+        return Ok(Some(done));
+    }
     // What is filed (task, scope, branch) comes from the seal, not from the pointer.
     let repo = gix::open(repo_dir).ok();
     let differed = match &repo {
@@ -1011,6 +1016,38 @@ fn end_outside(
     } else {
         Ok(None)
     }
+}
+
+/// Completes the ending of run `run` whose record was filed before its supervisor died
+/// (the ledger row when it is missing, the pointer removed), when the seal holds the
+/// verdict the record claims.
+fn complete_filed(
+    store: &RunStore,
+    repo_dir: &Path,
+    run: &str,
+) -> anyhow::Result<Option<RunRecord>> {
+    let Some(filed) = store.load_record(run)? else {
+        return Ok(None);
+    };
+    let repo = gix::open(repo_dir)?;
+    let sealed = git::seal::read(&repo, run)?;
+    if !filed.phase.is_final()
+        || !sealed.is_some_and(|s| s.verdict.is_some() && s.differences(&filed).is_empty())
+    {
+        return Ok(None);
+    }
+    store.complete_finish(run, |record| {
+        let filed_row = super::ledger::rows(&repo, Some(&record.task))
+            .map(|rows| {
+                rows.iter().any(|r| {
+                    r.run == record.run && r.attempt == record.attempts && r.integrated.is_none()
+                })
+            })
+            .unwrap_or(false);
+        if !filed_row {
+            file_ledger_row(repo_dir, record);
+        }
+    })
 }
 
 /// Marks every live run whose supervisor died (kill -9, a reboot) as `abandoned`, ending

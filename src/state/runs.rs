@@ -116,9 +116,35 @@ impl RunStore {
             return Ok(false);
         }
         write_json(&self.record_path(&record.run), record)?;
+        crate::git::notes::failpoint("finish-after-record");
         also();
         std::fs::remove_file(&live).context("cannot remove the live pointer")?;
         Ok(true)
+    }
+
+    /// Completes an ending that a crash cut short: the run's record was filed (with the
+    /// verdict its seal holds) but its pointer is still there. `also` files what the
+    /// ending files beside the record when it is missing; the filed record is kept, never
+    /// overwritten. `None` when there is no such half-finished ending.
+    pub fn complete_finish(
+        &self,
+        run: &str,
+        also: impl FnOnce(&RunRecord),
+    ) -> anyhow::Result<Option<RunRecord>> {
+        let _lock = self.pointer_lock()?;
+        let live = self.live_path(run);
+        if !live.exists() {
+            return Ok(None);
+        }
+        let Some(record) = read_json(&self.record_path(run)).ok().flatten() else {
+            return Ok(None);
+        };
+        if !record.phase.is_final() {
+            return Ok(None);
+        }
+        also(&record);
+        std::fs::remove_file(&live).context("cannot remove the live pointer")?;
+        Ok(Some(record))
     }
 
     /// Rewrites a finished run's record (integrate marks it integrated); `false` when the
@@ -137,6 +163,11 @@ impl RunStore {
     pub fn load_live(&self, run: &str) -> anyhow::Result<Option<RunRecord>> {
         let _lock = self.pointer_lock()?;
         read_json(&self.live_path(run))
+    }
+
+    /// A run's finished record, if it has one (whether or not its pointer is still there).
+    pub fn load_record(&self, run: &str) -> anyhow::Result<Option<RunRecord>> {
+        read_json(&self.record_path(run))
     }
 
     /// A run, live or finished (the live pointer wins while both exist).

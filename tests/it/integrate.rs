@@ -542,3 +542,115 @@ fn a_worker_that_merged_the_target_is_audited_on_its_own_changes() {
     let none = env.git(&repo, &["notes", "--ref=crew", "show", &lead_commit]);
     assert_ne!(none.code, 0);
 }
+
+/// Runs `git crew` with `GIT_CREW_FAILPOINT=point` (a crash there).
+fn crew_crashing(env: &TestEnv, repo: &Path, point: &str, args: &[&str]) -> std::process::Output {
+    env.command(crate::common::bin())
+        .current_dir(repo)
+        .args(args)
+        .env("GIT_CREW_FAILPOINT", point)
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn an_integrate_killed_after_the_target_moved_is_completed_by_the_next_one_or_doctor() {
+    for finisher in ["integrate", "doctor"] {
+        let env = TestEnv::new();
+        let repo = env.fixture("crew-repo.sh", "repo", &[]);
+        let run = routes_run(&env, &repo);
+        let out = crew_crashing(&env, &repo, "integrate-after-target", &["integrate", &run]);
+        assert_eq!(out.status.code(), None, "killed, not exited");
+        // main has the run, but nothing else of the landing happened.
+        let main = rev(&env, &repo, "main");
+        assert!(read(&repo.join("src/routes/crew.rs")).contains("crew"));
+        let shown = env.crew(&repo, &["show", &run]).json();
+        assert_eq!(shown["run"]["integration"], Value::Null);
+        if finisher == "integrate" {
+            let out = env.crew(&repo, &["integrate", &run]);
+            out.expect_code(0);
+            let json = out.json();
+            assert_eq!(json["completed"], true, "{json}");
+            assert_eq!(json["commit"], main.as_str());
+        } else {
+            let out = env.crew(&repo, &["doctor", "--fix"]);
+            assert!(
+                out.stdout.contains("integration-unfinished"),
+                "{}",
+                out.stdout
+            );
+        }
+        // Everything a landing leaves is there, once.
+        assert_eq!(rev(&env, &repo, "main"), main, "main did not move again");
+        let shown = env.crew(&repo, &["show", &run]).json();
+        assert_eq!(shown["run"]["integration"]["commit"], main.as_str());
+        rev(&env, &repo, &format!("refs/crew/attempts/{run}"));
+        let rows = env.crew(&repo, &["ledger", "--task", "routes"]).json()["rows"].clone();
+        let integrated: Vec<&Value> = rows
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|r| r["integrated"].is_string())
+            .collect();
+        assert_eq!(integrated.len(), 1, "{rows}");
+        env.crew(&repo, &["integrate", &run]).expect_code(4);
+    }
+}
+
+#[test]
+fn an_integrate_killed_before_the_target_moved_leaves_no_note_and_can_run_again() {
+    let env = TestEnv::new();
+    let repo = env.fixture("crew-repo.sh", "repo", &[]);
+    let run = routes_run(&env, &repo);
+    let before = rev(&env, &repo, "main");
+    let out = crew_crashing(&env, &repo, "integrate-before-target", &["integrate", &run]);
+    assert_eq!(out.status.code(), None);
+    assert_eq!(rev(&env, &repo, "main"), before);
+    let out = env.crew(&repo, &["integrate", &run]);
+    out.expect_code(0);
+    assert_eq!(out.json()["completed"], false);
+}
+
+#[test]
+fn a_supervisor_killed_while_filing_a_pass_is_completed_never_abandoned() {
+    let env = TestEnv::new();
+    let repo = env.fixture("crew-repo.sh", "repo", &[]);
+    let out = crew_crashing(
+        &env,
+        &repo,
+        "finish-after-record",
+        &[
+            "dispatch",
+            "--task",
+            "routes",
+            "--backend",
+            "ok",
+            "--prompt",
+            "x",
+            "--scope",
+            "src/routes/**",
+            "--verify",
+            "true",
+        ],
+    );
+    assert!(out.status.success());
+    let json: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let run = json["run"].as_str().unwrap().to_string();
+    // The supervisor died between its record and its pointer.
+    let record = repo.join(format!(".git/crew/runs/{run}.json"));
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while !record.exists() {
+        assert!(std::time::Instant::now() < deadline, "no record was filed");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    assert!(repo.join(format!(".git/crew/live/{run}.json")).exists());
+    let out = env.crew(&repo, &["wait", &run, "--timeout", "20s"]);
+    out.expect_code(0);
+    let result = &out.json()["runs"][0];
+    assert_eq!(result["outcome"], "pass", "{result}");
+    let rows = env.crew(&repo, &["ledger", "--task", "routes"]).json()["rows"].clone();
+    assert_eq!(rows.as_array().unwrap().len(), 1, "{rows}");
+    assert_eq!(rows[0]["outcome"], "pass");
+    env.crew(&repo, &["integrate", &run]).expect_code(0);
+}
