@@ -76,11 +76,26 @@ fn render(live: &[RunRecord]) -> String {
     lines.join("\n")
 }
 
-/// The last non-empty line of the task's transcript, shortened.
+/// The last non-empty line of the attempt's output as it comes (its stdout, else its
+/// stderr; the task's transcript between attempts), shortened.
 fn last_line(record: &RunRecord) -> String {
-    let Some(path) = &record.transcript else {
-        return String::new();
-    };
+    let run_dir = std::path::Path::new(&record.prompt_file)
+        .parent()
+        .map(std::path::Path::to_path_buf)
+        .unwrap_or_default();
+    let mut candidates: Vec<std::path::PathBuf> = ["out", "err"]
+        .iter()
+        .map(|ext| run_dir.join(format!("attempt-{}.{ext}", record.attempts)))
+        .collect();
+    candidates.extend(record.transcript.as_ref().map(std::path::PathBuf::from));
+    candidates
+        .iter()
+        .map(|path| last_line_of(path))
+        .find(|line| !line.is_empty())
+        .unwrap_or_default()
+}
+
+fn last_line_of(path: &std::path::Path) -> String {
     let Ok(mut file) = std::fs::File::open(path) else {
         return String::new();
     };

@@ -247,6 +247,14 @@ const FENCES: &[Field] = &[
         "The most attempts one run makes (continuation and corrective retries included), whatever the ledger says.",
     ),
     field(
+        "max_output",
+        Kind::Int {
+            min: 4096,
+            max: 1 << 40,
+        },
+        "Bytes of stdout (and of stderr) kept per attempt: the first part and the latest, the cut marked.",
+    ),
+    field(
         "manifest_required",
         Kind::Bool,
         "Whether a reply must be delivered as a manifest.",
@@ -1099,6 +1107,7 @@ pub struct Fences {
     pub time_budget: String,
     pub needs_help_after_failures: i64,
     pub max_attempts: i64,
+    pub max_output: i64,
     pub manifest_required: bool,
 }
 

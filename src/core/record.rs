@@ -219,6 +219,9 @@ pub struct RunRecord {
     /// failures of the task under the run's key.
     #[serde(default)]
     pub failure_threshold: Option<u32>,
+    /// `fences.max_output` at dispatch: bytes of each stream kept per attempt.
+    #[serde(default)]
+    pub max_output: Option<u64>,
     /// `fences.manifest_required` at dispatch: the reply is kept as the run's manifest
     /// even when the worker did not write it.
     #[serde(default)]
@@ -354,6 +357,7 @@ impl RunRecord {
             max_attempts: None,
             failure_threshold: None,
             manifest_required: None,
+            max_output: None,
             unreadable: None,
         }
     }

@@ -200,6 +200,7 @@ pub fn stand_in(run: &str, sealed: Option<&Sealed>, why: String) -> RunRecord {
         max_attempts: None,
         failure_threshold: None,
         manifest_required: None,
+        max_output: None,
         unreadable: Some(why),
     }
 }

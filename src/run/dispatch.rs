@@ -394,6 +394,7 @@ pub fn plan(
         max_attempts: Some(flight.fences.max_attempts.clamp(1, 100) as u32),
         failure_threshold: Some(flight.fences.needs_help_after_failures.clamp(1, 100) as u32),
         manifest_required: Some(flight.fences.manifest_required),
+        max_output: Some(flight.fences.max_output.max(4096) as u64),
         unreadable: None,
         transcript: match &request.transcripts {
             None => Some(

@@ -6,6 +6,7 @@ pub mod dispatch;
 pub mod fence;
 pub mod integrate;
 pub mod ledger;
+pub mod output;
 pub mod plans;
 pub mod process;
 pub mod prompt;

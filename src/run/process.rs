@@ -1,7 +1,7 @@
 //! Processes: a worker in its own process group with every byte of its output archived,
 //! watched against a deadline and an idle watchdog, and killed as a whole group.
 
-use std::io::{Read, Write};
+use std::io::Read;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -10,6 +10,8 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use anyhow::Context;
+
+use super::output::Capped;
 
 /// Sends SIGKILL to a whole process group.
 pub fn kill_group(pgid: u32) {
@@ -268,10 +270,13 @@ pub struct Spec {
     pub args: Vec<String>,
     pub cwd: PathBuf,
     pub env: Vec<(String, String)>,
-    /// Every byte of stdout and stderr is appended here.
+    /// When the process ends, its output is appended here (stdout, then stderr).
     pub transcript: PathBuf,
-    /// Stdout alone is also kept here (a command worker's reply).
+    /// Stdout and stderr are kept here, each capped at `max_output` bytes (the first
+    /// part and the latest part, the cut marked).
     pub stdout_file: PathBuf,
+    pub stderr_file: PathBuf,
+    pub max_output: u64,
     /// The write fence the process and its children run inside.
     pub fence: Option<super::fence::Fence>,
 }
@@ -290,16 +295,26 @@ pub enum Ended {
 pub struct Running {
     child: std::process::Child,
     readers: Vec<std::thread::JoinHandle<()>>,
+    sinks: [Arc<Mutex<Capped>>; 2],
+    transcript: PathBuf,
+    stdout_file: PathBuf,
+    stderr_file: PathBuf,
     last_activity: Arc<AtomicU64>,
     pub pid: u32,
 }
 
 /// Starts a process in its own process group, stdin closed, output archived.
 pub fn start(spec: &Spec) -> anyhow::Result<Running> {
-    let transcript = open_append(&spec.transcript)?;
-    let transcript = Arc::new(Mutex::new(transcript));
-    let stdout_file = std::fs::File::create(&spec.stdout_file)
-        .with_context(|| format!("cannot create {}", spec.stdout_file.display()))?;
+    let sinks = [
+        Arc::new(Mutex::new(Capped::create(
+            &spec.stdout_file,
+            spec.max_output,
+        )?)),
+        Arc::new(Mutex::new(Capped::create(
+            &spec.stderr_file,
+            spec.max_output,
+        )?)),
+    ];
     let mut cmd = Command::new(&spec.program);
     cmd.args(&spec.args)
         .current_dir(&spec.cwd)
@@ -323,26 +338,25 @@ pub fn start(spec: &Spec) -> anyhow::Result<Running> {
     let mut readers = Vec::new();
     let stdout = child.stdout.take().context("stdout is piped")?;
     let stderr = child.stderr.take().context("stderr is piped")?;
-    readers.push(pump(
-        stdout,
-        transcript.clone(),
-        Some(stdout_file),
-        last_activity.clone(),
-    ));
-    readers.push(pump(stderr, transcript, None, last_activity.clone()));
+    readers.push(pump(stdout, sinks[0].clone(), last_activity.clone()));
+    readers.push(pump(stderr, sinks[1].clone(), last_activity.clone()));
     let pid = child.id();
     Ok(Running {
         child,
         readers,
+        sinks,
+        transcript: spec.transcript.clone(),
+        stdout_file: spec.stdout_file.clone(),
+        stderr_file: spec.stderr_file.clone(),
         last_activity,
         pid,
     })
 }
 
+/// Copies a stream into its capped file as it comes, a buffer at a time.
 fn pump(
     mut from: impl Read + Send + 'static,
-    transcript: Arc<Mutex<std::fs::File>>,
-    mut copy: Option<std::fs::File>,
+    sink: Arc<Mutex<Capped>>,
     activity: Arc<AtomicU64>,
 ) -> std::thread::JoinHandle<()> {
     std::thread::spawn(move || {
@@ -352,11 +366,8 @@ fn pump(
                 Ok(0) | Err(_) => break,
                 Ok(n) => {
                     activity.store(now_millis(), Ordering::Relaxed);
-                    if let Ok(mut t) = transcript.lock() {
-                        let _ = t.write_all(&buf[..n]);
-                    }
-                    if let Some(c) = copy.as_mut() {
-                        let _ = c.write_all(&buf[..n]);
+                    if let Ok(mut sink) = sink.lock() {
+                        sink.write(&buf[..n]);
                     }
                 }
             }
@@ -394,6 +405,7 @@ impl Running {
                 kill_group(self.pid);
                 let _ = self.child.wait();
                 reap_orphans();
+                self.close_output();
                 anyhow::bail!(Interrupted);
             }
             if let Some(idle) = idle {
@@ -421,12 +433,23 @@ impl Running {
         while !self.readers.iter().all(|r| r.is_finished()) && Instant::now() < drained {
             std::thread::sleep(Duration::from_millis(10));
         }
-        for reader in self.readers {
+        for reader in std::mem::take(&mut self.readers) {
             if reader.is_finished() {
                 let _ = reader.join();
             }
         }
+        self.close_output();
         Ok(ended)
+    }
+
+    /// Seals both capped files and appends them to the transcript.
+    fn close_output(&self) {
+        for sink in &self.sinks {
+            if let Ok(mut sink) = sink.lock() {
+                let _ = sink.finish();
+            }
+        }
+        let _ = super::output::archive(&self.transcript, &self.stdout_file, &self.stderr_file);
     }
 }
 

@@ -163,6 +163,8 @@ struct Supervisor<'a> {
     tmp: Option<PathBuf>,
     /// Objects the run's processes wrote under false names (left out of the store).
     rejected_objects: Vec<String>,
+    /// The last attempt's stdout, as kept (capped at `fences.max_output`).
+    last_stdout: Vec<u8>,
 }
 
 impl<'a> Supervisor<'a> {
@@ -250,6 +252,7 @@ impl<'a> Supervisor<'a> {
             retry: None,
             session_confirmed: false,
             rejected_objects: Vec::new(),
+            last_stdout: Vec::new(),
         })
     }
 
@@ -526,6 +529,7 @@ impl<'a> Supervisor<'a> {
             env.push((key, value));
         }
         let stdout_file = self.run_dir.join(format!("attempt-{n}.out"));
+        let stderr_file = self.run_dir.join(format!("attempt-{n}.err"));
         let spec = Spec {
             program: launch.program,
             args: launch.args,
@@ -533,6 +537,8 @@ impl<'a> Supervisor<'a> {
             env,
             transcript: self.transcript.clone(),
             stdout_file: stdout_file.clone(),
+            stderr_file: stderr_file.clone(),
+            max_output: self.record.max_output.unwrap_or(super::output::DEFAULT_CAP),
             fence: self.fence.clone(),
         };
         let running = process::start(&spec)?;
@@ -555,12 +561,20 @@ impl<'a> Supervisor<'a> {
         // A worker killed in the middle of `git add` or `git commit` leaves the index lock
         // behind; nothing else can hold it now.
         worktree::clear_index_lock(Path::new(&self.record.worktree));
+        // Capped at `fences.max_output`, so this never holds more than that.
         let stdout = std::fs::read(&stdout_file).unwrap_or_default();
         if let Some(id) = self.adapter.session(&stdout, &session_file) {
             self.record.session = Some(id);
             self.session_confirmed = true;
         }
         self.warnings.extend(self.adapter.warnings(&stdout));
+        self.last_stdout = stdout;
+        // The output is in the transcript now: stored once. Without a transcript the
+        // attempt's files are its only copy, and stay.
+        if self.record.transcript.is_some() {
+            let _ = std::fs::remove_file(&stdout_file);
+            let _ = std::fs::remove_file(&stderr_file);
+        }
         self.save()?;
         Ok(ended)
     }
@@ -573,14 +587,9 @@ impl<'a> Supervisor<'a> {
         {
             return Some(text);
         }
-        let stdout = std::fs::read(
-            self.run_dir
-                .join(format!("attempt-{}.out", self.record.attempts)),
-        )
-        .ok()?;
         let reply = self
             .adapter
-            .reply(&stdout)
+            .reply(&self.last_stdout)
             .filter(|r| !r.trim().is_empty())?;
         // The manifest is the reply (SPEC §2): written from the final message when the
         // worker did not write it itself — unless `fences.manifest_required` is off.

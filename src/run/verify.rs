@@ -46,6 +46,8 @@ pub fn run(
         ],
         transcript: transcript.to_path_buf(),
         stdout_file: verifier_dir.with_extension("out"),
+        stderr_file: verifier_dir.with_extension("err"),
+        max_output: super::output::DEFAULT_CAP,
         fence: fence.map(|f| {
             let mut f = f.clone();
             f.add(verifier_dir);

@@ -187,6 +187,13 @@ impl TestEnv {
         run(&mut cmd, None)
     }
 
+    /// What run `run` printed, from its task's transcript (`git crew transcript`).
+    pub fn transcript(&self, dir: &Path, run: &str) -> String {
+        let out = self.crew(dir, &["transcript", run, "--human"]);
+        out.expect_code(0);
+        out.stdout
+    }
+
     pub fn crew_stdin(&self, dir: &Path, args: &[&str], stdin: &[u8]) -> Out {
         run(self.command(bin()).current_dir(dir).args(args), Some(stdin))
     }

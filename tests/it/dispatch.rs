@@ -1391,3 +1391,57 @@ fn two_advises_at_once_drive_one_supervisor_and_one_answer() {
     let store = read(&repo.join(format!(".git/crew/worktrees/{run}/src/routes/store.rs")));
     assert!(store == "first\n" || store == "second\n", "{store}");
 }
+
+#[test]
+fn a_flood_of_output_is_stored_once_capped_and_the_footer_survives() {
+    let env = TestEnv::new();
+    let repo = crew_repo(&env);
+    let run = env.finished_run(
+        &repo,
+        "routes",
+        "flood",
+        &[
+            "--scope",
+            "src/routes/**",
+            "--set",
+            "backends.flood.env.FLOOD_MB=\"30\"",
+            "--set",
+            "fences.max_output=1048576",
+        ],
+    );
+    let show = env.crew(&repo, &["show", &run]).json();
+    assert_eq!(show["run"]["outcome"], "pass", "{show}");
+    assert_eq!(show["run"]["footer"]["result"], "Flooded, then replied.");
+    let transcript = PathBuf::from(show["run"]["transcript"].as_str().unwrap());
+    let size = std::fs::metadata(&transcript).unwrap().len();
+    assert!(size < 2 * 1024 * 1024, "the transcript holds {size} bytes");
+    let text = read(&transcript);
+    assert!(text.contains("bytes of output cut here]"), "no cut marked");
+    // Stored once: no per-attempt copy is left beside the transcript.
+    let leftovers: Vec<_> = std::fs::read_dir(repo.join(format!(".git/crew/runs/{run}")))
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().starts_with("attempt-"))
+        .collect();
+    assert!(leftovers.is_empty(), "{leftovers:?}");
+
+    // A worker that never stops printing, until its budget ends: the disk stays bounded.
+    let run = env.finished_run(
+        &repo,
+        "forever",
+        "flood",
+        &[
+            "--scope",
+            "src/forever/**",
+            "--set",
+            "fences.max_output=1048576",
+            "--set",
+            "backends.flood.time_budget=\"3s\"",
+        ],
+    );
+    let show = env.crew(&repo, &["show", &run]).json();
+    assert_eq!(show["run"]["outcome"], "timeout", "{show}");
+    let transcript = PathBuf::from(show["run"]["transcript"].as_str().unwrap());
+    let size = std::fs::metadata(&transcript).unwrap().len();
+    assert!(size < 2 * 1024 * 1024, "the transcript holds {size} bytes");
+}

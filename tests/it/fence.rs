@@ -93,10 +93,7 @@ fn a_fenced_worker_cannot_write_the_lead_the_refs_the_ledger_or_its_records() {
     let run = &json["runs"][0];
     assert_eq!(run["fence"], "landlock-v7", "{json}");
     assert_eq!(run["outcome"], "pass", "{json}");
-    let stdout = read(&repo.join(format!(
-        ".git/crew/runs/{}/attempt-1.out",
-        run["run"].as_str().unwrap()
-    )));
+    let stdout = env.transcript(&repo, run["run"].as_str().unwrap());
     for target in [
         "lead-checkout",
         "other-worktree",
@@ -462,7 +459,7 @@ fn a_real_build_and_test_run_work_inside_the_fence() {
     let json = out.json();
     let run = &json["runs"][0];
     let id = run["run"].as_str().unwrap();
-    let stdout = read(&repo.join(format!(".git/crew/runs/{id}/attempt-1.out")));
+    let stdout = env.transcript(&repo, id);
     assert_eq!(run["fence"], "landlock-v7", "{json}\n{stdout}");
     assert_eq!(run["outcome"], "pass", "{json}\n{stdout}");
     assert_eq!(run["verify"]["passed"], true, "{json}");
@@ -743,7 +740,7 @@ fn a_fenced_worker_cannot_touch_the_object_store_and_false_objects_stay_out() {
             "backends.objects.env.OBJECTS=existing",
         ],
     );
-    let out = read(&repo.join(format!(".git/crew/runs/{run}/attempt-1.out")));
+    let out = env.transcript(&repo, &run);
     assert!(out.contains("second commit: ok"), "{out}");
     assert!(out.contains("existing: refused"), "{out}");
     assert_eq!(std::fs::read(&object).unwrap(), before);
@@ -767,7 +764,7 @@ fn a_fenced_worker_cannot_touch_the_object_store_and_false_objects_stay_out() {
             "backends.objects.env.OBJECTS=false-name",
         ],
     );
-    let out = read(&repo.join(format!(".git/crew/runs/{run}/attempt-1.out")));
+    let out = env.transcript(&repo, &run);
     assert!(out.contains("false-name: committed"), "{out}");
     let show = env.crew(&repo, &["show", &run]).json();
     assert_eq!(show["run"]["outcome"], "scope-reject", "{show}");
