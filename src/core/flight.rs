@@ -382,16 +382,37 @@ impl fmt::Display for Diagnostic {
     }
 }
 
-/// The 1-based line and column of a byte offset in `text`.
-pub fn line_col(text: &str, offset: usize) -> (usize, usize) {
-    let mut offset = offset.min(text.len());
-    while !text.is_char_boundary(offset) {
-        offset -= 1;
+/// Where each line of a text starts, so any byte offset is located in O(log lines):
+/// diagnostics and provenance for every key of a large file stay linear in its size.
+#[derive(Debug, Clone)]
+pub struct Lines<'a> {
+    text: &'a str,
+    starts: Vec<usize>,
+}
+
+impl<'a> Lines<'a> {
+    pub fn new(text: &'a str) -> Lines<'a> {
+        let mut starts = vec![0];
+        starts.extend(text.match_indices('\n').map(|(i, _)| i + 1));
+        Lines { text, starts }
     }
-    let before = &text[..offset];
-    let line = before.matches('\n').count() + 1;
-    let col = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
-    (line, col)
+
+    /// The 1-based line and column of a byte offset.
+    pub fn locate(&self, offset: usize) -> (usize, usize) {
+        let mut offset = offset.min(self.text.len());
+        while !self.text.is_char_boundary(offset) {
+            offset -= 1;
+        }
+        let line = self.starts.partition_point(|&start| start <= offset);
+        let start = self.starts[line - 1];
+        (line, self.text[start..offset].chars().count() + 1)
+    }
+}
+
+/// The 1-based line and column of a byte offset in `text` (one lookup; build [`Lines`]
+/// for many).
+pub fn line_col(text: &str, offset: usize) -> (usize, usize) {
+    Lines::new(text).locate(offset)
 }
 
 /// The closest candidate to a misspelt name, when one is close enough to suggest.
@@ -411,7 +432,8 @@ pub fn did_you_mean<'a>(
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Origin {
     pub layer: Layer,
-    pub origin: String,
+    /// The layer's file or flag, shared by every key it set.
+    pub origin: std::sync::Arc<str>,
     pub location: Option<(usize, usize)>,
 }
 
@@ -439,6 +461,9 @@ pub struct ParsedLayer {
 
 struct Walker<'a> {
     source: &'a LayerSource,
+    /// `source.origin`, allocated once for all the keys it sets.
+    origin: std::sync::Arc<str>,
+    lines: Lines<'a>,
     diagnostics: Vec<Diagnostic>,
     origins: BTreeMap<String, Origin>,
 }
@@ -448,7 +473,7 @@ impl Walker<'_> {
         if !self.source.has_lines {
             return None;
         }
-        Some(line_col(&self.source.text, offset))
+        Some(self.lines.locate(offset))
     }
 
     fn report(&mut self, offset: usize, key: &str, message: String, suggestion: Option<String>) {
@@ -464,7 +489,7 @@ impl Walker<'_> {
     fn record(&mut self, key: &str, offset: usize) {
         let origin = Origin {
             layer: self.source.layer,
-            origin: self.source.origin.clone(),
+            origin: self.origin.clone(),
             location: self.location(offset),
         };
         self.origins.insert(key.to_string(), origin);
@@ -666,6 +691,8 @@ pub fn parse_layer(source: &LayerSource) -> Result<ParsedLayer, Vec<Diagnostic>>
         Err(e) => {
             let mut walker = Walker {
                 source,
+                origin: source.origin.as_str().into(),
+                lines: Lines::new(&source.text),
                 diagnostics: Vec::new(),
                 origins: BTreeMap::new(),
             };
@@ -677,6 +704,8 @@ pub fn parse_layer(source: &LayerSource) -> Result<ParsedLayer, Vec<Diagnostic>>
     };
     let mut walker = Walker {
         source,
+        origin: source.origin.as_str().into(),
+        lines: Lines::new(&source.text),
         diagnostics: Vec::new(),
         origins: BTreeMap::new(),
     };
@@ -934,7 +963,7 @@ fn check_references(resolved: &Resolved) -> Vec<Diagnostic> {
     let mut report = |key: &str, message: String, suggestion: Option<String>| {
         let origin = resolved.origin_of(key);
         out.push(Diagnostic {
-            origin: origin.map_or_else(|| "flight".to_string(), |o| o.origin.clone()),
+            origin: origin.map_or_else(|| "flight".to_string(), |o| o.origin.to_string()),
             location: origin.and_then(|o| o.location),
             key: key.to_string(),
             message,
@@ -942,23 +971,24 @@ fn check_references(resolved: &Resolved) -> Vec<Diagnostic> {
         });
     };
     let backend_names = || flight.backends.keys().map(String::as_str);
-    let mut check_backend = |key: &str, name: &str| {
+    // The key is spelt out only for a name that is wrong (a roster can be long).
+    let mut check_backend = |key: &dyn Fn() -> String, name: &str| {
         if !flight.backends.contains_key(name) {
             let known: Vec<&str> = backend_names().collect();
             report(
-                key,
+                &key(),
                 format!("unknown backend `{name}` (known: {})", known.join(", ")),
                 did_you_mean(name, backend_names()),
             );
         }
     };
-    check_backend("default_backend", &flight.default_backend);
+    check_backend(&|| "default_backend".into(), &flight.default_backend);
     for (name, worker) in &flight.workers {
-        check_backend(&format!("workers.{name}.backend"), &worker.backend);
+        check_backend(&|| format!("workers.{name}.backend"), &worker.backend);
     }
     for (name, role) in &flight.roles {
         if let Some(backend) = &role.backend {
-            check_backend(&format!("roles.{name}.backend"), backend);
+            check_backend(&|| format!("roles.{name}.backend"), backend);
         }
     }
     let mut seen = Vec::new();
@@ -1183,6 +1213,21 @@ fn kind_schema(kind: Kind) -> serde_json::Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn lines_locate_every_offset_as_a_scan_would() {
+        let text = "a = 1\n\n[b]\nc = \"é\"\nlast";
+        for offset in 0..=text.len() + 2 {
+            let mut o = offset.min(text.len());
+            while !text.is_char_boundary(o) {
+                o -= 1;
+            }
+            let before = &text[..o];
+            let line = before.matches('\n').count() + 1;
+            let col = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
+            assert_eq!(Lines::new(text).locate(offset), (line, col), "{offset}");
+        }
+    }
 
     fn file(layer: Layer, origin: &str, text: &str) -> LayerSource {
         LayerSource {

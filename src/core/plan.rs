@@ -8,7 +8,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use serde::Serialize;
 use toml::de::{DeTable, DeValue};
 
-use super::flight::{Diagnostic, did_you_mean, line_col};
+use super::flight::{Diagnostic, did_you_mean};
 
 /// One task of a plan.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -93,7 +93,7 @@ const STATUS_KEYS: &[&str] = &["status", "state", "blocked", "done"];
 
 struct Reader<'a> {
     origin: &'a str,
-    text: &'a str,
+    lines: super::flight::Lines<'a>,
     diagnostics: Vec<Diagnostic>,
 }
 
@@ -103,7 +103,7 @@ impl Reader<'_> {
     fn report(&mut self, offset: usize, key: &str, message: String, suggestion: Option<String>) {
         self.diagnostics.push(Diagnostic {
             origin: self.origin.to_string(),
-            location: Some(line_col(self.text, offset)),
+            location: Some(self.lines.locate(offset)),
             key: key.to_string(),
             message,
             suggestion,
@@ -271,7 +271,7 @@ impl Reader<'_> {
 pub fn parse(name: &str, origin: &str, text: &str) -> Result<Plan, Vec<Diagnostic>> {
     let mut r = Reader {
         origin,
-        text,
+        lines: super::flight::Lines::new(text),
         diagnostics: Vec::new(),
     };
     let doc = match DeTable::parse(text) {
@@ -353,7 +353,7 @@ pub fn parse(name: &str, origin: &str, text: &str) -> Result<Plan, Vec<Diagnosti
         };
         let id_at = t.get("id").map_or(at, |i| i.span().start);
         if task_at.contains_key(&id) {
-            let (line, _) = line_col(text, task_at[&id]);
+            let (line, _) = r.lines.locate(task_at[&id]);
             r.report(
                 id_at,
                 &format!("{prefix}.id"),
@@ -437,7 +437,7 @@ pub fn parse(name: &str, origin: &str, text: &str) -> Result<Plan, Vec<Diagnosti
         };
         let id_at = g.get("id").map_or(at, |i| i.span().start);
         if let Some(first) = gate_ids.get(&id) {
-            let (line, _) = line_col(text, *first);
+            let (line, _) = r.lines.locate(*first);
             r.report(
                 id_at,
                 &format!("{prefix}.id"),
