@@ -88,6 +88,28 @@ const GATE_KEYS: &[&str] = &[
     "gates_waves",
 ];
 const ROLES: &[&str] = &["implement", "review", "investigate", "cleanup"];
+/// A task id becomes part of a branch name (`crew/<task>/<run>`): letters, digits, `-`,
+/// `_`, `.` and `/`, and nothing git refuses in a ref (`..`, `.lock`, a leading `.`).
+pub fn check_task_id(task: &str) -> Result<(), String> {
+    let ok = !task.is_empty()
+        && task.len() <= 100
+        && task
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | '/'))
+        && !task.starts_with(['-', '.', '/'])
+        && !task.ends_with(['/', '.'])
+        && !task.contains("..")
+        && !task.contains("//")
+        && !task.split('/').any(|part| part.starts_with('.') || part.ends_with(".lock"));
+    if ok {
+        Ok(())
+    } else {
+        Err(format!(
+            "`{task}` cannot be a task id: use letters, digits, `-`, `_`, `.` and `/` (it becomes part of a branch name)"
+        ))
+    }
+}
+
 /// Keys that would store what is derived.
 const STATUS_KEYS: &[&str] = &["status", "state", "blocked", "done"];
 
@@ -371,6 +393,9 @@ pub fn parse(name: &str, origin: &str, text: &str) -> Result<Plan, Vec<Diagnosti
             continue;
         }
         task_at.insert(id.clone(), id_at);
+        if let Err(problem) = check_task_id(&id) {
+            r.report(id_at, &format!("{prefix}.id"), problem, None);
+        }
         let wave = match t.get("wave") {
             Some(item) => r.wave(&format!("{prefix}.wave"), item).unwrap_or(1),
             None => 1,
@@ -388,11 +413,23 @@ pub fn parse(name: &str, origin: &str, text: &str) -> Result<Plan, Vec<Diagnosti
                 suggestion,
             );
         }
-        let scope = r
+        let scope_at = t.get("scope").map_or(at, |i| i.span().start);
+        let scope: Vec<String> = r
             .strings(&format!("{prefix}.scope"), t.get("scope"))
             .into_iter()
             .map(|(s, _)| s)
             .collect();
+        if matches!(role.as_str(), "implement" | "cleanup") && scope.is_empty() {
+            r.report(
+                scope_at,
+                &format!("{prefix}.scope"),
+                format!("this {role} task needs a write scope: at least one glob"),
+                None,
+            );
+        }
+        if let Err(e) = super::scope::Scope::new(&scope) {
+            r.report(scope_at, &format!("{prefix}.scope"), e.to_string(), None);
+        }
         let deps = r.strings(&format!("{prefix}.depends_on"), t.get("depends_on"));
         dep_at.push(deps.iter().map(|(_, at)| *at).collect());
         let prompt = r.string(&format!("{prefix}.prompt"), t.get("prompt"));
@@ -402,6 +439,25 @@ pub fn parse(name: &str, origin: &str, text: &str) -> Result<Plan, Vec<Diagnosti
                 at,
                 &prefix,
                 "give either `prompt` or `prompt_file`, not both".into(),
+                None,
+            );
+        }
+        if prompt.is_none() && prompt_file.is_none() {
+            r.report(
+                at,
+                &prefix,
+                "a task needs `prompt` or `prompt_file`".into(),
+                None,
+            );
+        }
+        if let Some(file) = &prompt_file
+            && (file.starts_with('/') || super::scope::normalize_path(file).is_err())
+        {
+            let file_at = t.get("prompt_file").map_or(at, |i| i.span().start);
+            r.report(
+                file_at,
+                &format!("{prefix}.prompt_file"),
+                format!("`{file}` lies outside the repository: give a path inside it"),
                 None,
             );
         }

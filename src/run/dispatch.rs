@@ -86,24 +86,7 @@ pub struct Escalation {
 
 /// A task id is used in a branch name: it must be a valid, simple ref component path.
 pub fn check_task_id(task: &str) -> Result<(), Refusal> {
-    let ok = !task.is_empty()
-        && task.len() <= 100
-        && task
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | '/'))
-        && !task.starts_with(['-', '.', '/'])
-        && !task.ends_with(['/', '.'])
-        && !task.contains("..")
-        && !task.contains("//")
-        && !task.ends_with(".lock")
-        && !task.split('/').any(|part| part.starts_with('.'));
-    if ok {
-        Ok(())
-    } else {
-        Err(Refusal::Usage(format!(
-            "`{task}` cannot be a task id: use letters, digits, `-`, `_`, `.` and `/` (it becomes part of a branch name)"
-        )))
-    }
+    crate::core::plan::check_task_id(task).map_err(Refusal::Usage)
 }
 
 /// Decides a dispatch: routing, fences, and every refusal (SPEC §5.1).

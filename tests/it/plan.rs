@@ -620,3 +620,37 @@ fn summary_at_decides_which_summaries_are_printed() {
     let status = env.crew(&repo, &["wave", "status", "1"]).json();
     assert!(status["summary"].is_object(), "{status}");
 }
+
+#[test]
+fn a_plan_task_must_have_a_branch_name_id_a_scope_inside_the_repository_and_a_prompt() {
+    let env = TestEnv::new();
+    let repo = env.fixture("crew-repo.sh", "repo", &[]);
+    write(
+        &repo.join(".crew/plans/odd.toml"),
+        "[plan]\nid = \"odd\"\n\
+         [[tasks]]\nid = \"a.lock/b\"\nscope = [\"src/**\"]\nprompt = \"x\"\n\
+         [[tasks]]\nid = \"empty\"\nscope = []\nprompt = \"x\"\n\
+         [[tasks]]\nid = \"escapes\"\nscope = [\"../elsewhere/**\"]\nprompt = \"x\"\n\
+         [[tasks]]\nid = \"silent\"\nscope = [\"docs/**\"]\n\
+         [[tasks]]\nid = \"far\"\nscope = [\"lib/**\"]\nprompt_file = \"../../etc/passwd\"\n",
+    );
+    let out = env.crew(&repo, &["plan", "status", "odd"]);
+    out.expect_code(2);
+    let details = out.json()["error"]["details"].to_string();
+    for needle in [
+        "`a.lock/b` cannot be a task id",
+        "tasks[1].scope`: this implement task needs a write scope",
+        "tasks[2].scope",
+        "tasks[3]`: a task needs `prompt` or `prompt_file`",
+        "tasks[4].prompt_file`: `../../etc/passwd` lies outside the repository",
+    ] {
+        assert!(details.contains(needle), "{needle}: {details}");
+    }
+    assert!(details.contains(".crew/plans/odd.toml:"), "{details}");
+    // On the command line too: never exit 70.
+    let out = env.crew(
+        &repo,
+        &["dispatch", "--task", "a.lock/b", "--prompt", "x", "--scope", "src/**"],
+    );
+    out.expect_code(2);
+}
