@@ -220,6 +220,8 @@ fn refusal(r: Refusal) -> CrewError {
         .with_details(paths)
         .hinted("dispatch a follow-up run with --base pointing at the target, or merge by hand"),
         Refusal::MergedVerify(m) => CrewError::new(ErrorKind::Check, "verify-failed", m),
+        Refusal::KeptMoving(m) => CrewError::new(ErrorKind::Refused, "target-kept-moving", m)
+            .hinted("commits keep landing on the target; integrate again when it is quiet"),
         Refusal::BadState(m) => CrewError::usage("state-file-invalid", m),
     }
 }

@@ -48,13 +48,22 @@ pub fn run(ctx: &CommandContext, args: SyncArgs) -> Result<Report> {
     let mut rounds = 0;
     let results = loop {
         rounds += 1;
-        sync::fetch(&repo_dir, &remote).map_err(CrewError::internal)?;
+        sync::fetch(&repo_dir, &remote).map_err(|e| {
+            CrewError::new(ErrorKind::Refused, "fetch-failed", format!("{e:#}"))
+                .hinted("check that the remote is reachable: git fetch REMOTE")
+        })?;
         // A fresh view of the refs the fetch moved.
         let repo = gix::open(&repo_dir).map_err(CrewError::internal)?;
         let mut results = Vec::new();
         for local in notes::ALL {
             let tracking = sync::tracking_ref(&remote, local);
-            results.push(sync::merge_into(&repo, local, &tracking).map_err(CrewError::internal)?);
+            results.push(sync::merge_into(&repo, local, &tracking).map_err(|e| {
+                match e.downcast_ref::<sync::NotNotes>() {
+                    Some(bad) => CrewError::usage("remote-notes-invalid", bad.to_string())
+                        .hinted("the remote's notes ref is broken; fix or delete it there"),
+                    None => CrewError::internal(e),
+                }
+            })?);
         }
         let to_push: Vec<String> = results
             .iter()

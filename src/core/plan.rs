@@ -100,7 +100,9 @@ pub fn check_task_id(task: &str) -> Result<(), String> {
         && !task.ends_with(['/', '.'])
         && !task.contains("..")
         && !task.contains("//")
-        && !task.split('/').any(|part| part.starts_with('.') || part.ends_with(".lock"));
+        && !task
+            .split('/')
+            .any(|part| part.starts_with('.') || part.ends_with(".lock"));
     if ok {
         Ok(())
     } else {
@@ -939,8 +941,11 @@ gates_waves = [2]
 
     #[test]
     fn a_cycle_is_named() {
-        let text = "[[tasks]]\nid = \"a\"\ndepends_on = [\"c\"]\n[[tasks]]\nid = \"b\"\ndepends_on = [\"a\"]\n[[tasks]]\nid = \"c\"\ndepends_on = [\"b\"]\n";
-        let m = messages(text);
+        let task = "scope = [\"x/**\"]\nprompt = \"x\"\n";
+        let text = format!(
+            "[[tasks]]\nid = \"a\"\ndepends_on = [\"c\"]\n{task}[[tasks]]\nid = \"b\"\ndepends_on = [\"a\"]\n{task}[[tasks]]\nid = \"c\"\ndepends_on = [\"b\"]\n{task}"
+        );
+        let m = messages(&text);
         assert_eq!(m.len(), 1, "{m:#?}");
         assert!(
             m[0].starts_with("p.toml:2:6: `depends_on`: dependency cycle: a → c → b → a"),

@@ -170,7 +170,11 @@ pub fn summarize(f: &WaveFacts, at: At) -> Summary {
         .map(|t| match at {
             At::Completion => match (&t.run, &t.commit) {
                 (Some(run), Some(commit)) => {
-                    format!("{} → run {run} @ {}", t.id, &commit[..commit.len().min(8)])
+                    format!(
+                        "{} → run {run} @ {}",
+                        t.id,
+                        commit.chars().take(8).collect::<String>()
+                    )
                 }
                 (Some(run), None) => format!("{} → run {run} ({})", t.id, t.status),
                 _ => format!("{} ({})", t.id, t.status),

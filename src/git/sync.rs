@@ -51,10 +51,32 @@ pub fn fetch(repo_dir: &Path, remote: &str) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// A notes ref fetched from a remote that names something other than a commit: the
+/// remote's notes are broken, not git-crew.
+#[derive(Debug, thiserror::Error)]
+#[error("{reference} (fetched from the remote) names {kind}, not a notes commit")]
+pub struct NotNotes {
+    pub reference: String,
+    pub kind: String,
+}
+
 /// Merges the fetched `tracking` notes into the local `local` notes ref.
 pub fn merge_into(repo: &gix::Repository, local: &str, tracking: &str) -> anyhow::Result<RefSync> {
     let before = notes::tip(repo, local)?;
-    let remote = notes::tip(repo, tracking)?;
+    let remote = notes::tip(repo, tracking).map_err(|e| NotNotes {
+        reference: tracking.to_string(),
+        kind: format!("something else ({e:#})"),
+    })?;
+    if let Some(id) = remote {
+        let kind = repo.find_header(id).map(|h| h.kind());
+        if !matches!(kind, Ok(gix::object::Kind::Commit)) {
+            return Err(NotNotes {
+                reference: tracking.to_string(),
+                kind: kind.map_or("a missing object".to_string(), |k| format!("a {k}")),
+            }
+            .into());
+        }
+    }
     let mut out = RefSync {
         name: local.to_string(),
         before: before.map(|id| id.to_string()),
@@ -140,9 +162,14 @@ pub fn push(repo_dir: &Path, remote: &str, refs: &[String]) -> anyhow::Result<bo
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     );
+    // Refused because the remote moved on — or lost a race for the ref's lock with
+    // another push: fetch, merge and push again.
     if text.contains("[rejected]")
         || text.contains("non-fast-forward")
         || text.contains("fetch first")
+        || text.contains("cannot lock ref")
+        || text.contains("failed to update ref")
+        || text.contains("failed to lock")
     {
         return Ok(false);
     }

@@ -65,6 +65,8 @@ pub enum Refusal {
     },
     /// Verify failed on the merged tree.
     MergedVerify(String),
+    /// The target moved under every attempt to land on it.
+    KeptMoving(String),
     BadState(String),
 }
 
@@ -431,7 +433,9 @@ pub fn integrate(
             completed: false,
         }));
     }
-    anyhow::bail!("{into} kept moving while run {run} was being integrated; try again")
+    Ok(Err(Refusal::KeptMoving(format!(
+        "{into} kept moving while run {run} was being integrated; nothing was changed"
+    ))))
 }
 
 /// An integration that is about to advance its target, written before the target moves

@@ -127,3 +127,110 @@ fn the_format_follows_flags_and_environment() {
         .unwrap();
     assert!(out.stdout.starts_with(b"{\"ok\":true,"));
 }
+
+#[test]
+fn no_bad_input_is_a_bug_no_command_exits_70_or_panics() {
+    let env = TestEnv::new();
+    let repo = env.fixture("crew-repo.sh", "repo", &[]);
+    let battery: &[&[&str]] = &[
+        &[
+            "dispatch", "--task", "a.lock/b", "--prompt", "x", "--scope", "src/**",
+        ],
+        &[
+            "dispatch",
+            "--task",
+            "t",
+            "--prompt",
+            "x",
+            "--scope",
+            "src/**",
+            "--time-budget",
+            "10000years",
+        ],
+        &[
+            "dispatch", "--task", "t", "--prompt", "x", "--scope", "src/**", "--size", "inf",
+        ],
+        &[
+            "dispatch", "--task", "t", "--prompt", "x", "--scope", "../x/**",
+        ],
+        &[
+            "dispatch", "--task", "t", "--prompt", "x", "--scope", "src/**", "--base", "nope",
+        ],
+        &[
+            "dispatch",
+            "--task",
+            "t",
+            "--prompt",
+            "x",
+            "--scope",
+            "src/**",
+            "--set",
+            "backends.ok.argv=[\"/nope\"]",
+        ],
+        &["show", "../../../etc/passwd"],
+        &["verify", "20261202-101500-1a2b"],
+        &["integrate", "20261202-101500-1a2b", "--into", "main..x"],
+        &[
+            "should-stop",
+            "--task",
+            "t",
+            "--model",
+            "m",
+            "--set",
+            "fences.needs_help_after_failures=0",
+        ],
+        &[
+            "gate",
+            "record",
+            "g",
+            "--verdict",
+            "maybe",
+            "--evidence",
+            "e",
+        ],
+        &["plan", "status", "nope"],
+        &["wave", "dispatch", "1"],
+        &["sync", "nowhere"],
+        &["ledger", "--task", "../../x"],
+        &["footer", "/nonexistent"],
+    ];
+    for args in battery {
+        let out = env.crew(&repo, args);
+        assert!(
+            out.code != 70 && out.code != 101,
+            "{args:?} exited {}:\n{}\n{}",
+            out.code,
+            out.stdout,
+            out.stderr
+        );
+    }
+    // A remote whose notes ref names a blob, not a notes commit.
+    let remote = env.root().join("remote.git");
+    env.git_ok(
+        env.root(),
+        &[
+            "clone",
+            "-q",
+            "--bare",
+            repo.to_str().unwrap(),
+            remote.to_str().unwrap(),
+        ],
+    );
+    let out = env
+        .command("sh")
+        .current_dir(&remote)
+        .args([
+            "-c",
+            "git update-ref refs/notes/crew-ledger $(echo junk | git hash-object -w --stdin)",
+        ])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    env.git_ok(
+        &repo,
+        &["remote", "add", "origin", remote.to_str().unwrap()],
+    );
+    let out = env.crew(&repo, &["sync", "origin"]);
+    assert_eq!(out.code, 2, "{}\n{}", out.stdout, out.stderr);
+    assert_eq!(out.json()["error"]["code"], "remote-notes-invalid");
+}

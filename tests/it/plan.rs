@@ -650,7 +650,9 @@ fn a_plan_task_must_have_a_branch_name_id_a_scope_inside_the_repository_and_a_pr
     // On the command line too: never exit 70.
     let out = env.crew(
         &repo,
-        &["dispatch", "--task", "a.lock/b", "--prompt", "x", "--scope", "src/**"],
+        &[
+            "dispatch", "--task", "a.lock/b", "--prompt", "x", "--scope", "src/**",
+        ],
     );
     out.expect_code(2);
 }
