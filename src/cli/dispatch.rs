@@ -172,6 +172,19 @@ pub fn run(ctx: &CommandContext, args: DispatchArgs) -> Result<Report> {
             CrewError::new(ErrorKind::Refused, "dispatch-busy", e.to_string())
                 .hinted("another dispatch is under way; try again")
         })?;
+    // A task's worker may write its task's branch folder (`crew/<task>/`): no other task's
+    // branches may live in it, nor it in theirs.
+    if let Some(other) = nested_task(repo, &request.task).map_err(CrewError::internal)? {
+        return Err(CrewError::new(
+            ErrorKind::Refused,
+            "task-nests",
+            format!(
+                "task `{}` and task `{other}` nest (crew/{}/ and crew/{other}/): a worker of one could write the other's branches",
+                request.task, request.task
+            ),
+        )
+        .hinted("give the task an id that is not a folder of another task's id, nor under one"));
+    }
     let live = store.live().map_err(CrewError::internal)?;
     let ledger =
         crate::run::ledger::rows(repo, Some(&request.task)).map_err(CrewError::internal)?;
@@ -531,4 +544,26 @@ fn size_hours(text: &str) -> std::result::Result<f64, String> {
             "`{text}` is not a size: give worker-hours above zero, such as 2 or 0.5"
         )),
     }
+}
+
+/// Another task whose branch folder holds, or lies in, `task`'s (`api` and `api/v2`).
+fn nested_task(repo: &gix::Repository, task: &str) -> anyhow::Result<Option<String>> {
+    let refs = repo.references()?;
+    let Ok(crew) = refs.prefixed("refs/heads/crew/") else {
+        return Ok(None);
+    };
+    for reference in crew.flatten() {
+        let name = reference.name().as_bstr().to_string();
+        let Some(rest) = name.strip_prefix("refs/heads/crew/") else {
+            continue;
+        };
+        // `crew/<task>/<run>`: the task is all but the last component.
+        let other = rest.rsplit_once('/').map_or(rest, |(task, _)| task);
+        if other != task
+            && (other.starts_with(&format!("{task}/")) || task.starts_with(&format!("{other}/")))
+        {
+            return Ok(Some(other.to_string()));
+        }
+    }
+    Ok(None)
 }

@@ -103,7 +103,16 @@ pub fn run(ctx: &CommandContext, args: VerifyArgs) -> Result<Report> {
             scope: sealed.scope.clone(),
         };
         let tree = crate::git::worktree::RunTree::restore(repo.common_dir(), &worktree, &identity)
-            .map_err(CrewError::internal)?;
+            .map_err(|e| {
+                CrewError::check(
+                    "worktree-tampered",
+                    format!(
+                        "run {}'s worktree administration cannot be restored: {e:#}",
+                        record.run
+                    ),
+                )
+                .hinted("remove the run's worktree; verify then checks the commit out afresh")
+            })?;
         if tree.is_dirty().map_err(CrewError::internal)? {
             return Err(CrewError::new(
                 ErrorKind::Refused,

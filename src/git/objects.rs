@@ -22,6 +22,11 @@ pub struct Imported {
 /// which computes every id itself. The quarantine is emptied.
 pub fn import(repo: &gix::Repository, quarantine: &Path) -> anyhow::Result<Imported> {
     let mut imported = Imported::default();
+    // Nothing here is followed or opened but real folders and regular files: the worker
+    // could have made any entry a symlink (to the lead's refs, say) or a FIFO.
+    if !is_real_dir(quarantine) {
+        return Ok(imported);
+    }
     let Ok(fanout) = std::fs::read_dir(quarantine) else {
         return Ok(imported);
     };
@@ -29,11 +34,22 @@ pub fn import(repo: &gix::Repository, quarantine: &Path) -> anyhow::Result<Impor
     let mut buf = Vec::new();
     for dir in fanout.flatten() {
         let prefix = dir.file_name().to_string_lossy().into_owned();
-        if prefix.len() != 2 || !prefix.bytes().all(|b| b.is_ascii_hexdigit()) {
+        if matches!(prefix.as_str(), "pack" | "info") {
+            continue;
+        }
+        let is_dir = dir.file_type().is_ok_and(|t| t.is_dir());
+        if prefix.len() != 2 || !prefix.bytes().all(|b| b.is_ascii_hexdigit()) || !is_dir {
+            imported.rejected.push(prefix);
+            remove_entry(&dir.path());
             continue;
         }
         for file in std::fs::read_dir(dir.path())?.flatten() {
             let name = format!("{prefix}{}", file.file_name().to_string_lossy());
+            if !file.file_type().is_ok_and(|t| t.is_file()) {
+                imported.rejected.push(name);
+                remove_entry(&file.path());
+                continue;
+            }
             let written = gix::ObjectId::from_hex(name.as_bytes())
                 .ok()
                 .and_then(|id| {
@@ -54,10 +70,20 @@ pub fn import(repo: &gix::Repository, quarantine: &Path) -> anyhow::Result<Impor
         }
         let _ = std::fs::remove_dir(dir.path());
     }
-    if let Ok(packs) = std::fs::read_dir(quarantine.join("pack")) {
+    let pack_dir = quarantine.join("pack");
+    if !is_real_dir(&pack_dir) {
+        remove_entry(&pack_dir);
+    } else if let Ok(packs) = std::fs::read_dir(&pack_dir) {
         let repo_dir = repo.workdir().unwrap_or(repo.common_dir());
         for entry in packs.flatten() {
             let path = entry.path();
+            if !entry.file_type().is_ok_and(|t| t.is_file()) {
+                imported
+                    .rejected
+                    .push(entry.file_name().to_string_lossy().into_owned());
+                remove_entry(&path);
+                continue;
+            }
             if path.extension().is_some_and(|e| e == "pack") {
                 let pack = std::fs::File::open(&path)
                     .with_context(|| format!("cannot read {}", path.display()))?;
@@ -77,4 +103,23 @@ pub fn import(repo: &gix::Repository, quarantine: &Path) -> anyhow::Result<Impor
         }
     }
     Ok(imported)
+}
+
+/// Whether `path` is a folder itself (not a symlink to one).
+fn is_real_dir(path: &Path) -> bool {
+    std::fs::symlink_metadata(path).is_ok_and(|m| m.is_dir())
+}
+
+/// Removes an entry of the quarantine without following it: a symlink goes, not what it
+/// points at.
+fn remove_entry(path: &Path) {
+    match std::fs::symlink_metadata(path) {
+        Ok(m) if m.is_dir() => {
+            let _ = std::fs::remove_dir_all(path);
+        }
+        Ok(_) => {
+            let _ = std::fs::remove_file(path);
+        }
+        Err(_) => {}
+    }
 }

@@ -146,6 +146,28 @@ pub struct RunTree {
     /// `<git-common-dir>/worktrees/<name>`.
     pub admin: PathBuf,
     pub path: PathBuf,
+    /// Entries of the administration that were not regular files (a folder, a FIFO, a
+    /// symlink where git keeps a file) and were replaced: the worker tampered with them.
+    pub replaced: Vec<String>,
+}
+
+/// Makes `path` free for a regular file: whatever else is there (a folder, a FIFO, a
+/// symlink) is removed without being followed. Returns whether something had to go.
+fn clear_for_file(path: &Path) -> anyhow::Result<bool> {
+    match std::fs::symlink_metadata(path) {
+        Ok(m) if m.is_file() => Ok(false),
+        Ok(m) if m.is_dir() => {
+            std::fs::remove_dir_all(path)
+                .with_context(|| format!("cannot remove {}", path.display()))?;
+            Ok(true)
+        }
+        Ok(_) => {
+            std::fs::remove_file(path)
+                .with_context(|| format!("cannot remove {}", path.display()))?;
+            Ok(true)
+        }
+        Err(_) => Ok(false),
+    }
 }
 
 impl RunTree {
@@ -162,10 +184,31 @@ impl RunTree {
             .file_name()
             .with_context(|| format!("{} names no worktree", path.display()))?;
         let admin = common_dir.join("worktrees").join(name);
-        if !admin.is_dir() {
+        if !std::fs::symlink_metadata(&admin).is_ok_and(|m| m.is_dir()) {
             bail!("{} is not a registered worktree", path.display());
         }
+        let mut replaced = Vec::new();
+        // Files git reads that are not rewritten here: they must be regular files (a FIFO
+        // would hang every git that reads it). A HEAD that is not one points at the run's
+        // branch again.
+        for entry in ["HEAD", "index"] {
+            if clear_for_file(&admin.join(entry))? {
+                replaced.push(entry.to_string());
+            }
+        }
+        if replaced.iter().any(|e| e == "HEAD") {
+            write_atomic(
+                &admin.join("HEAD"),
+                &format!("ref: refs/heads/crew/{}/{}\n", identity.task, identity.run),
+                0o644,
+            )?;
+        }
         let hooks = common_dir.join("crew").join("hooks");
+        for entry in ["commondir", "gitdir", "config.worktree"] {
+            if clear_for_file(&admin.join(entry))? {
+                replaced.push(entry.to_string());
+            }
+        }
         write_atomic(&admin.join("commondir"), "../..\n", 0o644)?;
         write_atomic(
             &admin.join("gitdir"),
@@ -173,18 +216,19 @@ impl RunTree {
             0o644,
         )?;
         write_config(&admin, &run_config(identity, &hooks))?;
-        if path.is_dir() {
+        if std::fs::symlink_metadata(path).is_ok_and(|m| m.is_dir()) {
             let link = path.join(".git");
-            if std::fs::symlink_metadata(&link).is_ok_and(|m| m.is_dir()) {
-                // Never tracked content: a `.git` folder here is the worker's stand-in
-                // for the real administration.
-                std::fs::remove_dir_all(&link)?;
+            // Never tracked content: a `.git` folder or link here is the worker's stand-in
+            // for the real administration.
+            if clear_for_file(&link)? {
+                replaced.push(".git".to_string());
             }
             write_atomic(&link, &format!("gitdir: {}\n", admin.display()), 0o644)?;
         }
         Ok(RunTree {
             admin,
             path: path.to_path_buf(),
+            replaced,
         })
     }
 
@@ -196,14 +240,44 @@ impl RunTree {
             .with_env("GIT_WORK_TREE", &self.path.to_string_lossy())
             .with_config("core.fsmonitor=false")
             .with_config("core.hooksPath=/dev/null")
+            // A repository nested in the worktree has a config of its own, the worker's:
+            // git never goes into it.
+            .with_config("diff.ignoreSubmodules=dirty")
+            .with_config("submodule.recurse=false")
     }
 
-    /// Whether the worktree has uncommitted changes (untracked files included).
+    /// Whether the worktree has uncommitted changes (untracked files included; a nested
+    /// repository counts by its pointer only).
     pub fn is_dirty(&self) -> anyhow::Result<bool> {
-        let status = self
-            .git()
-            .output(&["status", "--porcelain", "--untracked-files=all"])?;
+        let status = self.git().output(&[
+            "status",
+            "--porcelain",
+            "--untracked-files=all",
+            "--ignore-submodules=dirty",
+        ])?;
         Ok(!status.trim().is_empty())
+    }
+
+    /// Whether a repository is checked out inside the worktree (under a gitlink): its own
+    /// work is not what `is_dirty` sees, so the worktree is never removed.
+    pub fn holds_nested_repository(&self) -> anyhow::Result<bool> {
+        let staged = self.git().output(&["ls-files", "--stage", "-z"])?;
+        Ok(staged
+            .split('\0')
+            .filter(|entry| entry.starts_with("160000 "))
+            .filter_map(|entry| entry.split_once('\t').map(|(_, path)| path))
+            .any(|path| std::fs::symlink_metadata(self.path.join(path).join(".git")).is_ok()))
+    }
+
+    /// Removes the worktree and its administration — only after the caller saw it clean
+    /// and holding no nested repository; git's own check, which would run `git status`
+    /// in it (into nested repositories, with their configs), is not needed then.
+    pub fn remove(&self, repo_dir: &Path) -> anyhow::Result<()> {
+        let path = self.path.to_string_lossy();
+        GitRunner::new(repo_dir)
+            .with_config("core.fsmonitor=false")
+            .output(&["worktree", "remove", "--force", &path])?;
+        Ok(())
     }
 
     /// The commit the worktree's HEAD names, read from its administration (never by
@@ -290,13 +364,13 @@ pub fn numstat(dir: &Path, base: &str, tip: &str) -> anyhow::Result<(Vec<String>
     Ok((files, ins, del))
 }
 
-/// Removes a worktree's `index.lock` (left by a git process that was killed).
-pub fn clear_index_lock(worktree: &Path) {
-    let Ok(link) = std::fs::read_to_string(worktree.join(".git")) else {
-        return;
-    };
-    if let Some(dir) = link.trim().strip_prefix("gitdir:") {
-        let _ = std::fs::remove_file(Path::new(dir.trim()).join("index.lock"));
+/// Removes the `index.lock` a killed git process left in a worktree's administration
+/// (`<git-common-dir>/worktrees/<name>`, found from the repository, never through the
+/// worktree's own `.git` link).
+pub fn clear_index_lock(admin: &Path) {
+    let lock = admin.join("index.lock");
+    if std::fs::symlink_metadata(&lock).is_ok() {
+        let _ = std::fs::remove_file(lock);
     }
 }
 

@@ -88,6 +88,9 @@ pub fn describe(abi: Option<i32>) -> String {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Fence {
     pub dirs: Vec<PathBuf>,
+    /// Folders of the repository a worker may write, but never make a FIFO, socket or
+    /// device node in: git-crew and git read them, and a FIFO there would hang them.
+    pub repo_dirs: Vec<PathBuf>,
     pub files: Vec<PathBuf>,
     /// Variables every fenced process gets: where git writes new objects (the run's
     /// quarantine) and where it reads the repository's.
@@ -117,7 +120,7 @@ impl Fence {
             format!("{}\n", common_dir.join("objects").display()),
         )
         .context("cannot write the quarantine's alternates")?;
-        self.add(quarantine);
+        self.add_repo_dir(quarantine);
         self.env.push((
             "GIT_OBJECT_DIRECTORY".into(),
             quarantine.to_string_lossy().into_owned(),
@@ -194,6 +197,13 @@ impl Fence {
         fence
     }
 
+    /// Adds a folder of the repository (see `repo_dirs`); a missing one is skipped.
+    pub fn add_repo_dir(&mut self, path: &Path) {
+        if std::fs::symlink_metadata(path).is_ok_and(|m| m.is_dir()) {
+            self.repo_dirs.push(path.to_path_buf());
+        }
+    }
+
     /// Adds a path that exists (as a folder or a file rule); a missing one is skipped.
     pub fn add(&mut self, path: &Path) {
         match std::fs::metadata(path) {
@@ -217,6 +227,12 @@ impl Fence {
         for dir in &self.dirs {
             let fd = PathFd::new(dir).with_context(|| format!("cannot open {}", dir.display()))?;
             ruleset = ruleset.add_rule(PathBeneath::new(fd, write))?;
+        }
+        let special =
+            AccessFs::MakeFifo | AccessFs::MakeSock | AccessFs::MakeChar | AccessFs::MakeBlock;
+        for dir in &self.repo_dirs {
+            let fd = PathFd::new(dir).with_context(|| format!("cannot open {}", dir.display()))?;
+            ruleset = ruleset.add_rule(PathBeneath::new(fd, write & !special))?;
         }
         for file in &self.files {
             let fd =
@@ -281,19 +297,19 @@ pub fn for_run(
         fence.add(file);
     }
     if paths.may_commit {
-        fence.add(paths.worktree);
+        fence.add_repo_dir(paths.worktree);
         let name = paths
             .worktree
             .file_name()
             .context("a worktree path has a name")?;
-        fence.add(&paths.common_dir.join("worktrees").join(name));
+        fence.add_repo_dir(&paths.common_dir.join("worktrees").join(name));
         fence.quarantine_objects(&quarantine(paths.run_dir), paths.common_dir)?;
         for folder in ["refs/heads/crew", "logs/refs/heads/crew"] {
             let dir = paths.common_dir.join(folder).join(paths.task);
             // git cannot make these under the fence: they are made before it goes up.
             std::fs::create_dir_all(&dir)
                 .with_context(|| format!("cannot create {}", dir.display()))?;
-            fence.add(&dir);
+            fence.add_repo_dir(&dir);
         }
     }
     Ok((fence, tmp))
@@ -309,9 +325,9 @@ pub fn for_checkout(
     base: Fence,
 ) -> anyhow::Result<Fence> {
     let mut fence = base;
-    fence.add(checkout);
+    fence.add_repo_dir(checkout);
     if let Some(name) = checkout.file_name() {
-        fence.add(&common_dir.join("worktrees").join(name));
+        fence.add_repo_dir(&common_dir.join("worktrees").join(name));
     }
     let run_dir = verifier_dir
         .parent()

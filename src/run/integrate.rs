@@ -732,9 +732,10 @@ fn clean_up(
     // The administration is put back as dispatch wrote it before git runs there (and
     // before `git worktree remove` runs `git status` in it).
     let tree = git::worktree::RunTree::restore(repo.common_dir(), &wt, &record.identity());
-    let clean = tree
-        .as_ref()
-        .is_ok_and(|t| t.is_dirty().is_ok_and(|dirty| !dirty));
+    let clean = tree.as_ref().is_ok_and(|t| {
+        t.is_dirty().is_ok_and(|dirty| !dirty)
+            && t.holds_nested_repository().is_ok_and(|nested| !nested)
+    });
     let head_kept = tree
         .as_ref()
         .ok()
@@ -742,7 +743,7 @@ fn clean_up(
         .is_some_and(|head| merge::is_ancestor(repo, head, run_tip));
     let plan = integrate::cleanup(policy, clean, head_kept);
     let reason = if !clean {
-        Some("the worktree has uncommitted changes".to_string())
+        Some("the worktree has uncommitted changes (or a repository checked out in it)".to_string())
     } else if !head_kept {
         Some("the worktree has commits that were not integrated".to_string())
     } else {
@@ -751,11 +752,9 @@ fn clean_up(
     let mut worktree = "kept";
     if plan.remove_worktree {
         let _ = git::worktree::unlock(repo_dir, &wt);
-        // Without --force: git itself refuses a worktree with changes, a second guard.
-        let removed = git::run::GitRunner::new(repo_dir)
-            .raw(&["worktree", "remove", &wt.to_string_lossy()])
-            .is_ok_and(|o| o.status.success());
-        if removed {
+        // Seen clean above, with git-crew's own hardened status; git's check would run a
+        // status of its own in the worker's worktree.
+        if tree.as_ref().is_ok_and(|t| t.remove(repo_dir).is_ok()) {
             worktree = "removed";
         }
     }

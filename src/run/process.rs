@@ -87,75 +87,94 @@ pub fn parent(pid: u32) -> Option<u32> {
     state_and_parent(pid).map(|(_, ppid)| ppid)
 }
 
+/// Every live descendant of `root` (not `root`), leaving out the subtrees of `spared`:
+/// one scan of `/proc`, however deep the chain.
+fn descendants(root: u32, spared: &[u32]) -> Vec<u32> {
+    // Zombies are dead already: their parent reaps them.
+    let parents: Vec<(u32, u32)> = all_pids()
+        .into_iter()
+        .filter_map(|pid| match state_and_parent(pid) {
+            Some(('Z', _)) | None => None,
+            Some((_, ppid)) => Some((pid, ppid)),
+        })
+        .collect();
+    let mut children: std::collections::HashMap<u32, Vec<u32>> = Default::default();
+    for (pid, ppid) in parents {
+        children.entry(ppid).or_default().push(pid);
+    }
+    let mut tree = Vec::new();
+    let mut next = vec![root];
+    while let Some(parent) = next.pop() {
+        for &child in children.get(&parent).map(Vec::as_slice).unwrap_or_default() {
+            if !spared.contains(&child) && !tree.contains(&child) {
+                tree.push(child);
+                next.push(child);
+            }
+        }
+    }
+    tree
+}
+
+/// Stops, then kills, every process in `pids`: stopped first, none of them can fork a
+/// replacement while the others die.
+fn stop_and_kill(pids: &[u32]) {
+    for pid in pids {
+        // SAFETY: kill(2) has no memory effects on this process.
+        unsafe {
+            libc::kill(*pid as i32, libc::SIGSTOP);
+        }
+    }
+    for pid in pids {
+        sigkill(*pid);
+    }
+}
+
 /// Stops and kills every descendant of `root` (not `root` itself), round after round
 /// until none is left: a process that forks as it dies cannot outrun it.
 pub fn kill_descendants(root: u32) {
     for _ in 0..50 {
-        // Zombies are dead already: their parent reaps them.
-        let parents: Vec<(u32, u32)> = all_pids()
-            .into_iter()
-            .filter_map(|pid| match state_and_parent(pid) {
-                Some(('Z', _)) | None => None,
-                Some((_, ppid)) => Some((pid, ppid)),
-            })
-            .collect();
-        let mut tree = vec![root];
-        let mut i = 0;
-        while i < tree.len() {
-            let parent = tree[i];
-            let children: Vec<u32> = parents
-                .iter()
-                .filter(|(pid, ppid)| *ppid == parent && !tree.contains(pid))
-                .map(|(pid, _)| *pid)
-                .collect();
-            tree.extend(children);
-            i += 1;
-        }
-        let descendants = &tree[1..];
-        if descendants.is_empty() {
+        let tree = descendants(root, &[]);
+        if tree.is_empty() {
             return;
         }
-        for pid in descendants {
-            // SAFETY: kill(2) has no memory effects on this process.
-            unsafe {
-                libc::kill(*pid as i32, libc::SIGSTOP);
-            }
-        }
-        for pid in descendants {
-            sigkill(*pid);
-        }
+        stop_and_kill(&tree);
         std::thread::sleep(Duration::from_millis(20));
     }
 }
 
-/// Kills every child of this process except the supervisors it started, and reaps them;
-/// what they leave behind comes back here (a subreaper), so it goes round until none is
-/// left. Called when an attempt, a verify or a commit ends: nothing a worker started
-/// outlives it, whatever it did to its session, group or environment. Returns how many
-/// processes it ended.
+/// Kills every descendant of this process except the supervisors it started (and
+/// theirs), and reaps its own children among them; what they leave behind comes back
+/// here (a subreaper), so it goes round until none is left. Called when an attempt, a
+/// verify or a commit ends: nothing a worker started outlives it, whatever it did to its
+/// session, group or environment, however deep it forked. Returns how many it ended.
 pub fn reap_orphans() -> usize {
     let me = std::process::id();
     let spared = SPARED.lock().map(|s| s.clone()).unwrap_or_default();
     let mut ended = 0;
-    for _ in 0..200 {
-        let children: Vec<u32> = all_pids()
-            .into_iter()
-            .filter(|pid| !spared.contains(pid) && parent(*pid) == Some(me))
-            .collect();
-        if children.is_empty() {
+    for _ in 0..50 {
+        let tree = descendants(me, &spared);
+        if tree.is_empty() {
             break;
         }
-        for pid in &children {
-            sigkill(*pid);
-        }
-        for pid in &children {
-            // SAFETY: waitpid on our own child, which has just been sent SIGKILL; a null
-            // status pointer is allowed.
-            unsafe {
-                libc::waitpid(*pid as i32, std::ptr::null_mut(), 0);
+        stop_and_kill(&tree);
+        for pid in &tree {
+            if parent(*pid) == Some(me) {
+                // SAFETY: waitpid on our own child, just sent SIGKILL; a null status
+                // pointer is allowed.
+                unsafe {
+                    libc::waitpid(*pid as i32, std::ptr::null_mut(), 0);
+                }
             }
         }
-        ended += children.len();
+        // Those whose parents died with them come back to this process as zombies.
+        loop {
+            // SAFETY: waitpid with WNOHANG on any child; a null status pointer is allowed.
+            let reaped = unsafe { libc::waitpid(-1, std::ptr::null_mut(), libc::WNOHANG) };
+            if reaped <= 0 {
+                break;
+            }
+        }
+        ended += tree.len();
     }
     ended
 }

@@ -560,7 +560,13 @@ impl<'a> Supervisor<'a> {
         self.import_objects()?;
         // A worker killed in the middle of `git add` or `git commit` leaves the index lock
         // behind; nothing else can hold it now.
-        worktree::clear_index_lock(Path::new(&self.record.worktree));
+        worktree::clear_index_lock(
+            &self
+                .repo
+                .common_dir()
+                .join("worktrees")
+                .join(&self.record.run),
+        );
         // Capped at `fences.max_output`, so this never holds more than that.
         let stdout = std::fs::read(&stdout_file).unwrap_or_default();
         if let Some(id) = self.adapter.session(&stdout, &session_file) {
@@ -606,7 +612,19 @@ impl<'a> Supervisor<'a> {
         // The worker is gone (its whole tree reaped): what it wrote into the worktree's
         // administration is put back before git-crew runs git there.
         let identity = self.record.identity();
-        let mut tree = worktree::RunTree::restore(self.repo.common_dir(), &wt, &identity)?;
+        // What the worker did to the administration is its doing: a scope rejection, never
+        // an infrastructure error that would spare it the two-failure rule.
+        let tampered = |why: String| {
+            Ok(Some((
+                Outcome::ScopeReject,
+                format!("the worktree's administration was tampered with: {why}"),
+            )))
+        };
+        let mut tree = match worktree::RunTree::restore(self.repo.common_dir(), &wt, &identity) {
+            Ok(tree) if tree.replaced.is_empty() => tree,
+            Ok(tree) => return tampered(format!("{} replaced", tree.replaced.join(", "))),
+            Err(e) => return tampered(format!("{e:#}")),
+        };
         let read_only = !scope::Role::parse(&self.record.role).is_some_and(scope::Role::may_commit);
         if read_only {
             if tree.is_dirty()? {
@@ -630,7 +648,11 @@ impl<'a> Supervisor<'a> {
             // and what they wrote into the administration is put back.
             process::reap_orphans();
             self.import_objects()?;
-            tree = worktree::RunTree::restore(self.repo.common_dir(), &wt, &identity)?;
+            tree = match worktree::RunTree::restore(self.repo.common_dir(), &wt, &identity) {
+                Ok(tree) if tree.replaced.is_empty() => tree,
+                Ok(tree) => return tampered(format!("{} replaced", tree.replaced.join(", "))),
+                Err(e) => return tampered(format!("{e:#}")),
+            };
             if let worktree::Commit::Refused(output) = committed? {
                 // The scope check's own lines name the paths; any other refusal (a lint
                 // hook, a missing identity) is a failure, not a scope rejection.

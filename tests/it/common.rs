@@ -388,3 +388,19 @@ impl Drop for TestEnv {
         }
     }
 }
+
+/// How many processes have `needle` in their command line.
+pub fn processes_with(needle: &str) -> usize {
+    std::fs::read_dir("/proc")
+        .map(|entries| {
+            entries
+                .flatten()
+                .filter(|e| e.file_name().to_string_lossy().parse::<u32>().is_ok())
+                .filter(|e| {
+                    std::fs::read(e.path().join("cmdline"))
+                        .is_ok_and(|c| String::from_utf8_lossy(&c).contains(needle))
+                })
+                .count()
+        })
+        .unwrap_or(0)
+}

@@ -780,3 +780,107 @@ fn a_fenced_worker_cannot_touch_the_object_store_and_false_objects_stay_out() {
         &["fsck", "--no-dangling", "--connectivity-only", "main"],
     );
 }
+
+/// A finished run of the `tamper` worker with `TAMPER=mode`; its `show` JSON.
+fn tampered(env: &TestEnv, repo: &Path, mode: &str) -> Value {
+    let set = format!("backends.tamper.env.TAMPER={mode}");
+    let run = env.finished_run(
+        repo,
+        &format!("t-{mode}"),
+        "tamper",
+        &[
+            "--scope",
+            "src/routes/**",
+            "--verify",
+            "true",
+            "--set",
+            &set,
+        ],
+    );
+    env.crew(repo, &["show", &run]).json()["run"].clone()
+}
+
+#[test]
+fn what_a_worker_leaves_in_its_quarantine_and_administration_harms_nothing() {
+    require_fence();
+    let env = TestEnv::new();
+    let repo = crew_repo(&env);
+    let main = env.git_ok(&repo, &["rev-parse", "main"]);
+
+    // Symlinks to the refs in the quarantine: the import follows none of them.
+    let run = tampered(&env, &repo, "quarantine");
+    let id = run["run"].as_str().unwrap();
+    assert!(env.transcript(&repo, id).contains("fifo: refused"));
+    assert_eq!(env.git_ok(&repo, &["rev-parse", "main"]), main);
+    assert!(
+        repo.join(".git/refs/heads/main").exists()
+            || read(&repo.join(".git/packed-refs")).contains("refs/heads/main")
+    );
+    assert_eq!(run["outcome"], "scope-reject", "{run}");
+
+    // No FIFO where git reads: the fence refuses to make one.
+    let run = tampered(&env, &repo, "fifo-head");
+    assert!(
+        env.transcript(&repo, run["run"].as_str().unwrap())
+            .contains("fifo: refused")
+    );
+    env.git_ok(&repo, &["worktree", "list"]);
+
+    // A folder where config.worktree goes: the worker's doing, a scope rejection.
+    let run = tampered(&env, &repo, "config-dir");
+    assert_eq!(run["outcome"], "scope-reject", "{run}");
+    let out = env.crew(&repo, &["verify", run["run"].as_str().unwrap()]);
+    assert_ne!(out.code, 70, "{}", out.stdout);
+
+    // The .git link pointing elsewhere: git-crew clears no index.lock there.
+    let run = tampered(&env, &repo, "index-lock");
+    let victim = repo.join(format!(
+        ".git/crew/runs/{}/tmp/victim/index.lock",
+        run["run"].as_str().unwrap()
+    ));
+    assert_eq!(read(&victim), "keep\n");
+}
+
+#[test]
+fn a_nested_repository_and_a_deep_process_chain_stay_inside_the_run() {
+    require_fence();
+    let env = TestEnv::new();
+    let repo = crew_repo(&env);
+    let run = tampered(&env, &repo, "nested");
+    let id = run["run"].as_str().unwrap().to_string();
+    assert!(!repo.join("PLANTED-nested").exists(), "{run}");
+    let out = env.crew(&repo, &["integrate", &id]);
+    out.expect_code(0);
+    assert!(!repo.join("PLANTED-nested").exists());
+    // Its files came in as files, through no filter of its own.
+    assert_eq!(read(&repo.join("src/routes/sub/f")), "two\n");
+
+    let run = tampered(&env, &repo, "chain");
+    let id = run["run"].as_str().unwrap().to_string();
+    let needle = format!("crew/runs/{id}/tmp/link.sh");
+    let left = crate::common::processes_with(&needle);
+    assert_eq!(left, 0, "{left} processes of the chain outlived the run");
+}
+
+#[test]
+fn a_task_whose_branch_folder_nests_in_another_is_refused() {
+    let env = TestEnv::new();
+    let repo = crew_repo(&env);
+    routes_run(&env, &repo, "true", &[]);
+    let out = env.crew(
+        &repo,
+        &[
+            "dispatch",
+            "--task",
+            "routes/v2",
+            "--backend",
+            "ok",
+            "--prompt",
+            "x",
+            "--scope",
+            "docs/**",
+        ],
+    );
+    out.expect_code(4);
+    assert_eq!(out.json()["error"]["code"], "task-nests");
+}
