@@ -1,7 +1,8 @@
 #!/bin/sh
 # A worker that tries to write what it must not: the lead's checkout, another run's
 # worktree, the repository's hooks, refs/heads/main (by file and by git), the ledger
-# ref, its own live pointer and run record, the shared config. Each attempt's result is
+# ref, its own live pointer and run record, the shared config; and to signal its
+# supervisor, outside the fence. Each attempt's result is
 # reported as `<target>: refused|WROTE`; it then does its own task inside its scope.
 set -u
 common=$(cd "$CREW_WORKTREE/../../.." && pwd)
@@ -24,6 +25,7 @@ try live-pointer sh -c "echo '{}' > '$common/crew/live/$CREW_RUN.json'"
 try run-record sh -c "echo '{}' > '$common/crew/runs/$CREW_RUN.json'"
 try seal git update-ref "refs/crew/sealed/$CREW_RUN" HEAD
 try shared-config git config --local core.hooksPath /tmp
+try signal-supervisor kill -0 "$PPID"
 try tmpdir sh -c "echo ok > '$TMPDIR/x'"
 mkdir -p src/routes
 echo "pub fn crew() {}" > src/routes/crew.rs

@@ -20,6 +20,7 @@ use std::sync::Mutex;
 use anyhow::Context;
 use landlock::{
     ABI, AccessFs, PathBeneath, PathFd, Ruleset, RulesetAttr, RulesetCreatedAttr, RulesetStatus,
+    Scope,
 };
 
 /// The rights the fence handles: every write-side right up to Landlock ABI 5 (write,
@@ -221,6 +222,10 @@ impl Fence {
         let file_rights = write & AccessFs::from_file(HANDLED);
         let mut ruleset = Ruleset::default()
             .handle_access(write)
+            .context("cannot set up the write fence")?
+            // Nor may a fenced process signal one outside the fence (the supervisor, the
+            // lead's own processes), where the kernel scopes signals (ABI 6).
+            .scope(Scope::Signal)
             .context("cannot set up the write fence")?
             .create()
             .context("cannot create the write fence")?;

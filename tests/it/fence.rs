@@ -105,6 +105,7 @@ fn a_fenced_worker_cannot_write_the_lead_the_refs_the_ledger_or_its_records() {
         "run-record",
         "seal",
         "shared-config",
+        "signal-supervisor",
     ] {
         assert!(
             stdout.contains(&format!("{target}: refused")),
