@@ -307,13 +307,8 @@ fn crew_processes(worktrees: &std::path::Path) -> Vec<(u32, String)> {
     let mut out = Vec::new();
     for pid in process::all_pids() {
         let environ = process::environ(pid);
-        let var = |name: &[u8]| {
-            environ
-                .iter()
-                .find_map(|kv| kv.strip_prefix(name))
-                .map(|v| String::from_utf8_lossy(v).into_owned())
-        };
-        let (Some(run), Some(worktree)) = (var(b"CREW_RUN="), var(b"CREW_WORKTREE=")) else {
+        let var = |name: &str| process::env_var(&environ, name);
+        let (Some(run), Some(worktree)) = (var("CREW_RUN"), var("CREW_WORKTREE")) else {
             continue;
         };
         if !worktree.starts_with(&prefix) {
@@ -339,13 +334,8 @@ fn orphan_verifiers(runs_dir: &std::path::Path) -> Vec<(u32, String)> {
             continue;
         }
         let environ = process::environ(pid);
-        let var = |name: &[u8]| {
-            environ
-                .iter()
-                .find_map(|kv| kv.strip_prefix(name))
-                .map(|v| String::from_utf8_lossy(v).into_owned())
-        };
-        let (Some(run), Some(dir)) = (var(b"CREW_RUN="), var(b"CREW_VERIFIER_DIR=")) else {
+        let var = |name: &str| process::env_var(&environ, name);
+        let (Some(run), Some(dir)) = (var("CREW_RUN"), var("CREW_VERIFIER_DIR")) else {
             continue;
         };
         if !dir.starts_with(&prefix) {
@@ -365,11 +355,6 @@ fn orphan_verifiers(runs_dir: &std::path::Path) -> Vec<(u32, String)> {
 fn crew_env_runs() -> Vec<String> {
     process::all_pids()
         .into_iter()
-        .filter_map(|pid| {
-            process::environ(pid)
-                .iter()
-                .find_map(|kv| kv.strip_prefix(b"CREW_RUN=".as_slice()).map(<[u8]>::to_vec))
-        })
-        .map(|v| String::from_utf8_lossy(&v).into_owned())
+        .filter_map(|pid| process::env_var(&process::environ(pid), "CREW_RUN"))
         .collect()
 }

@@ -131,78 +131,23 @@ impl Sealed {
 /// the task and scope it was dispatched with — from its seal, or every path when it has
 /// none — so nothing else is dispatched over it (fail closed), and it is shown by name.
 pub fn stand_in(run: &str, sealed: Option<&Sealed>, why: String) -> RunRecord {
-    use super::record::{DiffStat, Phase};
-    let (task, role, scope, base, branch, worktree) = match sealed {
-        Some(s) => (
-            s.task.clone(),
-            s.role.clone(),
-            s.scope.clone(),
-            s.base.clone(),
-            s.branch.clone(),
-            s.worktree.clone(),
-        ),
-        None => (
-            String::new(),
-            "implement".to_string(),
-            vec!["**".to_string()],
-            String::new(),
-            String::new(),
-            String::new(),
-        ),
-    };
-    RunRecord {
-        run: run.to_string(),
-        task,
-        role,
-        phase: Phase::Working,
-        outcome: None,
-        backend: String::new(),
-        adapter: String::new(),
-        model: None,
-        effort: None,
-        tier: None,
-        session: None,
-        attempts: 0,
-        worktree,
-        branch,
-        base,
-        scope,
-        started_at: String::new(),
-        finished_at: None,
-        deadline: String::new(),
-        budget_s: 0,
-        idle_timeout_s: None,
-        elapsed_s: 0,
-        last_activity_at: None,
-        footer: None,
-        needs_help: None,
-        verify: None,
-        verify_command: sealed.and_then(|s| s.verify_command.clone()),
-        decision: Some(format!("its live pointer cannot be read: {why}")),
-        diff: DiffStat::default(),
-        discrepancies: Vec::new(),
-        pid: None,
-        supervisor_pid: None,
-        port: None,
-        prompt_file: String::new(),
-        manifest: String::new(),
-        transcript: None,
-        parked_at: None,
-        continue_until_pass: false,
-        base_ref: sealed.and_then(|s| s.base_ref.clone()),
-        integration: None,
-        plan: None,
-        size_h: None,
-        worker: None,
-        verified_tip: None,
-        scope_changed: false,
-        fence: None,
-        max_attempts: None,
-        failure_threshold: None,
-        manifest_required: None,
-        max_output: None,
-        unreadable: Some(why),
+    let mut record = RunRecord::blank(run);
+    match sealed {
+        Some(s) => {
+            record.task.clone_from(&s.task);
+            record.role.clone_from(&s.role);
+            record.scope.clone_from(&s.scope);
+            record.base.clone_from(&s.base);
+            record.branch.clone_from(&s.branch);
+            record.worktree.clone_from(&s.worktree);
+            record.verify_command.clone_from(&s.verify_command);
+            record.base_ref.clone_from(&s.base_ref);
+        }
+        None => record.scope = vec!["**".to_string()],
     }
+    record.decision = Some(format!("its live pointer cannot be read: {why}"));
+    record.unreadable = Some(why);
+    record
 }
 
 #[cfg(test)]

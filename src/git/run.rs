@@ -76,36 +76,15 @@ impl GitRunner {
 
     /// Runs git and returns its stdout; a non-zero exit is an error carrying stderr.
     pub fn output(&self, args: &[&str]) -> anyhow::Result<String> {
-        let out = self
-            .command(args)
-            .output()
-            .with_context(|| format!("cannot run git {}", args.join(" ")))?;
-        if !out.status.success() {
-            bail!(
-                "git {} failed: {}",
-                args.join(" "),
-                String::from_utf8_lossy(&out.stderr).trim()
-            );
-        }
-        Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+        stdout_of(args, self.command(args))
     }
 
     /// Runs git with `stdin` as its input and returns its stdout; a non-zero exit is an
     /// error carrying stderr.
     pub fn output_with_stdin(&self, args: &[&str], stdin: std::fs::File) -> anyhow::Result<String> {
-        let out = self
-            .command(args)
-            .stdin(stdin)
-            .output()
-            .with_context(|| format!("cannot run git {}", args.join(" ")))?;
-        if !out.status.success() {
-            bail!(
-                "git {} failed: {}",
-                args.join(" "),
-                String::from_utf8_lossy(&out.stderr).trim()
-            );
-        }
-        Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+        let mut cmd = self.command(args);
+        cmd.stdin(stdin);
+        stdout_of(args, cmd)
     }
 
     /// Runs git and returns what it did, whatever its exit code.
@@ -204,4 +183,20 @@ impl GitRunner {
         ])
         .map(drop)
     }
+}
+
+/// Runs `cmd` (git `args`) and returns its stdout; a non-zero exit is an error carrying
+/// stderr.
+fn stdout_of(args: &[&str], mut cmd: Command) -> anyhow::Result<String> {
+    let out = cmd
+        .output()
+        .with_context(|| format!("cannot run git {}", args.join(" ")))?;
+    if !out.status.success() {
+        bail!(
+            "git {} failed: {}",
+            args.join(" "),
+            String::from_utf8_lossy(&out.stderr).trim()
+        );
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
 }

@@ -198,6 +198,15 @@ pub fn environ(pid: u32) -> Vec<Vec<u8>> {
         .unwrap_or_default()
 }
 
+/// The value of `name` in an environment read by [`environ`].
+pub fn env_var(environ: &[Vec<u8>], name: &str) -> Option<String> {
+    environ.iter().find_map(|kv| {
+        kv.strip_prefix(name.as_bytes())
+            .and_then(|rest| rest.strip_prefix(b"="))
+            .map(|v| String::from_utf8_lossy(v).into_owned())
+    })
+}
+
 /// A process's (process group, session).
 pub fn group_and_session(pid: u32) -> Option<(u32, u32)> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;

@@ -1149,30 +1149,40 @@ fn a_setsid_daemon_without_its_environment_dies_with_its_run() {
     assert!(gone_soon(&daemon), "daemon {daemon} outlived abandon");
 }
 
-#[test]
-fn ctrl_c_of_verify_stops_its_command_and_daemons_and_removes_its_checkout() {
-    let env = TestEnv::new();
-    let repo = crew_repo(&env);
+/// A finished run without its worktree (so verify checks its commit out in a throwaway
+/// one), and `git crew verify RUN --command command` started in the background.
+fn verify_in_the_background(
+    env: &TestEnv,
+    repo: &Path,
+    command: &str,
+) -> (String, std::process::Child) {
     let run = env.finished_run(
-        &repo,
+        repo,
         "routes",
         "ok",
         &["--scope", "src/routes/**", "--verify", "true"],
     );
-    // Without its worktree, verify checks the commit out in a throwaway one.
     let wt = repo.join(format!(".git/crew/worktrees/{run}"));
     env.git_ok(
-        &repo,
+        repo,
         &["worktree", "remove", "--force", wt.to_str().unwrap()],
     );
-    let command = "env -u CREW_RUN setsid sh -c 'echo $$ > \"$CREW_VERIFIER_DIR/daemon-pid\"; exec sleep 1000' & echo $$ > \"$CREW_VERIFIER_DIR/verify-pid\"; sleep 1000";
     let child = env
         .command(crate::common::bin())
-        .current_dir(&repo)
+        .current_dir(repo)
         .args(["verify", &run, "--command", command])
         .stdout(std::process::Stdio::piped())
         .spawn()
         .unwrap();
+    (run, child)
+}
+
+#[test]
+fn ctrl_c_of_verify_stops_its_command_and_daemons_and_removes_its_checkout() {
+    let env = TestEnv::new();
+    let repo = crew_repo(&env);
+    let command = "env -u CREW_RUN setsid sh -c 'echo $$ > \"$CREW_VERIFIER_DIR/daemon-pid\"; exec sleep 1000' & echo $$ > \"$CREW_VERIFIER_DIR/verify-pid\"; sleep 1000";
+    let (run, child) = verify_in_the_background(&env, &repo, command);
     let dir = repo.join(format!(".git/crew/runs/{run}/verifier-again"));
     let daemon = pid_in(&dir.join("daemon-pid"));
     let verify = pid_in(&dir.join("verify-pid"));
@@ -1203,25 +1213,8 @@ fn ctrl_c_of_verify_stops_its_command_and_daemons_and_removes_its_checkout() {
 fn doctor_ends_the_verify_of_a_killed_git_crew_and_removes_its_checkout() {
     let env = TestEnv::new();
     let repo = crew_repo(&env);
-    let run = env.finished_run(
-        &repo,
-        "routes",
-        "ok",
-        &["--scope", "src/routes/**", "--verify", "true"],
-    );
-    let wt = repo.join(format!(".git/crew/worktrees/{run}"));
-    env.git_ok(
-        &repo,
-        &["worktree", "remove", "--force", wt.to_str().unwrap()],
-    );
     let command = "echo $$ > \"$CREW_VERIFIER_DIR/verify-pid\"; sleep 1000";
-    let mut child = env
-        .command(crate::common::bin())
-        .current_dir(&repo)
-        .args(["verify", &run, "--command", command])
-        .stdout(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
+    let (run, mut child) = verify_in_the_background(&env, &repo, command);
     let dir = repo.join(format!(".git/crew/runs/{run}/verifier-again"));
     let verify = pid_in(&dir.join("verify-pid"));
     child.kill().unwrap();
