@@ -8,7 +8,8 @@
 #              lead's checkout;
 #  chain       a chain of processes 300 deep that outlives it unless killed as a tree;
 #  config-dir  a folder where its config.worktree should be;
-#  index-lock  its .git link pointing at a folder whose index.lock git-crew must not touch.
+#  index-lock  its .git link pointing at a folder whose index.lock git-crew must not touch;
+#  no-head     its administration's HEAD deleted, its index garbage.
 set -u
 mkdir -p src/routes && echo "pub fn crew() {}" > src/routes/crew.rs
 admin=$(git rev-parse --absolute-git-dir)
@@ -45,5 +46,7 @@ config-dir)
 index-lock)
 	mkdir -p "$TMPDIR/victim" && echo keep > "$TMPDIR/victim/index.lock"
 	printf 'gitdir: %s\n' "$TMPDIR/victim" > .git ;;
+no-head)
+	rm -f "$admin/HEAD" && echo garbage > "$admin/index" ;;
 esac
 printf '## Result\nDone.\n## How to verify\ntrue\n## Deferred / concerns\nNone.\n'

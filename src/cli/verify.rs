@@ -113,7 +113,14 @@ pub fn run(ctx: &CommandContext, args: VerifyArgs) -> Result<Report> {
                 )
                 .hinted("remove the run's worktree; verify then checks the commit out afresh")
             })?;
-        if tree.is_dirty().map_err(CrewError::internal)? {
+        let dirty = tree.is_dirty().map_err(|e| {
+            CrewError::check(
+                "worktree-tampered",
+                format!("git cannot read run {}'s worktree: {e:#}", record.run),
+            )
+            .hinted("remove the run's worktree; verify then checks the commit out afresh")
+        })?;
+        if dirty {
             return Err(CrewError::new(
                 ErrorKind::Refused,
                 "worktree-dirty",

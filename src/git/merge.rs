@@ -180,34 +180,42 @@ pub fn delete_branch(repo: &gix::Repository, branch: &str) -> anyhow::Result<()>
     Ok(())
 }
 
-/// The work tree that has `branch` checked out, if any (the main one or a linked one).
-/// git-crew's own worktrees under `crew_dir` (runs, throwaway checkouts) never count: a
-/// worker can point its worktree's HEAD at any branch, and integrate must not take that
-/// for the lead's checkout (and run git in the worker's worktree).
-pub fn checked_out_in(
-    repo_dir: &Path,
-    crew_dir: &Path,
-    branch: &str,
-) -> anyhow::Result<Option<PathBuf>> {
-    let list = GitRunner::new(repo_dir).output(&["worktree", "list", "--porcelain", "-z"])?;
-    let wanted = format!("branch refs/heads/{branch}");
-    let crew_dir = crew_dir
-        .canonicalize()
-        .unwrap_or_else(|_| crew_dir.to_path_buf());
-    let mut path = None;
-    for field in list.split('\0') {
-        if let Some(p) = field.strip_prefix("worktree ") {
-            path = Some(PathBuf::from(p));
-        } else if field == wanted
-            && path.as_ref().is_some_and(|p| {
-                !p.canonicalize()
-                    .unwrap_or_else(|_| p.clone())
-                    .starts_with(&crew_dir)
-            })
+/// The work tree that has `branch` checked out, if any: the main one, or a linked one the
+/// lead made. Read from the administration in-process, never through `git worktree
+/// list`, which believes each entry's `gitdir` — and git-crew's own entries (a run's
+/// worktree, named by its run id; a throwaway checkout) are a worker's to write: they
+/// never count, so integrate never takes one for the lead's checkout and runs git there.
+pub fn checked_out_in(repo: &gix::Repository, branch: &str) -> anyhow::Result<Option<PathBuf>> {
+    let wanted = format!("ref: refs/heads/{branch}");
+    let common = repo.common_dir();
+    let head_is = |file: &Path| {
+        std::fs::symlink_metadata(file).is_ok_and(|m| m.is_file())
+            && std::fs::read_to_string(file).is_ok_and(|h| h.trim() == wanted)
+    };
+    if head_is(&common.join("HEAD"))
+        && let Some(main) = gix::open(common)
+            .ok()
+            .and_then(|r| r.workdir().map(Path::to_path_buf))
+    {
+        return Ok(Some(main));
+    }
+    let Ok(entries) = std::fs::read_dir(common.join("worktrees")) else {
+        return Ok(None);
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if crate::core::record::is_run_id(&name)
+            || name.starts_with("merged")
+            || name.starts_with("verify-checkout")
         {
-            return Ok(path);
-        } else if field == "bare" {
-            path = None;
+            continue;
+        }
+        let admin = entry.path();
+        if head_is(&admin.join("HEAD"))
+            && let Ok(gitdir) = std::fs::read_to_string(admin.join("gitdir"))
+            && let Some(path) = Path::new(gitdir.trim()).parent()
+        {
+            return Ok(Some(path.to_path_buf()));
         }
     }
     Ok(None)

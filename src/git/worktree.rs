@@ -188,15 +188,50 @@ impl RunTree {
             bail!("{} is not a registered worktree", path.display());
         }
         let mut replaced = Vec::new();
-        // Files git reads that are not rewritten here: they must be regular files (a FIFO
-        // would hang every git that reads it). A HEAD that is not one points at the run's
-        // branch again.
-        for entry in ["HEAD", "index"] {
-            if clear_for_file(&admin.join(entry))? {
-                replaced.push(entry.to_string());
+        // What else git finds there is state of an operation the worker left unfinished
+        // (a rebase, a merge, a bisect) — or a trap: a FIFO or a symlink that git would
+        // read and hang on. All of it goes, unfollowed; what is not a plain file or folder
+        // is the worker's doing.
+        if let Ok(entries) = std::fs::read_dir(&admin) {
+            for entry in entries.flatten() {
+                let name = entry.file_name().to_string_lossy().into_owned();
+                let kind = entry.file_type().ok();
+                let plain_file = kind.is_some_and(|t| t.is_file());
+                let plain_dir = kind.is_some_and(|t| t.is_dir());
+                // (the name git uses, and whether it is of the kind git makes there)
+                let (known, kept) = match name.as_str() {
+                    "HEAD" | "index" | "ORIG_HEAD" | "COMMIT_EDITMSG" | "commondir" | "gitdir"
+                    | "config.worktree" | "locked" => (true, plain_file),
+                    "logs" => (true, plain_dir),
+                    _ => (false, false),
+                };
+                if kept {
+                    continue;
+                }
+                if known || (!plain_file && !plain_dir) {
+                    replaced.push(name);
+                }
+                let path = entry.path();
+                if plain_dir {
+                    std::fs::remove_dir_all(&path)
+                } else {
+                    std::fs::remove_file(&path)
+                }
+                .with_context(|| format!("cannot remove {}", path.display()))?;
             }
         }
-        if replaced.iter().any(|e| e == "HEAD") {
+        // HEAD must name the run's branch or a commit; anything else points at the
+        // branch again, and says so.
+        let head_ok = std::fs::read_to_string(admin.join("HEAD")).is_ok_and(|h| {
+            let h = h.trim();
+            h.strip_prefix("ref: refs/heads/")
+                .is_some_and(|r| !r.is_empty())
+                || (h.len() == 40 && h.bytes().all(|b| b.is_ascii_hexdigit()))
+        });
+        if !head_ok {
+            if !replaced.iter().any(|e| e == "HEAD") {
+                replaced.push("HEAD".to_string());
+            }
             write_atomic(
                 &admin.join("HEAD"),
                 &format!("ref: refs/heads/crew/{}/{}\n", identity.task, identity.run),
@@ -204,11 +239,6 @@ impl RunTree {
             )?;
         }
         let hooks = common_dir.join("crew").join("hooks");
-        for entry in ["commondir", "gitdir", "config.worktree"] {
-            if clear_for_file(&admin.join(entry))? {
-                replaced.push(entry.to_string());
-            }
-        }
         write_atomic(&admin.join("commondir"), "../..\n", 0o644)?;
         write_atomic(
             &admin.join("gitdir"),

@@ -247,7 +247,7 @@ pub fn integrate(
                 "{into} already contains run {run}'s commits (merged by hand?)"
             ))));
         }
-        let checkout = merge::checked_out_in(repo_dir, &git::repo::state_dir(repo), &into)?;
+        let checkout = merge::checked_out_in(repo, &into)?;
         if let Some(wt) = &checkout
             && merge::has_tracked_changes(wt)?
         {
@@ -357,8 +357,7 @@ pub fn integrate(
         notes::failpoint("integrate-before-target");
         // The verify may have taken a while: the checkout and the target must still be
         // what the merge was built on.
-        let still = merge::checked_out_in(repo_dir, &git::repo::state_dir(repo), &into)?
-            == checkout
+        let still = merge::checked_out_in(repo, &into)? == checkout
             && merge::branch_tip(repo, &into)? == Some(target_tip);
         if !still {
             notes::undo(repo, notes::CREW, notes_after, notes_before)?;

@@ -627,7 +627,11 @@ impl<'a> Supervisor<'a> {
         };
         let read_only = !scope::Role::parse(&self.record.role).is_some_and(scope::Role::may_commit);
         if read_only {
-            if tree.is_dirty()? {
+            let dirty = match tree.is_dirty() {
+                Ok(dirty) => dirty,
+                Err(e) => return tampered(format!("git cannot read the worktree: {e:#}")),
+            };
+            if dirty {
                 return Ok(Some((
                     Outcome::ScopeReject,
                     format!("a {} run left changes in its worktree", self.record.role),
@@ -653,7 +657,11 @@ impl<'a> Supervisor<'a> {
                 Ok(tree) => return tampered(format!("{} replaced", tree.replaced.join(", "))),
                 Err(e) => return tampered(format!("{e:#}")),
             };
-            if let worktree::Commit::Refused(output) = committed? {
+            let committed = match committed {
+                Ok(committed) => committed,
+                Err(e) => return tampered(format!("git cannot read the worktree: {e:#}")),
+            };
+            if let worktree::Commit::Refused(output) = committed {
                 // The scope check's own lines name the paths; any other refusal (a lint
                 // hook, a missing identity) is a failure, not a scope rejection.
                 let scope_lines: Vec<&str> = output

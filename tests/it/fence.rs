@@ -679,9 +679,24 @@ fn a_worktree_that_points_its_head_at_the_target_is_not_the_leads_checkout() {
     other.expect_code(0);
     let other_wt = other.json()["worktree"].as_str().unwrap().to_string();
     let admin = env.git_ok(Path::new(&other_wt), &["rev-parse", "--absolute-git-dir"]);
+    let admin = Path::new(admin.trim());
+    write(&admin.join("HEAD"), "ref: refs/heads/main\n");
+    // ...and its gitdir at a checkout of its own making, whose fsmonitor would run as the
+    // lead (anywhere the worker can write outside the repository).
+    let fake = env.root().join("fake");
+    env.git_ok(env.root(), &["init", "-q", fake.to_str().unwrap()]);
+    let mark = env.root().join("FAKE-RAN");
+    env.git_ok(
+        &fake,
+        &[
+            "config",
+            "core.fsmonitor",
+            &format!("touch {}; false", mark.display()),
+        ],
+    );
     write(
-        &Path::new(admin.trim()).join("HEAD"),
-        "ref: refs/heads/main\n",
+        &admin.join("gitdir"),
+        &format!("{}\n", fake.join(".git").display()),
     );
     let readme = read(&Path::new(&other_wt).join("README.md"));
     let out = env.crew(&repo, &["integrate", &run, "--into", "main"]);
@@ -691,6 +706,38 @@ fn a_worktree_that_points_its_head_at_the_target_is_not_the_leads_checkout() {
     assert_eq!(main.trim(), out.json()["commit"].as_str().unwrap());
     assert_eq!(read(&Path::new(&other_wt).join("README.md")), readme);
     assert!(!Path::new(&other_wt).join("src/routes/crew.rs").exists());
+    assert!(!mark.exists(), "git ran in the worker's fake checkout");
+}
+
+#[test]
+fn an_unfinished_operation_left_in_the_administration_hangs_nothing() {
+    let env = TestEnv::new();
+    let repo = crew_repo(&env);
+    let run = routes_run(&env, &repo, "true", &[]);
+    // A rebase's state whose head-name is a link to a FIFO: git status would block on it.
+    let fifo = env.root().join("fifo");
+    let made = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap();
+    assert!(made.success());
+    let state = repo.join(format!(".git/worktrees/{run}/rebase-merge"));
+    std::fs::create_dir_all(&state).unwrap();
+    std::os::unix::fs::symlink(&fifo, state.join("head-name")).unwrap();
+    let out = env
+        .command("timeout")
+        .current_dir(&repo)
+        .args(["30", crate::common::bin().to_str().unwrap(), "verify", &run])
+        .output()
+        .unwrap();
+    assert_ne!(out.status.code(), Some(124), "verify hung");
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    assert!(!state.exists());
 }
 
 #[test]
@@ -829,6 +876,13 @@ fn what_a_worker_leaves_in_its_quarantine_and_administration_harms_nothing() {
 
     // A folder where config.worktree goes: the worker's doing, a scope rejection.
     let run = tampered(&env, &repo, "config-dir");
+    assert_eq!(run["outcome"], "scope-reject", "{run}");
+    let out = env.crew(&repo, &["verify", run["run"].as_str().unwrap()]);
+    assert_ne!(out.code, 70, "{}", out.stdout);
+
+    // HEAD deleted and the index garbage: the worker's doing, a scope rejection; verify
+    // says so without calling it a bug.
+    let run = tampered(&env, &repo, "no-head");
     assert_eq!(run["outcome"], "scope-reject", "{run}");
     let out = env.crew(&repo, &["verify", run["run"].as_str().unwrap()]);
     assert_ne!(out.code, 70, "{}", out.stdout);
