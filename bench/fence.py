@@ -79,8 +79,7 @@ def main():
             t1 = time.time()
             record = json.loads(out.stdout)["runs"][0]
             assert record["fence"] == ("none" if extra else record["fence"]), record
-            text = open(os.path.join(repo, ".git", "crew", "runs", record["run"],
-                                     "attempt-1.out")).read()
+            text = sh([BIN, "transcript", record["run"], "--human"], repo, env).stdout.decode()
             fields = dict(line.split(" ", 1) for line in text.splitlines()
                           if line.startswith(("start ", "build ")))
             if backend == "w":
