@@ -409,6 +409,62 @@ impl<'a> Lines<'a> {
     }
 }
 
+/// Diagnostics located in one file — `path:line:col`, the dotted key, the message and a
+/// did-you-mean — for every reader of git-crew's TOML files (flight layers, plans).
+pub struct Located<'a> {
+    origin: String,
+    /// `None` for text with no lines to point at (a `--set` flag).
+    lines: Option<Lines<'a>>,
+    pub diagnostics: Vec<Diagnostic>,
+}
+
+impl<'a> Located<'a> {
+    pub fn new(origin: &str, text: &'a str, has_lines: bool) -> Located<'a> {
+        Located {
+            origin: origin.to_string(),
+            lines: has_lines.then(|| Lines::new(text)),
+            diagnostics: Vec::new(),
+        }
+    }
+
+    /// The line and column of a byte offset, when the text has lines.
+    pub fn locate(&self, offset: usize) -> Option<(usize, usize)> {
+        self.lines.as_ref().map(|lines| lines.locate(offset))
+    }
+
+    pub fn report(
+        &mut self,
+        offset: usize,
+        key: &str,
+        message: String,
+        suggestion: Option<String>,
+    ) {
+        let location = self.locate(offset);
+        self.diagnostics.push(Diagnostic {
+            origin: self.origin.clone(),
+            location,
+            key: key.to_string(),
+            message,
+            suggestion,
+        });
+    }
+
+    /// Reports `name` (at `dotted`) as a key that is not one of `known`, with the closest
+    /// known one as a did-you-mean (spelt with `prefix`).
+    pub fn unknown_key(
+        &mut self,
+        offset: usize,
+        dotted: &str,
+        name: &str,
+        known: &[&str],
+        prefix: &str,
+        message: String,
+    ) {
+        let suggestion = did_you_mean(name, known.iter().copied()).map(|s| join_key(prefix, &s));
+        self.report(offset, dotted, message, suggestion);
+    }
+}
+
 /// The 1-based line and column of a byte offset in `text` (one lookup; build [`Lines`]
 /// for many).
 pub fn line_col(text: &str, offset: usize) -> (usize, usize) {
@@ -463,34 +519,29 @@ struct Walker<'a> {
     source: &'a LayerSource,
     /// `source.origin`, allocated once for all the keys it sets.
     origin: std::sync::Arc<str>,
-    lines: Lines<'a>,
-    diagnostics: Vec<Diagnostic>,
+    located: Located<'a>,
     origins: BTreeMap<String, Origin>,
 }
 
-impl Walker<'_> {
-    fn location(&self, offset: usize) -> Option<(usize, usize)> {
-        if !self.source.has_lines {
-            return None;
+impl<'a> Walker<'a> {
+    fn new(source: &'a LayerSource) -> Walker<'a> {
+        Walker {
+            source,
+            origin: source.origin.as_str().into(),
+            located: Located::new(&source.origin, &source.text, source.has_lines),
+            origins: BTreeMap::new(),
         }
-        Some(self.lines.locate(offset))
     }
 
     fn report(&mut self, offset: usize, key: &str, message: String, suggestion: Option<String>) {
-        self.diagnostics.push(Diagnostic {
-            origin: self.source.origin.clone(),
-            location: self.location(offset),
-            key: key.to_string(),
-            message,
-            suggestion,
-        });
+        self.located.report(offset, key, message, suggestion);
     }
 
     fn record(&mut self, key: &str, offset: usize) {
         let origin = Origin {
             layer: self.source.layer,
             origin: self.origin.clone(),
-            location: self.location(offset),
+            location: self.located.locate(offset),
         };
         self.origins.insert(key.to_string(), origin);
     }
@@ -501,14 +552,10 @@ impl Walker<'_> {
             let name: &str = key.get_ref();
             let dotted = join_key(prefix, name);
             let Some(field) = fields.iter().find(|f| f.name == name) else {
-                let suggestion = did_you_mean(name, fields.iter().map(|f| f.name));
                 let known: Vec<&str> = fields.iter().map(|f| f.name).collect();
-                self.report(
-                    key.span().start,
-                    &dotted,
-                    format!("unknown key (known here: {})", known.join(", ")),
-                    suggestion.map(|s| join_key(prefix, &s)),
-                );
+                let message = format!("unknown key (known here: {})", known.join(", "));
+                self.located
+                    .unknown_key(key.span().start, &dotted, name, &known, prefix, message);
                 continue;
             };
             if let Some(v) = self.value(&dotted, field.kind, value) {
@@ -689,34 +736,22 @@ pub fn parse_layer(source: &LayerSource) -> Result<ParsedLayer, Vec<Diagnostic>>
     let doc = match DeTable::parse(&source.text) {
         Ok(doc) => doc,
         Err(e) => {
-            let mut walker = Walker {
-                source,
-                origin: source.origin.as_str().into(),
-                lines: Lines::new(&source.text),
-                diagnostics: Vec::new(),
-                origins: BTreeMap::new(),
-            };
+            let mut walker = Walker::new(source);
             let offset = e.span().map_or(0, |s| s.start);
             let message = e.message().trim().to_string();
             walker.report(offset, "", format!("malformed TOML: {message}"), None);
-            return Err(walker.diagnostics);
+            return Err(walker.located.diagnostics);
         }
     };
-    let mut walker = Walker {
-        source,
-        origin: source.origin.as_str().into(),
-        lines: Lines::new(&source.text),
-        diagnostics: Vec::new(),
-        origins: BTreeMap::new(),
-    };
+    let mut walker = Walker::new(source);
     let table = walker.table("", ROOT, doc.get_ref());
-    if walker.diagnostics.is_empty() {
+    if walker.located.diagnostics.is_empty() {
         Ok(ParsedLayer {
             table,
             origins: walker.origins,
         })
     } else {
-        Err(walker.diagnostics)
+        Err(walker.located.diagnostics)
     }
 }
 

@@ -115,23 +115,16 @@ pub fn check_task_id(task: &str) -> Result<(), String> {
 /// Keys that would store what is derived.
 const STATUS_KEYS: &[&str] = &["status", "state", "blocked", "done"];
 
+/// Reads a plan, reporting through the same located diagnostics as the flight layers.
 struct Reader<'a> {
-    origin: &'a str,
-    lines: super::flight::Lines<'a>,
-    diagnostics: Vec<Diagnostic>,
+    located: super::flight::Located<'a>,
 }
 
 type Item<'a> = toml::Spanned<DeValue<'a>>;
 
 impl Reader<'_> {
     fn report(&mut self, offset: usize, key: &str, message: String, suggestion: Option<String>) {
-        self.diagnostics.push(Diagnostic {
-            origin: self.origin.to_string(),
-            location: Some(self.lines.locate(offset)),
-            key: key.to_string(),
-            message,
-            suggestion,
-        });
+        self.located.report(offset, key, message, suggestion);
     }
 
     /// Reports unknown and stored-status keys of one table.
@@ -153,8 +146,14 @@ impl Reader<'_> {
                     None,
                 );
             } else {
-                let suggestion = did_you_mean(name, known.iter().copied());
-                self.report(key.span().start, &dotted, "unknown key".into(), suggestion);
+                self.located.unknown_key(
+                    key.span().start,
+                    &dotted,
+                    name,
+                    known,
+                    "",
+                    "unknown key".into(),
+                );
             }
         }
     }
@@ -294,9 +293,7 @@ impl Reader<'_> {
 /// status, duplicate ids, unknown task or wave references, dependency cycles.
 pub fn parse(name: &str, origin: &str, text: &str) -> Result<Plan, Vec<Diagnostic>> {
     let mut r = Reader {
-        origin,
-        lines: super::flight::Lines::new(text),
-        diagnostics: Vec::new(),
+        located: super::flight::Located::new(origin, text, true),
     };
     let doc = match DeTable::parse(text) {
         Ok(doc) => doc,
@@ -308,7 +305,7 @@ pub fn parse(name: &str, origin: &str, text: &str) -> Result<Plan, Vec<Diagnosti
                 format!("malformed TOML: {}", e.message().trim()),
                 None,
             );
-            return Err(r.diagnostics);
+            return Err(r.located.diagnostics);
         }
     };
     let doc = doc.get_ref();
@@ -377,7 +374,7 @@ pub fn parse(name: &str, origin: &str, text: &str) -> Result<Plan, Vec<Diagnosti
         };
         let id_at = t.get("id").map_or(at, |i| i.span().start);
         if task_at.contains_key(&id) {
-            let (line, _) = r.lines.locate(task_at[&id]);
+            let (line, _) = r.located.locate(task_at[&id]).unwrap_or_default();
             r.report(
                 id_at,
                 &format!("{prefix}.id"),
@@ -429,7 +426,7 @@ pub fn parse(name: &str, origin: &str, text: &str) -> Result<Plan, Vec<Diagnosti
                 None,
             );
         }
-        if let Err(e) = super::scope::Scope::new(&scope) {
+        if let Err(e) = super::scope::check_globs(&scope) {
             r.report(scope_at, &format!("{prefix}.scope"), e.to_string(), None);
         }
         let deps = r.strings(&format!("{prefix}.depends_on"), t.get("depends_on"));
@@ -495,7 +492,7 @@ pub fn parse(name: &str, origin: &str, text: &str) -> Result<Plan, Vec<Diagnosti
         };
         let id_at = g.get("id").map_or(at, |i| i.span().start);
         if let Some(first) = gate_ids.get(&id) {
-            let (line, _) = r.lines.locate(*first);
+            let (line, _) = r.located.locate(*first).unwrap_or_default();
             r.report(
                 id_at,
                 &format!("{prefix}.id"),
@@ -605,10 +602,10 @@ pub fn parse(name: &str, origin: &str, text: &str) -> Result<Plan, Vec<Diagnosti
             None,
         );
     }
-    if r.diagnostics.is_empty() {
+    if r.located.diagnostics.is_empty() {
         Ok(plan)
     } else {
-        Err(r.diagnostics)
+        Err(r.located.diagnostics)
     }
 }
 
