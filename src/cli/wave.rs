@@ -127,10 +127,17 @@ pub fn gather(
             ),
             _ => status.status.to_string(),
         };
-        // Where no run says how the task runs, the routing says where it would go.
-        let worker = task.worker.as_ref().and_then(|w| flight.workers.get(w));
-        let backend = worker.map_or(flight.default_backend.clone(), |w| w.backend.clone());
-        let config = flight.backends.get(&backend);
+        // Where no run says how the task runs, the routing says where it would go: the
+        // same precedence as dispatch (the task's worker, its role's routing, the backend).
+        let route = crate::core::routing::route(
+            &flight,
+            &crate::core::routing::Ask {
+                role: &task.role,
+                worker: task.worker.as_deref(),
+                ..Default::default()
+            },
+        )
+        .ok();
         tasks.push(WaveTask {
             id: task.id.clone(),
             status: shown_status,
@@ -138,22 +145,17 @@ pub fn gather(
             commit: record
                 .as_ref()
                 .and_then(|r| r.integration.as_ref().map(|i| i.commit.clone())),
-            backend: Some(
-                record
-                    .as_ref()
-                    .map_or(backend.clone(), |r| r.backend.clone()),
-            ),
+            backend: match &record {
+                Some(r) => Some(r.backend.clone()),
+                None => route.as_ref().map(|r| r.backend.clone()),
+            },
             model: match &record {
                 Some(r) => r.model.clone(),
-                None => worker
-                    .and_then(|w| w.model.clone())
-                    .or(config.and_then(|c| c.model.clone())),
+                None => route.as_ref().and_then(|r| r.model.clone()),
             },
             effort: match &record {
                 Some(r) => r.effort.clone(),
-                None => worker
-                    .and_then(|w| w.effort.clone())
-                    .or(config.and_then(|c| c.effort.clone())),
+                None => route.as_ref().and_then(|r| r.effort.clone()),
             },
             worker: task.worker.clone(),
             scope: task.scope.clone(),

@@ -9,6 +9,7 @@ pub mod ledger;
 pub mod plan;
 pub mod policy;
 pub mod record;
+pub mod routing;
 pub mod scope;
 pub mod seal;
 pub mod stamp;

@@ -116,42 +116,22 @@ pub fn plan(
         )));
     }
     scope::Scope::new(&request.scope).map_err(|e| Refusal::Usage(e.to_string()))?;
-    let role_routing = flight.roles.get(role.as_str()).cloned().unwrap_or_default();
-    // A standing worker of the roster routes through its backend, model and effort.
-    let worker = match &request.worker {
-        Some(name) => Some(flight.workers.get(name).cloned().ok_or_else(|| {
-            let known: Vec<&str> = flight.workers.keys().map(String::as_str).collect();
-            Refusal::Usage(format!(
-                "unknown worker `{name}` (the roster: {})",
-                if known.is_empty() {
-                    "none; add [workers.<name>] to .crew/flight.toml".to_string()
-                } else {
-                    known.join(", ")
-                }
-            ))
-        })?),
-        None => None,
+    // The one precedence: flags, the standing worker, the role, the backend, defaults.
+    let ask = crate::core::routing::Ask {
+        role: role.as_str(),
+        worker: request.worker.as_deref(),
+        backend: request.backend.as_deref(),
+        model: request.model.as_deref(),
+        effort: request.effort.as_deref(),
+        time_budget: request.time_budget.as_deref(),
     };
-    let backend_name = request
-        .backend
-        .clone()
-        .or(worker.as_ref().map(|w| w.backend.clone()))
-        .or(role_routing.backend.clone())
-        .unwrap_or_else(|| flight.default_backend.clone());
-    let mut backend_name = backend_name;
-    let mut backend = flight
-        .backends
-        .get(&backend_name)
-        .cloned()
-        .ok_or_else(|| Refusal::Usage(format!("unknown backend `{backend_name}`")))?;
+    let mut route = crate::core::routing::route(flight, &ask).map_err(Refusal::Usage)?;
+    let role_routing = route.role.clone();
+    let mut backend_name = route.backend.clone();
+    let mut backend = route.config.clone();
     // The two-failure rule, from the ledger: a (task, model) that failed twice never gets
     // a third try at that tier.
-    let model = request
-        .model
-        .clone()
-        .or(worker.as_ref().and_then(|w| w.model.clone()))
-        .or(role_routing.model.clone())
-        .or(backend.model.clone());
+    let model = route.model.clone();
     let mut escalated_from = None;
     let mut task_prompt = request.prompt.clone();
     // Counted per model, or per backend when it names none: a model-less worker is
@@ -179,12 +159,11 @@ pub fn plan(
                 tier: verdict.tier.clone(),
                 failures: verdict.failures,
             });
-            backend_name = next.backend.clone();
-            backend = flight
-                .backends
-                .get(&backend_name)
-                .cloned()
-                .unwrap_or_default();
+            route = route
+                .on(flight, &ask, &next.backend, true)
+                .map_err(Refusal::Usage)?;
+            backend_name = route.backend.clone();
+            backend = route.config.clone();
         }
         _ => {
             return Err(Refusal::HumanReport {
@@ -301,13 +280,8 @@ pub fn plan(
         )));
     }
 
-    let budget = request
-        .time_budget
-        .as_deref()
-        .or(role_routing.time_budget.as_deref())
-        .or(backend.time_budget.as_deref())
-        .unwrap_or(&flight.fences.time_budget);
-    let budget = humantime::parse_duration(budget).unwrap_or(Duration::from_secs(25 * 60));
+    let budget =
+        humantime::parse_duration(&route.time_budget).unwrap_or(Duration::from_secs(25 * 60));
     let idle = backend
         .idle_timeout
         .as_deref()
@@ -327,17 +301,8 @@ pub fn plan(
         outcome: None,
         backend: backend_name,
         adapter,
-        model: if escalated_from.is_some() {
-            backend.model.clone()
-        } else {
-            model.clone()
-        },
-        effort: request
-            .effort
-            .clone()
-            .or(worker.as_ref().and_then(|w| w.effort.clone()))
-            .or(role_routing.effort.clone())
-            .or(backend.effort.clone()),
+        model: route.model.clone(),
+        effort: route.effort.clone(),
         tier: backend.tier.clone(),
         session: None,
         attempts: 0,

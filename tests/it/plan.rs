@@ -656,3 +656,35 @@ fn a_plan_task_must_have_a_branch_name_id_a_scope_inside_the_repository_and_a_pr
     );
     out.expect_code(2);
 }
+
+#[test]
+fn the_summary_routes_a_task_as_dispatch_would_through_its_role() {
+    let env = TestEnv::new();
+    let repo = planned_repo(&env);
+    let flight = crate::common::read(&repo.join(".crew/flight.toml"));
+    write(
+        &repo.join(".crew/flight.toml"),
+        &format!("{flight}[roles.review]\nbackend = \"review\"\n"),
+    );
+    write(
+        &repo.join(".crew/plans/r.toml"),
+        "[plan]\nid = \"r\"\n[[tasks]]\nid = \"look\"\nwave = 1\nrole = \"review\"\nprompt = \"Review it.\"\n",
+    );
+    env.git_ok(&repo, &["add", "-A"]);
+    env.git_ok(&repo, &["commit", "-q", "-m", "a review plan"]);
+    let out = env.crew(
+        &repo,
+        &["summary", "--plan", "r", "--wave", "1", "--at", "dispatch"],
+    );
+    out.expect_code(0);
+    let how = out.json()["how"].as_str().unwrap().to_string();
+    assert!(how.contains("review"), "{how}");
+    assert!(!how.contains("own-file"), "{how}");
+    // And dispatch goes where the summary said.
+    let out = env.crew(
+        &repo,
+        &["dispatch", "--plan", "r", "--task", "look", "--dry-run"],
+    );
+    out.expect_code(0);
+    assert_eq!(out.json()["backend"], "review");
+}
