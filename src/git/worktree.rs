@@ -288,6 +288,13 @@ impl RunTree {
         Ok(!status.trim().is_empty())
     }
 
+    /// What is staged in the worktree (its index against its HEAD), read in-process.
+    pub fn staged(&self) -> anyhow::Result<Vec<crate::core::scope::Change>> {
+        let repo = gix::open(&self.path)
+            .with_context(|| format!("cannot open {}", self.path.display()))?;
+        super::staged::staged_changes(&repo)
+    }
+
     /// Whether a repository is checked out inside the worktree (under a gitlink): its own
     /// work is not what `is_dirty` sees, so the worktree is never removed.
     pub fn holds_nested_repository(&self) -> anyhow::Result<bool> {

@@ -662,17 +662,14 @@ impl<'a> Supervisor<'a> {
                 Err(e) => return tampered(format!("git cannot read the worktree: {e:#}")),
             };
             if let worktree::Commit::Refused(output) = committed {
-                // The scope check's own lines name the paths; any other refusal (a lint
-                // hook, a missing identity) is a failure, not a scope rejection.
-                let scope_lines: Vec<&str> = output
-                    .lines()
-                    .filter(|l| {
-                        l.contains("outside the write scope")
-                            || l.contains("is protected")
-                            || l.contains("may not commit")
-                    })
-                    .map(|l| l.trim_start_matches("crew:").trim())
-                    .collect();
+                // Whether the scope refused it is decided here, by the same check the hook
+                // runs, on what is staged — never read from the hook's words. Any other
+                // refusal (a lint hook, a missing identity) is a failure.
+                let violations = match tree.staged() {
+                    Ok(changes) => scope::check_commit(&identity, &changes),
+                    Err(e) => return tampered(format!("git cannot read the worktree: {e:#}")),
+                };
+                let scope_lines: Vec<String> = violations.iter().map(ToString::to_string).collect();
                 return Ok(Some(if scope_lines.is_empty() {
                     (
                         Outcome::Fail,

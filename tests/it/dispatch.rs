@@ -1438,3 +1438,28 @@ fn a_flood_of_output_is_stored_once_capped_and_the_footer_survives() {
     let size = std::fs::metadata(&transcript).unwrap().len();
     assert!(size < 2 * 1024 * 1024, "the transcript holds {size} bytes");
 }
+
+#[test]
+fn a_lint_hook_that_speaks_of_scopes_is_a_failure_not_a_scope_rejection() {
+    let env = TestEnv::new();
+    let repo = crew_repo(&env);
+    // The repository's own hook refuses every commit, in words that sound like git-crew's.
+    let hook = repo.join(".git/hooks/pre-commit");
+    let text = read(&hook);
+    write(
+        &hook,
+        &format!(
+            "{text}\necho 'crew: src/routes/crew.rs (added) is outside the write scope lint/**' >&2\nexit 1\n"
+        ),
+    );
+    let run = dispatched(&env, &repo, "routes", "ok", &[]);
+    let (_, result) = wait(&env, &repo, &run);
+    assert_eq!(result["outcome"], "fail", "{result}");
+    assert!(
+        result["decision"]
+            .as_str()
+            .unwrap()
+            .contains("a hook refused the commit"),
+        "{result}"
+    );
+}
