@@ -36,6 +36,10 @@ pub struct IntegrateArgs {
     /// Set any flight key for this call: dotted.key=value (e.g. worktree.cleanup=never).
     #[arg(long = "set", value_name = "KEY=VALUE")]
     pub set: Vec<String>,
+    /// Audit, check the gates and build the merge, then say what would land; change
+    /// nothing (no verify of the merge runs).
+    #[arg(long)]
+    pub dry_run: bool,
 }
 
 pub fn run(ctx: &CommandContext, args: IntegrateArgs) -> Result<Report> {
@@ -99,6 +103,7 @@ pub fn run(ctx: &CommandContext, args: IntegrateArgs) -> Result<Report> {
         cleanup: flight.worktree.cleanup.clone(),
         session_reuse,
         by: identity(repo),
+        dry_run: args.dry_run,
     };
     // A verify of the merged tree runs here: what it starts comes back to this process
     // and goes when it ends, and Ctrl-C stops it and removes its checkout.
@@ -119,6 +124,29 @@ pub fn run(ctx: &CommandContext, args: IntegrateArgs) -> Result<Report> {
     };
     for link in &done.links_outside_scope {
         eprintln!("warning: symlink outside the run's scope: {link}");
+    }
+    if done.dry_run {
+        let human = format!(
+            "would integrate run {} (task {}) into {} ({}): {} paths, all inside its scope",
+            done.record.run,
+            done.record.task,
+            done.into,
+            done.applied_as,
+            done.files.len()
+        );
+        return Ok(Report::new(
+            json!({
+                "dry_run": true,
+                "run": done.record.run,
+                "task": done.record.task,
+                "into": done.into,
+                "parents": done.parents.iter().map(ToString::to_string).collect::<Vec<_>>(),
+                "applied_as": done.applied_as,
+                "files": done.files,
+                "links_outside_scope": done.links_outside_scope,
+            }),
+            human,
+        ));
     }
     let human = format!(
         "integrated run {} (task {}) into {} as {}{forced}{}\n  notes: {} commits; worktree {}; branch {}{}",

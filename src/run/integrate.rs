@@ -37,6 +37,9 @@ pub struct Request {
     pub by: String,
     /// The verdicts of the gates on the task's wave, for the run record.
     pub gates: Vec<serde_json::Value>,
+    /// Decide everything (audit, verdict, the merge) and say what would land; change
+    /// nothing.
+    pub dry_run: bool,
 }
 
 /// Why a run was not integrated; nothing was changed.
@@ -91,6 +94,8 @@ pub struct Done {
     pub kept_because: Option<String>,
     /// Completed from the journal of an integrate that died after its target moved.
     pub completed: bool,
+    /// Only decided (`--dry-run`): `commit` is what would land; nothing moved.
+    pub dry_run: bool,
 }
 
 pub fn integrate(
@@ -101,7 +106,7 @@ pub fn integrate(
 ) -> anyhow::Result<Result<Done, Refusal>> {
     let run = &request.run;
     // An integrate of this run that died half-way is finished first.
-    if journal_path(store, run).exists() {
+    if !request.dry_run && journal_path(store, run).exists() {
         let _turn = Lock::take(store.root(), "integrate", Duration::from_secs(1800))?;
         if let Some(done) = resume(repo_dir, repo, store, run, &request.cleanup)? {
             return Ok(Ok(done));
@@ -197,7 +202,9 @@ pub fn integrate(
         if violations.is_empty() {
             return Ok(None);
         }
-        record_scope_reject(repo_dir, repo, &record)?;
+        if !request.dry_run {
+            record_scope_reject(repo_dir, repo, &record)?;
+        }
         Ok(Some(Refusal::Scope(violations)))
     };
     if let Some(refusal) = refuse(&changes)? {
@@ -302,6 +309,33 @@ pub fn integrate(
             vec![target_tip, run_tip]
         };
         let commit = merge::commit(repo, &message(&record, &into, squash), tree, &parents)?;
+        let applied_as = if contains_base {
+            if squash { "squash" } else { "merge" }
+        } else {
+            "range"
+        };
+        if request.dry_run {
+            // What would land, decided; the commit is unreachable and nothing moved.
+            return Ok(Ok(Done {
+                links_outside_scope: scope::Scope::new(&record.scope)
+                    .map(|s| scope::links_leaving_scope(&s, &applied))
+                    .unwrap_or_default(),
+                files: applied.into_iter().map(|c| c.path).collect(),
+                record,
+                commit,
+                into,
+                parents,
+                merged_verify: None,
+                noted: Vec::new(),
+                applied_as,
+                worktree: "kept",
+                branch: "kept",
+                attempts_ref: attempts_ref(run),
+                kept_because: None,
+                completed: false,
+                dry_run: true,
+            }));
+        }
 
         // The target moved since the run's base: the merged tree is verified again.
         let mut merged_verify = None;
@@ -343,12 +377,7 @@ pub fn integrate(
             notes_before: notes_before.map(|n| n.to_string()),
             notes_after: notes_after.to_string(),
             merged_reward: merged_verify.as_ref().map(|v| v.reward),
-            applied_as: if contains_base {
-                if squash { "squash" } else { "merge" }
-            } else {
-                "range"
-            }
-            .to_string(),
+            applied_as: applied_as.to_string(),
         };
         write_journal(store, run, &journal)?;
         let drop_journal = || {
@@ -420,16 +449,13 @@ pub fn integrate(
             noted,
             files: applied.iter().map(|c| c.path.clone()).collect(),
             links_outside_scope,
-            applied_as: if contains_base {
-                if squash { "squash" } else { "merge" }
-            } else {
-                "range"
-            },
+            applied_as,
             worktree,
             branch,
             attempts_ref: attempts_ref(run),
             kept_because,
             completed: false,
+            dry_run: false,
         }));
     }
     Ok(Err(Refusal::KeptMoving(format!(
@@ -585,6 +611,7 @@ pub fn resume(
         attempts_ref: attempts_ref(run),
         kept_because,
         completed: true,
+        dry_run: false,
     }))
 }
 

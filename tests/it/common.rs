@@ -119,6 +119,7 @@ impl TestEnv {
         let out = run(self.command(bin()).current_dir(dir).args(args), None);
         if out.code == 0
             && args.first() == Some(&"integrate")
+            && !args.contains(&"--dry-run")
             && let Some(run) = args.get(1).filter(|a| !a.starts_with('-'))
         {
             self.assert_landed_in_scope(dir, run, &out.stdout);

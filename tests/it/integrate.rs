@@ -654,3 +654,34 @@ fn a_supervisor_killed_while_filing_a_pass_is_completed_never_abandoned() {
     assert_eq!(rows[0]["outcome"], "pass");
     env.crew(&repo, &["integrate", &run]).expect_code(0);
 }
+
+#[test]
+fn integrate_dry_run_says_what_would_land_and_changes_nothing() {
+    let env = TestEnv::new();
+    let repo = env.fixture("crew-repo.sh", "repo", &[]);
+    let run = routes_run(&env, &repo);
+    let main = rev(&env, &repo, "main");
+    let notes = env
+        .git(&repo, &["rev-parse", "-q", "--verify", "refs/notes/crew"])
+        .stdout;
+    let rows = env.crew(&repo, &["ledger", "--task", "routes"]).json()["rows"].clone();
+    let out = env.crew(&repo, &["integrate", &run, "--dry-run"]);
+    out.expect_code(0);
+    let json = out.json();
+    assert_eq!(json["dry_run"], true);
+    assert_eq!(json["files"], serde_json::json!(["src/routes/crew.rs"]));
+    assert_eq!(json["applied_as"], "merge");
+    assert_eq!(rev(&env, &repo, "main"), main);
+    assert_eq!(
+        env.git(&repo, &["rev-parse", "-q", "--verify", "refs/notes/crew"])
+            .stdout,
+        notes
+    );
+    assert_eq!(
+        env.crew(&repo, &["ledger", "--task", "routes"]).json()["rows"],
+        rows
+    );
+    assert!(repo.join(format!(".git/crew/worktrees/{run}")).exists());
+    // Then for real.
+    env.crew(&repo, &["integrate", &run]).expect_code(0);
+}
