@@ -205,8 +205,8 @@ pub fn checked_out_in(repo: &gix::Repository, branch: &str) -> anyhow::Result<Op
     for entry in entries.flatten() {
         let name = entry.file_name().to_string_lossy().into_owned();
         if crate::core::record::is_run_id(&name)
-            || name.starts_with("merged")
-            || name.starts_with("verify-checkout")
+            || name.starts_with(crate::state::runs::layout::MERGED_CHECKOUT)
+            || name.starts_with(crate::state::runs::layout::VERIFY_CHECKOUT)
         {
             continue;
         }

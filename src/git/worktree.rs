@@ -429,8 +429,9 @@ pub fn throwaways(repo_dir: &Path, runs_dir: &Path) -> Vec<(PathBuf, String)> {
             let mut parts = rest.iter();
             let run = parts.next()?.to_string_lossy().into_owned();
             let leaf = parts.next()?.to_string_lossy().into_owned();
-            (parts.next().is_none() && matches!(leaf.as_str(), "merged" | "verify-checkout"))
-                .then_some((path, run))
+            let throwaway = leaf == crate::state::runs::layout::MERGED_CHECKOUT
+                || leaf == crate::state::runs::layout::VERIFY_CHECKOUT;
+            (parts.next().is_none() && throwaway).then_some((path, run))
         })
         .collect()
 }

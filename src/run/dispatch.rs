@@ -9,7 +9,7 @@ use std::time::Duration;
 use anyhow::Context;
 
 use super::process::{now_millis, rfc3339};
-use super::{prompt, supervisor};
+use super::prompt;
 use crate::core::flight::{Backend as BackendConfig, Flight};
 use crate::core::record::{DiffStat, Phase, RunRecord};
 use crate::core::scope::{self, Role};
@@ -327,8 +327,12 @@ pub fn plan(
         pid: None,
         supervisor_pid: None,
         port,
-        prompt_file: run_dir.join("prompt.md").to_string_lossy().into_owned(),
-        manifest: run_dir.join("manifest.md").to_string_lossy().into_owned(),
+        prompt_file: crate::state::runs::layout::prompt(&run_dir)
+            .to_string_lossy()
+            .into_owned(),
+        manifest: crate::state::runs::layout::manifest(&run_dir)
+            .to_string_lossy()
+            .into_owned(),
         parked_at: None,
         continue_until_pass: request.continue_until_pass,
         base_ref: request.base_ref.clone(),
@@ -452,12 +456,12 @@ pub fn apply(
             prompt::worker(record, &plan.task_prompt),
         )?;
         std::fs::write(
-            run_dir.join(supervisor::BACKEND_FILE),
+            crate::state::runs::layout::backend_config(&run_dir),
             serde_json::to_vec_pretty(&plan.backend)?,
         )?;
         std::fs::write(run_dir.join("task-prompt.md"), &plan.task_prompt)?;
         std::fs::write(
-            run_dir.join(super::fence::EXTRA_FILE),
+            crate::state::runs::layout::fence_extra(&run_dir),
             serde_json::to_vec(&plan.writable)?,
         )?;
         if record.adapter == "native" {
@@ -485,7 +489,7 @@ pub fn apply(
 /// It outlives this process.
 pub fn spawn_supervisor(repo_dir: &Path, run: &str, run_dir: &Path) -> anyhow::Result<u32> {
     let exe = std::env::current_exe().context("cannot find the git-crew binary")?;
-    let log = super::process::open_append(&run_dir.join("supervisor.log"))?;
+    let log = super::process::open_append(&crate::state::runs::layout::supervisor_log(run_dir))?;
     let mut command = Command::new(exe);
     command
         .arg("-C")
@@ -633,10 +637,11 @@ pub fn promote_queued(store: &RunStore, repo_dir: &Path) -> anyhow::Result<Vec<S
             continue;
         }
         let run_dir = store.run_dir(&record.run);
-        let config: BackendConfig = match std::fs::read(run_dir.join(supervisor::BACKEND_FILE)) {
-            Ok(bytes) => serde_json::from_slice(&bytes)?,
-            Err(_) => continue,
-        };
+        let config: BackendConfig =
+            match std::fs::read(crate::state::runs::layout::backend_config(&run_dir)) {
+                Ok(bytes) => serde_json::from_slice(&bytes)?,
+                Err(_) => continue,
+            };
         let limit = config.concurrency.unwrap_or(1).max(1) as usize;
         let used = busy.entry(record.backend.clone()).or_default();
         if *used >= limit {

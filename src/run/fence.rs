@@ -103,7 +103,7 @@ pub struct Fence {
 /// loose object's name against its content on read). git-crew imports them, each hashed
 /// again, when an attempt ends.
 pub fn quarantine(run_dir: &Path) -> PathBuf {
-    run_dir.join("objects")
+    crate::state::runs::layout::quarantine(run_dir)
 }
 
 impl Fence {
@@ -291,7 +291,7 @@ pub fn for_run(
     session: &Path,
 ) -> anyhow::Result<(Fence, PathBuf)> {
     let mut fence = base;
-    let tmp = paths.run_dir.join("tmp");
+    let tmp = crate::state::runs::layout::tmp(paths.run_dir);
     std::fs::create_dir_all(&tmp).context("cannot create the run's temp folder")?;
     fence.add(&tmp);
     for file in [manifest, session] {
@@ -342,10 +342,6 @@ pub fn for_checkout(
     Ok(fence)
 }
 
-/// The file in a run's folder that keeps the `[sandbox] writable` paths resolved at
-/// dispatch.
-pub const EXTRA_FILE: &str = "fence.json";
-
 /// The shared part of a run's fence, when the run has one: `None` for a run dispatched
 /// without a fence.
 pub fn base_for(
@@ -359,7 +355,8 @@ pub fn base_for(
     {
         return Ok(None);
     }
-    let extra: Vec<PathBuf> = match std::fs::read(run_dir.join(EXTRA_FILE)) {
+    let extra: Vec<PathBuf> = match std::fs::read(crate::state::runs::layout::fence_extra(run_dir))
+    {
         Ok(bytes) => serde_json::from_slice(&bytes).context("cannot read the run's fence")?,
         Err(_) => Vec::new(),
     };
@@ -367,7 +364,7 @@ pub fn base_for(
     // A CLI's state folder named in the worker's environment (the backend's `env`, else
     // this process's) is its state too.
     let config: crate::core::flight::Backend =
-        std::fs::read(run_dir.join(super::supervisor::BACKEND_FILE))
+        std::fs::read(crate::state::runs::layout::backend_config(run_dir))
             .ok()
             .and_then(|b| serde_json::from_slice(&b).ok())
             .unwrap_or_default();

@@ -483,7 +483,7 @@ struct Journal {
 }
 
 fn journal_path(store: &RunStore, run: &str) -> PathBuf {
-    store.run_dir(run).join("integrating.json")
+    crate::state::runs::layout::integrating(&store.run_dir(run))
 }
 
 fn write_journal(store: &RunStore, run: &str, journal: &Journal) -> anyhow::Result<()> {
@@ -622,7 +622,7 @@ pub fn unfinished(store: &RunStore) -> Vec<String> {
     };
     entries
         .flatten()
-        .filter(|e| e.path().join("integrating.json").exists())
+        .filter(|e| crate::state::runs::layout::integrating(&e.path()).exists())
         .filter_map(|e| e.file_name().into_string().ok())
         .collect()
 }
@@ -732,10 +732,10 @@ fn verify_merged(
     verify::in_throwaway(
         &record.run,
         repo_dir,
-        &dir.join("merged"),
+        &dir.join(crate::state::runs::layout::MERGED_CHECKOUT),
         commit,
         command,
-        &dir.join("verifier-merged"),
+        &crate::state::runs::layout::verifier_merged(&dir),
         &transcript,
         deadline,
         super::fence::base_for(record, &dir)?,

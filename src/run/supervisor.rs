@@ -19,15 +19,8 @@ use crate::core::scope::{self, RunIdentity};
 use crate::git::{self, worktree};
 use crate::state::runs::RunStore;
 
-/// The file a run's resolved backend config is kept in (so config edits after dispatch do
-/// not change a live run).
-pub const BACKEND_FILE: &str = "backend.json";
-
 /// The attempt limit of a run dispatched before `fences.max_attempts` existed.
 const DEFAULT_MAX_ATTEMPTS: u32 = 5;
-
-/// Left by `advise`: the prompt the next supervisor resumes the session with.
-pub const NEXT_FILE: &str = "next-prompt";
 
 /// Drives run `run` to its end (or to `needs-help`). Any failure of the supervisor itself
 /// ends the run as `failed` with the reason, so no run is left hanging.
@@ -175,7 +168,7 @@ impl<'a> Supervisor<'a> {
     ) -> anyhow::Result<Self> {
         let run_dir = store.run_dir(&record.run);
         let config: BackendConfig = serde_json::from_slice(
-            &std::fs::read(run_dir.join(BACKEND_FILE))
+            &std::fs::read(crate::state::runs::layout::backend_config(&run_dir))
                 .context("cannot read the run's backend config")?,
         )?;
         // The live pointer must still say what dispatch sealed.
@@ -225,13 +218,13 @@ impl<'a> Supervisor<'a> {
                     },
                     base,
                     Path::new(&record.manifest),
-                    &run_dir.join("session"),
+                    &crate::state::runs::layout::session(&run_dir),
                 )?;
                 (Some(fence), Some(tmp))
             }
             None => {
                 // Unfenced, a run still gets its own temp folder.
-                let tmp = run_dir.join("tmp");
+                let tmp = crate::state::runs::layout::tmp(&run_dir);
                 std::fs::create_dir_all(&tmp).context("cannot create the run's temp folder")?;
                 (None, Some(tmp))
             }
@@ -324,9 +317,7 @@ impl<'a> Supervisor<'a> {
                 return self.finish(Outcome::FooterReject);
             }
             corrected = true;
-            let file = self
-                .run_dir
-                .join(format!("corrective-{}.md", self.record.attempts));
+            let file = crate::state::runs::layout::corrective(&self.run_dir, self.record.attempts);
             std::fs::write(&file, prompt::corrective(&self.record, &problem))
                 .context("cannot write the corrective prompt")?;
             next = self.continue_with(file)?;
@@ -341,9 +332,8 @@ impl<'a> Supervisor<'a> {
         match (&self.record.session, resumable) {
             (Some(session), true) => Ok(Next::Resume(session.clone(), file)),
             _ => {
-                let combined = self
-                    .run_dir
-                    .join(format!("restart-{}.md", self.record.attempts + 1));
+                let combined =
+                    crate::state::runs::layout::restart(&self.run_dir, self.record.attempts + 1);
                 let mut text = std::fs::read_to_string(&self.record.prompt_file)?;
                 text.push_str("\n\n");
                 text.push_str(&std::fs::read_to_string(&file)?);
@@ -407,7 +397,7 @@ impl<'a> Supervisor<'a> {
     /// `advise` — the advice, resuming the same session where the backend can (else a
     /// fresh session with the original prompt and the advice).
     fn first_prompt(&mut self) -> anyhow::Result<Next> {
-        let next_file = self.run_dir.join(NEXT_FILE);
+        let next_file = crate::state::runs::layout::next_prompt(&self.run_dir);
         let Ok(path) = std::fs::read_to_string(&next_file) else {
             let prompt = PathBuf::from(&self.record.prompt_file);
             // A standing worker keeps its memory: its last session is resumed in this
@@ -458,7 +448,7 @@ impl<'a> Supervisor<'a> {
             // A manifest from an earlier attempt must never be read as this one's reply.
             let _ = std::fs::rename(
                 &manifest,
-                self.run_dir.join(format!("manifest.attempt-{}.md", n - 1)),
+                crate::state::runs::layout::manifest_of_attempt(&self.run_dir, n - 1),
             );
         }
         if self.fence.is_some() && !manifest.exists() {
@@ -484,7 +474,7 @@ impl<'a> Supervisor<'a> {
                 .unwrap_or_else(|| self.adapter.launch(&attempt))?,
             None => self.adapter.launch(&attempt)?,
         };
-        let session_file = self.run_dir.join("session");
+        let session_file = crate::state::runs::layout::session(&self.run_dir);
         let mut header = process::open_append(&self.transcript)?;
         std::io::Write::write_all(
             &mut header,
@@ -528,8 +518,8 @@ impl<'a> Supervisor<'a> {
         for (key, value) in self.config.env.clone().unwrap_or_default() {
             env.push((key, value));
         }
-        let stdout_file = self.run_dir.join(format!("attempt-{n}.out"));
-        let stderr_file = self.run_dir.join(format!("attempt-{n}.err"));
+        let stdout_file = crate::state::runs::layout::attempt_output(&self.run_dir, n, "out");
+        let stderr_file = crate::state::runs::layout::attempt_output(&self.run_dir, n, "err");
         let spec = Spec {
             program: launch.program,
             args: launch.args,
@@ -768,9 +758,7 @@ impl<'a> Supervisor<'a> {
         };
         self.record.phase = Phase::Verifying;
         self.save()?;
-        let dir = self
-            .run_dir
-            .join(format!("verifier-{}", self.record.attempts));
+        let dir = crate::state::runs::layout::verifier(&self.run_dir, self.record.attempts);
         let wt = PathBuf::from(&self.record.worktree);
         // The verdict is for the branch's tip as it was checked out when verify started
         // (settle_work made sure the worktree is there, clean); a verify command that
@@ -870,9 +858,7 @@ impl<'a> Supervisor<'a> {
                 verifier_feedback(verifier_dir)
             )
         };
-        let file = self
-            .run_dir
-            .join(format!("continue-{}.md", self.record.attempts));
+        let file = crate::state::runs::layout::continuation(&self.run_dir, self.record.attempts);
         std::fs::write(&file, text)?;
         self.continue_with(file).map(Some)
     }
