@@ -293,31 +293,37 @@ fn post_merge(ctx: &CommandContext) -> anyhow::Result<Report> {
         git::notes::set_many(repo, git::notes::CREW, &annotated, &note.to_line())?;
         if let Some(mut record) = record.filter(|r| r.integration.is_none() && r.phase.is_final()) {
             let repo_dir = ctx.workdir()?.to_path_buf();
-            let mut row = crate::core::ledger::Row::of(&record);
-            row.at = at.clone();
             if violations.is_empty() {
-                record.integration = Some(crate::core::record::Integration {
-                    commit: head.to_string(),
-                    into: repo
-                        .head_name()?
-                        .map_or_else(|| "HEAD".to_string(), |n| n.shorten().to_string()),
-                    at: at.clone(),
-                    by: by.to_string(),
-                    squash: false,
-                    forced_unverified: note.forced_unverified,
-                });
-                store.update_record(&record)?;
-                row.integrated = Some(head.to_string());
-                crate::run::ledger::append_row(&repo_dir, &record.task, &row)?;
+                // Recorded as integrate records a landing.
+                let into = repo
+                    .head_name()?
+                    .map_or_else(|| "HEAD".to_string(), |n| n.shorten().to_string());
+                let commit = head.to_string();
+                crate::run::integrate::record_landed(
+                    &repo_dir,
+                    repo,
+                    &store,
+                    &mut record,
+                    &crate::run::integrate::Landing {
+                        commit: &commit,
+                        into: &into,
+                        at: &at,
+                        by,
+                        squash: false,
+                        forced_unverified: note.forced_unverified,
+                        run_tip: tip,
+                        merged_reward: None,
+                    },
+                )?;
             } else {
                 crate::run::integrate::record_scope_reject(&repo_dir, repo, &record)?;
+                git::merge::set_ref(
+                    repo,
+                    &crate::run::integrate::attempts_ref(&record.run),
+                    tip,
+                    "crew: keep the run's commits",
+                )?;
             }
-            git::merge::set_ref(
-                repo,
-                &crate::run::integrate::attempts_ref(&record.run),
-                tip,
-                "crew: keep the run's commits",
-            )?;
         }
         runs.push(json!({
             "run": identity.run,

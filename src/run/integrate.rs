@@ -496,8 +496,63 @@ fn oid(hex: &str) -> anyhow::Result<ObjectId> {
     ObjectId::from_hex(hex.as_bytes()).with_context(|| format!("`{hex}` is not an object id"))
 }
 
-/// What follows the target's advance: the run's commits kept, the record marked, the
-/// ledger's `integrated` row (once), cleanup; then the journal goes.
+/// A run that landed on a branch: by integrate, or merged by hand (post-merge).
+pub struct Landing<'a> {
+    pub commit: &'a str,
+    pub into: &'a str,
+    pub at: &'a str,
+    pub by: &'a str,
+    pub squash: bool,
+    pub forced_unverified: bool,
+    /// The run's branch tip that landed: kept under `refs/crew/attempts/<run>`.
+    pub run_tip: ObjectId,
+    /// The reward of a verify of the merged tree, for the ledger row.
+    pub merged_reward: Option<f64>,
+}
+
+/// Records a landed run, the same whoever landed it: its commits kept, its record marked
+/// integrated, and the ledger's `integrated` row — once, however often this is called.
+pub fn record_landed(
+    repo_dir: &Path,
+    repo: &gix::Repository,
+    store: &RunStore,
+    record: &mut RunRecord,
+    landing: &Landing,
+) -> anyhow::Result<()> {
+    merge::set_ref(
+        repo,
+        &attempts_ref(&record.run),
+        landing.run_tip,
+        "crew: keep the run's commits",
+    )?;
+    if record.integration.is_none() {
+        record.integration = Some(Integration {
+            commit: landing.commit.to_string(),
+            into: landing.into.to_string(),
+            at: landing.at.to_string(),
+            by: landing.by.to_string(),
+            squash: landing.squash,
+            forced_unverified: landing.forced_unverified,
+        });
+        store.update_record(record)?;
+    }
+    let filed = crate::run::ledger::rows(repo, Some(&record.task))?
+        .iter()
+        .any(|r| r.run == record.run && r.integrated.as_deref() == Some(landing.commit));
+    if !filed {
+        let mut row = Row::of(record);
+        row.at = landing.at.to_string();
+        row.integrated = Some(landing.commit.to_string());
+        if let Some(reward) = landing.merged_reward {
+            row.reward = Some(reward);
+        }
+        crate::run::ledger::append_row(repo_dir, &record.task, &row)?;
+    }
+    Ok(())
+}
+
+/// What follows the target's advance: the landing recorded, cleanup; then the journal
+/// goes.
 fn land(
     repo_dir: &Path,
     repo: &gix::Repository,
@@ -506,39 +561,25 @@ fn land(
     journal: &Journal,
     cleanup: &str,
 ) -> anyhow::Result<(&'static str, &'static str, Option<String>)> {
-    let run = record.run.clone();
     let run_tip = oid(&journal.run_tip)?;
-    merge::set_ref(
+    record_landed(
+        repo_dir,
         repo,
-        &attempts_ref(&run),
-        run_tip,
-        "crew: keep the run's commits",
-    )?;
-    if record.integration.is_none() {
-        record.integration = Some(Integration {
-            commit: journal.commit.clone(),
-            into: journal.into.clone(),
-            at: journal.at.clone(),
-            by: journal.by.clone(),
+        store,
+        record,
+        &Landing {
+            commit: &journal.commit,
+            into: &journal.into,
+            at: &journal.at,
+            by: &journal.by,
             squash: journal.squash,
             forced_unverified: journal.forced_unverified,
-        });
-        store.update_record(record)?;
-    }
-    let filed = crate::run::ledger::rows(repo, Some(&record.task))?
-        .iter()
-        .any(|r| r.run == run && r.integrated.as_deref() == Some(journal.commit.as_str()));
-    if !filed {
-        let mut row = Row::of(record);
-        row.at = journal.at.clone();
-        row.integrated = Some(journal.commit.clone());
-        if let Some(reward) = journal.merged_reward {
-            row.reward = Some(reward);
-        }
-        crate::run::ledger::append_row(repo_dir, &record.task, &row)?;
-    }
+            run_tip,
+            merged_reward: journal.merged_reward,
+        },
+    )?;
     let cleaned = clean_up(repo_dir, repo, record, run_tip, cleanup);
-    let _ = std::fs::remove_file(journal_path(store, &run));
+    let _ = std::fs::remove_file(journal_path(store, &record.run));
     Ok(cleaned)
 }
 
