@@ -285,7 +285,7 @@ pub fn run(ctx: &CommandContext, args: DoctorArgs) -> Result<Report> {
     let human = format!("{human}\nfence: {fence}");
     let mut report = Report::new(json!({"problems": list, "fence": fence}), human);
     if open > 0 {
-        report.verdict = Some(
+        report.status = super::ui::Status::Failed(
             CrewError::check(
                 "problems-found",
                 format!("{open} problem(s) need attention"),

@@ -7,7 +7,7 @@ use clap::Args;
 use serde_json::json;
 
 use super::context::CommandContext;
-use super::error::{CrewError, ErrorKind, Result, exit};
+use super::error::{CrewError, ErrorKind, Result};
 use super::ui::Report;
 use crate::core::footer::{FooterScanner, HelpRequest};
 
@@ -61,10 +61,10 @@ pub fn run(ctx: &CommandContext, args: FooterArgs) -> Result<Report> {
                 "NEEDS-HELP: {}\ntried: {}\noptions: {}\nleaning: {}\ncost-if-wrong: {}",
                 h.question, h.tried, h.options, h.leaning, h.cost_if_wrong
             );
-            report.exit = Some(exit::ATTENTION);
+            report.status = super::ui::Status::Attention;
         }
         HelpRequest::Incomplete { missing } => {
-            report.verdict = Some(
+            report.status = super::ui::Status::Failed(
                 CrewError::check(
                     "needs-help-incomplete",
                     format!("NEEDS-HELP without {}", missing.join(", ")),
@@ -73,7 +73,7 @@ pub fn run(ctx: &CommandContext, args: FooterArgs) -> Result<Report> {
             );
         }
         HelpRequest::NotAsked if !extraction.is_complete() => {
-            report.verdict = Some(
+            report.status = super::ui::Status::Failed(
                 CrewError::check("footer-rejected", "the reply's footer is incomplete")
                     .with_details(extraction.rejections())
                     .hinted(

@@ -97,7 +97,7 @@ fn crew_worktree(repo: &gix::Repository, identity: RunIdentity) -> Result<Report
     } else {
         verdict.hinted("unstage those paths (git restore --staged <path>); they belong to another run or to the lead")
     };
-    report.verdict = Some(verdict);
+    report.status = super::ui::Status::Failed(verdict);
     Ok(report)
 }
 

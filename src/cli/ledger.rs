@@ -4,7 +4,7 @@ use clap::Args;
 use serde_json::json;
 
 use super::context::CommandContext;
-use super::error::{CrewError, Result, exit};
+use super::error::{CrewError, Result};
 use super::flight::{RoutingArgs, resolve};
 use super::ui::Report;
 use crate::core::policy::{self, Decision};
@@ -195,7 +195,7 @@ pub fn should_stop(ctx: &CommandContext, args: ShouldStopArgs) -> Result<Report>
         human,
     );
     if verdict.decision != Decision::Continue {
-        report.exit = Some(exit::ATTENTION);
+        report.status = super::ui::Status::Attention;
     }
     Ok(report)
 }

@@ -106,7 +106,7 @@ pub fn deliver(ctx: &CommandContext, args: DeliverArgs) -> Result<Report> {
                 json!({"run": runs::result_json(&record)}),
                 runs::result_block(&record),
             );
-            report.verdict = Some(
+            report.status = super::ui::Status::Failed(
                 CrewError::check(
                     "footer-rejected",
                     format!("the reply's footer is incomplete: {problem}"),
@@ -123,9 +123,9 @@ pub fn deliver(ctx: &CommandContext, args: DeliverArgs) -> Result<Report> {
                 runs::result_block(&record),
             );
             if record.phase == Phase::NeedsHelp {
-                report.exit = Some(super::error::exit::ATTENTION);
+                report.status = super::ui::Status::Attention;
             } else if record.outcome != Some(Outcome::Pass) {
-                report.verdict = Some(CrewError::check(
+                report.status = super::ui::Status::Failed(CrewError::check(
                     "run-failed",
                     format!("run {} did not pass", record.run),
                 ));

@@ -38,15 +38,25 @@ impl Format {
     }
 }
 
-/// What a command produced: its data, a human rendering of it, and — when a check said
-/// no — the verdict that sets `"ok": false` and the exit code.
+/// How a command came out — the one thing its exit code is derived from.
+#[derive(Debug, Default)]
+pub enum Status {
+    /// Success; for a query, the positive answer (exit 0).
+    #[default]
+    Ok,
+    /// Not a failure, but the lead is needed: a worker asked for help, an escalation, a
+    /// human report (exit 5; `"ok": true`).
+    Attention,
+    /// A check said no: `"ok": false` with the error, and its exit code.
+    Failed(CrewError),
+}
+
+/// What a command produced: its data, a human rendering of it, and its status.
 #[derive(Debug, Default)]
 pub struct Report {
     pub fields: Map<String, Value>,
     pub human: String,
-    pub verdict: Option<CrewError>,
-    /// A non-failing exit code other than 0 (e.g. 5 for "needs attention").
-    pub exit: Option<u8>,
+    pub status: Status,
     /// Put before every line of a human-rendered verdict (`crew: ` for hooks).
     pub prefix: &'static str,
 }
@@ -64,16 +74,24 @@ impl Report {
         Report {
             fields,
             human: human.into(),
-            verdict: None,
-            exit: None,
+            status: Status::Ok,
             prefix: "",
         }
     }
 
     pub fn exit_code(&self) -> u8 {
-        match &self.verdict {
-            Some(v) => v.exit_code(),
-            None => self.exit.unwrap_or(exit::OK),
+        match &self.status {
+            Status::Ok => exit::OK,
+            Status::Attention => exit::ATTENTION,
+            Status::Failed(error) => error.exit_code(),
+        }
+    }
+
+    /// The error of a failed report.
+    fn failure(&self) -> Option<&CrewError> {
+        match &self.status {
+            Status::Failed(error) => Some(error),
+            _ => None,
         }
     }
 }
@@ -84,8 +102,8 @@ pub fn emit(format: Format, report: Report) -> u8 {
     match format {
         Format::Json => {
             let mut object = Map::new();
-            object.insert("ok".into(), Value::Bool(report.verdict.is_none()));
-            if let Some(verdict) = &report.verdict {
+            object.insert("ok".into(), Value::Bool(report.failure().is_none()));
+            if let Some(verdict) = report.failure() {
                 object.insert("error".into(), verdict.to_json());
             }
             object.extend(report.fields);
@@ -99,7 +117,7 @@ pub fn emit(format: Format, report: Report) -> u8 {
                     let _ = out.write_all(b"\n");
                 }
             }
-            if let Some(verdict) = &report.verdict {
+            if let Some(verdict) = report.failure() {
                 eprint!("{}", verdict.render_human(report.prefix));
             }
         }

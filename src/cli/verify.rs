@@ -237,7 +237,7 @@ pub fn run(ctx: &CommandContext, args: VerifyArgs) -> Result<Report> {
     );
     if !passed {
         let problem = record.verify.as_ref().and_then(|v| v.problem.clone());
-        report.verdict = Some(
+        report.status = super::ui::Status::Failed(
             CrewError::check(
                 if timed_out {
                     "verify-timed-out"

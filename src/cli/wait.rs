@@ -112,10 +112,10 @@ pub fn wait_for(
         .collect::<Vec<_>>()
         .join("\n\n");
     let mut report = Report::new(fields, human);
-    if code == exit::CHECK {
-        report.verdict = Some(CrewError::check("run-failed", "not every run passed"));
-    } else if code != exit::OK {
-        report.exit = Some(code);
-    }
+    report.status = match code {
+        exit::OK => super::ui::Status::Ok,
+        exit::ATTENTION => super::ui::Status::Attention,
+        _ => super::ui::Status::Failed(CrewError::check("run-failed", "not every run passed")),
+    };
     Ok(report)
 }
