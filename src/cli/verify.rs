@@ -147,7 +147,6 @@ pub fn run(ctx: &CommandContext, args: VerifyArgs) -> Result<Report> {
     // What the verify command starts comes back to this process and goes when it ends;
     // Ctrl-C stops it (and removes a throwaway checkout) before this exits.
     crate::run::process::become_subreaper();
-    crate::run::process::interruptible();
     let verdict = if in_worktree {
         let common = repo.common_dir().to_path_buf();
         let fence = fence

@@ -69,6 +69,15 @@ pub fn interruptible() {
     }
 }
 
+/// SIGINT and SIGTERM kill this process again, as they do by default.
+pub fn default_interrupts() {
+    // SAFETY: restoring the default disposition of two signals.
+    unsafe {
+        libc::signal(libc::SIGINT, libc::SIG_DFL);
+        libc::signal(libc::SIGTERM, libc::SIG_DFL);
+    }
+}
+
 /// Whether SIGINT or SIGTERM arrived since [`interruptible`].
 pub fn interrupted() -> bool {
     INTERRUPTED.load(Ordering::SeqCst)

@@ -54,7 +54,15 @@ pub fn run(
             f
         }),
     };
-    let code = match start(&spec)?.watch(deadline, None, &mut |_| {})? {
+    // While the verify runs, Ctrl-C stops it (and what it started) and lets the caller
+    // clean up; before and after, it interrupts as usual.
+    super::process::interruptible();
+    let watched = start(&spec).and_then(|running| running.watch(deadline, None, &mut |_| {}));
+    super::process::default_interrupts();
+    if super::process::interrupted() {
+        anyhow::bail!(super::process::Interrupted);
+    }
+    let code = match watched? {
         Ended::Exited(code) => code,
         Ended::Deadline | Ended::Idle => return Ok(Verified::Timeout),
     };
