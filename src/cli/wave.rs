@@ -269,38 +269,25 @@ fn dispatch(
     }
     // Up front, before anything starts: no two write scopes of the wave may overlap, nor
     // overlap a run in flight.
-    let writes = |id: &str| {
-        plan.task(id)
-            .is_some_and(|t| matches!(t.role.as_str(), "implement" | "cleanup"))
-    };
     let live = runs::store(ctx)?.live().map_err(CrewError::internal)?;
-    let mut clashes = Vec::new();
-    for (i, a) in ready.iter().enumerate() {
-        let Some(ta) = plan.task(&a.task) else {
-            continue;
-        };
-        if !writes(&ta.id) {
-            continue;
-        }
-        for b in &ready[i + 1..] {
-            let Some(tb) = plan.task(&b.task) else {
-                continue;
-            };
-            if writes(&tb.id)
-                && let Some((x, y)) = crate::core::scope::scopes_overlap(&ta.scope, &tb.scope)
-            {
-                clashes.push(format!("{} `{x}` overlaps {} `{y}`", ta.id, tb.id));
-            }
-        }
-        for run in &live {
-            if let Some((x, y)) = crate::core::scope::scopes_overlap(&ta.scope, &run.scope) {
-                clashes.push(format!(
-                    "{} `{x}` overlaps `{y}` of in-flight run {} (task {})",
-                    ta.id, run.run, run.task
-                ));
-            }
-        }
-    }
+    let tasks: Vec<crate::core::wave::Writer> = ready
+        .iter()
+        .filter_map(|s| plan.task(&s.task))
+        .map(|t| crate::core::wave::Writer {
+            name: t.id.clone(),
+            role: &t.role,
+            scope: &t.scope,
+        })
+        .collect();
+    let in_flight: Vec<crate::core::wave::Writer> = live
+        .iter()
+        .map(|r| crate::core::wave::Writer {
+            name: format!("run {} (task {})", r.run, r.task),
+            role: &r.role,
+            scope: &r.scope,
+        })
+        .collect();
+    let clashes = crate::core::wave::clashes(&tasks, &in_flight);
     if !clashes.is_empty() {
         return Err(CrewError::new(
             ErrorKind::Refused,

@@ -14,3 +14,4 @@ pub mod scope;
 pub mod seal;
 pub mod stamp;
 pub mod summary;
+pub mod wave;
