@@ -327,7 +327,18 @@ fn crew_processes(worktrees: &std::path::Path) -> Vec<(u32, String)> {
 /// `runs_dir` and `CREW_RUN`.
 fn orphan_verifiers(runs_dir: &std::path::Path) -> Vec<(u32, String)> {
     let prefix = runs_dir.to_string_lossy().into_owned();
-    let me = std::fs::read_link("/proc/self/exe").ok();
+    // Compared without the " (deleted)" a rebuilt or reinstalled binary leaves.
+    let exe = |pid: &str| {
+        std::fs::read_link(format!("/proc/{pid}/exe"))
+            .ok()
+            .map(|p| {
+                let text = p.to_string_lossy().into_owned();
+                text.strip_suffix(" (deleted)")
+                    .map(String::from)
+                    .unwrap_or(text)
+            })
+    };
+    let me = exe("self");
     let mut out = Vec::new();
     for pid in process::all_pids() {
         if process::group_and_session(pid).map(|(g, _)| g) != Some(pid) {
@@ -341,9 +352,10 @@ fn orphan_verifiers(runs_dir: &std::path::Path) -> Vec<(u32, String)> {
         if !dir.starts_with(&prefix) {
             continue;
         }
+        // Any git-crew parent counts: the same binary, or one named git-crew elsewhere.
         let parent_is_crew = process::parent(pid)
-            .and_then(|ppid| std::fs::read_link(format!("/proc/{ppid}/exe")).ok())
-            .is_some_and(|exe| Some(&exe) == me.as_ref());
+            .and_then(|ppid| exe(&ppid.to_string()))
+            .is_some_and(|parent| Some(&parent) == me.as_ref() || parent.ends_with("/git-crew"));
         if !parent_is_crew {
             out.push((pid, run));
         }

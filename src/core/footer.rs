@@ -387,7 +387,9 @@ impl FooterScanner {
         let [result, how_to_verify, deferred] = texts;
         // A footer that follows the last NEEDS-HELP block beats it.
         let help = match (self.help_at, self.heading_at) {
-            (Some(help), Some(heading)) if heading > help => HelpRequest::NotAsked,
+            (Some(help), Some(heading)) if heading > help && missing.is_empty() => {
+                HelpRequest::NotAsked
+            }
             _ => self.help.finish(),
         };
         if let HelpRequest::Incomplete { .. } = help {
@@ -734,6 +736,9 @@ mod tests {
         assert!(x.is_complete());
         let x = extract_footer(&format!("{GOOD}{HELP}"));
         assert!(matches!(x.help, HelpRequest::Asked(_)));
+        // An incomplete footer after it does not: the question stands.
+        let x = extract_footer(&format!("{HELP}## Result\nsee above\n"));
+        assert!(matches!(x.help, HelpRequest::Asked(_)), "{x:?}");
         // Inside a code fence it is content.
         let x = extract_footer(&format!("```\n{HELP}```\n"));
         assert_eq!(x.help, HelpRequest::NotAsked);

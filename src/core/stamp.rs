@@ -41,11 +41,18 @@ pub fn after(note: &str, line: &str) -> String {
         .filter_map(parse)
         .max();
     match (latest, parse(ours)) {
-        (Some(latest), Some(mine)) if mine <= latest => format!(
-            "{HEAD}{}{}",
-            format(latest + Duration::from_micros(1)),
-            &rest[end..]
-        ),
+        (Some(latest), Some(mine)) if mine <= latest => {
+            // A stamp from the far future (a note synced from anywhere) is no reason to
+            // stamp past what RFC 3339 can write: then the row keeps its own.
+            let next = latest.checked_add(Duration::from_micros(1)).filter(|t| {
+                t.duration_since(std::time::UNIX_EPOCH)
+                    .is_ok_and(|d| d.as_secs() < 253_402_300_799)
+            });
+            match next {
+                Some(next) => format!("{HEAD}{}{}", format(next), &rest[end..]),
+                None => line.to_string(),
+            }
+        }
         _ => line.to_string(),
     }
 }
@@ -66,6 +73,9 @@ mod tests {
         let later = "{\"at\":\"2026-01-01T00:00:01Z\",\"v\":\"x\"}";
         assert_eq!(after(note, later), later);
         assert_eq!(after(note, "{\"v\":1}"), "{\"v\":1}");
+        // A note from year 9999 never makes a stamp that cannot be written.
+        let far = "{\"at\":\"9999-12-31T23:59:59.999999Z\"}\n";
+        assert_eq!(after(far, line), line);
     }
 
     #[test]

@@ -202,20 +202,23 @@ pub fn checked_out_in(repo: &gix::Repository, branch: &str) -> anyhow::Result<Op
     let Ok(entries) = std::fs::read_dir(common.join("worktrees")) else {
         return Ok(None);
     };
+    let crew = common.join("crew");
     for entry in entries.flatten() {
         let name = entry.file_name().to_string_lossy().into_owned();
-        if crate::core::record::is_run_id(&name)
-            || name.starts_with(crate::state::runs::layout::MERGED_CHECKOUT)
-            || name.starts_with(crate::state::runs::layout::VERIFY_CHECKOUT)
-        {
+        let admin = entry.path();
+        let gitdir = std::fs::read_to_string(admin.join("gitdir")).unwrap_or_default();
+        let path = Path::new(gitdir.trim()).parent().map(Path::to_path_buf);
+        // A throwaway's name, for a checkout under git-crew's folder (a lead's own
+        // worktree may well be called `merged`).
+        let throwaway = crate::state::runs::layout::is_throwaway_name(&name)
+            && path.as_ref().is_none_or(|p| p.starts_with(&crew));
+        if crate::core::record::is_run_id(&name) || throwaway {
             continue;
         }
-        let admin = entry.path();
         if head_is(&admin.join("HEAD"))
-            && let Ok(gitdir) = std::fs::read_to_string(admin.join("gitdir"))
-            && let Some(path) = Path::new(gitdir.trim()).parent()
+            && let Some(path) = path
         {
-            return Ok(Some(path.to_path_buf()));
+            return Ok(Some(path));
         }
     }
     Ok(None)

@@ -45,7 +45,13 @@ pub fn import(repo: &gix::Repository, quarantine: &Path) -> anyhow::Result<Impor
         }
         for file in std::fs::read_dir(dir.path())?.flatten() {
             let name = format!("{prefix}{}", file.file_name().to_string_lossy());
-            if !file.file_type().is_ok_and(|t| t.is_file()) {
+            let is_file = file.file_type().is_ok_and(|t| t.is_file());
+            if is_file && file.file_name().to_string_lossy().starts_with("tmp_") {
+                // What a git killed half-way through writing an object leaves: nothing.
+                let _ = std::fs::remove_file(file.path());
+                continue;
+            }
+            if !is_file {
                 imported.rejected.push(name);
                 remove_entry(&file.path());
                 continue;

@@ -199,11 +199,22 @@ impl RunTree {
                 let plain_file = kind.is_some_and(|t| t.is_file());
                 let plain_dir = kind.is_some_and(|t| t.is_dir());
                 // (the name git uses, and whether it is of the kind git makes there)
+                let operation = matches!(
+                    name.as_str(),
+                    "rebase-merge" | "rebase-apply" | "sequencer" | "AUTO_MERGE"
+                ) || name.starts_with("MERGE_")
+                    || name.starts_with("BISECT_")
+                    || (name.ends_with("_HEAD") && name != "ORIG_HEAD");
                 let (known, kept) = match name.as_str() {
                     "HEAD" | "index" | "ORIG_HEAD" | "COMMIT_EDITMSG" | "commondir" | "gitdir"
                     | "config.worktree" | "locked" => (true, plain_file),
-                    "logs" => (true, plain_dir),
-                    _ => (false, false),
+                    // Git's own per-worktree folders: submodules' repositories, refs,
+                    // reflogs, sparse-checkout; never removed.
+                    "logs" | "modules" | "refs" | "info" => (true, plain_dir),
+                    _ if name.starts_with("sharedindex.") => (true, plain_file),
+                    _ if operation => (false, false),
+                    // Anything else git did not put there is left, if it is plain.
+                    _ => (false, plain_file || plain_dir),
                 };
                 if kept {
                     continue;
@@ -272,7 +283,7 @@ impl RunTree {
             .with_config("core.hooksPath=/dev/null")
             // A repository nested in the worktree has a config of its own, the worker's:
             // git never goes into it.
-            .with_config("diff.ignoreSubmodules=dirty")
+            .with_config("diff.ignoreSubmodules=all")
             .with_config("submodule.recurse=false")
     }
 
@@ -283,7 +294,7 @@ impl RunTree {
             "status",
             "--porcelain",
             "--untracked-files=all",
-            "--ignore-submodules=dirty",
+            "--ignore-submodules=all",
         ])?;
         Ok(!status.trim().is_empty())
     }

@@ -109,7 +109,9 @@ impl Capped {
             self.file.write_all(marker(self.cut).as_bytes())?;
         }
         let mut buf = vec![0u8; 64 * 1024];
-        for mut part in kept {
+        let parts = kept.len();
+        for (i, mut part) in kept.into_iter().enumerate() {
+            let last_part = i + 1 == parts;
             loop {
                 let n = part.read(&mut buf)?;
                 if n == 0 {
@@ -122,6 +124,8 @@ impl Capped {
                             chunk = &chunk[i + 1..];
                             skip_line = false;
                         }
+                        // A last line longer than what is kept: keep it as it is.
+                        None if last_part && is_last_chunk(&part) => skip_line = false,
                         None => continue,
                     }
                 }
@@ -137,6 +141,16 @@ impl Capped {
     /// Bytes dropped from the middle so far.
     pub fn cut(&self) -> u64 {
         self.cut
+    }
+}
+
+/// Whether what was just read from `part` reached its end.
+fn is_last_chunk(part: &File) -> bool {
+    use std::io::Seek;
+    let mut part = part;
+    match (part.stream_position(), part.metadata()) {
+        (Ok(pos), Ok(meta)) => pos >= meta.len(),
+        _ => true,
     }
 }
 

@@ -139,10 +139,19 @@ fn stop_and_kill(pids: &[u32]) {
 }
 
 /// Stops and kills every descendant of `root` (not `root` itself), round after round
-/// until none is left: a process that forks as it dies cannot outrun it.
+/// until none is left: a process that forks as it dies cannot outrun it. Another run's
+/// supervisor that `root` started (a session leader of its own, with its tree) is spared.
 pub fn kill_descendants(root: u32) {
     for _ in 0..50 {
-        let tree = descendants(root, &[]);
+        let supervisors: Vec<u32> = descendants(root, &[])
+            .into_iter()
+            .filter(|&pid| {
+                group_and_session(pid).is_some_and(|(_, sid)| sid == pid)
+                    && std::fs::read(format!("/proc/{pid}/cmdline"))
+                        .is_ok_and(|c| c.split(|b| *b == 0).any(|w| w == b"supervise"))
+            })
+            .collect();
+        let tree = descendants(root, &supervisors);
         if tree.is_empty() {
             return;
         }
@@ -250,6 +259,7 @@ pub fn kill_session(sid: u32) {
 /// now holds a recycled pid.
 pub fn kill_run(run: &str, supervisor_pid: Option<u32>) {
     if let Some(pid) = supervisor_pid
+        && pid != std::process::id()
         && is_alive(pid, run)
     {
         // The supervisor is its workers' subreaper: what they left running (daemons that

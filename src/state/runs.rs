@@ -370,6 +370,15 @@ pub mod layout {
     /// The throwaway checkouts of `git crew verify` and of integrate's verify.
     pub const VERIFY_CHECKOUT: &str = "verify-checkout";
     pub const MERGED_CHECKOUT: &str = "merged";
+
+    /// Whether a worktree administration entry is one git named after a throwaway
+    /// checkout (`merged`, `verify-checkout`, or either with git's numeric suffix).
+    pub fn is_throwaway_name(name: &str) -> bool {
+        [MERGED_CHECKOUT, VERIFY_CHECKOUT].iter().any(|base| {
+            name.strip_prefix(base)
+                .is_some_and(|rest| rest.bytes().all(|b| b.is_ascii_digit()))
+        })
+    }
     /// An integrate's journal, while its landing is under way.
     pub fn integrating(dir: &Path) -> PathBuf {
         dir.join("integrating.json")
@@ -381,5 +390,20 @@ pub mod layout {
     /// The detached supervisor's own output.
     pub fn supervisor_log(dir: &Path) -> PathBuf {
         dir.join("supervisor.log")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::layout::is_throwaway_name;
+
+    #[test]
+    fn throwaway_names_are_git_crews_and_nothing_like_them() {
+        for name in ["merged", "merged1", "verify-checkout", "verify-checkout12"] {
+            assert!(is_throwaway_name(name), "{name}");
+        }
+        for name in ["merged-ui", "mergedx", "verify-checkouts", "main"] {
+            assert!(!is_throwaway_name(name), "{name}");
+        }
     }
 }

@@ -939,3 +939,27 @@ fn a_task_whose_branch_folder_nests_in_another_is_refused() {
     out.expect_code(4);
     assert_eq!(out.json()["error"]["code"], "task-nests");
 }
+
+#[test]
+fn gits_own_per_worktree_folders_survive_the_restore() {
+    let env = TestEnv::new();
+    let repo = crew_repo(&env);
+    let run = routes_run(&env, &repo, "true", &[]);
+    let admin = repo.join(format!(".git/worktrees/{run}"));
+    write(&admin.join("modules/sub/HEAD"), "ref: refs/heads/main\n");
+    write(&admin.join("info/sparse-checkout"), "/*\n");
+    write(
+        &admin.join("MERGE_HEAD"),
+        "0000000000000000000000000000000000000000\n",
+    );
+    env.crew(&repo, &["verify", &run]).expect_code(0);
+    assert!(
+        admin.join("modules/sub/HEAD").exists(),
+        "a submodule's repository went"
+    );
+    assert!(admin.join("info/sparse-checkout").exists());
+    assert!(
+        !admin.join("MERGE_HEAD").exists(),
+        "an unfinished merge stayed"
+    );
+}
