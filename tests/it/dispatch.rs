@@ -1177,6 +1177,17 @@ fn verify_in_the_background(
     (run, child)
 }
 
+/// Neither the throwaway checkout of `git crew verify RUN` nor its registration is left.
+fn assert_throwaway_gone(env: &TestEnv, repo: &Path, run: &str) {
+    assert!(
+        !repo
+            .join(format!(".git/crew/runs/{run}/verify-checkout"))
+            .exists()
+    );
+    let list = env.git_ok(repo, &["worktree", "list", "--porcelain"]);
+    assert!(!list.contains("verify-checkout"), "{list}");
+}
+
 #[test]
 fn ctrl_c_of_verify_stops_its_command_and_daemons_and_removes_its_checkout() {
     let env = TestEnv::new();
@@ -1200,13 +1211,7 @@ fn ctrl_c_of_verify_stops_its_command_and_daemons_and_removes_its_checkout() {
     assert_eq!(json["error"]["code"], "interrupted", "{json}");
     assert!(gone_soon(&verify), "the verify command outlived Ctrl-C");
     assert!(gone_soon(&daemon), "its daemon outlived Ctrl-C");
-    assert!(
-        !repo
-            .join(format!(".git/crew/runs/{run}/verify-checkout"))
-            .exists()
-    );
-    let list = env.git_ok(&repo, &["worktree", "list", "--porcelain"]);
-    assert!(!list.contains("verify-checkout"), "{list}");
+    assert_throwaway_gone(&env, &repo, &run);
 }
 
 #[test]
@@ -1226,13 +1231,7 @@ fn doctor_ends_the_verify_of_a_killed_git_crew_and_removes_its_checkout() {
     let out = env.crew(&repo, &["doctor", "--fix"]);
     assert!(out.stdout.contains("stale-checkout"), "{}", out.stdout);
     assert!(gone_soon(&verify));
-    assert!(
-        !repo
-            .join(format!(".git/crew/runs/{run}/verify-checkout"))
-            .exists()
-    );
-    let list = env.git_ok(&repo, &["worktree", "list", "--porcelain"]);
-    assert!(!list.contains("verify-checkout"), "{list}");
+    assert_throwaway_gone(&env, &repo, &run);
 }
 
 #[test]
