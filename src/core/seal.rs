@@ -134,14 +134,7 @@ pub fn stand_in(run: &str, sealed: Option<&Sealed>, why: String) -> RunRecord {
     let mut record = RunRecord::blank(run);
     match sealed {
         Some(s) => {
-            record.task.clone_from(&s.task);
-            record.role.clone_from(&s.role);
-            record.scope.clone_from(&s.scope);
-            record.base.clone_from(&s.base);
-            record.branch.clone_from(&s.branch);
-            record.worktree.clone_from(&s.worktree);
-            record.verify_command.clone_from(&s.verify_command);
-            record.base_ref.clone_from(&s.base_ref);
+            s.restore(&mut record);
         }
         None => record.scope = vec!["**".to_string()],
     }

@@ -610,10 +610,15 @@ impl<'a> Supervisor<'a> {
                 format!("the worktree's administration was tampered with: {why}"),
             )))
         };
-        let mut tree = match worktree::RunTree::restore(self.repo.common_dir(), &wt, &identity) {
-            Ok(tree) if tree.replaced.is_empty() => tree,
-            Ok(tree) => return tampered(format!("{} replaced", tree.replaced.join(", "))),
-            Err(e) => return tampered(format!("{e:#}")),
+        // The administration as dispatch made it, or why the worker's doing prevents it.
+        let restore = || match worktree::RunTree::restore(self.repo.common_dir(), &wt, &identity) {
+            Ok(tree) if tree.replaced.is_empty() => Ok(tree),
+            Ok(tree) => Err(format!("{} replaced", tree.replaced.join(", "))),
+            Err(e) => Err(format!("{e:#}")),
+        };
+        let mut tree = match restore() {
+            Ok(tree) => tree,
+            Err(why) => return tampered(why),
         };
         let read_only = !scope::Role::parse(&self.record.role).is_some_and(scope::Role::may_commit);
         if read_only {
@@ -642,10 +647,9 @@ impl<'a> Supervisor<'a> {
             // and what they wrote into the administration is put back.
             process::reap_orphans();
             self.import_objects()?;
-            tree = match worktree::RunTree::restore(self.repo.common_dir(), &wt, &identity) {
-                Ok(tree) if tree.replaced.is_empty() => tree,
-                Ok(tree) => return tampered(format!("{} replaced", tree.replaced.join(", "))),
-                Err(e) => return tampered(format!("{e:#}")),
+            tree = match restore() {
+                Ok(tree) => tree,
+                Err(why) => return tampered(why),
             };
             let committed = match committed {
                 Ok(committed) => committed,

@@ -188,7 +188,8 @@ impl RunStore {
         let Ok(entries) = std::fs::read_dir(self.root.join("live")) else {
             return Ok(records);
         };
-        let repo = self.root.parent().and_then(|common| gix::open(common).ok());
+        // Opened only for a pointer that cannot be read (status reads this in loops).
+        let mut repo: Option<Option<gix::Repository>> = None;
         for entry in entries.flatten() {
             let path = entry.path();
             if path.extension().is_none_or(|e| e != "json") {
@@ -205,6 +206,9 @@ impl RunStore {
                     else {
                         continue;
                     };
+                    let repo = repo.get_or_insert_with(|| {
+                        self.root.parent().and_then(|common| gix::open(common).ok())
+                    });
                     let sealed = repo
                         .as_ref()
                         .and_then(|repo| crate::git::seal::read(repo, run).ok().flatten());

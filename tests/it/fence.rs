@@ -662,22 +662,11 @@ fn a_worktree_that_points_its_head_at_the_target_is_not_the_leads_checkout() {
     let run = routes_run(&env, &repo, "true", &[]);
     // The lead works on another branch; a live run's worker points its HEAD at main.
     env.git_ok(&repo, &["checkout", "-q", "-b", "lead-work"]);
-    let other = env.crew(
-        &repo,
-        &[
-            "dispatch",
-            "--task",
-            "other",
-            "--backend",
-            "hang",
-            "--prompt",
-            "x",
-            "--scope",
-            "docs/**",
-        ],
-    );
-    other.expect_code(0);
-    let other_wt = other.json()["worktree"].as_str().unwrap().to_string();
+    let other = crate::dispatch::dispatched(&env, &repo, "other", "hang", &["--scope", "docs/**"]);
+    let other_wt = repo
+        .join(format!(".git/crew/worktrees/{other}"))
+        .to_string_lossy()
+        .into_owned();
     let admin = env.git_ok(Path::new(&other_wt), &["rev-parse", "--absolute-git-dir"]);
     let admin = Path::new(admin.trim());
     write(&admin.join("HEAD"), "ref: refs/heads/main\n");
