@@ -9,3 +9,4 @@ pub mod core;
 pub mod git;
 pub mod run;
 pub mod state;
+pub mod sys;

@@ -220,7 +220,7 @@ pub fn run(ctx: &CommandContext, args: DispatchArgs) -> Result<Report> {
         &ledger,
         &evidence,
         base,
-        dispatch::new_run_id(),
+        crate::sys::clock::new_run_id(),
         &store,
     )
     .map_err(|r| match r {
@@ -479,7 +479,7 @@ fn stale_days(ctx: &CommandContext, plan: &str) -> Option<i64> {
         .output(&["status", "--porcelain", "--", &rel])
         .map(|o| !o.trim().is_empty())
         .unwrap_or(true);
-    let now = crate::run::process::now_millis() as i64 / 1000;
+    let now = crate::sys::clock::now_millis() as i64 / 1000;
     let changed = if dirty {
         std::fs::metadata(workdir.join(&rel))
             .ok()?

@@ -96,7 +96,7 @@ pub fn run(ctx: &CommandContext, args: GateArgs) -> Result<Report> {
                 _ => None,
             };
             let row = Verdict {
-                at: crate::run::process::stamp_now(),
+                at: crate::sys::clock::stamp_now(),
                 plan: plan.id.clone(),
                 gate: gate.clone(),
                 verdict,

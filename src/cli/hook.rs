@@ -258,7 +258,7 @@ fn post_merge(ctx: &CommandContext) -> anyhow::Result<Report> {
         // and on every worker commit, the record marked integrated, a ledger row.
         let store = crate::state::runs::RunStore::new(&state);
         let record = store.load(&identity.run).ok().flatten();
-        let at = crate::run::process::rfc3339(crate::run::process::now_millis());
+        let at = crate::sys::clock::rfc3339(crate::sys::clock::now_millis());
         let by = "post-merge (a plain git merge)";
         let mut note = match &record {
             Some(record) => RunNote::of(record, &at, by),

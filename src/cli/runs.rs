@@ -64,7 +64,7 @@ pub fn result_json(record: &RunRecord) -> Value {
     let mut value = serde_json::to_value(record).unwrap_or(Value::Null);
     if record.finished_at.is_none() {
         value["elapsed_s"] =
-            supervisor::elapsed_s(&record.started_at, crate::run::process::now_millis()).into();
+            supervisor::elapsed_s(&record.started_at, crate::sys::clock::now_millis()).into();
     }
     value
 }
@@ -72,7 +72,7 @@ pub fn result_json(record: &RunRecord) -> Value {
 /// One line per run for people.
 pub fn result_line(record: &RunRecord) -> String {
     let elapsed = if record.finished_at.is_none() {
-        supervisor::elapsed_s(&record.started_at, crate::run::process::now_millis())
+        supervisor::elapsed_s(&record.started_at, crate::sys::clock::now_millis())
     } else {
         record.elapsed_s
     };

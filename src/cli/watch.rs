@@ -10,7 +10,7 @@ use super::error::{CrewError, Result};
 use super::runs;
 use super::ui::{Format, Report};
 use crate::core::record::RunRecord;
-use crate::run::process::now_millis;
+use crate::sys::clock::now_millis;
 
 /// Watch the in-flight runs: phase, elapsed/budget, session, last activity and the last
 /// line of output, refreshed until none is left.
@@ -59,7 +59,7 @@ fn render(live: &[RunRecord]) -> String {
     let mut lines = vec![format!(
         "git crew watch — {} in flight — {}",
         live.len(),
-        crate::run::process::rfc3339(now_millis())
+        crate::sys::clock::rfc3339(now_millis())
     )];
     for record in live {
         lines.push(format!(

@@ -8,13 +8,13 @@ use std::time::Duration;
 
 use anyhow::Context;
 
-use super::process::{now_millis, rfc3339};
 use super::prompt;
 use crate::core::flight::{Backend as BackendConfig, Flight};
 use crate::core::record::{DiffStat, Phase, RunRecord};
 use crate::core::scope::{self, Role};
 use crate::git::{hooks_dir, worktree};
 use crate::state::runs::RunStore;
+use crate::sys::clock::{now_millis, rfc3339};
 
 /// What a dispatch asks for, after flags are parsed.
 #[derive(Debug, Clone)]
@@ -407,15 +407,6 @@ fn pick_port(range: &str, live: &[RunRecord]) -> Option<u16> {
     (lo..=hi).find(|p| !live.iter().any(|r| r.port == Some(*p)))
 }
 
-/// A new run id: sortable by time, unique on this machine.
-pub fn new_run_id() -> String {
-    let now = now_millis();
-    let stamp = rfc3339(now).replace(['-', ':'], "");
-    let stamp = stamp.trim_end_matches('Z').replace('T', "-");
-    let salt = (now % 1000) as u32 ^ (std::process::id() << 10);
-    format!("{stamp}-{:04x}", salt & 0xffff)
-}
-
 /// Carries out a plan: worktree and branch, identity, hooks, prompt, live pointer, and
 /// the detached supervisor. On failure everything created so far is taken back.
 pub fn apply(
@@ -676,10 +667,4 @@ pub fn promote_queued(store: &RunStore, repo_dir: &Path) -> anyhow::Result<Vec<S
 }
 
 #[cfg(test)]
-mod tests {
-    #[test]
-    fn new_run_ids_are_run_ids() {
-        let id = super::new_run_id();
-        assert!(crate::core::record::is_run_id(&id), "{id}");
-    }
-}
+mod tests {}

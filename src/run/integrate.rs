@@ -240,7 +240,7 @@ pub fn integrate(
     if let Some(done) = store.load(run)?.and_then(|r| r.integration) {
         return Ok(Err(already(run, &done)));
     }
-    let at = crate::run::process::stamp_now();
+    let at = crate::sys::clock::stamp_now();
     let mut note = RunNote::of(&record, &at, &request.by);
     note.forced_unverified = !verified;
     note.gates = request.gates.clone();
@@ -730,7 +730,7 @@ pub fn record_scope_reject(
         return Ok(());
     }
     let mut row = Row::of(record);
-    row.at = crate::run::process::stamp_now();
+    row.at = crate::sys::clock::stamp_now();
     row.outcome = Some(Outcome::ScopeReject);
     crate::run::ledger::append_row(repo_dir, &record.task, &row)
 }

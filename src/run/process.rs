@@ -7,11 +7,12 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 use anyhow::Context;
 
 use super::output::Capped;
+use crate::sys::clock::now_millis;
 
 /// Sends SIGKILL to a whole process group.
 pub fn kill_group(pgid: u32) {
@@ -293,22 +294,6 @@ pub fn is_alive(pid: u32, needle: &str) -> bool {
         // SAFETY: kill(2) with signal 0 only checks that the process exists.
         Err(_) => unsafe { libc::kill(pid as i32, 0) == 0 },
     }
-}
-
-pub fn now_millis() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as u64)
-}
-
-/// Now, as a row's `at`: RFC 3339 UTC with microseconds.
-pub fn stamp_now() -> String {
-    crate::core::stamp::format(SystemTime::now())
-}
-
-/// RFC 3339 UTC, to the second.
-pub fn rfc3339(millis: u64) -> String {
-    humantime::format_rfc3339_seconds(UNIX_EPOCH + Duration::from_millis(millis)).to_string()
 }
 
 /// What to start.

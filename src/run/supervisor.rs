@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, bail};
 
 use super::backends::{self, Adapter, Attempt};
-use super::process::{self, Ended, Spec, now_millis, rfc3339};
+use super::process::{self, Ended, Spec};
 use super::{prompt, verify};
 use crate::core::flight::Backend as BackendConfig;
 use crate::core::footer::{FooterScanner, HelpRequest};
@@ -18,6 +18,7 @@ use crate::core::record::{DiffStat, Footer, Outcome, Phase, RunRecord};
 use crate::core::scope::{self, RunIdentity};
 use crate::git::{self, worktree};
 use crate::state::runs::RunStore;
+use crate::sys::clock::{now_millis, rfc3339};
 
 /// The attempt limit of a run dispatched before `fences.max_attempts` existed.
 const DEFAULT_MAX_ATTEMPTS: u32 = 5;
