@@ -42,7 +42,7 @@ pub fn run(ctx: &CommandContext, args: AdviseArgs) -> Result<Report> {
         ));
     }
     let run_dir = store.run_dir(&record.run);
-    let file = crate::state::runs::layout::advice(&run_dir, record.attempts + 1);
+    let file = crate::core::layout::advice(&run_dir, record.attempts + 1);
     std::fs::write(&file, prompt::advice(&record, &args.text)).map_err(CrewError::internal)?;
     // The budget did not run while the run waited for the lead.
     if let (Some(parked), Ok(deadline)) = (
@@ -67,13 +67,13 @@ pub fn run(ctx: &CommandContext, args: AdviseArgs) -> Result<Report> {
         record.phase = Phase::Working;
     } else {
         std::fs::write(
-            crate::state::runs::layout::next_prompt(&run_dir),
+            crate::core::layout::next_prompt(&run_dir),
             file.to_string_lossy().as_bytes(),
         )
         .map_err(CrewError::internal)?;
         // Parked, the run held no slot; it waits in the queue when its backend is full.
         let live = store.live().map_err(CrewError::internal)?;
-        let limit = std::fs::read(crate::state::runs::layout::backend_config(&run_dir))
+        let limit = std::fs::read(crate::core::layout::backend_config(&run_dir))
             .ok()
             .and_then(|b| serde_json::from_slice::<crate::core::flight::Backend>(&b).ok())
             .and_then(|c| c.concurrency)

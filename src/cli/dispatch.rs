@@ -12,7 +12,7 @@ use super::ui::Report;
 use crate::core::plan::{Blocker, Plan};
 use crate::git::hooks_dir;
 use crate::run::dispatch::{self, Refusal, Request};
-use crate::state::locks::Lock;
+use crate::sys::lock::Lock;
 
 const EXAMPLES: &str = "Examples:\n  git crew dispatch --task routes --scope 'src/routes/**' --prompt 'Add the /crew routes.'\n  git crew dispatch --task audit --role review --prompt-file docs/review.md --backend claude\n  git crew dispatch --task fix-login --scope src/auth/ --prompt-file task.md --verify 'cargo test auth' --wait";
 

@@ -7,7 +7,6 @@ use super::context::CommandContext;
 use super::error::{CrewError, Result};
 use super::ui::Report;
 use crate::core::record::Phase;
-use crate::run::process;
 use crate::run::supervisor;
 use crate::state::runs::RunStore;
 
@@ -60,7 +59,7 @@ pub fn run(ctx: &CommandContext, args: DoctorArgs) -> Result<Report> {
     // never moved, their notes taken back).
     for run in crate::run::integrate::unfinished(&store) {
         let fixed = args.fix
-            && crate::state::locks::Lock::take(
+            && crate::sys::lock::Lock::take(
                 store.root(),
                 "integrate",
                 std::time::Duration::from_secs(600),
@@ -99,7 +98,7 @@ pub fn run(ctx: &CommandContext, args: DoctorArgs) -> Result<Report> {
             continue;
         }
         if args.fix {
-            process::kill_group(pid);
+            crate::sys::process::kill_group(pid);
         }
         problems.push(Problem {
             kind: "orphan-process",
@@ -113,10 +112,12 @@ pub fn run(ctx: &CommandContext, args: DoctorArgs) -> Result<Report> {
     let runs_dir = store.root().join("runs");
     for (pgid, run) in orphan_verifiers(&runs_dir) {
         if args.fix {
-            process::kill_group(pgid);
+            crate::sys::process::kill_group(pgid);
             // Gone before their checkouts are looked at.
             let until = std::time::Instant::now() + std::time::Duration::from_secs(2);
-            while !process::environ(pgid).is_empty() && std::time::Instant::now() < until {
+            while !crate::sys::process::environ(pgid).is_empty()
+                && std::time::Instant::now() < until
+            {
                 std::thread::sleep(std::time::Duration::from_millis(20));
             }
         }
@@ -281,7 +282,7 @@ pub fn run(ctx: &CommandContext, args: DoctorArgs) -> Result<Report> {
             .collect::<Vec<_>>()
             .join("\n")
     };
-    let fence = crate::run::fence::describe(crate::run::fence::kernel_abi());
+    let fence = crate::sys::fence::describe(crate::sys::fence::kernel_abi());
     let human = format!("{human}\nfence: {fence}");
     let mut report = Report::new(json!({"problems": list, "fence": fence}), human);
     if open > 0 {
@@ -305,16 +306,16 @@ pub fn run(ctx: &CommandContext, args: DoctorArgs) -> Result<Report> {
 fn crew_processes(worktrees: &std::path::Path) -> Vec<(u32, String)> {
     let prefix = worktrees.to_string_lossy().into_owned();
     let mut out = Vec::new();
-    for pid in process::all_pids() {
-        let environ = process::environ(pid);
-        let var = |name: &str| process::env_var(&environ, name);
+    for pid in crate::sys::process::all_pids() {
+        let environ = crate::sys::process::environ(pid);
+        let var = |name: &str| crate::sys::process::env_var(&environ, name);
         let (Some(run), Some(worktree)) = (var("CREW_RUN"), var("CREW_WORKTREE")) else {
             continue;
         };
         if !worktree.starts_with(&prefix) {
             continue;
         }
-        let pgid = process::group_and_session(pid).map_or(pid, |(group, _)| group);
+        let pgid = crate::sys::process::group_and_session(pid).map_or(pid, |(group, _)| group);
         if !out.iter().any(|(g, _)| *g == pgid) {
             out.push((pgid, run));
         }
@@ -340,12 +341,12 @@ fn orphan_verifiers(runs_dir: &std::path::Path) -> Vec<(u32, String)> {
     };
     let me = exe("self");
     let mut out = Vec::new();
-    for pid in process::all_pids() {
-        if process::group_and_session(pid).map(|(g, _)| g) != Some(pid) {
+    for pid in crate::sys::process::all_pids() {
+        if crate::sys::process::group_and_session(pid).map(|(g, _)| g) != Some(pid) {
             continue;
         }
-        let environ = process::environ(pid);
-        let var = |name: &str| process::env_var(&environ, name);
+        let environ = crate::sys::process::environ(pid);
+        let var = |name: &str| crate::sys::process::env_var(&environ, name);
         let (Some(run), Some(dir)) = (var("CREW_RUN"), var("CREW_VERIFIER_DIR")) else {
             continue;
         };
@@ -353,7 +354,7 @@ fn orphan_verifiers(runs_dir: &std::path::Path) -> Vec<(u32, String)> {
             continue;
         }
         // Any git-crew parent counts: the same binary, or one named git-crew elsewhere.
-        let parent_is_crew = process::parent(pid)
+        let parent_is_crew = crate::sys::process::parent(pid)
             .and_then(|ppid| exe(&ppid.to_string()))
             .is_some_and(|parent| Some(&parent) == me.as_ref() || parent.ends_with("/git-crew"));
         if !parent_is_crew {
@@ -365,8 +366,10 @@ fn orphan_verifiers(runs_dir: &std::path::Path) -> Vec<(u32, String)> {
 
 /// The runs some process is working for right now (a `CREW_RUN` in its environment).
 fn crew_env_runs() -> Vec<String> {
-    process::all_pids()
+    crate::sys::process::all_pids()
         .into_iter()
-        .filter_map(|pid| process::env_var(&process::environ(pid), "CREW_RUN"))
+        .filter_map(|pid| {
+            crate::sys::process::env_var(&crate::sys::process::environ(pid), "CREW_RUN")
+        })
         .collect()
 }

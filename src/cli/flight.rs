@@ -100,8 +100,8 @@ pub fn run(ctx: &CommandContext, args: FlightArgs) -> Result<Report> {
         human.push('\n');
     });
     // What the write fence would be for a worker dispatched now.
-    let fence = crate::run::fence::describe(
-        crate::run::fence::kernel_abi().filter(|_| resolved.flight.sandbox.enabled),
+    let fence = crate::sys::fence::describe(
+        crate::sys::fence::kernel_abi().filter(|_| resolved.flight.sandbox.enabled),
     );
     human.push_str(&format!("# fence: {fence}\n"));
     let mut fields = json!({ "flight": resolved.flight, "fence": fence });

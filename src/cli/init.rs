@@ -223,7 +223,7 @@ fn install(
             .map_err(CrewError::internal)?;
         record.flight_created = Some(STARTER_FLIGHT.to_string());
         checkpoint(&record, state)?;
-        hooks_dir::write_atomic(&flight_path, STARTER_FLIGHT, 0o644)
+        crate::sys::fs::write_atomic(&flight_path, STARTER_FLIGHT, 0o644)
             .map_err(CrewError::internal)?;
         "created"
     };

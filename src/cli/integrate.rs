@@ -107,7 +107,7 @@ pub fn run(ctx: &CommandContext, args: IntegrateArgs) -> Result<Report> {
     };
     // A verify of the merged tree runs here: what it starts comes back to this process
     // and goes when it ends, and Ctrl-C stops it and removes its checkout.
-    crate::run::process::become_subreaper();
+    crate::sys::process::become_subreaper();
     let done = integrate::integrate(&repo_dir, repo, &store, &request)
         .map_err(CrewError::from_run)?
         .map_err(refusal)?;

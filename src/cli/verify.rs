@@ -142,11 +142,11 @@ pub fn run(ctx: &CommandContext, args: VerifyArgs) -> Result<Report> {
         .clone()
         .map_or_else(|| dir.join("verify.log"), PathBuf::from);
     let deadline = Instant::now() + Duration::from_secs(record.budget_s.max(60));
-    let verifier_dir = crate::state::runs::layout::verifier_again(&dir);
+    let verifier_dir = crate::core::layout::verifier_again(&dir);
     let fence = crate::run::fence::base_for(&record, &dir).map_err(CrewError::internal)?;
     // What the verify command starts comes back to this process and goes when it ends;
     // Ctrl-C stops it (and removes a throwaway checkout) before this exits.
-    crate::run::process::become_subreaper();
+    crate::sys::process::become_subreaper();
     let verdict = if in_worktree {
         let common = repo.common_dir().to_path_buf();
         let fence = fence
@@ -166,7 +166,7 @@ pub fn run(ctx: &CommandContext, args: VerifyArgs) -> Result<Report> {
         verify::in_throwaway(
             &record.run,
             ctx.workdir()?,
-            &dir.join(crate::state::runs::layout::VERIFY_CHECKOUT),
+            &dir.join(crate::core::layout::VERIFY_CHECKOUT),
             tip,
             &command,
             &verifier_dir,

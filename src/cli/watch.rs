@@ -85,7 +85,7 @@ fn last_line(record: &RunRecord) -> String {
         .unwrap_or_default();
     let mut candidates: Vec<std::path::PathBuf> = ["out", "err"]
         .iter()
-        .map(|ext| crate::state::runs::layout::attempt_output(&run_dir, record.attempts, ext))
+        .map(|ext| crate::core::layout::attempt_output(&run_dir, record.attempts, ext))
         .collect();
     candidates.extend(record.transcript.as_ref().map(std::path::PathBuf::from));
     candidates

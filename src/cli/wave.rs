@@ -352,7 +352,7 @@ fn dispatch(
     }
     let mut dispatched = Vec::new();
     for (i, status) in ready.iter().enumerate() {
-        let started = if i == 1 && crate::git::notes::fails_at("wave-start-second") {
+        let started = if i == 1 && crate::sys::failpoint::fails_at("wave-start-second") {
             Err(CrewError::internal("a failure injected for tests"))
         } else {
             super::dispatch::run(ctx, args_for(&status.task, false))

@@ -5,6 +5,7 @@ pub mod flight;
 pub mod footer;
 pub mod hookblock;
 pub mod integrate;
+pub mod layout;
 pub mod ledger;
 pub mod plan;
 pub mod policy;

@@ -96,12 +96,12 @@ pub fn install(dir: &Path, name: &str, block: &str) -> anyhow::Result<HookAction
     };
     match plan {
         Install::Create(text) => {
-            write_atomic(&path, &text, 0o755)?;
+            crate::sys::fs::write_atomic(&path, &text, 0o755)?;
             Ok(HookAction::Created)
         }
         Install::Update(text) => {
             let mode = std::fs::metadata(&path).map_or(0o755, |m| m.permissions().mode() & 0o7777);
-            write_atomic(&path, &text, mode)?;
+            crate::sys::fs::write_atomic(&path, &text, mode)?;
             Ok(HookAction::Updated)
         }
         Install::Unchanged => Ok(HookAction::Unchanged),
@@ -117,7 +117,7 @@ pub fn install(dir: &Path, name: &str, block: &str) -> anyhow::Result<HookAction
                 .with_context(|| format!("cannot move {} aside", path.display()))?;
             let chained = hookblock::chain_block(&block, &moved);
             let text = format!("{}\n{chained}\n", hookblock::SHEBANG);
-            write_atomic(&path, &text, 0o755)?;
+            crate::sys::fs::write_atomic(&path, &text, 0o755)?;
             Ok(HookAction::Chained)
         }
     }
@@ -144,7 +144,7 @@ pub fn uninstall(dir: &Path, name: &str, created: bool) -> anyhow::Result<HookAc
         return Ok(HookAction::Deleted);
     }
     let mode = std::fs::metadata(&path).map_or(0o755, |m| m.permissions().mode() & 0o7777);
-    write_atomic(&path, &left, mode)?;
+    crate::sys::fs::write_atomic(&path, &left, mode)?;
     Ok(HookAction::Removed)
 }
 
@@ -154,19 +154,4 @@ fn read_optional(path: &Path) -> anyhow::Result<Option<String>> {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
         Err(e) => Err(e).with_context(|| format!("cannot read {}", path.display())),
     }
-}
-
-/// Writes a file through a temporary sibling and a rename, so a reader never sees half.
-pub fn write_atomic(path: &Path, text: &str, mode: u32) -> anyhow::Result<()> {
-    let dir = path.parent().context("a file path has a parent")?;
-    let mut tmp = tempfile::NamedTempFile::new_in(dir)
-        .with_context(|| format!("cannot create a temporary file in {}", dir.display()))?;
-    std::io::Write::write_all(&mut tmp, text.as_bytes())
-        .with_context(|| format!("cannot write {}", path.display()))?;
-    tmp.as_file()
-        .set_permissions(std::fs::Permissions::from_mode(mode))
-        .with_context(|| format!("cannot set the mode of {}", path.display()))?;
-    tmp.persist(path)
-        .with_context(|| format!("cannot write {}", path.display()))?;
-    Ok(())
 }

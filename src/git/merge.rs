@@ -210,7 +210,7 @@ pub fn checked_out_in(repo: &gix::Repository, branch: &str) -> anyhow::Result<Op
         let path = Path::new(gitdir.trim()).parent().map(Path::to_path_buf);
         // A throwaway's name, for a checkout under git-crew's folder (a lead's own
         // worktree may well be called `merged`).
-        let throwaway = crate::state::runs::layout::is_throwaway_name(&name)
+        let throwaway = crate::core::layout::is_throwaway_name(&name)
             && path.as_ref().is_none_or(|p| p.starts_with(&crew));
         if crate::core::record::is_run_id(&name) || throwaway {
             continue;

@@ -166,7 +166,7 @@ pub fn edit_merging(
             .new_commit(message, tree, parents)
             .context("cannot write the notes commit")?
             .id;
-        failpoint("notes-before-ref");
+        crate::sys::failpoint::crash("notes-before-ref");
         let expected = match parent_id {
             Some(id) => PreviousValue::MustExistAndMatch(gix::refs::Target::Object(id)),
             None => PreviousValue::MustNotExist,
@@ -248,23 +248,6 @@ pub fn undo(
             deref: false,
         })
         .is_ok())
-}
-
-/// A crash injected for tests at a named point (`GIT_CREW_FAILPOINT`): the process is
-/// killed outright, as a power cut or `kill -9` would end it.
-pub fn failpoint(name: &str) {
-    if std::env::var_os("GIT_CREW_FAILPOINT").is_some_and(|v| v == name) {
-        // SAFETY: raising a signal on our own process has no memory-safety preconditions.
-        unsafe {
-            libc::raise(libc::SIGKILL);
-        }
-    }
-}
-
-/// Whether tests asked for a failure at a named point (`GIT_CREW_FAILPOINT`) that the
-/// caller turns into an error — a step that fails, where [`failpoint`] is a crash.
-pub fn fails_at(name: &str) -> bool {
-    std::env::var_os("GIT_CREW_FAILPOINT").is_some_and(|v| v == name)
 }
 
 /// The commits reachable from `tip` and from none of `hidden` (`base..tip`).

@@ -27,7 +27,7 @@ pub struct GitRunner {
     config: Vec<String>,
     /// The write fence git (and every hook it runs) goes inside: git run in a worker's
     /// worktree runs what the worker can change there (hooks in the work tree, filters).
-    fence: Option<crate::run::fence::Fence>,
+    fence: Option<crate::sys::fence::Fence>,
 }
 
 impl GitRunner {
@@ -53,7 +53,7 @@ impl GitRunner {
     }
 
     /// The same runner, with git inside a write fence.
-    pub fn with_fence(mut self, fence: Option<crate::run::fence::Fence>) -> GitRunner {
+    pub fn with_fence(mut self, fence: Option<crate::sys::fence::Fence>) -> GitRunner {
         self.fence = fence;
         self
     }
@@ -123,10 +123,7 @@ impl GitRunner {
                 break status;
             }
             if start.elapsed() > timeout {
-                // SAFETY: kill(2) on the process group this function started.
-                unsafe {
-                    libc::kill(-(child.id() as i32), libc::SIGKILL);
-                }
+                crate::sys::process::kill_group(child.id());
                 let _ = child.wait();
                 return Ok(None);
             }

@@ -84,7 +84,7 @@ pub fn write_config(git_dir: &Path, entries: &[(&str, &str, Vec<String>)]) -> an
             text.push_str(&format!("\t{key} = \"{quoted}\"\n"));
         }
     }
-    super::hooks_dir::write_atomic(&git_dir.join("config.worktree"), &text, 0o644)
+    crate::sys::fs::write_atomic(&git_dir.join("config.worktree"), &text, 0o644)
 }
 
 /// Locks a worktree so `git worktree prune` and `remove` leave it alone.
@@ -179,7 +179,7 @@ impl RunTree {
         path: &Path,
         identity: &crate::core::scope::RunIdentity,
     ) -> anyhow::Result<RunTree> {
-        use super::hooks_dir::write_atomic;
+        use crate::sys::fs::write_atomic;
         let name = path
             .file_name()
             .with_context(|| format!("{} names no worktree", path.display()))?;
@@ -350,7 +350,7 @@ impl RunTree {
         &self,
         message: &str,
         timeout: std::time::Duration,
-        fence: Option<crate::run::fence::Fence>,
+        fence: Option<crate::sys::fence::Fence>,
     ) -> anyhow::Result<Commit> {
         if !self.is_dirty()? {
             return Ok(Commit::Clean);
@@ -370,7 +370,7 @@ fn commit(
     worktree: &Path,
     message: &str,
     timeout: std::time::Duration,
-    fence: Option<crate::run::fence::Fence>,
+    fence: Option<crate::sys::fence::Fence>,
 ) -> anyhow::Result<Commit> {
     let git = GitRunner::new(worktree).with_fence(fence);
     match git.raw_within(&["commit", "--quiet", "-m", message], timeout)? {
@@ -440,8 +440,8 @@ pub fn throwaways(repo_dir: &Path, runs_dir: &Path) -> Vec<(PathBuf, String)> {
             let mut parts = rest.iter();
             let run = parts.next()?.to_string_lossy().into_owned();
             let leaf = parts.next()?.to_string_lossy().into_owned();
-            let throwaway = leaf == crate::state::runs::layout::MERGED_CHECKOUT
-                || leaf == crate::state::runs::layout::VERIFY_CHECKOUT;
+            let throwaway = leaf == crate::core::layout::MERGED_CHECKOUT
+                || leaf == crate::core::layout::VERIFY_CHECKOUT;
             (parts.next().is_none() && throwaway).then_some((path, run))
         })
         .collect()

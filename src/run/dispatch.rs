@@ -1,7 +1,6 @@
 //! Dispatch: decide (refusals, routing, fences) and then apply (worktree, identity,
 //! hooks, prompt, live pointer, detached supervisor), returning at once.
 
-use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Duration;
@@ -12,7 +11,7 @@ use super::prompt;
 use crate::core::flight::{Backend as BackendConfig, Flight};
 use crate::core::record::{DiffStat, Phase, RunRecord};
 use crate::core::scope::{self, Role};
-use crate::git::{hooks_dir, worktree};
+use crate::git::worktree;
 use crate::state::runs::RunStore;
 use crate::sys::clock::{now_millis, rfc3339};
 
@@ -210,7 +209,7 @@ pub fn plan(
     // The kernel write fence: every worker process goes inside it where the kernel has
     // Landlock; a `native` run is the lead's own sub-task, which git-crew does not start.
     let fence_abi = if flight.sandbox.enabled && adapter != "native" {
-        super::fence::kernel_abi()
+        crate::sys::fence::kernel_abi()
     } else {
         None
     };
@@ -327,10 +326,10 @@ pub fn plan(
         pid: None,
         supervisor_pid: None,
         port,
-        prompt_file: crate::state::runs::layout::prompt(&run_dir)
+        prompt_file: crate::core::layout::prompt(&run_dir)
             .to_string_lossy()
             .into_owned(),
-        manifest: crate::state::runs::layout::manifest(&run_dir)
+        manifest: crate::core::layout::manifest(&run_dir)
             .to_string_lossy()
             .into_owned(),
         parked_at: None,
@@ -342,7 +341,7 @@ pub fn plan(
         worker: request.worker.clone(),
         verified_tip: None,
         scope_changed: request.scope_changed,
-        fence: Some(super::fence::describe(fence_abi)),
+        fence: Some(crate::sys::fence::describe(fence_abi)),
         max_attempts: Some(flight.fences.max_attempts.clamp(1, 100) as u32),
         failure_threshold: Some(flight.fences.needs_help_after_failures.clamp(1, 100) as u32),
         manifest_required: Some(flight.fences.manifest_required),
@@ -391,8 +390,7 @@ pub fn occupies_slot(record: &RunRecord) -> bool {
 
 /// Whether claude would refuse to start: running as root without `IS_SANDBOX` set for it.
 fn claude_refuses_root(backend: &BackendConfig) -> bool {
-    // SAFETY: geteuid(2) cannot fail and touches no memory.
-    let root = unsafe { libc::geteuid() } == 0;
+    let root = crate::sys::process::is_root();
     let in_config = backend
         .env
         .as_ref()
@@ -447,12 +445,12 @@ pub fn apply(
             prompt::worker(record, &plan.task_prompt),
         )?;
         std::fs::write(
-            crate::state::runs::layout::backend_config(&run_dir),
+            crate::core::layout::backend_config(&run_dir),
             serde_json::to_vec_pretty(&plan.backend)?,
         )?;
         std::fs::write(run_dir.join("task-prompt.md"), &plan.task_prompt)?;
         std::fs::write(
-            crate::state::runs::layout::fence_extra(&run_dir),
+            crate::core::layout::fence_extra(&run_dir),
             serde_json::to_vec(&plan.writable)?,
         )?;
         if record.adapter == "native" {
@@ -480,7 +478,7 @@ pub fn apply(
 /// It outlives this process.
 pub fn spawn_supervisor(repo_dir: &Path, run: &str, run_dir: &Path) -> anyhow::Result<u32> {
     let exe = std::env::current_exe().context("cannot find the git-crew binary")?;
-    let log = super::process::open_append(&crate::state::runs::layout::supervisor_log(run_dir))?;
+    let log = super::process::open_append(&crate::core::layout::supervisor_log(run_dir))?;
     let mut command = Command::new(exe);
     command
         .arg("-C")
@@ -492,13 +490,7 @@ pub fn spawn_supervisor(repo_dir: &Path, run: &str, run_dir: &Path) -> anyhow::R
     for key in crate::git::run::GIT_REPO_VARS {
         command.env_remove(key);
     }
-    // SAFETY: setsid(2) is async-signal-safe, as pre_exec requires.
-    unsafe {
-        command.pre_exec(|| {
-            libc::setsid();
-            Ok(())
-        });
-    }
+    crate::sys::process::new_session(&mut command);
     let child = command.spawn().context("cannot start the supervisor")?;
     // Another run's supervisor, not something a worker of this process left behind.
     super::process::spare(child.id());
@@ -596,7 +588,7 @@ pub fn ensure_run_hooks(hooks: &Path, chain_dir: &Path) -> anyhow::Result<()> {
         );
         let path = hooks.join(name);
         if std::fs::read_to_string(&path).ok().as_deref() != Some(text.as_str()) {
-            hooks_dir::write_atomic(&path, &text, 0o755)?;
+            crate::sys::fs::write_atomic(&path, &text, 0o755)?;
         }
     }
     Ok(())
@@ -606,7 +598,7 @@ pub fn ensure_run_hooks(hooks: &Path, chain_dir: &Path) -> anyhow::Result<()> {
 /// run ends (by its supervisor) and by every command that reads runs, so a queue never
 /// stalls for long even when a supervisor died.
 pub fn promote_queued(store: &RunStore, repo_dir: &Path) -> anyhow::Result<Vec<String>> {
-    let _lock = crate::state::locks::Lock::take(store.root(), "dispatch", Duration::from_secs(30))?;
+    let _lock = crate::sys::lock::Lock::take(store.root(), "dispatch", Duration::from_secs(30))?;
     let live = store.live()?;
     let mut started = Vec::new();
     let mut busy: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
@@ -629,7 +621,7 @@ pub fn promote_queued(store: &RunStore, repo_dir: &Path) -> anyhow::Result<Vec<S
         }
         let run_dir = store.run_dir(&record.run);
         let config: BackendConfig =
-            match std::fs::read(crate::state::runs::layout::backend_config(&run_dir)) {
+            match std::fs::read(crate::core::layout::backend_config(&run_dir)) {
                 Ok(bytes) => serde_json::from_slice(&bytes)?,
                 Err(_) => continue,
             };

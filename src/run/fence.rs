@@ -1,8 +1,6 @@
-//! The kernel write fence (Linux Landlock, through the `landlock` crate): every process
-//! of an attempt — the worker and everything it spawns, the verify command, the commit of
-//! the work it left behind — may write only the paths listed here. Reads, exec and the
-//! network stay open. The fence goes up between fork and exec with `no_new_privs`, so
-//! neither the worker nor its children can lift it.
+//! What a run's write fence holds (the kernel side is `sys::fence`): every process of an
+//! attempt — the worker and everything it spawns, the verify command, the commit of the
+//! work it left behind — may write only the paths listed here.
 //!
 //! What a commit in a linked worktree writes (checked with real git under the fence): the
 //! worktree, its private git dir (`<common>/worktrees/<name>/`: index, HEAD, logs,
@@ -12,20 +10,11 @@
 //! repository: not the main checkout, other worktrees, hooks, `packed-refs`, other refs,
 //! the notes, or git-crew's own records.
 
-use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::process::Command;
-use std::sync::Mutex;
 
 use anyhow::Context;
-use landlock::{
-    ABI, AccessFs, PathBeneath, PathFd, Ruleset, RulesetAttr, RulesetCreatedAttr, RulesetStatus,
-    Scope,
-};
 
-/// The rights the fence handles: every write-side right up to Landlock ABI 5 (write,
-/// truncate, make and remove files and folders, refer, device ioctls).
-const HANDLED: ABI = ABI::V5;
+use crate::sys::fence::Fence;
 
 /// Tool state and build caches under the home folder that workers may write by default
 /// (those that exist; a CLI's own state folder is created for it).
@@ -52,86 +41,42 @@ pub const HOME_DEFAULTS: &[&str] = &[
 /// Variables that name a CLI's state folder.
 const STATE_VARS: &[&str] = &["CODEX_HOME", "CLAUDE_CONFIG_DIR"];
 
-/// Device nodes every process needs to write.
-const DEVICES: &[&str] = &[
-    "/dev/null",
-    "/dev/zero",
-    "/dev/full",
-    "/dev/tty",
-    "/dev/pts",
-    "/dev/shm",
-];
-
-/// The Landlock ABI of the running kernel, if it has Landlock enabled.
-pub fn kernel_abi() -> Option<i32> {
-    // SAFETY: landlock_create_ruleset(NULL, 0, LANDLOCK_CREATE_RULESET_VERSION) only
-    // returns the ABI version (or an error); it touches no memory.
-    let v = unsafe {
-        libc::syscall(
-            libc::SYS_landlock_create_ruleset,
-            std::ptr::null::<u8>(),
-            0usize,
-            1u32,
-        )
-    };
-    (v > 0).then_some(v as i32)
-}
-
-/// What `"fence"` says: `landlock-v<ABI>`, or `none`.
-pub fn describe(abi: Option<i32>) -> String {
-    match abi {
-        Some(abi) => format!("landlock-v{abi}"),
-        None => "none".to_string(),
-    }
-}
-
-/// The paths one fenced process tree may write.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Fence {
-    pub dirs: Vec<PathBuf>,
-    /// Folders of the repository a worker may write, but never make a FIFO, socket or
-    /// device node in: git-crew and git read them, and a FIFO there would hang them.
-    pub repo_dirs: Vec<PathBuf>,
-    pub files: Vec<PathBuf>,
-    /// Variables every fenced process gets: where git writes new objects (the run's
-    /// quarantine) and where it reads the repository's.
-    pub env: Vec<(String, String)>,
-}
-
 /// A run's object quarantine: git inside the fence writes new objects here, never into
 /// the repository's store (which it could otherwise corrupt in place: nothing checks a
 /// loose object's name against its content on read). git-crew imports them, each hashed
 /// again, when an attempt ends.
 pub fn quarantine(run_dir: &Path) -> PathBuf {
-    crate::state::runs::layout::quarantine(run_dir)
+    crate::core::layout::quarantine(run_dir)
 }
 
-impl Fence {
-    /// Sends git's new objects to `quarantine`, reading the repository's from
-    /// `common_dir/objects`.
-    fn quarantine_objects(&mut self, quarantine: &Path, common_dir: &Path) -> anyhow::Result<()> {
-        for sub in ["pack", "info"] {
-            std::fs::create_dir_all(quarantine.join(sub))
-                .with_context(|| format!("cannot create {}", quarantine.display()))?;
-        }
-        // For readers that take no variable (git-crew's own hooks): the repository's store
-        // is the quarantine's alternate.
-        std::fs::write(
-            quarantine.join("info").join("alternates"),
-            format!("{}\n", common_dir.join("objects").display()),
-        )
-        .context("cannot write the quarantine's alternates")?;
-        self.add_repo_dir(quarantine);
-        self.env.push((
-            "GIT_OBJECT_DIRECTORY".into(),
-            quarantine.to_string_lossy().into_owned(),
-        ));
-        self.env.push((
-            "GIT_ALTERNATE_OBJECT_DIRECTORIES".into(),
-            common_dir.join("objects").to_string_lossy().into_owned(),
-        ));
-        Ok(())
+/// Sends git's new objects to `quarantine`, reading the repository's from
+/// `common_dir/objects`.
+fn quarantine_objects(
+    fence: &mut Fence,
+    quarantine: &Path,
+    common_dir: &Path,
+) -> anyhow::Result<()> {
+    for sub in ["pack", "info"] {
+        std::fs::create_dir_all(quarantine.join(sub))
+            .with_context(|| format!("cannot create {}", quarantine.display()))?;
     }
+    // For readers that take no variable (git-crew's own hooks): the repository's store
+    // is the quarantine's alternate.
+    std::fs::write(
+        quarantine.join("info").join("alternates"),
+        format!("{}\n", common_dir.join("objects").display()),
+    )
+    .context("cannot write the quarantine's alternates")?;
+    fence.add_repo_dir(quarantine);
+    fence.env.push((
+        "GIT_OBJECT_DIRECTORY".into(),
+        quarantine.to_string_lossy().into_owned(),
+    ));
+    fence.env.push((
+        "GIT_ALTERNATE_OBJECT_DIRECTORIES".into(),
+        common_dir.join("objects").to_string_lossy().into_owned(),
+    ));
+    Ok(())
 }
 
 /// Why a `[sandbox] writable` entry cannot be used.
@@ -171,104 +116,27 @@ pub fn expand(entry: &str, home: Option<&Path>) -> Result<PathBuf, String> {
     Ok(path)
 }
 
-impl Fence {
-    /// The shared part of every fence: device nodes, tool state and caches under `home`
-    /// (the adapter's own state folder created), and the extra `writable` paths.
-    pub fn base(home: Option<&Path>, adapter: &str, extra: &[PathBuf]) -> Fence {
-        let mut fence = Fence::default();
-        for dev in DEVICES {
-            fence.add(Path::new(dev));
+/// The shared part of every fence: device nodes, tool state and caches under `home`
+/// (the adapter's own state folder created), and the extra `writable` paths.
+pub fn base(home: Option<&Path>, adapter: &str, extra: &[PathBuf]) -> Fence {
+    let mut fence = Fence::with_devices();
+    if let Some(home) = home {
+        let own = match adapter {
+            "codex" => Some(".codex"),
+            "claude" => Some(".claude"),
+            _ => None,
+        };
+        if let Some(own) = own {
+            let _ = std::fs::create_dir_all(home.join(own));
         }
-        if let Some(home) = home {
-            let own = match adapter {
-                "codex" => Some(".codex"),
-                "claude" => Some(".claude"),
-                _ => None,
-            };
-            if let Some(own) = own {
-                let _ = std::fs::create_dir_all(home.join(own));
-            }
-            for rel in HOME_DEFAULTS {
-                fence.add(&home.join(rel));
-            }
-        }
-        for path in extra {
-            fence.add(path);
-        }
-        fence
-    }
-
-    /// Adds a folder of the repository (see `repo_dirs`); a missing one is skipped.
-    pub fn add_repo_dir(&mut self, path: &Path) {
-        if std::fs::symlink_metadata(path).is_ok_and(|m| m.is_dir()) {
-            self.repo_dirs.push(path.to_path_buf());
+        for rel in HOME_DEFAULTS {
+            fence.add(&home.join(rel));
         }
     }
-
-    /// Adds a path that exists (as a folder or a file rule); a missing one is skipped.
-    pub fn add(&mut self, path: &Path) {
-        match std::fs::metadata(path) {
-            Ok(m) if m.is_dir() => self.dirs.push(path.to_path_buf()),
-            Ok(_) => self.files.push(path.to_path_buf()),
-            Err(_) => {}
-        }
+    for path in extra {
+        fence.add(path);
     }
-
-    /// Puts the fence up in `command`'s child between fork and exec. The ruleset is built
-    /// here, in the parent; the child only restricts itself, and fails to start — never
-    /// runs unfenced — when the kernel does not enforce it.
-    pub fn apply_to(&self, command: &mut Command) -> anyhow::Result<()> {
-        let write = AccessFs::from_write(HANDLED);
-        let file_rights = write & AccessFs::from_file(HANDLED);
-        let mut ruleset = Ruleset::default()
-            .handle_access(write)
-            .context("cannot set up the write fence")?
-            // Nor may a fenced process signal one outside the fence (the supervisor, the
-            // lead's own processes), where the kernel scopes signals (ABI 6).
-            .scope(Scope::Signal)
-            .context("cannot set up the write fence")?
-            .create()
-            .context("cannot create the write fence")?;
-        for dir in &self.dirs {
-            let fd = PathFd::new(dir).with_context(|| format!("cannot open {}", dir.display()))?;
-            ruleset = ruleset.add_rule(PathBeneath::new(fd, write))?;
-        }
-        let special =
-            AccessFs::MakeFifo | AccessFs::MakeSock | AccessFs::MakeChar | AccessFs::MakeBlock;
-        for dir in &self.repo_dirs {
-            let fd = PathFd::new(dir).with_context(|| format!("cannot open {}", dir.display()))?;
-            ruleset = ruleset.add_rule(PathBeneath::new(fd, write & !special))?;
-        }
-        for file in &self.files {
-            let fd =
-                PathFd::new(file).with_context(|| format!("cannot open {}", file.display()))?;
-            ruleset = ruleset.add_rule(PathBeneath::new(fd, file_rights))?;
-        }
-        for (key, value) in &self.env {
-            command.env(key, value);
-        }
-        let slot = Mutex::new(Some(ruleset));
-        // SAFETY: the closure runs in the forked child before exec. It takes the ruleset
-        // built above and makes two system calls (prctl, landlock_restrict_self); it
-        // allocates nothing on the success path.
-        unsafe {
-            command.pre_exec(move || {
-                let ruleset = slot
-                    .lock()
-                    .ok()
-                    .and_then(|mut s| s.take())
-                    .ok_or_else(|| std::io::Error::other("the write fence was already used"))?;
-                match ruleset.restrict_self() {
-                    Ok(status) if status.ruleset != RulesetStatus::NotEnforced => Ok(()),
-                    Ok(_) => Err(std::io::Error::other(
-                        "the kernel does not enforce the write fence",
-                    )),
-                    Err(_) => Err(std::io::Error::other("cannot put up the write fence")),
-                }
-            });
-        }
-        Ok(())
-    }
+    fence
 }
 
 /// What the repository side of a run's fence needs.
@@ -291,7 +159,7 @@ pub fn for_run(
     session: &Path,
 ) -> anyhow::Result<(Fence, PathBuf)> {
     let mut fence = base;
-    let tmp = crate::state::runs::layout::tmp(paths.run_dir);
+    let tmp = crate::core::layout::tmp(paths.run_dir);
     std::fs::create_dir_all(&tmp).context("cannot create the run's temp folder")?;
     fence.add(&tmp);
     for file in [manifest, session] {
@@ -308,7 +176,7 @@ pub fn for_run(
             .file_name()
             .context("a worktree path has a name")?;
         fence.add_repo_dir(&paths.common_dir.join("worktrees").join(name));
-        fence.quarantine_objects(&quarantine(paths.run_dir), paths.common_dir)?;
+        quarantine_objects(&mut fence, &quarantine(paths.run_dir), paths.common_dir)?;
         for folder in ["refs/heads/crew", "logs/refs/heads/crew"] {
             let dir = paths.common_dir.join(folder).join(paths.task);
             // git cannot make these under the fence: they are made before it goes up.
@@ -337,7 +205,7 @@ pub fn for_checkout(
     let run_dir = verifier_dir
         .parent()
         .context("a verifier folder lies in its run's folder")?;
-    fence.quarantine_objects(&quarantine(run_dir), common_dir)?;
+    quarantine_objects(&mut fence, &quarantine(run_dir), common_dir)?;
     fence.add(verifier_dir);
     Ok(fence)
 }
@@ -355,8 +223,7 @@ pub fn base_for(
     {
         return Ok(None);
     }
-    let extra: Vec<PathBuf> = match std::fs::read(crate::state::runs::layout::fence_extra(run_dir))
-    {
+    let extra: Vec<PathBuf> = match std::fs::read(crate::core::layout::fence_extra(run_dir)) {
         Ok(bytes) => serde_json::from_slice(&bytes).context("cannot read the run's fence")?,
         Err(_) => Vec::new(),
     };
@@ -364,7 +231,7 @@ pub fn base_for(
     // A CLI's state folder named in the worker's environment (the backend's `env`, else
     // this process's) is its state too.
     let config: crate::core::flight::Backend =
-        std::fs::read(crate::state::runs::layout::backend_config(run_dir))
+        std::fs::read(crate::core::layout::backend_config(run_dir))
             .ok()
             .and_then(|b| serde_json::from_slice(&b).ok())
             .unwrap_or_default();
@@ -380,5 +247,5 @@ pub fn base_for(
         }
     }
     let home = std::env::var_os("HOME").map(PathBuf::from);
-    Ok(Some(Fence::base(home.as_deref(), &record.adapter, &extra)))
+    Ok(Some(base(home.as_deref(), &record.adapter, &extra)))
 }

@@ -16,8 +16,8 @@ use crate::core::ledger::Row;
 use crate::core::record::{Integration, Outcome, RunRecord, Verify};
 use crate::core::scope::{self, RunIdentity};
 use crate::git::{self, merge, notes};
-use crate::state::locks::Lock;
 use crate::state::runs::RunStore;
+use crate::sys::lock::Lock;
 
 /// The variable `git merge --ff-only` carries into the hooks while integrate advances a
 /// checked-out branch: the post-merge hook leaves that run to integrate.
@@ -383,7 +383,7 @@ pub fn integrate(
         let drop_journal = || {
             let _ = std::fs::remove_file(journal_path(store, run));
         };
-        notes::failpoint("integrate-before-target");
+        crate::sys::failpoint::crash("integrate-before-target");
         // The verify may have taken a while: the checkout and the target must still be
         // what the merge was built on.
         let still = merge::checked_out_in(repo, &into)? == checkout
@@ -427,7 +427,7 @@ pub fn integrate(
                 "{into} did not end at the integration commit {commit}; check `git reflog` in its checkout"
             );
         }
-        notes::failpoint("integrate-after-target");
+        crate::sys::failpoint::crash("integrate-after-target");
         // Landed. Keep the run's commits, mark it, file the ledger row, clean up.
         let (worktree, branch, kept_because) = land(
             repo_dir,
@@ -483,13 +483,13 @@ struct Journal {
 }
 
 fn journal_path(store: &RunStore, run: &str) -> PathBuf {
-    crate::state::runs::layout::integrating(&store.run_dir(run))
+    crate::core::layout::integrating(&store.run_dir(run))
 }
 
 fn write_journal(store: &RunStore, run: &str, journal: &Journal) -> anyhow::Result<()> {
     let path = journal_path(store, run);
     std::fs::create_dir_all(path.parent().context("a run folder")?)?;
-    git::hooks_dir::write_atomic(&path, &serde_json::to_string(journal)?, 0o644)
+    crate::sys::fs::write_atomic(&path, &serde_json::to_string(journal)?, 0o644)
 }
 
 fn oid(hex: &str) -> anyhow::Result<ObjectId> {
@@ -663,7 +663,7 @@ pub fn unfinished(store: &RunStore) -> Vec<String> {
     };
     entries
         .flatten()
-        .filter(|e| crate::state::runs::layout::integrating(&e.path()).exists())
+        .filter(|e| crate::core::layout::integrating(&e.path()).exists())
         .filter_map(|e| e.file_name().into_string().ok())
         .collect()
 }
@@ -773,10 +773,10 @@ fn verify_merged(
     verify::in_throwaway(
         &record.run,
         repo_dir,
-        &dir.join(crate::state::runs::layout::MERGED_CHECKOUT),
+        &dir.join(crate::core::layout::MERGED_CHECKOUT),
         commit,
         command,
-        &crate::state::runs::layout::verifier_merged(&dir),
+        &crate::core::layout::verifier_merged(&dir),
         &transcript,
         deadline,
         super::fence::base_for(record, &dir)?,

@@ -92,7 +92,7 @@ pub fn learnt(repo: &gix::Repository) -> anyhow::Result<Learnt> {
         && std::fs::create_dir_all(dir).is_ok()
         && let Ok(text) = serde_json::to_string(&learnt)
     {
-        let _ = crate::git::hooks_dir::write_atomic(&path, &text, 0o644);
+        let _ = crate::sys::fs::write_atomic(&path, &text, 0o644);
     }
     Ok(learnt)
 }

@@ -13,24 +13,13 @@ use anyhow::Context;
 
 use super::output::Capped;
 use crate::sys::clock::now_millis;
-
-/// Sends SIGKILL to a whole process group.
-pub fn kill_group(pgid: u32) {
-    if pgid > 1 {
-        // SAFETY: kill(2) with a negative pid signals the process group; it has no memory
-        // effects on this process.
-        unsafe {
-            libc::kill(-(pgid as i32), libc::SIGKILL);
-        }
-    }
-}
+use crate::sys::process::{
+    all_pids, environ, exists, group_and_session, interrupted, kill_group, parent, reap_one,
+    sigkill, sigstop, state_and_parent, wait_child,
+};
 
 /// Supervisors this process started: its children, but no run's leftovers.
 static SPARED: Mutex<Vec<u32>> = Mutex::new(Vec::new());
-
-/// Set by SIGINT or SIGTERM once [`interruptible`] is on: the watched process is stopped
-/// and the caller cleans up before it exits.
-static INTERRUPTED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
 /// Keeps `pid` (a supervisor this process started for another run) out of
 /// [`reap_orphans`].
@@ -38,63 +27,6 @@ pub fn spare(pid: u32) {
     if let Ok(mut spared) = SPARED.lock() {
         spared.push(pid);
     }
-}
-
-/// Makes this process the child subreaper of everything it starts: a daemon that
-/// double-forks or calls `setsid` comes back to it when its parent dies, instead of to
-/// init, so [`reap_orphans`] can end it with the attempt.
-pub fn become_subreaper() {
-    // SAFETY: prctl(PR_SET_CHILD_SUBREAPER, 1) only sets a flag on this process.
-    unsafe {
-        libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
-    }
-}
-
-extern "C" fn on_interrupt(_: libc::c_int) {
-    INTERRUPTED.store(true, Ordering::SeqCst);
-}
-
-/// From now on SIGINT and SIGTERM stop the process this one watches (and everything it
-/// started) rather than killing this one outright, so the caller's cleanup runs.
-pub fn interruptible() {
-    // SAFETY: the handler only stores to an atomic, which is async-signal-safe.
-    unsafe {
-        libc::signal(
-            libc::SIGINT,
-            on_interrupt as *const () as libc::sighandler_t,
-        );
-        libc::signal(
-            libc::SIGTERM,
-            on_interrupt as *const () as libc::sighandler_t,
-        );
-    }
-}
-
-/// SIGINT and SIGTERM kill this process again, as they do by default.
-pub fn default_interrupts() {
-    // SAFETY: restoring the default disposition of two signals.
-    unsafe {
-        libc::signal(libc::SIGINT, libc::SIG_DFL);
-        libc::signal(libc::SIGTERM, libc::SIG_DFL);
-    }
-}
-
-/// Whether SIGINT or SIGTERM arrived since [`interruptible`].
-pub fn interrupted() -> bool {
-    INTERRUPTED.load(Ordering::SeqCst)
-}
-
-/// A process's state letter (`R`, `S`, `Z`, ...) and parent.
-fn state_and_parent(pid: u32) -> Option<(char, u32)> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    let mut fields = stat.rsplit_once(')')?.1.split_whitespace();
-    let state = fields.next()?.chars().next()?;
-    Some((state, fields.next()?.parse().ok()?))
-}
-
-/// A process's parent.
-pub fn parent(pid: u32) -> Option<u32> {
-    state_and_parent(pid).map(|(_, ppid)| ppid)
 }
 
 /// Every live descendant of `root` (not `root`), leaving out the subtrees of `spared`:
@@ -129,10 +61,7 @@ fn descendants(root: u32, spared: &[u32]) -> Vec<u32> {
 /// replacement while the others die.
 fn stop_and_kill(pids: &[u32]) {
     for pid in pids {
-        // SAFETY: kill(2) has no memory effects on this process.
-        unsafe {
-            libc::kill(*pid as i32, libc::SIGSTOP);
-        }
+        sigstop(*pid);
     }
     for pid in pids {
         sigkill(*pid);
@@ -178,67 +107,14 @@ pub fn reap_orphans() -> usize {
         stop_and_kill(&tree);
         for pid in &tree {
             if parent(*pid) == Some(me) {
-                // SAFETY: waitpid on our own child, just sent SIGKILL; a null status
-                // pointer is allowed.
-                unsafe {
-                    libc::waitpid(*pid as i32, std::ptr::null_mut(), 0);
-                }
+                wait_child(*pid);
             }
         }
         // Those whose parents died with them come back to this process as zombies.
-        loop {
-            // SAFETY: waitpid with WNOHANG on any child; a null status pointer is allowed.
-            let reaped = unsafe { libc::waitpid(-1, std::ptr::null_mut(), libc::WNOHANG) };
-            if reaped <= 0 {
-                break;
-            }
-        }
+        while reap_one() {}
         ended += tree.len();
     }
     ended
-}
-
-/// Every process id in `/proc` but this process's own.
-pub fn all_pids() -> Vec<u32> {
-    let Ok(entries) = std::fs::read_dir("/proc") else {
-        return Vec::new();
-    };
-    entries
-        .flatten()
-        .filter_map(|e| e.file_name().to_str().and_then(|n| n.parse::<u32>().ok()))
-        .filter(|pid| *pid != std::process::id())
-        .collect()
-}
-
-/// A process's environment as `KEY=value` entries.
-pub fn environ(pid: u32) -> Vec<Vec<u8>> {
-    std::fs::read(format!("/proc/{pid}/environ"))
-        .map(|bytes| bytes.split(|b| *b == 0).map(<[u8]>::to_vec).collect())
-        .unwrap_or_default()
-}
-
-/// The value of `name` in an environment read by [`environ`].
-pub fn env_var(environ: &[Vec<u8>], name: &str) -> Option<String> {
-    environ.iter().find_map(|kv| {
-        kv.strip_prefix(name.as_bytes())
-            .and_then(|rest| rest.strip_prefix(b"="))
-            .map(|v| String::from_utf8_lossy(v).into_owned())
-    })
-}
-
-/// A process's (process group, session).
-pub fn group_and_session(pid: u32) -> Option<(u32, u32)> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    // Fields after the command name (which may hold spaces): state ppid pgrp session.
-    let mut fields = stat.rsplit_once(')')?.1.split_whitespace().skip(2);
-    Some((fields.next()?.parse().ok()?, fields.next()?.parse().ok()?))
-}
-
-fn sigkill(pid: u32) {
-    // SAFETY: kill(2) has no memory effects on this process.
-    unsafe {
-        libc::kill(pid as i32, libc::SIGKILL);
-    }
 }
 
 /// Sends SIGKILL to every process of a session (the supervisor is a session leader, so
@@ -266,10 +142,7 @@ pub fn kill_run(run: &str, supervisor_pid: Option<u32>) {
         // The supervisor is its workers' subreaper: what they left running (daemons that
         // dropped their environment) are its children now, and go first — with the
         // supervisor stopped, so it cannot file the run as its worker dies.
-        // SAFETY: kill(2) has no memory effects on this process.
-        unsafe {
-            libc::kill(pid as i32, libc::SIGSTOP);
-        }
+        sigstop(pid);
         kill_descendants(pid);
         kill_session(pid);
         sigkill(pid);
@@ -291,8 +164,7 @@ pub fn is_alive(pid: u32, needle: &str) -> bool {
             // A zombie has an empty command line: it is gone for our purposes.
             !text.is_empty() && text.contains(needle)
         }
-        // SAFETY: kill(2) with signal 0 only checks that the process exists.
-        Err(_) => unsafe { libc::kill(pid as i32, 0) == 0 },
+        Err(_) => exists(pid),
     }
 }
 
@@ -310,7 +182,7 @@ pub struct Spec {
     pub stderr_file: PathBuf,
     pub max_output: u64,
     /// The write fence the process and its children run inside.
-    pub fence: Option<super::fence::Fence>,
+    pub fence: Option<crate::sys::fence::Fence>,
 }
 
 /// How a watched process ended.

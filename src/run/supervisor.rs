@@ -58,12 +58,12 @@ pub fn supervise(repo: &gix::Repository, store: &RunStore, run: &str) -> anyhow:
         if err.downcast_ref::<EndedOutside>().is_some() {
             // Abandoned (or reaped) while it ran: the record is already filed.
             if let Some(pid) = sup.record.pid {
-                process::kill_group(pid);
+                crate::sys::process::kill_group(pid);
             }
             return Ok(());
         }
         if let Some(pid) = sup.record.pid {
-            process::kill_group(pid);
+            crate::sys::process::kill_group(pid);
         }
         // The infrastructure failed, not the worker: its own outcome, never charged to
         // the model.
@@ -153,7 +153,7 @@ struct Supervisor<'a> {
     /// keeping for the run's standing worker).
     session_confirmed: bool,
     /// The write fence of the run's processes, and their `TMPDIR`.
-    fence: Option<super::fence::Fence>,
+    fence: Option<crate::sys::fence::Fence>,
     tmp: Option<PathBuf>,
     /// Objects the run's processes wrote under false names (left out of the store).
     rejected_objects: Vec<String>,
@@ -169,7 +169,7 @@ impl<'a> Supervisor<'a> {
     ) -> anyhow::Result<Self> {
         let run_dir = store.run_dir(&record.run);
         let config: BackendConfig = serde_json::from_slice(
-            &std::fs::read(crate::state::runs::layout::backend_config(&run_dir))
+            &std::fs::read(crate::core::layout::backend_config(&run_dir))
                 .context("cannot read the run's backend config")?,
         )?;
         // The live pointer must still say what dispatch sealed.
@@ -188,7 +188,7 @@ impl<'a> Supervisor<'a> {
         }
         // Whatever a worker starts — double-forked, `setsid`, its environment dropped —
         // comes back to this process when its parent dies, and ends with the attempt.
-        process::become_subreaper();
+        crate::sys::process::become_subreaper();
         let adapter = backends::adapter(&record.adapter).map_err(anyhow::Error::msg)?;
         let deadline_ms = humantime::parse_rfc3339(&record.deadline)
             .ok()
@@ -219,13 +219,13 @@ impl<'a> Supervisor<'a> {
                     },
                     base,
                     Path::new(&record.manifest),
-                    &crate::state::runs::layout::session(&run_dir),
+                    &crate::core::layout::session(&run_dir),
                 )?;
                 (Some(fence), Some(tmp))
             }
             None => {
                 // Unfenced, a run still gets its own temp folder.
-                let tmp = crate::state::runs::layout::tmp(&run_dir);
+                let tmp = crate::core::layout::tmp(&run_dir);
                 std::fs::create_dir_all(&tmp).context("cannot create the run's temp folder")?;
                 (None, Some(tmp))
             }
@@ -318,7 +318,7 @@ impl<'a> Supervisor<'a> {
                 return self.finish(Outcome::FooterReject);
             }
             corrected = true;
-            let file = crate::state::runs::layout::corrective(&self.run_dir, self.record.attempts);
+            let file = crate::core::layout::corrective(&self.run_dir, self.record.attempts);
             std::fs::write(&file, prompt::corrective(&self.record, &problem))
                 .context("cannot write the corrective prompt")?;
             next = self.continue_with(file)?;
@@ -334,7 +334,7 @@ impl<'a> Supervisor<'a> {
             (Some(session), true) => Ok(Next::Resume(session.clone(), file)),
             _ => {
                 let combined =
-                    crate::state::runs::layout::restart(&self.run_dir, self.record.attempts + 1);
+                    crate::core::layout::restart(&self.run_dir, self.record.attempts + 1);
                 let mut text = std::fs::read_to_string(&self.record.prompt_file)?;
                 text.push_str("\n\n");
                 text.push_str(&std::fs::read_to_string(&file)?);
@@ -398,7 +398,7 @@ impl<'a> Supervisor<'a> {
     /// `advise` — the advice, resuming the same session where the backend can (else a
     /// fresh session with the original prompt and the advice).
     fn first_prompt(&mut self) -> anyhow::Result<Next> {
-        let next_file = crate::state::runs::layout::next_prompt(&self.run_dir);
+        let next_file = crate::core::layout::next_prompt(&self.run_dir);
         let Ok(path) = std::fs::read_to_string(&next_file) else {
             let prompt = PathBuf::from(&self.record.prompt_file);
             // A standing worker keeps its memory: its last session is resumed in this
@@ -449,7 +449,7 @@ impl<'a> Supervisor<'a> {
             // A manifest from an earlier attempt must never be read as this one's reply.
             let _ = std::fs::rename(
                 &manifest,
-                crate::state::runs::layout::manifest_of_attempt(&self.run_dir, n - 1),
+                crate::core::layout::manifest_of_attempt(&self.run_dir, n - 1),
             );
         }
         if self.fence.is_some() && !manifest.exists() {
@@ -475,7 +475,7 @@ impl<'a> Supervisor<'a> {
                 .unwrap_or_else(|| self.adapter.launch(&attempt))?,
             None => self.adapter.launch(&attempt)?,
         };
-        let session_file = crate::state::runs::layout::session(&self.run_dir);
+        let session_file = crate::core::layout::session(&self.run_dir);
         let mut header = process::open_append(&self.transcript)?;
         std::io::Write::write_all(
             &mut header,
@@ -519,8 +519,8 @@ impl<'a> Supervisor<'a> {
         for (key, value) in self.config.env.clone().unwrap_or_default() {
             env.push((key, value));
         }
-        let stdout_file = crate::state::runs::layout::attempt_output(&self.run_dir, n, "out");
-        let stderr_file = crate::state::runs::layout::attempt_output(&self.run_dir, n, "err");
+        let stdout_file = crate::core::layout::attempt_output(&self.run_dir, n, "out");
+        let stderr_file = crate::core::layout::attempt_output(&self.run_dir, n, "err");
         let spec = Spec {
             program: launch.program,
             args: launch.args,
@@ -544,7 +544,7 @@ impl<'a> Supervisor<'a> {
             record.last_activity_at = Some(rfc3339(activity));
             if let Ok(false) = store.update_live(record) {
                 // Ended from outside: stop the worker; the next save reports it.
-                process::kill_group(pid);
+                crate::sys::process::kill_group(pid);
             }
         })?;
         self.record.pid = None;
@@ -763,7 +763,7 @@ impl<'a> Supervisor<'a> {
         };
         self.record.phase = Phase::Verifying;
         self.save()?;
-        let dir = crate::state::runs::layout::verifier(&self.run_dir, self.record.attempts);
+        let dir = crate::core::layout::verifier(&self.run_dir, self.record.attempts);
         let wt = PathBuf::from(&self.record.worktree);
         // The verdict is for the branch's tip as it was checked out when verify started
         // (settle_work made sure the worktree is there, clean); a verify command that
@@ -863,7 +863,7 @@ impl<'a> Supervisor<'a> {
                 verifier_feedback(verifier_dir)
             )
         };
-        let file = crate::state::runs::layout::continuation(&self.run_dir, self.record.attempts);
+        let file = crate::core::layout::continuation(&self.run_dir, self.record.attempts);
         std::fs::write(&file, text)?;
         self.continue_with(file).map(Some)
     }

@@ -27,7 +27,7 @@ pub fn run(
     verifier_dir: &Path,
     transcript: &Path,
     deadline: Instant,
-    fence: Option<&super::fence::Fence>,
+    fence: Option<&crate::sys::fence::Fence>,
 ) -> anyhow::Result<Verified> {
     if verifier_dir.exists() {
         std::fs::remove_dir_all(verifier_dir).context("cannot clear the verifier folder")?;
@@ -56,10 +56,10 @@ pub fn run(
     };
     // While the verify runs, Ctrl-C stops it (and what it started) and lets the caller
     // clean up; before and after, it interrupts as usual.
-    super::process::interruptible();
+    crate::sys::process::catch_interrupts();
     let watched = start(&spec).and_then(|running| running.watch(deadline, None, &mut |_| {}));
-    super::process::default_interrupts();
-    if super::process::interrupted() {
+    crate::sys::process::default_interrupts();
+    if crate::sys::process::interrupted() {
         anyhow::bail!(super::process::Interrupted);
     }
     let code = match watched? {
@@ -99,7 +99,7 @@ pub fn in_throwaway(
     verifier_dir: &Path,
     transcript: &Path,
     deadline: Instant,
-    fenced: Option<super::fence::Fence>,
+    fenced: Option<crate::sys::fence::Fence>,
 ) -> anyhow::Result<Verified> {
     let runner = crate::git::run::GitRunner::new(repo_dir);
     let path = wt.to_string_lossy();

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use anyhow::Context;
 use serde::{Deserialize, Serialize};
 
-use crate::git::hooks_dir::write_atomic;
+use crate::sys::fs::write_atomic;
 
 const FILE: &str = "init.json";
 

@@ -2,6 +2,5 @@
 
 pub mod init_record;
 pub mod live;
-pub mod locks;
 pub mod runs;
 pub mod sessions;

@@ -11,8 +11,8 @@ use anyhow::Context;
 use std::time::Duration;
 
 use crate::core::record::RunRecord;
-use crate::git::hooks_dir::write_atomic;
-use crate::state::locks::Lock;
+use crate::sys::fs::write_atomic;
+use crate::sys::lock::Lock;
 
 /// The local state folder of one repository.
 #[derive(Debug, Clone)]
@@ -116,7 +116,7 @@ impl RunStore {
             return Ok(false);
         }
         write_json(&self.record_path(&record.run), record)?;
-        crate::git::notes::failpoint("finish-after-record");
+        crate::sys::failpoint::crash("finish-after-record");
         also();
         std::fs::remove_file(&live).context("cannot remove the live pointer")?;
         Ok(true)
@@ -304,110 +304,4 @@ fn list(dir: &Path) -> anyhow::Result<Vec<RunRecord>> {
     }
     records.sort_by(|a, b| a.started_at.cmp(&b.started_at).then(a.run.cmp(&b.run)));
     Ok(records)
-}
-
-/// The layout of a run's folder (`<git-common-dir>/crew/runs/<run>/`): every file git-crew
-/// keeps for a run is named here and nowhere else.
-pub mod layout {
-    use std::path::{Path, PathBuf};
-
-    /// The worker prompt dispatch renders.
-    pub fn prompt(dir: &Path) -> PathBuf {
-        dir.join("prompt.md")
-    }
-    /// The reply (`$CREW_MANIFEST`).
-    pub fn manifest(dir: &Path) -> PathBuf {
-        dir.join("manifest.md")
-    }
-    /// An earlier attempt's manifest, set aside.
-    pub fn manifest_of_attempt(dir: &Path, attempt: u32) -> PathBuf {
-        dir.join(format!("manifest.attempt-{attempt}.md"))
-    }
-    /// The backend config resolved at dispatch.
-    pub fn backend_config(dir: &Path) -> PathBuf {
-        dir.join("backend.json")
-    }
-    /// Left by `advise`: the prompt the next supervisor resumes the session with.
-    pub fn next_prompt(dir: &Path) -> PathBuf {
-        dir.join("next-prompt")
-    }
-    /// Where a resumable `command` worker writes its session id.
-    pub fn session(dir: &Path) -> PathBuf {
-        dir.join("session")
-    }
-    /// The run's `TMPDIR`.
-    pub fn tmp(dir: &Path) -> PathBuf {
-        dir.join("tmp")
-    }
-    /// The run's object quarantine (`GIT_OBJECT_DIRECTORY` inside the fence).
-    pub fn quarantine(dir: &Path) -> PathBuf {
-        dir.join("objects")
-    }
-    /// An attempt's stdout and stderr while it runs.
-    pub fn attempt_output(dir: &Path, attempt: u32, stream: &str) -> PathBuf {
-        dir.join(format!("attempt-{attempt}.{stream}"))
-    }
-    /// The prompts of the attempts after the first.
-    pub fn corrective(dir: &Path, attempt: u32) -> PathBuf {
-        dir.join(format!("corrective-{attempt}.md"))
-    }
-    pub fn restart(dir: &Path, attempt: u32) -> PathBuf {
-        dir.join(format!("restart-{attempt}.md"))
-    }
-    pub fn continuation(dir: &Path, attempt: u32) -> PathBuf {
-        dir.join(format!("continue-{attempt}.md"))
-    }
-    pub fn advice(dir: &Path, attempt: u32) -> PathBuf {
-        dir.join(format!("advice-{attempt}.md"))
-    }
-    /// `$CREW_VERIFIER_DIR` of a verify: the supervisor's per attempt, `git crew
-    /// verify`'s, integrate's of the merged tree.
-    pub fn verifier(dir: &Path, attempt: u32) -> PathBuf {
-        dir.join(format!("verifier-{attempt}"))
-    }
-    pub fn verifier_again(dir: &Path) -> PathBuf {
-        dir.join("verifier-again")
-    }
-    pub fn verifier_merged(dir: &Path) -> PathBuf {
-        dir.join("verifier-merged")
-    }
-    /// The throwaway checkouts of `git crew verify` and of integrate's verify.
-    pub const VERIFY_CHECKOUT: &str = "verify-checkout";
-    pub const MERGED_CHECKOUT: &str = "merged";
-
-    /// Whether a worktree administration entry is one git named after a throwaway
-    /// checkout (`merged`, `verify-checkout`, or either with git's numeric suffix).
-    pub fn is_throwaway_name(name: &str) -> bool {
-        [MERGED_CHECKOUT, VERIFY_CHECKOUT].iter().any(|base| {
-            name.strip_prefix(base)
-                .is_some_and(|rest| rest.bytes().all(|b| b.is_ascii_digit()))
-        })
-    }
-    /// An integrate's journal, while its landing is under way.
-    pub fn integrating(dir: &Path) -> PathBuf {
-        dir.join("integrating.json")
-    }
-    /// The `[sandbox] writable` paths resolved at dispatch.
-    pub fn fence_extra(dir: &Path) -> PathBuf {
-        dir.join("fence.json")
-    }
-    /// The detached supervisor's own output.
-    pub fn supervisor_log(dir: &Path) -> PathBuf {
-        dir.join("supervisor.log")
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::layout::is_throwaway_name;
-
-    #[test]
-    fn throwaway_names_are_git_crews_and_nothing_like_them() {
-        for name in ["merged", "merged1", "verify-checkout", "verify-checkout12"] {
-            assert!(is_throwaway_name(name), "{name}");
-        }
-        for name in ["merged-ui", "mergedx", "verify-checkouts", "main"] {
-            assert!(!is_throwaway_name(name), "{name}");
-        }
-    }
 }

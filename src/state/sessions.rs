@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use super::locks::Lock;
+use crate::sys::lock::Lock;
 
 /// A standing worker's last session.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -44,7 +44,7 @@ pub fn record(state_dir: &Path, worker: &str, session: WorkerSession) -> anyhow:
     let _lock = Lock::take(state_dir, "sessions", Duration::from_secs(30))?;
     let mut all = load(state_dir);
     all.workers.insert(worker.to_string(), session);
-    crate::git::hooks_dir::write_atomic(
+    crate::sys::fs::write_atomic(
         &path(state_dir),
         &serde_json::to_string_pretty(&all)?,
         0o600,

@@ -1,5 +1,11 @@
 //! The operating system beneath `git/`, `state/` and `run/`: the clock and id source,
-//! atomic writes, file locks, signals and process groups. Nothing here knows about runs,
-//! git or the contract; `unsafe` lives here only where no safe call exists.
+//! atomic writes, file locks, signals, process groups and the kernel write fence. Nothing
+//! here knows about runs, git or the contract; `unsafe` lives here only where no safe call
+//! exists.
 
 pub mod clock;
+pub mod failpoint;
+pub mod fence;
+pub mod fs;
+pub mod lock;
+pub mod process;

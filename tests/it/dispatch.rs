@@ -1003,7 +1003,7 @@ fn an_abandoned_queued_run_never_starts() {
 #[track_caller]
 pub fn require_fence() {
     assert!(
-        git_crew::run::fence::kernel_abi().is_some(),
+        git_crew::sys::fence::kernel_abi().is_some(),
         "this kernel has no Landlock: the write fence cannot be tested here"
     );
 }

@@ -1,0 +1,150 @@
+//! The kernel write fence (Linux Landlock, through the `landlock` crate): a process tree
+//! started under a [`Fence`] may write only the paths it lists. Reads, exec and the
+//! network stay open. The fence goes up between fork and exec with `no_new_privs`, so
+//! neither the process nor its children can lift it. What a run's fence holds is
+//! `run::fence`'s business; this module only knows paths and the kernel.
+
+use std::os::unix::process::CommandExt;
+use std::path::Path;
+use std::path::PathBuf;
+use std::process::Command;
+use std::sync::Mutex;
+
+use anyhow::Context;
+use landlock::{
+    ABI, AccessFs, PathBeneath, PathFd, Ruleset, RulesetAttr, RulesetCreatedAttr, RulesetStatus,
+    Scope,
+};
+
+/// The rights the fence handles: every write-side right up to Landlock ABI 5 (write,
+/// truncate, make and remove files and folders, refer, device ioctls).
+const HANDLED: ABI = ABI::V5;
+
+/// Device nodes every process needs to write.
+const DEVICES: &[&str] = &[
+    "/dev/null",
+    "/dev/zero",
+    "/dev/full",
+    "/dev/tty",
+    "/dev/pts",
+    "/dev/shm",
+];
+
+/// The Landlock ABI of the running kernel, if it has Landlock enabled.
+pub fn kernel_abi() -> Option<i32> {
+    // SAFETY: landlock_create_ruleset(NULL, 0, LANDLOCK_CREATE_RULESET_VERSION) only
+    // returns the ABI version (or an error); it touches no memory.
+    let v = unsafe {
+        libc::syscall(
+            libc::SYS_landlock_create_ruleset,
+            std::ptr::null::<u8>(),
+            0usize,
+            1u32,
+        )
+    };
+    (v > 0).then_some(v as i32)
+}
+
+/// What `"fence"` says: `landlock-v<ABI>`, or `none`.
+pub fn describe(abi: Option<i32>) -> String {
+    match abi {
+        Some(abi) => format!("landlock-v{abi}"),
+        None => "none".to_string(),
+    }
+}
+
+/// The paths one fenced process tree may write.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Fence {
+    pub dirs: Vec<PathBuf>,
+    /// Folders of the repository a worker may write, but never make a FIFO, socket or
+    /// device node in: git-crew and git read them, and a FIFO there would hang them.
+    pub repo_dirs: Vec<PathBuf>,
+    pub files: Vec<PathBuf>,
+    /// Variables every fenced process gets: where git writes new objects (the run's
+    /// quarantine) and where it reads the repository's.
+    pub env: Vec<(String, String)>,
+}
+
+impl Fence {
+    /// A fence that lets a process write only the device nodes every process needs.
+    pub fn with_devices() -> Fence {
+        let mut fence = Fence::default();
+        for dev in DEVICES {
+            fence.add(Path::new(dev));
+        }
+        fence
+    }
+
+    /// Adds a folder of the repository (see `repo_dirs`); a missing one is skipped.
+    pub fn add_repo_dir(&mut self, path: &Path) {
+        if std::fs::symlink_metadata(path).is_ok_and(|m| m.is_dir()) {
+            self.repo_dirs.push(path.to_path_buf());
+        }
+    }
+
+    /// Adds a path that exists (as a folder or a file rule); a missing one is skipped.
+    pub fn add(&mut self, path: &Path) {
+        match std::fs::metadata(path) {
+            Ok(m) if m.is_dir() => self.dirs.push(path.to_path_buf()),
+            Ok(_) => self.files.push(path.to_path_buf()),
+            Err(_) => {}
+        }
+    }
+
+    /// Puts the fence up in `command`'s child between fork and exec. The ruleset is built
+    /// here, in the parent; the child only restricts itself, and fails to start — never
+    /// runs unfenced — when the kernel does not enforce it.
+    pub fn apply_to(&self, command: &mut Command) -> anyhow::Result<()> {
+        let write = AccessFs::from_write(HANDLED);
+        let file_rights = write & AccessFs::from_file(HANDLED);
+        let mut ruleset = Ruleset::default()
+            .handle_access(write)
+            .context("cannot set up the write fence")?
+            // Nor may a fenced process signal one outside the fence (the supervisor, the
+            // lead's own processes), where the kernel scopes signals (ABI 6).
+            .scope(Scope::Signal)
+            .context("cannot set up the write fence")?
+            .create()
+            .context("cannot create the write fence")?;
+        for dir in &self.dirs {
+            let fd = PathFd::new(dir).with_context(|| format!("cannot open {}", dir.display()))?;
+            ruleset = ruleset.add_rule(PathBeneath::new(fd, write))?;
+        }
+        let special =
+            AccessFs::MakeFifo | AccessFs::MakeSock | AccessFs::MakeChar | AccessFs::MakeBlock;
+        for dir in &self.repo_dirs {
+            let fd = PathFd::new(dir).with_context(|| format!("cannot open {}", dir.display()))?;
+            ruleset = ruleset.add_rule(PathBeneath::new(fd, write & !special))?;
+        }
+        for file in &self.files {
+            let fd =
+                PathFd::new(file).with_context(|| format!("cannot open {}", file.display()))?;
+            ruleset = ruleset.add_rule(PathBeneath::new(fd, file_rights))?;
+        }
+        for (key, value) in &self.env {
+            command.env(key, value);
+        }
+        let slot = Mutex::new(Some(ruleset));
+        // SAFETY: the closure runs in the forked child before exec. It takes the ruleset
+        // built above and makes two system calls (prctl, landlock_restrict_self); it
+        // allocates nothing on the success path.
+        unsafe {
+            command.pre_exec(move || {
+                let ruleset = slot
+                    .lock()
+                    .ok()
+                    .and_then(|mut s| s.take())
+                    .ok_or_else(|| std::io::Error::other("the write fence was already used"))?;
+                match ruleset.restrict_self() {
+                    Ok(status) if status.ruleset != RulesetStatus::NotEnforced => Ok(()),
+                    Ok(_) => Err(std::io::Error::other(
+                        "the kernel does not enforce the write fence",
+                    )),
+                    Err(_) => Err(std::io::Error::other("cannot put up the write fence")),
+                }
+            });
+        }
+        Ok(())
+    }
+}
