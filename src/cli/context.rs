@@ -11,7 +11,7 @@ use crate::git::repo;
 pub struct CommandContext {
     pub cwd: PathBuf,
     pub format: Format,
-    repo: OnceCell<gix::Repository>,
+    repo: OnceCell<crate::git::Repository>,
 }
 
 impl CommandContext {
@@ -37,7 +37,7 @@ impl CommandContext {
     }
 
     /// The repository around the working directory; exit 2 when there is none.
-    pub fn repo(&self) -> Result<&gix::Repository> {
+    pub fn repo(&self) -> Result<&crate::git::Repository> {
         if let Some(repo) = self.repo.get() {
             return Ok(repo);
         }

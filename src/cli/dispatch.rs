@@ -500,7 +500,10 @@ fn stale_days(ctx: &CommandContext, plan: &str) -> Option<i64> {
 
 /// Advice to split a task whose size is beyond the chosen configuration's competence
 /// horizon (from `ledger stats`).
-fn split_advice(repo: &gix::Repository, record: &crate::core::record::RunRecord) -> Option<String> {
+fn split_advice(
+    repo: &crate::git::Repository,
+    record: &crate::core::record::RunRecord,
+) -> Option<String> {
     let size = record.size_h?;
     let stats = crate::run::ledger::learnt(repo).ok()?.stats;
     let mine = stats.iter().find(|s| {
@@ -519,19 +522,12 @@ fn split_advice(repo: &gix::Repository, record: &crate::core::record::RunRecord)
 }
 
 /// The branch a run is cut from: HEAD's branch, or `--base` when it names a local branch.
-fn base_branch(repo: &gix::Repository, base: Option<&str>) -> Option<String> {
+fn base_branch(repo: &crate::git::Repository, base: Option<&str>) -> Option<String> {
     match base {
-        None => repo
-            .head_name()
-            .ok()
-            .flatten()
-            .map(|name| name.shorten().to_string()),
+        None => crate::git::refs::head_branch(repo),
         Some(rev) => {
             let rev = rev.strip_prefix("refs/heads/").unwrap_or(rev);
-            repo.try_find_reference(format!("refs/heads/{rev}").as_str())
-                .ok()
-                .flatten()
-                .map(|_| rev.to_string())
+            crate::git::refs::exists(repo, &format!("refs/heads/{rev}")).then(|| rev.to_string())
         }
     }
 }
@@ -547,13 +543,8 @@ fn size_hours(text: &str) -> std::result::Result<f64, String> {
 }
 
 /// Another task whose branch folder holds, or lies in, `task`'s (`api` and `api/v2`).
-fn nested_task(repo: &gix::Repository, task: &str) -> anyhow::Result<Option<String>> {
-    let refs = repo.references()?;
-    let Ok(crew) = refs.prefixed("refs/heads/crew/") else {
-        return Ok(None);
-    };
-    for reference in crew.flatten() {
-        let name = reference.name().as_bstr().to_string();
+fn nested_task(repo: &crate::git::Repository, task: &str) -> anyhow::Result<Option<String>> {
+    for (name, _) in crate::git::refs::under(repo, "refs/heads/crew/")? {
         let Some(rest) = name.strip_prefix("refs/heads/crew/") else {
             continue;
         };

@@ -225,11 +225,8 @@ pub fn run(ctx: &CommandContext, args: DoctorArgs) -> Result<Report> {
     }
 
     // Notes fetched from a remote that the local notes do not contain yet.
-    if let Ok(refs) = repo.references()
-        && let Ok(tracking) = refs.prefixed("refs/notes/remotes/")
-    {
-        for reference in tracking.flatten() {
-            let name = reference.name().as_bstr().to_string();
+    if let Ok(tracking) = crate::git::refs::under(repo, "refs/notes/remotes/") {
+        for (name, _) in tracking {
             let Some((remote, leaf)) = name
                 .strip_prefix("refs/notes/remotes/")
                 .and_then(|rest| rest.split_once('/'))

@@ -89,12 +89,8 @@ pub fn run(ctx: &CommandContext, args: GateArgs) -> Result<Report> {
                 CrewError::usage("bad-revision", e.to_string())
                     .hinted("--measured-at takes a commit, branch or tag")
             })?;
-            let commit_id =
-                gix::ObjectId::from_hex(commit.as_bytes()).map_err(CrewError::internal)?;
-            let by = match repo.committer() {
-                Some(Ok(sig)) => Some(format!("{} <{}>", sig.name, sig.email)),
-                _ => None,
-            };
+            let commit_id = crate::git::refs::oid(&commit).map_err(CrewError::internal)?;
+            let by = crate::git::config::committer(repo);
             let row = Verdict {
                 at: crate::sys::clock::stamp_now(),
                 plan: plan.id.clone(),

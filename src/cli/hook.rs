@@ -62,7 +62,7 @@ fn pre_commit(ctx: &CommandContext) -> Result<Report> {
 }
 
 /// Inside a crew worktree: every staged path must be inside the run's scope.
-fn crew_worktree(repo: &gix::Repository, identity: RunIdentity) -> Result<Report> {
+fn crew_worktree(repo: &crate::git::Repository, identity: RunIdentity) -> Result<Report> {
     let role_may_commit = scope::Role::parse(&identity.role).is_some_and(scope::Role::may_commit);
     let changes = if role_may_commit {
         git::staged::staged_changes(repo).map_err(CrewError::internal)?
@@ -103,7 +103,7 @@ fn crew_worktree(repo: &gix::Repository, identity: RunIdentity) -> Result<Report
 
 /// Outside crew worktrees the commit always proceeds, with a warning for each staged path
 /// an in-flight run holds in its exclusive scope.
-fn plain_checkout(ctx: &CommandContext, repo: &gix::Repository) -> Report {
+fn plain_checkout(ctx: &CommandContext, repo: &crate::git::Repository) -> Report {
     let mut warnings = Vec::new();
     let runs = live::list(&state_dir(repo), &mut |path, err| {
         warnings.push(format!("unreadable live pointer {}: {err}", path.display()));
@@ -157,38 +157,28 @@ fn post_merge(ctx: &CommandContext) -> anyhow::Result<Report> {
         // run's work, not an integration of it.
         return Ok(Report::new(json!({"runs": []}), ""));
     }
-    let head = repo.head_id()?.detach();
-    let current = repo.head_name()?.map(|n| n.as_bstr().to_string());
-    let Some(orig) = repo
-        .try_find_reference("ORIG_HEAD")?
-        .and_then(|mut r| r.peel_to_id().ok())
-        .map(|id| id.detach())
-    else {
+    let Some(head) = git::refs::head_id(repo) else {
+        return Ok(Report::new(json!({"runs": []}), ""));
+    };
+    let current = git::refs::head_ref(repo)?;
+    let Some(orig) = git::refs::tip(repo, "ORIG_HEAD")? else {
         return Ok(Report::new(json!({"runs": []}), ""));
     };
     let state = state_dir(repo);
     let mut runs = Vec::new();
-    let refs = repo.references()?;
-    for reference in refs.prefixed("refs/heads/crew/")? {
-        let Ok(mut reference) = reference else {
-            continue;
-        };
-        if current.as_deref() == Some(&reference.name().as_bstr().to_string()) {
+    for (name, tip) in git::refs::under(repo, "refs/heads/crew/")? {
+        if current.as_deref() == Some(name.as_str()) {
             // The branch merged into, not a branch brought in.
             continue;
         }
-        let branch = reference.name().shorten().to_string();
-        let Ok(tip) = reference.peel_to_id().map(|id| id.detach()) else {
+        let branch = name
+            .strip_prefix("refs/heads/")
+            .unwrap_or(&name)
+            .to_string();
+        let Some(tip) = tip else {
             continue;
         };
-        let is_ancestor = |of: gix::ObjectId| -> bool {
-            tip == of
-                || repo
-                    .merge_base(tip, of)
-                    .ok()
-                    .flatten()
-                    .is_some_and(|b| b.detach() == tip)
-        };
+        let is_ancestor = |of| git::merge::is_ancestor(repo, tip, of);
         if !is_ancestor(head) || is_ancestor(orig) {
             continue;
         }
@@ -196,14 +186,12 @@ fn post_merge(ctx: &CommandContext) -> anyhow::Result<Report> {
         // The run's scope comes from its seal, never from its worktree's own config
         // (which the worker can rewrite).
         let identity = match git::seal::read(repo, &run_id).ok().flatten() {
-            Some(sealed) if reference.name().shorten() == sealed.branch.as_str() => {
-                Some(RunIdentity {
-                    run: sealed.run,
-                    task: sealed.task,
-                    role: sealed.role,
-                    scope: sealed.scope,
-                })
-            }
+            Some(sealed) if branch == sealed.branch => Some(RunIdentity {
+                run: sealed.run,
+                task: sealed.task,
+                role: sealed.role,
+                scope: sealed.scope,
+            }),
             _ => None,
         };
         let Some(identity) = identity else {

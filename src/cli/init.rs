@@ -124,7 +124,7 @@ fn sh_quote(s: &str) -> String {
 }
 
 fn install(
-    repo: &gix::Repository,
+    repo: &crate::git::Repository,
     workdir: &Path,
     state: &Path,
     git: &GitRunner,
@@ -134,7 +134,7 @@ fn install(
         .unwrap_or_default();
     let dir = hooks_dir::hooks_dir(repo);
     let mut warnings = Vec::new();
-    let shared_hooks_path = repo.config_snapshot().string("core.hooksPath").is_some()
+    let shared_hooks_path = crate::git::config::hooks_path_set(repo)
         && git
             .local_values("core.hooksPath")
             .map_err(CrewError::internal)?
@@ -246,7 +246,7 @@ fn install(
 }
 
 fn uninstall(
-    repo: &gix::Repository,
+    repo: &crate::git::Repository,
     workdir: &Path,
     state: &Path,
     git: &GitRunner,
@@ -333,7 +333,7 @@ fn uninstall(
 
 /// Whether anything still relies on `extensions.worktreeConfig`: a live run, or any
 /// worktree (the main one included) with a non-empty `config.worktree`.
-fn worktree_config_in_use(repo: &gix::Repository) -> bool {
+fn worktree_config_in_use(repo: &crate::git::Repository) -> bool {
     let live = !live::list(&state_dir(repo), &mut |_, _| {}).is_empty();
     live || crate::git::identity::worktree_git_dirs(repo.common_dir())
         .iter()

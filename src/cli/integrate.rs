@@ -50,7 +50,7 @@ pub fn run(ctx: &CommandContext, args: IntegrateArgs) -> Result<Report> {
     let flight = resolve(ctx, &routing)?.flight;
     let repo = ctx.repo()?;
     if let Some(into) = &args.into
-        && gix::refs::FullName::try_from(format!("refs/heads/{into}")).is_err()
+        && !crate::git::refs::is_branch_name(into)
     {
         return Err(
             CrewError::usage("bad-branch", format!("`{into}` is not a valid branch name"))
@@ -188,11 +188,8 @@ pub fn run(ctx: &CommandContext, args: IntegrateArgs) -> Result<Report> {
 }
 
 /// `Name <email>` of whoever integrates (the configured committer).
-fn identity(repo: &gix::Repository) -> String {
-    match repo.committer() {
-        Some(Ok(sig)) => format!("{} <{}>", sig.name, sig.email),
-        _ => "unknown".to_string(),
-    }
+fn identity(repo: &crate::git::Repository) -> String {
+    crate::git::config::committer(repo).unwrap_or_else(|| "unknown".to_string())
 }
 
 fn refusal(r: Refusal) -> CrewError {

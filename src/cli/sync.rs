@@ -53,7 +53,7 @@ pub fn run(ctx: &CommandContext, args: SyncArgs) -> Result<Report> {
                 .hinted("check that the remote is reachable: git fetch REMOTE")
         })?;
         // A fresh view of the refs the fetch moved.
-        let repo = gix::open(&repo_dir).map_err(CrewError::internal)?;
+        let repo = crate::git::repo::open(&repo_dir).map_err(CrewError::internal)?;
         let mut results = Vec::new();
         for local in notes::ALL {
             let tracking = sync::tracking_ref(&remote, local);

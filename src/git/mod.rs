@@ -2,15 +2,20 @@
 //! the porcelain; the `git` binary (behind [`run::GitRunner`]) for writes to the user's
 //! config and checkout.
 
+pub mod config;
 pub mod diff;
 pub mod hooks_dir;
 pub mod identity;
 pub mod merge;
 pub mod notes;
 pub mod objects;
+pub mod refs;
 pub mod repo;
 pub mod run;
 pub mod seal;
 pub mod staged;
 pub mod sync;
 pub mod worktree;
+
+/// An open repository and an object id: the handles other modules pass back in.
+pub use gix::{ObjectId, Repository};

@@ -129,3 +129,12 @@ fn remove_entry(path: &Path) {
         Err(_) => {}
     }
 }
+
+/// The id git gives a blob holding `bytes` (SHA-1), without writing it.
+pub fn blob_id(bytes: &[u8]) -> anyhow::Result<gix::ObjectId> {
+    Ok(gix::objs::compute_hash(
+        gix::hash::Kind::Sha1,
+        gix::objs::Kind::Blob,
+        bytes,
+    )?)
+}

@@ -33,3 +33,9 @@ pub fn discover(dir: &Path) -> Result<gix::Repository, NotARepository> {
 pub fn state_dir(repo: &gix::Repository) -> PathBuf {
     repo.common_dir().join("crew")
 }
+
+/// Opens the repository at `dir` (a work tree or a git dir), without discovery.
+pub fn open(dir: &Path) -> anyhow::Result<gix::Repository> {
+    gix::open(dir)
+        .map_err(|e| anyhow::anyhow!("cannot open the repository at {}: {e}", dir.display()))
+}

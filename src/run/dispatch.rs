@@ -409,7 +409,7 @@ fn pick_port(range: &str, live: &[RunRecord]) -> Option<u16> {
 /// the detached supervisor. On failure everything created so far is taken back.
 pub fn apply(
     plan: &Plan,
-    repo: &gix::Repository,
+    repo: &crate::git::Repository,
     repo_dir: &Path,
     hooks: &Path,
     store: &RunStore,

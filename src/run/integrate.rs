@@ -7,8 +7,8 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+use crate::git::ObjectId;
 use anyhow::Context;
-use gix::ObjectId;
 
 use super::verify;
 use crate::core::integrate::{self, RunNote, STATE_FILE};
@@ -100,7 +100,7 @@ pub struct Done {
 
 pub fn integrate(
     repo_dir: &Path,
-    repo: &gix::Repository,
+    repo: &crate::git::Repository,
     store: &RunStore,
     request: &Request,
 ) -> anyhow::Result<Result<Done, Refusal>> {
@@ -141,8 +141,8 @@ pub fn integrate(
     }
     let run_tip = match merge::branch_tip(repo, &record.branch)? {
         Some(tip) => tip,
-        None => match repo.try_find_reference(attempts_ref(run).as_str())? {
-            Some(mut r) => r.peel_to_commit()?.id,
+        None => match crate::git::refs::tip(repo, &attempts_ref(run))? {
+            Some(tip) => tip,
             None => {
                 return Ok(Err(Refusal::NotFound(format!(
                     "run {run}'s branch {} is gone",
@@ -151,7 +151,7 @@ pub fn integrate(
             }
         },
     };
-    let base = ObjectId::from_hex(record.base.as_bytes()).context("the run's base")?;
+    let base = crate::git::refs::oid(&record.base).context("the run's base")?;
     if run_tip == base {
         let why = if matches!(record.role.as_str(), "review" | "investigate") {
             format!(" (the output of a {} run is its manifest)", record.role)
@@ -165,8 +165,8 @@ pub fn integrate(
 
     let into = match request.into.clone().or(record.base_ref.clone()) {
         Some(into) => into,
-        None => match repo.head_name()? {
-            Some(name) => name.shorten().to_string(),
+        None => match crate::git::refs::head_branch(repo) {
+            Some(name) => name,
             None => {
                 return Ok(Err(Refusal::NoTarget(
                     "the run was not cut from a branch and HEAD is detached".into(),
@@ -492,10 +492,6 @@ fn write_journal(store: &RunStore, run: &str, journal: &Journal) -> anyhow::Resu
     crate::sys::fs::write_atomic(&path, &serde_json::to_string(journal)?, 0o644)
 }
 
-fn oid(hex: &str) -> anyhow::Result<ObjectId> {
-    ObjectId::from_hex(hex.as_bytes()).with_context(|| format!("`{hex}` is not an object id"))
-}
-
 /// A run that landed on a branch: by integrate, or merged by hand (post-merge).
 pub struct Landing<'a> {
     pub commit: &'a str,
@@ -514,7 +510,7 @@ pub struct Landing<'a> {
 /// integrated, and the ledger's `integrated` row — once, however often this is called.
 pub fn record_landed(
     repo_dir: &Path,
-    repo: &gix::Repository,
+    repo: &crate::git::Repository,
     store: &RunStore,
     record: &mut RunRecord,
     landing: &Landing,
@@ -555,13 +551,13 @@ pub fn record_landed(
 /// goes.
 fn land(
     repo_dir: &Path,
-    repo: &gix::Repository,
+    repo: &crate::git::Repository,
     store: &RunStore,
     record: &mut RunRecord,
     journal: &Journal,
     cleanup: &str,
 ) -> anyhow::Result<(&'static str, &'static str, Option<String>)> {
-    let run_tip = oid(&journal.run_tip)?;
+    let run_tip = crate::git::refs::oid(&journal.run_tip)?;
     record_landed(
         repo_dir,
         repo,
@@ -589,7 +585,7 @@ fn land(
 /// landed, integrate may start afresh).
 pub fn resume(
     repo_dir: &Path,
-    repo: &gix::Repository,
+    repo: &crate::git::Repository,
     store: &RunStore,
     run: &str,
     cleanup: &str,
@@ -603,14 +599,18 @@ pub fn resume(
     let Some(mut record) = store.load(run)? else {
         return Ok(None);
     };
-    let commit = oid(&journal.commit)?;
+    let commit = crate::git::refs::oid(&journal.commit)?;
     let landed = merge::branch_tip(repo, &journal.into)?
         .is_some_and(|tip| merge::is_ancestor(repo, commit, tip));
     if !landed {
-        if let Ok(after) = oid(&journal.notes_after)
+        if let Ok(after) = crate::git::refs::oid(&journal.notes_after)
             && notes::tip(repo, notes::CREW)? == Some(after)
         {
-            let before = journal.notes_before.as_deref().map(oid).transpose()?;
+            let before = journal
+                .notes_before
+                .as_deref()
+                .map(crate::git::refs::oid)
+                .transpose()?;
             notes::undo(repo, notes::CREW, after, before)?;
         }
         let _ = std::fs::remove_file(&path);
@@ -618,7 +618,7 @@ pub fn resume(
     }
     let (worktree, branch, kept_because) =
         land(repo_dir, repo, store, &mut record, &journal, cleanup)?;
-    let target_before = oid(&journal.target_before)?;
+    let target_before = crate::git::refs::oid(&journal.target_before)?;
     let files = git::diff::changed_between_trees(
         repo,
         merge::tree_of(repo, target_before)?,
@@ -679,14 +679,13 @@ fn already(run: &str, done: &Integration) -> Refusal {
 /// into its branch — the last target commit the branch contains (the target's changes
 /// it brought along are not its own). The supervisor and integrate both audit from here.
 pub fn own_base(
-    repo: &gix::Repository,
+    repo: &crate::git::Repository,
     base: ObjectId,
     run_tip: ObjectId,
     target: Option<ObjectId>,
 ) -> ObjectId {
     target
-        .and_then(|target| repo.merge_base(run_tip, target).ok().flatten())
-        .map(|b| b.detach())
+        .and_then(|target| crate::git::refs::merge_base(repo, run_tip, target))
         .filter(|b| *b != base && merge::is_ancestor(repo, base, *b))
         .unwrap_or(base)
 }
@@ -719,7 +718,7 @@ fn unverified_reason(record: &RunRecord) -> String {
 /// supervisor's own rejection, or an earlier refused integrate, already counted it.
 pub fn record_scope_reject(
     repo_dir: &Path,
-    repo: &gix::Repository,
+    repo: &crate::git::Repository,
     record: &RunRecord,
 ) -> anyhow::Result<()> {
     let counted = record.outcome == Some(Outcome::ScopeReject)
@@ -787,7 +786,7 @@ fn verify_merged(
 /// commits that nothing else keeps.
 fn clean_up(
     repo_dir: &Path,
-    repo: &gix::Repository,
+    repo: &crate::git::Repository,
     record: &RunRecord,
     run_tip: ObjectId,
     policy: &str,

@@ -10,13 +10,14 @@ use crate::core::record::RunRecord;
 use crate::git::notes;
 
 /// The object a task's ledger note hangs on.
-pub fn task_key(repo: &gix::Repository, task: &str) -> anyhow::Result<gix::ObjectId> {
+pub fn task_key(repo: &crate::git::Repository, task: &str) -> anyhow::Result<crate::git::ObjectId> {
     notes::key_blob(repo, &format!("crew-task:{task}"))
 }
 
 /// Appends the run's row to its task's ledger note.
 pub fn append(repo_dir: &Path, record: &RunRecord) -> anyhow::Result<()> {
-    let repo = gix::open(repo_dir).context("cannot open the repository for the ledger")?;
+    let repo =
+        crate::git::repo::open(repo_dir).context("cannot open the repository for the ledger")?;
     let key = task_key(&repo, &record.task)?;
     let line = serde_json::to_string(&Row::of(record))?;
     notes::append_line(&repo, notes::LEDGER, key, &line)
@@ -24,13 +25,14 @@ pub fn append(repo_dir: &Path, record: &RunRecord) -> anyhow::Result<()> {
 
 /// Appends a row built by the caller (integrate's) to `task`'s ledger note.
 pub fn append_row(repo_dir: &Path, task: &str, row: &Row) -> anyhow::Result<()> {
-    let repo = gix::open(repo_dir).context("cannot open the repository for the ledger")?;
+    let repo =
+        crate::git::repo::open(repo_dir).context("cannot open the repository for the ledger")?;
     let key = task_key(&repo, task)?;
     notes::append_line(&repo, notes::LEDGER, key, &serde_json::to_string(row)?)
 }
 
 /// The rows of one task, or of every task; oldest first.
-pub fn rows(repo: &gix::Repository, task: Option<&str>) -> anyhow::Result<Vec<Row>> {
+pub fn rows(repo: &crate::git::Repository, task: Option<&str>) -> anyhow::Result<Vec<Row>> {
     let mut rows = match task {
         Some(task) => {
             let key = notes::key_id(repo, &format!("crew-task:{task}"))?;
@@ -59,7 +61,7 @@ pub struct Learnt {
 }
 
 /// The stats and estimates of the ledger as it is now.
-pub fn learnt(repo: &gix::Repository) -> anyhow::Result<Learnt> {
+pub fn learnt(repo: &crate::git::Repository) -> anyhow::Result<Learnt> {
     let tip = notes::tip(repo, notes::LEDGER)?.map(|id| id.to_string());
     let path = crate::git::repo::state_dir(repo)
         .join("cache")
@@ -100,7 +102,7 @@ pub fn learnt(repo: &gix::Repository) -> anyhow::Result<Learnt> {
 /// Each plan task's estimate: its normalised actuals where it has passing runs, else its
 /// planned size.
 pub fn estimates(
-    repo: &gix::Repository,
+    repo: &crate::git::Repository,
     plan: &crate::core::plan::Plan,
 ) -> anyhow::Result<std::collections::HashMap<String, f64>> {
     let learnt = learnt(repo)?;

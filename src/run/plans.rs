@@ -68,7 +68,11 @@ pub fn gate_key(plan: &str, gate: &str) -> String {
 }
 
 /// Every verdict recorded for a gate, oldest first.
-pub fn history(repo: &gix::Repository, plan: &str, gate: &str) -> anyhow::Result<Vec<Verdict>> {
+pub fn history(
+    repo: &crate::git::Repository,
+    plan: &str,
+    gate: &str,
+) -> anyhow::Result<Vec<Verdict>> {
     let key = notes::key_id(repo, &gate_key(plan, gate))?;
     let text = notes::read(repo, notes::GATES, key)?.unwrap_or_default();
     let mut rows: Vec<Verdict> = text
@@ -80,7 +84,10 @@ pub fn history(repo: &gix::Repository, plan: &str, gate: &str) -> anyhow::Result
 }
 
 /// The latest verdict of every gate of `plan` that has one.
-pub fn verdicts(repo: &gix::Repository, plan: &Plan) -> anyhow::Result<HashMap<String, Verdict>> {
+pub fn verdicts(
+    repo: &crate::git::Repository,
+    plan: &Plan,
+) -> anyhow::Result<HashMap<String, Verdict>> {
     let mut out = HashMap::new();
     for gate in &plan.gates {
         if let Some(last) = history(repo, &plan.id, &gate.id)?.pop() {
@@ -93,9 +100,9 @@ pub fn verdicts(repo: &gix::Repository, plan: &Plan) -> anyhow::Result<HashMap<S
 /// Records a verdict: on the gate's blob (its history) and on the commit it was measured
 /// at, in one update of the notes ref.
 pub fn record_verdict(
-    repo: &gix::Repository,
+    repo: &crate::git::Repository,
     verdict: &Verdict,
-    measured_at: gix::ObjectId,
+    measured_at: crate::git::ObjectId,
 ) -> anyhow::Result<()> {
     let key = notes::key_blob(repo, &gate_key(&verdict.plan, &verdict.gate))?;
     let line = serde_json::to_string(verdict)?;
@@ -123,11 +130,11 @@ pub fn record_verdict(
 }
 
 /// The runs integrated into HEAD, by task, from `docs/state/crew.json` in HEAD's tree.
-pub fn integrated(repo: &gix::Repository) -> anyhow::Result<HashMap<String, String>> {
-    let Ok(head) = repo.head_id() else {
+pub fn integrated(repo: &crate::git::Repository) -> anyhow::Result<HashMap<String, String>> {
+    let Some(head) = crate::git::refs::head_id(repo) else {
         return Ok(HashMap::new());
     };
-    let Some(bytes) = crate::git::merge::read_path(repo, head.detach(), STATE_FILE)? else {
+    let Some(bytes) = crate::git::merge::read_path(repo, head, STATE_FILE)? else {
         return Ok(HashMap::new());
     };
     let state: serde_json::Value =
@@ -143,7 +150,7 @@ pub fn integrated(repo: &gix::Repository) -> anyhow::Result<HashMap<String, Stri
 
 /// Everything a plan's derived status is computed from.
 pub fn facts(
-    repo: &gix::Repository,
+    repo: &crate::git::Repository,
     store: &RunStore,
     plan: &Plan,
     flight: &Flight,

@@ -25,7 +25,7 @@ const DEFAULT_MAX_ATTEMPTS: u32 = 5;
 
 /// Drives run `run` to its end (or to `needs-help`). Any failure of the supervisor itself
 /// ends the run as `failed` with the reason, so no run is left hanging.
-pub fn supervise(repo: &gix::Repository, store: &RunStore, run: &str) -> anyhow::Result<()> {
+pub fn supervise(repo: &crate::git::Repository, store: &RunStore, run: &str) -> anyhow::Result<()> {
     // One supervisor per run, ever: held until this process is gone.
     let _only = store
         .supervisor_lock(run)
@@ -100,7 +100,7 @@ pub enum Delivered {
 /// any worker's: settle the work, read the footer, verify. The first incomplete footer
 /// leaves the run live for one corrected delivery; the second is a `footer-reject`.
 pub fn deliver(
-    repo: &gix::Repository,
+    repo: &crate::git::Repository,
     store: &RunStore,
     run: &str,
     reply: &str,
@@ -136,7 +136,7 @@ enum Next {
 }
 
 struct Supervisor<'a> {
-    repo: &'a gix::Repository,
+    repo: &'a crate::git::Repository,
     store: &'a RunStore,
     record: RunRecord,
     config: BackendConfig,
@@ -163,7 +163,7 @@ struct Supervisor<'a> {
 
 impl<'a> Supervisor<'a> {
     fn new(
-        repo: &'a gix::Repository,
+        repo: &'a crate::git::Repository,
         store: &'a RunStore,
         mut record: RunRecord,
     ) -> anyhow::Result<Self> {
@@ -695,7 +695,7 @@ impl<'a> Supervisor<'a> {
         }
         // The run's branch, read from the repository's refs (not through the worktree's
         // own `.git` link, which the worker can rewrite), is what gets audited and verified.
-        let base = oid(&self.record.base)?;
+        let base = crate::git::refs::oid(&self.record.base)?;
         let Some(tip) = git::merge::branch_tip(self.repo, &self.record.branch)? else {
             return Ok(Some((
                 Outcome::ScopeReject,
@@ -818,7 +818,7 @@ impl<'a> Supervisor<'a> {
         let key =
             crate::core::ledger::failure_key(self.record.model.as_deref(), &self.record.backend);
         let earlier = {
-            let repo = gix::open(&self.repo_dir)?;
+            let repo = crate::git::repo::open(&self.repo_dir)?;
             let rows = super::ledger::rows(&repo, Some(&self.record.task))?;
             crate::core::policy::failures(&rows, &self.record.task, &key)
         };
@@ -968,10 +968,6 @@ fn measure(record: &mut RunRecord, repo_dir: &Path, now: u64) {
     }
 }
 
-fn oid(hex: &str) -> anyhow::Result<gix::ObjectId> {
-    gix::ObjectId::from_hex(hex.as_bytes()).with_context(|| format!("`{hex}` is not an object id"))
-}
-
 /// Whole seconds between an RFC 3339 time and `now` (milliseconds since the epoch).
 pub fn elapsed_s(started_at: &str, now: u64) -> u64 {
     humantime::parse_rfc3339(started_at)
@@ -1009,7 +1005,7 @@ fn end_outside(
         return Ok(Some(done));
     }
     // What is filed (task, scope, branch) comes from the seal, not from the pointer.
-    let repo = gix::open(repo_dir).ok();
+    let repo = crate::git::repo::open(repo_dir).ok();
     let differed = match &repo {
         Some(repo) => git::seal::restore(repo, &mut record).unwrap_or_default(),
         None => Vec::new(),
@@ -1056,7 +1052,7 @@ fn complete_filed(
     let Some(filed) = store.load_record(run)? else {
         return Ok(None);
     };
-    let repo = gix::open(repo_dir)?;
+    let repo = crate::git::repo::open(repo_dir)?;
     let sealed = git::seal::read(&repo, run)?;
     if !filed.phase.is_final()
         || !sealed.is_some_and(|s| s.verdict.is_some() && s.differences(&filed).is_empty())

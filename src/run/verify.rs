@@ -94,7 +94,7 @@ pub fn in_throwaway(
     run_id: &str,
     repo_dir: &Path,
     wt: &Path,
-    commit: gix::ObjectId,
+    commit: crate::git::ObjectId,
     command: &str,
     verifier_dir: &Path,
     transcript: &Path,
@@ -122,7 +122,7 @@ pub fn in_throwaway(
     let _ = crate::run::dispatch::copy_worktree_includes(repo_dir, wt);
     // Whatever happens from here, the throwaway checkout goes again.
     let result = (|| {
-        let common_dir = gix::open(repo_dir)?.common_dir().to_path_buf();
+        let common_dir = crate::git::repo::open(repo_dir)?.common_dir().to_path_buf();
         let fence = fenced
             .map(|base| super::fence::for_checkout(&common_dir, wt, verifier_dir, base))
             .transpose()?;

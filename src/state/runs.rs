@@ -53,10 +53,9 @@ impl RunStore {
     /// ledger uses), so any task id gives a safe file name.
     pub fn transcript_path(&self, task: &str) -> PathBuf {
         let key = format!("crew-task:{task}");
-        let id =
-            gix::objs::compute_hash(gix::hash::Kind::Sha1, gix::objs::Kind::Blob, key.as_bytes())
-                .map(|id| id.to_string())
-                .unwrap_or_else(|_| task.replace('/', "_"));
+        let id = crate::git::objects::blob_id(key.as_bytes())
+            .map(|id| id.to_string())
+            .unwrap_or_else(|_| task.replace('/', "_"));
         self.root.join("transcripts").join(format!("{id}.log"))
     }
 
@@ -189,7 +188,7 @@ impl RunStore {
             return Ok(records);
         };
         // Opened only for a pointer that cannot be read (status reads this in loops).
-        let mut repo: Option<Option<gix::Repository>> = None;
+        let mut repo: Option<Option<crate::git::Repository>> = None;
         for entry in entries.flatten() {
             let path = entry.path();
             if path.extension().is_none_or(|e| e != "json") {
@@ -207,7 +206,9 @@ impl RunStore {
                         continue;
                     };
                     let repo = repo.get_or_insert_with(|| {
-                        self.root.parent().and_then(|common| gix::open(common).ok())
+                        self.root
+                            .parent()
+                            .and_then(|common| crate::git::repo::open(common).ok())
                     });
                     let sealed = repo
                         .as_ref()

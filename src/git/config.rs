@@ -1,0 +1,15 @@
+//! The repository's configuration as git-crew reads it (writes go through `git config`,
+//! behind [`super::run::GitRunner`]).
+
+/// Whether `core.hooksPath` is set in any scope git reads.
+pub fn hooks_path_set(repo: &gix::Repository) -> bool {
+    repo.config_snapshot().string("core.hooksPath").is_some()
+}
+
+/// `Name <email>` of the configured committer, if one is.
+pub fn committer(repo: &gix::Repository) -> Option<String> {
+    match repo.committer() {
+        Some(Ok(sig)) => Some(format!("{} <{}>", sig.name, sig.email)),
+        _ => None,
+    }
+}
