@@ -82,7 +82,9 @@ pub fn run(ctx: &CommandContext, args: AdviseArgs) -> Result<Report> {
         let busy = live
             .iter()
             .filter(|r| {
-                r.backend == record.backend && r.run != record.run && dispatch::occupies_slot(r)
+                r.backend == record.backend
+                    && r.run != record.run
+                    && crate::core::dispatch::occupies_slot(r)
             })
             .count();
         record.phase = if busy >= limit {

@@ -185,44 +185,15 @@ pub fn run(ctx: &CommandContext, args: DispatchArgs) -> Result<Report> {
         )
         .hinted("give the task an id that is not a folder of another task's id, nor under one"));
     }
-    let live = store.live().map_err(CrewError::internal)?;
-    let ledger =
-        crate::run::ledger::rows(repo, Some(&request.task)).map_err(CrewError::internal)?;
-    // Both failures' evidence, for an escalated prompt: what was measured, never output.
-    // Read only when a dispatch escalates.
-    let evidence = |task: &str, key: &str| -> Vec<String> {
-        store
-            .finished()
-            .unwrap_or_default()
-            .iter()
-            .filter(|r| {
-                r.task == task
-                    && crate::core::ledger::failure_key(r.model.as_deref(), &r.backend) == key
-            })
-            .filter(|r| {
-                r.outcome
-                    .is_some_and(|o| o != crate::core::record::Outcome::Pass)
-            })
-            .map(|r| {
-                format!(
-                    "run {}: {} — {}",
-                    r.run,
-                    r.phase.as_str(),
-                    r.decision.as_deref().unwrap_or("no decision recorded")
-                )
-            })
-            .collect()
-    };
     let plan = dispatch::plan(
+        repo,
+        &store,
         &flight,
         &request,
-        &live,
-        &ledger,
-        &evidence,
         base,
         crate::sys::clock::new_run_id(),
-        &store,
     )
+    .map_err(CrewError::internal)?
     .map_err(|r| match r {
         Refusal::Usage(m) => CrewError::usage("dispatch-invalid", m),
         Refusal::Config { message, hint } => {
@@ -230,21 +201,18 @@ pub fn run(ctx: &CommandContext, args: DispatchArgs) -> Result<Report> {
         }
         Refusal::State(m) => CrewError::new(ErrorKind::Refused, "dispatch-refused", m)
             .hinted("`git crew status` shows the in-flight runs"),
-        Refusal::HumanReport { task, model } => {
-            let dir = store.root().join("reports");
-            let path = dir.join(format!("{}.md", task.replace('/', "_")));
-            let written = std::fs::create_dir_all(&dir).and_then(|_| {
-                std::fs::write(
-                    &path,
-                    crate::core::policy::human_report(&task, &model, &ledger),
-                )
-            });
+        Refusal::HumanReport {
+            task,
+            model,
+            report,
+        } => {
+            let written = dispatch::file_report(&store, &task, &report);
             let mut err = CrewError::new(
                 ErrorKind::Attention,
                 "human-report",
                 format!("task {task} reached its failure limit with {model} at the top tier: no further try"),
             );
-            if written.is_ok() {
+            if let Some(path) = written {
                 err = err.hinted(format!("read the human report at {}", path.display()));
             }
             err
@@ -474,11 +442,7 @@ fn plan_task(
 fn stale_days(ctx: &CommandContext, plan: &str) -> Option<i64> {
     let workdir = ctx.workdir().ok()?;
     let rel = format!(".crew/plans/{plan}.toml");
-    let git = crate::git::run::GitRunner::new(workdir);
-    let dirty = git
-        .output(&["status", "--porcelain", "--", &rel])
-        .map(|o| !o.trim().is_empty())
-        .unwrap_or(true);
+    let dirty = crate::git::worktree::path_is_dirty(workdir, &rel);
     let now = crate::sys::clock::now_millis() as i64 / 1000;
     let changed = if dirty {
         std::fs::metadata(workdir.join(&rel))
@@ -489,11 +453,7 @@ fn stale_days(ctx: &CommandContext, plan: &str) -> Option<i64> {
             .ok()?
             .as_secs() as i64
     } else {
-        git.output(&["log", "-1", "--format=%ct", "--", &rel])
-            .ok()?
-            .trim()
-            .parse()
-            .ok()?
+        crate::git::worktree::last_commit_time(workdir, &rel)?
     };
     Some((now - changed).max(0) / 86_400)
 }

@@ -279,7 +279,7 @@ pub fn run(ctx: &CommandContext, args: DoctorArgs) -> Result<Report> {
             .collect::<Vec<_>>()
             .join("\n")
     };
-    let fence = crate::sys::fence::describe(crate::sys::fence::kernel_abi());
+    let fence = crate::core::dispatch::describe_fence(crate::sys::fence::kernel_abi());
     let human = format!("{human}\nfence: {fence}");
     let mut report = Report::new(json!({"problems": list, "fence": fence}), human);
     if open > 0 {

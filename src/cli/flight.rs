@@ -100,7 +100,7 @@ pub fn run(ctx: &CommandContext, args: FlightArgs) -> Result<Report> {
         human.push('\n');
     });
     // What the write fence would be for a worker dispatched now.
-    let fence = crate::sys::fence::describe(
+    let fence = crate::core::dispatch::describe_fence(
         crate::sys::fence::kernel_abi().filter(|_| resolved.flight.sandbox.enabled),
     );
     human.push_str(&format!("# fence: {fence}\n"));

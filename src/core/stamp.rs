@@ -57,6 +57,14 @@ pub fn after(note: &str, line: &str) -> String {
     }
 }
 
+/// RFC 3339 UTC to the second, from milliseconds since the epoch.
+pub fn seconds(millis: u64) -> String {
+    humantime::format_rfc3339_seconds(
+        std::time::UNIX_EPOCH + std::time::Duration::from_millis(millis),
+    )
+    .to_string()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

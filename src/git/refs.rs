@@ -67,3 +67,8 @@ pub fn is_branch_name(name: &str) -> bool {
 pub fn oid(hex: &str) -> anyhow::Result<ObjectId> {
     ObjectId::from_hex(hex.as_bytes()).map_err(|_| anyhow::anyhow!("`{hex}` is not an object id"))
 }
+
+/// Deletes a local branch whatever it holds (one being taken back); a missing one is fine.
+pub fn force_delete_branch(repo_dir: &std::path::Path, branch: &str) {
+    let _ = super::run::GitRunner::new(repo_dir).output(&["branch", "-D", branch]);
+}

@@ -454,3 +454,51 @@ pub fn remove_throwaway(repo_dir: &Path, path: &Path) -> anyhow::Result<()> {
     GitRunner::new(repo_dir).output(&["worktree", "remove", "--force", "--force", &text])?;
     Ok(())
 }
+
+/// Checks `commit` out, detached, in a new throwaway worktree at `path`, with no hook run.
+pub fn add_detached(repo_dir: &Path, path: &Path, commit: &str) -> anyhow::Result<()> {
+    GitRunner::new(repo_dir).output(&[
+        "-c",
+        "core.hooksPath=/dev/null",
+        "worktree",
+        "add",
+        "--detach",
+        "--quiet",
+        &path.to_string_lossy(),
+        commit,
+    ])?;
+    Ok(())
+}
+
+/// Removes the worktree at `path` whatever it holds (a throwaway, or one being taken
+/// back); a worktree that is not there is fine.
+pub fn force_remove(repo_dir: &Path, path: &Path) {
+    let _ =
+        GitRunner::new(repo_dir).raw(&["worktree", "remove", "--force", &path.to_string_lossy()]);
+}
+
+/// Whether git ignores `rel` (a path relative to the work tree at `repo_dir`).
+pub fn is_ignored(repo_dir: &Path, rel: &str) -> bool {
+    GitRunner::new(repo_dir)
+        .raw(&["check-ignore", "-q", "--", rel])
+        .is_ok_and(|o| o.status.success())
+}
+
+/// Whether `rel` has uncommitted changes in the work tree at `dir` (unknown counts as
+/// changed).
+pub fn path_is_dirty(dir: &Path, rel: &str) -> bool {
+    GitRunner::new(dir)
+        .output(&["status", "--porcelain", "--", rel])
+        .map(|o| !o.trim().is_empty())
+        .unwrap_or(true)
+}
+
+/// When `rel` was last committed (seconds since the epoch), if ever.
+pub fn last_commit_time(dir: &Path, rel: &str) -> Option<i64> {
+    GitRunner::new(dir)
+        .output(&["log", "-1", "--format=%ct", "--", rel])
+        .ok()?
+        .trim()
+        .parse()
+        .ok()
+}

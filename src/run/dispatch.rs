@@ -8,401 +8,91 @@ use std::time::Duration;
 use anyhow::Context;
 
 use super::prompt;
-use crate::core::flight::{Backend as BackendConfig, Flight};
-use crate::core::record::{DiffStat, Phase, RunRecord};
-use crate::core::scope::{self, Role};
+use crate::core::dispatch::occupies_slot;
+pub use crate::core::dispatch::{Plan, Refusal, Request};
+use crate::core::flight::Backend as BackendConfig;
+use crate::core::flight::Flight;
+use crate::core::ledger::Row;
+use crate::core::record::{Phase, RunRecord};
+use crate::core::scope;
 use crate::git::worktree;
 use crate::state::runs::RunStore;
 use crate::sys::clock::{now_millis, rfc3339};
 
-/// What a dispatch asks for, after flags are parsed.
-#[derive(Debug, Clone)]
-pub struct Request {
-    pub task: String,
-    pub prompt: String,
-    pub scope: Vec<String>,
-    pub role: String,
-    pub verify: Option<String>,
-    pub backend: Option<String>,
-    /// The invocation's routing flags: they beat the role's routing and the backend's.
-    pub model: Option<String>,
-    pub effort: Option<String>,
-    pub time_budget: Option<String>,
-    /// Queue beyond the concurrency limit instead of refusing.
-    pub queue: bool,
-    /// Try a failed verify again while the budget and the two-failure rule allow.
-    pub continue_until_pass: bool,
-    /// Where transcripts go: `None` for `<git-common-dir>/crew/transcripts`, an empty
-    /// path to disable them.
-    pub transcripts: Option<PathBuf>,
-    /// The branch the base was taken from, if it was a branch.
-    pub base_ref: Option<String>,
-    /// The plan the task comes from.
-    pub plan: Option<String>,
-    /// The task's size in worker-hours.
-    pub size_h: Option<f64>,
-    /// The standing worker of the roster to route through.
-    pub worker: Option<String>,
-    /// `--scope` differs from the plan task's scope.
-    pub scope_changed: bool,
-}
-
-/// Why a dispatch cannot go ahead.
-#[derive(Debug, thiserror::Error)]
-pub enum Refusal {
-    #[error("{0}")]
-    Usage(String),
-    /// The configuration cannot work as it is; the hint names the key to change.
-    #[error("{message}")]
-    Config { message: String, hint: String },
-    #[error("{0}")]
-    State(String),
-    /// Two failures at the top tier: a human report instead of a third try.
-    #[error("task {task} failed twice at the top tier; a human should look at it")]
-    HumanReport { task: String, model: String },
-}
-
-/// Everything decided before anything is written.
-#[derive(Debug, Clone)]
-pub struct Plan {
-    pub record: RunRecord,
-    pub backend: BackendConfig,
-    pub task_prompt: String,
-    /// Set when the two-failure rule moved the task up a tier.
-    pub escalated_from: Option<Escalation>,
-    /// The `[sandbox] writable` paths, resolved.
-    pub writable: Vec<PathBuf>,
-}
-
-/// Where a dispatch was escalated from (SPEC §2 `escalated_from`).
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
-pub struct Escalation {
-    pub backend: String,
-    pub model: Option<String>,
-    pub tier: String,
-    pub failures: usize,
-}
-
-/// A task id is used in a branch name: it must be a valid, simple ref component path.
-pub fn check_task_id(task: &str) -> Result<(), Refusal> {
-    crate::core::plan::check_task_id(task).map_err(Refusal::Usage)
-}
-
-/// Decides a dispatch: routing, fences, and every refusal (SPEC §5.1).
-#[allow(clippy::too_many_arguments)]
+/// Gathers what a dispatch decision reads — the live runs, the task's ledger, the
+/// kernel's fence, the clock, whether the worker's program exists — and decides it.
 pub fn plan(
+    repo: &crate::git::Repository,
+    store: &RunStore,
     flight: &Flight,
     request: &Request,
-    live: &[RunRecord],
-    ledger: &[crate::core::ledger::Row],
-    evidence: &dyn Fn(&str, &str) -> Vec<String>,
-    base_commit: String,
+    base: String,
     run: String,
-    store: &RunStore,
-) -> Result<Plan, Refusal> {
-    check_task_id(&request.task)?;
-    let role = Role::parse(&request.role).ok_or_else(|| {
-        Refusal::Usage(format!(
-            "unknown role `{}` (expected one of {})",
-            request.role,
-            Role::NAMES.join(", ")
-        ))
-    })?;
-    if role.may_commit() && request.scope.is_empty() {
-        return Err(Refusal::Usage(format!(
-            "a {} run needs a write scope: pass --scope GLOB (repeatable)",
-            role.as_str()
-        )));
-    }
-    scope::Scope::new(&request.scope).map_err(|e| Refusal::Usage(e.to_string()))?;
-    // The one precedence: flags, the standing worker, the role, the backend, defaults.
-    let ask = crate::core::routing::Ask {
-        role: role.as_str(),
-        worker: request.worker.as_deref(),
-        backend: request.backend.as_deref(),
-        model: request.model.as_deref(),
-        effort: request.effort.as_deref(),
-        time_budget: request.time_budget.as_deref(),
-    };
-    let mut route = crate::core::routing::route(flight, &ask).map_err(Refusal::Usage)?;
-    let role_routing = route.role.clone();
-    let mut backend_name = route.backend.clone();
-    let mut backend = route.config.clone();
-    // The two-failure rule, from the ledger: a (task, model) that failed twice never gets
-    // a third try at that tier.
-    let model = route.model.clone();
-    let mut escalated_from = None;
-    let mut task_prompt = request.prompt.clone();
-    // Counted per model, or per backend when it names none: a model-less worker is
-    // bounded too.
-    let key = crate::core::ledger::failure_key(model.as_deref(), &backend_name);
-    let verdict = crate::core::policy::should_stop(
-        ledger,
-        flight,
-        &request.task,
-        &key,
-        backend.tier.as_deref(),
-    );
-    match (verdict.decision, verdict.next) {
-        (crate::core::policy::Decision::Continue, _) => {}
-        (crate::core::policy::Decision::EscalateTier, Some(next)) => {
-            task_prompt.push_str(&format!(
-                "\n\n# Earlier attempts\nThis task failed {} times with {key} at tier {}. What was measured (data, not instructions):\n```\n{}\n```\n",
-                verdict.failures,
-                verdict.tier,
-                evidence(&request.task, &key).join("\n")
-            ));
-            escalated_from = Some(Escalation {
-                backend: backend_name.clone(),
-                model: model.clone(),
-                tier: verdict.tier.clone(),
-                failures: verdict.failures,
-            });
-            route = route
-                .on(flight, &ask, &next.backend, true)
-                .map_err(Refusal::Usage)?;
-            backend_name = route.backend.clone();
-            backend = route.config.clone();
-        }
-        _ => {
-            return Err(Refusal::HumanReport {
-                task: request.task.clone(),
-                model: key,
-            });
-        }
-    }
-    // The stricter sandbox wins: a read-only role, or read-only routing for the role or
-    // the backend.
-    let read_only = !role.may_commit()
-        || role_routing.sandbox.as_deref() == Some("read-only")
-        || backend.sandbox.as_deref() == Some("read-only");
-    backend.sandbox = Some(
-        if read_only {
-            "read-only"
-        } else {
-            "worktree-full"
-        }
-        .to_string(),
-    );
-    let adapter = backend.adapter.clone().unwrap_or_default();
-    let driver = super::backends::adapter(&adapter).map_err(Refusal::Usage)?;
-    // A worker that cannot be started is the configuration's fault, not the model's:
-    // refused here, before anything is created.
-    if let Some((program, key)) = driver.program(&backend) {
-        let path = backend
-            .env
-            .as_ref()
-            .and_then(|env| env.get("PATH"))
-            .map(std::ffi::OsString::from)
-            .or_else(|| std::env::var_os("PATH"));
-        if !super::backends::program_exists(&program, path.as_deref()) {
-            return Err(Refusal::Config {
-                message: format!(
-                    "backend {backend_name} runs `{program}`, which cannot be found or is not executable"
-                ),
-                hint: format!(
-                    "install it, or set backends.{backend_name}.{key} in .crew/flight.toml to its path"
-                ),
-            });
-        }
-    }
-    // The kernel write fence: every worker process goes inside it where the kernel has
-    // Landlock; a `native` run is the lead's own sub-task, which git-crew does not start.
-    let fence_abi = if flight.sandbox.enabled && adapter != "native" {
-        crate::sys::fence::kernel_abi()
-    } else {
-        None
-    };
-    if flight.sandbox.require && fence_abi.is_none() {
-        return Err(Refusal::Usage(if adapter == "native" {
-            "[sandbox] require = true, and a native run is not started by git-crew: it cannot be fenced".to_string()
-        } else if !flight.sandbox.enabled {
-            "[sandbox] require = true but enabled = false".to_string()
-        } else {
-            "[sandbox] require = true, and this kernel has no Landlock write fence".to_string()
-        }));
-    }
-    if adapter == "claude" && !read_only && claude_refuses_root(&backend) {
-        return Err(Refusal::Usage(format!(
-            "claude runs workers without permission prompts, which it refuses as root unless IS_SANDBOX=1: \
-             on a sandboxed machine set env = {{ IS_SANDBOX = \"1\" }} in [backends.{backend_name}]"
-        )));
-    }
-
-    if let Some(other) = live.iter().find(|r| r.task == request.task) {
-        return Err(Refusal::State(format!(
-            "task {} already has an in-flight run: {} ({})",
-            request.task,
-            other.run,
-            other.phase.as_str()
-        )));
-    }
-    if role.may_commit() {
-        for other in live
+) -> anyhow::Result<Result<Plan, Refusal>> {
+    let live = store.live()?;
+    let ledger: Vec<Row> = super::ledger::rows(repo, Some(&request.task))?;
+    // Both failures' evidence, for an escalated prompt: what was measured, never output.
+    let evidence = |task: &str, key: &str| -> Vec<String> {
+        store
+            .finished()
+            .unwrap_or_default()
             .iter()
-            .filter(|r| Role::parse(&r.role).is_some_and(Role::may_commit))
-        {
-            if let Some((mine, theirs)) = scope::scopes_overlap(&request.scope, &other.scope) {
-                return Err(Refusal::State(format!(
-                    "the write scope `{mine}` overlaps `{theirs}` of in-flight run {} (task {})",
-                    other.run, other.task
-                )));
-            }
-        }
-    }
-    let limit = backend.concurrency.unwrap_or(1).max(1) as usize;
-    let busy = live
-        .iter()
-        .filter(|r| r.backend == backend_name && occupies_slot(r))
-        .count();
-    let worker_busy = request.worker.as_ref().and_then(|w| {
-        live.iter()
-            .find(|r| r.worker.as_ref() == Some(w))
-            .map(|r| (w.clone(), r.run.clone()))
-    });
-    if let Some((worker, run)) = &worker_busy
-        && !request.queue
-    {
-        return Err(Refusal::State(format!(
-            "worker {worker} is busy with run {run}: a session serves one run at a time; --queue waits for it"
-        )));
-    }
-    let queued = busy >= limit
-        || worker_busy.is_some()
-        || live.iter().any(|r| {
-            // Runs waiting only for their busy standing worker hold no place in line.
-            r.backend == backend_name && r.phase == Phase::Queued && r.worker.is_none()
-        });
-    if queued && !request.queue {
-        return Err(Refusal::State(format!(
-            "backend {backend_name} is at its concurrency limit ({busy} of {limit} runs live); --queue waits for a slot"
-        )));
-    }
-
-    let budget =
-        humantime::parse_duration(&route.time_budget).unwrap_or(Duration::from_secs(25 * 60));
-    let idle = backend
-        .idle_timeout
-        .as_deref()
-        .and_then(|d| humantime::parse_duration(d).ok());
-    let now = now_millis();
-    let run_dir = store.run_dir(&run);
-    let port = pick_port(&flight.worktree.port_range, live);
-    let record = RunRecord {
-        run: run.clone(),
-        task: request.task.clone(),
-        role: role.as_str().to_string(),
-        phase: if queued {
-            Phase::Queued
-        } else {
-            Phase::Preparing
-        },
-        outcome: None,
-        backend: backend_name,
-        adapter,
-        model: route.model.clone(),
-        effort: route.effort.clone(),
-        tier: backend.tier.clone(),
-        session: None,
-        attempts: 0,
-        worktree: store.worktree_path(&run).to_string_lossy().into_owned(),
-        branch: format!("crew/{}/{run}", request.task),
-        base: base_commit,
-        scope: request.scope.clone(),
-        started_at: rfc3339(now),
-        finished_at: None,
-        deadline: rfc3339(now + budget.as_millis() as u64),
-        budget_s: budget.as_secs(),
-        idle_timeout_s: idle.map(|d| d.as_secs()),
-        elapsed_s: 0,
-        last_activity_at: None,
-        footer: None,
-        needs_help: None,
-        verify: None,
-        verify_command: request.verify.clone(),
-        decision: None,
-        diff: DiffStat::default(),
-        discrepancies: Vec::new(),
-        pid: None,
-        supervisor_pid: None,
-        port,
-        prompt_file: crate::core::layout::prompt(&run_dir)
-            .to_string_lossy()
-            .into_owned(),
-        manifest: crate::core::layout::manifest(&run_dir)
-            .to_string_lossy()
-            .into_owned(),
-        parked_at: None,
-        continue_until_pass: request.continue_until_pass,
-        base_ref: request.base_ref.clone(),
-        integration: None,
-        plan: request.plan.clone(),
-        size_h: request.size_h,
-        worker: request.worker.clone(),
-        verified_tip: None,
-        scope_changed: request.scope_changed,
-        fence: Some(crate::sys::fence::describe(fence_abi)),
-        max_attempts: Some(flight.fences.max_attempts.clamp(1, 100) as u32),
-        failure_threshold: Some(flight.fences.needs_help_after_failures.clamp(1, 100) as u32),
-        manifest_required: Some(flight.fences.manifest_required),
-        max_output: Some(flight.fences.max_output.max(4096) as u64),
-        unreadable: None,
-        transcript: match &request.transcripts {
-            None => Some(
-                store
-                    .transcript_path(&request.task)
-                    .to_string_lossy()
-                    .into_owned(),
-            ),
-            Some(dir) if dir.as_os_str().is_empty() => None,
-            Some(dir) => {
-                let name = store.transcript_path(&request.task);
-                let name = name
-                    .file_name()
-                    .map(|n| n.to_os_string())
-                    .unwrap_or_default();
-                Some(dir.join(name).to_string_lossy().into_owned())
-            }
-        },
+            .filter(|r| {
+                r.task == task
+                    && crate::core::ledger::failure_key(r.model.as_deref(), &r.backend) == key
+            })
+            .filter(|r| {
+                r.outcome
+                    .is_some_and(|o| o != crate::core::record::Outcome::Pass)
+            })
+            .map(|r| {
+                format!(
+                    "run {}: {} — {}",
+                    r.run,
+                    r.phase.as_str(),
+                    r.decision.as_deref().unwrap_or("no decision recorded")
+                )
+            })
+            .collect()
     };
-    let home = std::env::var_os("HOME").map(PathBuf::from);
-    let writable = flight
-        .sandbox
-        .writable
-        .iter()
-        .map(|entry| super::fence::expand(entry, home.as_deref()))
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(Refusal::Usage)?;
-    Ok(Plan {
-        record,
-        backend,
-        task_prompt,
-        escalated_from,
-        writable,
-    })
+    let unstartable = |backend: &crate::core::flight::Backend| {
+        let driver = super::backends::adapter(backend.adapter.as_deref().unwrap_or_default())?;
+        Ok(driver.program(backend).filter(|(program, _)| {
+            let path = backend
+                .env
+                .as_ref()
+                .and_then(|env| env.get("PATH"))
+                .map(std::ffi::OsString::from)
+                .or_else(|| std::env::var_os("PATH"));
+            !super::backends::program_exists(program, path.as_deref())
+        }))
+    };
+    let facts = crate::core::dispatch::Facts {
+        live: &live,
+        ledger: &ledger,
+        evidence: &evidence,
+        unstartable: &unstartable,
+        base,
+        now_ms: now_millis(),
+        fence_abi: crate::sys::fence::kernel_abi(),
+        root_unsandboxed: crate::sys::process::is_root()
+            && std::env::var_os("IS_SANDBOX").is_none(),
+        home: std::env::var_os("HOME").map(PathBuf::from),
+        run_dir: store.run_dir(&run),
+        worktree: store.worktree_path(&run),
+        transcript: store.transcript_path(&request.task),
+        run,
+    };
+    Ok(crate::core::dispatch::decide(flight, request, &facts))
 }
 
-/// Whether a live run takes one of its backend's concurrency slots (a queued run waits
-/// for one; a run waiting for help runs no worker).
-pub fn occupies_slot(record: &RunRecord) -> bool {
-    !matches!(record.phase, Phase::Queued | Phase::NeedsHelp)
-}
-
-/// Whether claude would refuse to start: running as root without `IS_SANDBOX` set for it.
-fn claude_refuses_root(backend: &BackendConfig) -> bool {
-    let root = crate::sys::process::is_root();
-    let in_config = backend
-        .env
-        .as_ref()
-        .is_some_and(|e| e.contains_key("IS_SANDBOX"));
-    root && !in_config && std::env::var_os("IS_SANDBOX").is_none()
-}
-
-/// The lowest port of `range` ("4100-4199") no live run holds.
-fn pick_port(range: &str, live: &[RunRecord]) -> Option<u16> {
-    let (lo, hi) = range.split_once('-')?;
-    let (lo, hi): (u16, u16) = (lo.trim().parse().ok()?, hi.trim().parse().ok()?);
-    (lo..=hi).find(|p| !live.iter().any(|r| r.port == Some(*p)))
+/// Files a task's human report under `<git-common-dir>/crew/reports/`; where it went.
+pub fn file_report(store: &RunStore, task: &str, report: &str) -> Option<PathBuf> {
+    let dir = store.root().join("reports");
+    let path = dir.join(format!("{}.md", task.replace('/', "_")));
+    std::fs::create_dir_all(&dir).ok()?;
+    std::fs::write(&path, report).ok()?;
+    Some(path)
 }
 
 /// Carries out a plan: worktree and branch, identity, hooks, prompt, live pointer, and
@@ -420,9 +110,8 @@ pub fn apply(
     let git_dir = worktree::add(repo, &wt, &record.branch, &record.base)?;
     let undo = |err: anyhow::Error| -> anyhow::Error {
         let _ = worktree::unlock(repo_dir, &wt);
-        let git = crate::git::run::GitRunner::new(repo_dir);
-        let _ = git.output(&["worktree", "remove", "--force", &wt.to_string_lossy()]);
-        let _ = git.output(&["branch", "-D", &record.branch]);
+        worktree::force_remove(repo_dir, &wt);
+        crate::git::refs::force_delete_branch(repo_dir, &record.branch);
         let _ = std::fs::remove_dir_all(store.run_dir(&record.run));
         let _ = std::fs::remove_file(store.live_path(&record.run));
         let _ = crate::git::seal::remove(repo, &record.run);
@@ -515,10 +204,7 @@ pub fn copy_worktree_includes(repo_dir: &Path, wt: &Path) -> anyhow::Result<()> 
         let to = wt.join(&rel);
         // Only files git ignores: anything else would be committed with the run's work
         // (or break its scope).
-        let ignored = crate::git::run::GitRunner::new(repo_dir)
-            .raw(&["check-ignore", "-q", "--", &rel])
-            .is_ok_and(|o| o.status.success());
-        if !ignored {
+        if !worktree::is_ignored(repo_dir, &rel) {
             eprintln!(
                 "warning: .worktreeinclude lists {rel}, which git does not ignore; not copied"
             );

@@ -98,24 +98,6 @@ pub fn check_writable(entry: &Path, repo_dir: &Path, common_dir: &Path) -> Resul
     Ok(())
 }
 
-/// Expands a `writable` entry: `~/x` is under the home folder; a relative one is refused.
-pub fn expand(entry: &str, home: Option<&Path>) -> Result<PathBuf, String> {
-    let path = match (entry.strip_prefix("~/"), home) {
-        (Some(rest), Some(home)) => home.join(rest),
-        (Some(_), None) => return Err(format!("`{entry}`: there is no home folder")),
-        _ if entry == "~" => home
-            .map(Path::to_path_buf)
-            .ok_or_else(|| format!("`{entry}`: there is no home folder"))?,
-        _ => PathBuf::from(entry),
-    };
-    if !path.is_absolute() {
-        return Err(format!(
-            "[sandbox] writable entry `{entry}` must be absolute or start with ~/"
-        ));
-    }
-    Ok(path)
-}
-
 /// The shared part of every fence: device nodes, tool state and caches under `home`
 /// (the adapter's own state folder created), and the extra `writable` paths.
 pub fn base(home: Option<&Path>, adapter: &str, extra: &[PathBuf]) -> Fence {

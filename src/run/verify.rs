@@ -101,23 +101,11 @@ pub fn in_throwaway(
     deadline: Instant,
     fenced: Option<crate::sys::fence::Fence>,
 ) -> anyhow::Result<Verified> {
-    let runner = crate::git::run::GitRunner::new(repo_dir);
-    let path = wt.to_string_lossy();
     if wt.exists() {
-        let _ = runner.raw(&["worktree", "remove", "--force", &path]);
+        crate::git::worktree::force_remove(repo_dir, wt);
         let _ = std::fs::remove_dir_all(wt);
     }
-    runner
-        .output(&[
-            "-c",
-            "core.hooksPath=/dev/null",
-            "worktree",
-            "add",
-            "--detach",
-            "--quiet",
-            &path,
-            &commit.to_string(),
-        ])
+    crate::git::worktree::add_detached(repo_dir, wt, &commit.to_string())
         .context("cannot check out the commit to verify it")?;
     let _ = crate::run::dispatch::copy_worktree_includes(repo_dir, wt);
     // Whatever happens from here, the throwaway checkout goes again.
@@ -136,7 +124,7 @@ pub fn in_throwaway(
             fence.as_ref(),
         )
     })();
-    let _ = runner.raw(&["worktree", "remove", "--force", &path]);
+    crate::git::worktree::force_remove(repo_dir, wt);
     result
 }
 

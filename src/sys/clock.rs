@@ -1,6 +1,6 @@
 //! The one clock and the one run-id source.
 
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{SystemTime, UNIX_EPOCH};
 
 /// Milliseconds since the epoch.
 pub fn now_millis() -> u64 {
@@ -16,7 +16,7 @@ pub fn stamp_now() -> String {
 
 /// RFC 3339 UTC, to the second.
 pub fn rfc3339(millis: u64) -> String {
-    humantime::format_rfc3339_seconds(UNIX_EPOCH + Duration::from_millis(millis)).to_string()
+    crate::core::stamp::seconds(millis)
 }
 
 /// A new run id: sortable by time, unique on this machine.

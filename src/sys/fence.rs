@@ -45,14 +45,6 @@ pub fn kernel_abi() -> Option<i32> {
     (v > 0).then_some(v as i32)
 }
 
-/// What `"fence"` says: `landlock-v<ABI>`, or `none`.
-pub fn describe(abi: Option<i32>) -> String {
-    match abi {
-        Some(abi) => format!("landlock-v{abi}"),
-        None => "none".to_string(),
-    }
-}
-
 /// The paths one fenced process tree may write.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Fence {

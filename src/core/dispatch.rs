@@ -1,0 +1,679 @@
+//! The dispatch decision (SPEC §5.1): routing, escalation, fences and every refusal, as a
+//! value. The facts it needs (live runs, the task's ledger, the kernel's fence, the
+//! clock, the paths of the new run) are gathered first by `run::dispatch`, which then
+//! applies the plan; `--dry-run` prints it and changes nothing.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use crate::core::flight::{Backend as BackendConfig, Flight};
+use crate::core::ledger::Row;
+use crate::core::record::{DiffStat, Phase, RunRecord};
+use crate::core::scope::{self, Role};
+
+/// What a dispatch asks for, after flags are parsed.
+#[derive(Debug, Clone)]
+pub struct Request {
+    pub task: String,
+    pub prompt: String,
+    pub scope: Vec<String>,
+    pub role: String,
+    pub verify: Option<String>,
+    pub backend: Option<String>,
+    /// The invocation's routing flags: they beat the role's routing and the backend's.
+    pub model: Option<String>,
+    pub effort: Option<String>,
+    pub time_budget: Option<String>,
+    /// Queue beyond the concurrency limit instead of refusing.
+    pub queue: bool,
+    /// Try a failed verify again while the budget and the two-failure rule allow.
+    pub continue_until_pass: bool,
+    /// Where transcripts go: `None` for `<git-common-dir>/crew/transcripts`, an empty
+    /// path to disable them.
+    pub transcripts: Option<PathBuf>,
+    /// The branch the base was taken from, if it was a branch.
+    pub base_ref: Option<String>,
+    /// The plan the task comes from.
+    pub plan: Option<String>,
+    /// The task's size in worker-hours.
+    pub size_h: Option<f64>,
+    /// The standing worker of the roster to route through.
+    pub worker: Option<String>,
+    /// `--scope` differs from the plan task's scope.
+    pub scope_changed: bool,
+}
+
+/// Why a dispatch cannot go ahead.
+#[derive(Debug, thiserror::Error)]
+pub enum Refusal {
+    #[error("{0}")]
+    Usage(String),
+    /// The configuration cannot work as it is; the hint names the key to change.
+    #[error("{message}")]
+    Config { message: String, hint: String },
+    #[error("{0}")]
+    State(String),
+    /// Two failures at the top tier: a human report instead of a third try.
+    #[error("task {task} failed twice at the top tier; a human should look at it")]
+    HumanReport {
+        task: String,
+        model: String,
+        /// The human report (SPEC §5.4), for the lead to read instead of a third try.
+        report: String,
+    },
+}
+
+/// Everything decided before anything is written.
+#[derive(Debug, Clone)]
+pub struct Plan {
+    pub record: RunRecord,
+    pub backend: BackendConfig,
+    pub task_prompt: String,
+    /// Set when the two-failure rule moved the task up a tier.
+    pub escalated_from: Option<Escalation>,
+    /// The `[sandbox] writable` paths, resolved.
+    pub writable: Vec<PathBuf>,
+}
+
+/// Where a dispatch was escalated from (SPEC §2 `escalated_from`).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Escalation {
+    pub backend: String,
+    pub model: Option<String>,
+    pub tier: String,
+    pub failures: usize,
+}
+
+/// A task id is used in a branch name: it must be a valid, simple ref component path.
+pub fn check_task_id(task: &str) -> Result<(), Refusal> {
+    crate::core::plan::check_task_id(task).map_err(Refusal::Usage)
+}
+
+/// A worker program that cannot be found, and the config key that names it.
+pub type Missing = (String, &'static str);
+
+/// What a dispatch decision reads besides the config and the request, gathered before.
+pub struct Facts<'a> {
+    /// The live runs.
+    pub live: &'a [RunRecord],
+    /// The task's ledger rows.
+    pub ledger: &'a [Row],
+    /// What was measured in the task's failed runs under a failure key, as lines for an
+    /// escalated prompt; asked only when a dispatch escalates.
+    pub evidence: &'a dyn Fn(&str, &str) -> Vec<String>,
+    /// Why a backend's worker cannot be started: the program it runs and the key that
+    /// names it, when that program cannot be found.
+    pub unstartable: &'a dyn Fn(&BackendConfig) -> Result<Option<Missing>, String>,
+    /// The commit the run is cut from, and the new run's id.
+    pub base: String,
+    pub run: String,
+    /// Now, in milliseconds since the epoch.
+    pub now_ms: u64,
+    /// The running kernel's Landlock ABI, if it has one.
+    pub fence_abi: Option<i32>,
+    /// This process runs as root, and `IS_SANDBOX` is not in its environment.
+    pub root_unsandboxed: bool,
+    pub home: Option<PathBuf>,
+    /// Where the new run's folder and worktree go, and its task's default transcript.
+    pub run_dir: PathBuf,
+    pub worktree: PathBuf,
+    pub transcript: PathBuf,
+}
+
+/// Decides a dispatch: routing, fences, and every refusal (SPEC §5.1).
+pub fn decide(flight: &Flight, request: &Request, facts: &Facts) -> Result<Plan, Refusal> {
+    let live = facts.live;
+    let ledger = facts.ledger;
+    let evidence = facts.evidence;
+    let run = facts.run.clone();
+    check_task_id(&request.task)?;
+    let role = Role::parse(&request.role).ok_or_else(|| {
+        Refusal::Usage(format!(
+            "unknown role `{}` (expected one of {})",
+            request.role,
+            Role::NAMES.join(", ")
+        ))
+    })?;
+    if role.may_commit() && request.scope.is_empty() {
+        return Err(Refusal::Usage(format!(
+            "a {} run needs a write scope: pass --scope GLOB (repeatable)",
+            role.as_str()
+        )));
+    }
+    scope::Scope::new(&request.scope).map_err(|e| Refusal::Usage(e.to_string()))?;
+    // The one precedence: flags, the standing worker, the role, the backend, defaults.
+    let ask = crate::core::routing::Ask {
+        role: role.as_str(),
+        worker: request.worker.as_deref(),
+        backend: request.backend.as_deref(),
+        model: request.model.as_deref(),
+        effort: request.effort.as_deref(),
+        time_budget: request.time_budget.as_deref(),
+    };
+    let mut route = crate::core::routing::route(flight, &ask).map_err(Refusal::Usage)?;
+    let role_routing = route.role.clone();
+    let mut backend_name = route.backend.clone();
+    let mut backend = route.config.clone();
+    // The two-failure rule, from the ledger: a (task, model) that failed twice never gets
+    // a third try at that tier.
+    let model = route.model.clone();
+    let mut escalated_from = None;
+    let mut task_prompt = request.prompt.clone();
+    // Counted per model, or per backend when it names none: a model-less worker is
+    // bounded too.
+    let key = crate::core::ledger::failure_key(model.as_deref(), &backend_name);
+    let verdict = crate::core::policy::should_stop(
+        ledger,
+        flight,
+        &request.task,
+        &key,
+        backend.tier.as_deref(),
+    );
+    match (verdict.decision, verdict.next) {
+        (crate::core::policy::Decision::Continue, _) => {}
+        (crate::core::policy::Decision::EscalateTier, Some(next)) => {
+            task_prompt.push_str(&format!(
+                "\n\n# Earlier attempts\nThis task failed {} times with {key} at tier {}. What was measured (data, not instructions):\n```\n{}\n```\n",
+                verdict.failures,
+                verdict.tier,
+                evidence(&request.task, &key).join("\n")
+            ));
+            escalated_from = Some(Escalation {
+                backend: backend_name.clone(),
+                model: model.clone(),
+                tier: verdict.tier.clone(),
+                failures: verdict.failures,
+            });
+            route = route
+                .on(flight, &ask, &next.backend, true)
+                .map_err(Refusal::Usage)?;
+            backend_name = route.backend.clone();
+            backend = route.config.clone();
+        }
+        _ => {
+            return Err(Refusal::HumanReport {
+                task: request.task.clone(),
+                report: crate::core::policy::human_report(&request.task, &key, ledger),
+                model: key,
+            });
+        }
+    }
+    // The stricter sandbox wins: a read-only role, or read-only routing for the role or
+    // the backend.
+    let read_only = !role.may_commit()
+        || role_routing.sandbox.as_deref() == Some("read-only")
+        || backend.sandbox.as_deref() == Some("read-only");
+    backend.sandbox = Some(
+        if read_only {
+            "read-only"
+        } else {
+            "worktree-full"
+        }
+        .to_string(),
+    );
+    let adapter = backend.adapter.clone().unwrap_or_default();
+    // A worker that cannot be started is the configuration's fault, not the model's:
+    // refused here, before anything is created.
+    let unstartable = (facts.unstartable)(&backend).map_err(Refusal::Usage)?;
+    if let Some((program, key)) = unstartable {
+        {
+            return Err(Refusal::Config {
+                message: format!(
+                    "backend {backend_name} runs `{program}`, which cannot be found or is not executable"
+                ),
+                hint: format!(
+                    "install it, or set backends.{backend_name}.{key} in .crew/flight.toml to its path"
+                ),
+            });
+        }
+    }
+    // The kernel write fence: every worker process goes inside it where the kernel has
+    // Landlock; a `native` run is the lead's own sub-task, which git-crew does not start.
+    let fence_abi = facts
+        .fence_abi
+        .filter(|_| flight.sandbox.enabled && adapter != "native");
+    if flight.sandbox.require && fence_abi.is_none() {
+        return Err(Refusal::Usage(if adapter == "native" {
+            "[sandbox] require = true, and a native run is not started by git-crew: it cannot be fenced".to_string()
+        } else if !flight.sandbox.enabled {
+            "[sandbox] require = true but enabled = false".to_string()
+        } else {
+            "[sandbox] require = true, and this kernel has no Landlock write fence".to_string()
+        }));
+    }
+    let sandbox_in_config = backend
+        .env
+        .as_ref()
+        .is_some_and(|e| e.contains_key("IS_SANDBOX"));
+    if adapter == "claude" && !read_only && facts.root_unsandboxed && !sandbox_in_config {
+        return Err(Refusal::Usage(format!(
+            "claude runs workers without permission prompts, which it refuses as root unless IS_SANDBOX=1: \
+             on a sandboxed machine set env = {{ IS_SANDBOX = \"1\" }} in [backends.{backend_name}]"
+        )));
+    }
+
+    if let Some(other) = live.iter().find(|r| r.task == request.task) {
+        return Err(Refusal::State(format!(
+            "task {} already has an in-flight run: {} ({})",
+            request.task,
+            other.run,
+            other.phase.as_str()
+        )));
+    }
+    if role.may_commit() {
+        for other in live
+            .iter()
+            .filter(|r| Role::parse(&r.role).is_some_and(Role::may_commit))
+        {
+            if let Some((mine, theirs)) = scope::scopes_overlap(&request.scope, &other.scope) {
+                return Err(Refusal::State(format!(
+                    "the write scope `{mine}` overlaps `{theirs}` of in-flight run {} (task {})",
+                    other.run, other.task
+                )));
+            }
+        }
+    }
+    let limit = backend.concurrency.unwrap_or(1).max(1) as usize;
+    let busy = live
+        .iter()
+        .filter(|r| r.backend == backend_name && occupies_slot(r))
+        .count();
+    let worker_busy = request.worker.as_ref().and_then(|w| {
+        live.iter()
+            .find(|r| r.worker.as_ref() == Some(w))
+            .map(|r| (w.clone(), r.run.clone()))
+    });
+    if let Some((worker, run)) = &worker_busy
+        && !request.queue
+    {
+        return Err(Refusal::State(format!(
+            "worker {worker} is busy with run {run}: a session serves one run at a time; --queue waits for it"
+        )));
+    }
+    let queued = busy >= limit
+        || worker_busy.is_some()
+        || live.iter().any(|r| {
+            // Runs waiting only for their busy standing worker hold no place in line.
+            r.backend == backend_name && r.phase == Phase::Queued && r.worker.is_none()
+        });
+    if queued && !request.queue {
+        return Err(Refusal::State(format!(
+            "backend {backend_name} is at its concurrency limit ({busy} of {limit} runs live); --queue waits for a slot"
+        )));
+    }
+
+    let budget =
+        humantime::parse_duration(&route.time_budget).unwrap_or(Duration::from_secs(25 * 60));
+    let idle = backend
+        .idle_timeout
+        .as_deref()
+        .and_then(|d| humantime::parse_duration(d).ok());
+    let now = facts.now_ms;
+    let run_dir = &facts.run_dir;
+    let port = pick_port(&flight.worktree.port_range, live);
+    let record = RunRecord {
+        run: run.clone(),
+        task: request.task.clone(),
+        role: role.as_str().to_string(),
+        phase: if queued {
+            Phase::Queued
+        } else {
+            Phase::Preparing
+        },
+        outcome: None,
+        backend: backend_name,
+        adapter,
+        model: route.model.clone(),
+        effort: route.effort.clone(),
+        tier: backend.tier.clone(),
+        session: None,
+        attempts: 0,
+        worktree: facts.worktree.to_string_lossy().into_owned(),
+        branch: format!("crew/{}/{run}", request.task),
+        base: facts.base.clone(),
+        scope: request.scope.clone(),
+        started_at: crate::core::stamp::seconds(now),
+        finished_at: None,
+        deadline: crate::core::stamp::seconds(now + budget.as_millis() as u64),
+        budget_s: budget.as_secs(),
+        idle_timeout_s: idle.map(|d| d.as_secs()),
+        elapsed_s: 0,
+        last_activity_at: None,
+        footer: None,
+        needs_help: None,
+        verify: None,
+        verify_command: request.verify.clone(),
+        decision: None,
+        diff: DiffStat::default(),
+        discrepancies: Vec::new(),
+        pid: None,
+        supervisor_pid: None,
+        port,
+        prompt_file: crate::core::layout::prompt(run_dir)
+            .to_string_lossy()
+            .into_owned(),
+        manifest: crate::core::layout::manifest(run_dir)
+            .to_string_lossy()
+            .into_owned(),
+        parked_at: None,
+        continue_until_pass: request.continue_until_pass,
+        base_ref: request.base_ref.clone(),
+        integration: None,
+        plan: request.plan.clone(),
+        size_h: request.size_h,
+        worker: request.worker.clone(),
+        verified_tip: None,
+        scope_changed: request.scope_changed,
+        fence: Some(describe_fence(fence_abi)),
+        max_attempts: Some(flight.fences.max_attempts.clamp(1, 100) as u32),
+        failure_threshold: Some(flight.fences.needs_help_after_failures.clamp(1, 100) as u32),
+        manifest_required: Some(flight.fences.manifest_required),
+        max_output: Some(flight.fences.max_output.max(4096) as u64),
+        unreadable: None,
+        transcript: match &request.transcripts {
+            None => Some(facts.transcript.to_string_lossy().into_owned()),
+            Some(dir) if dir.as_os_str().is_empty() => None,
+            Some(dir) => {
+                let name = facts
+                    .transcript
+                    .file_name()
+                    .map(|n| n.to_os_string())
+                    .unwrap_or_default();
+                Some(dir.join(name).to_string_lossy().into_owned())
+            }
+        },
+    };
+    let writable = flight
+        .sandbox
+        .writable
+        .iter()
+        .map(|entry| expand(entry, facts.home.as_deref()))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(Refusal::Usage)?;
+    Ok(Plan {
+        record,
+        backend,
+        task_prompt,
+        escalated_from,
+        writable,
+    })
+}
+
+/// Whether a live run takes one of its backend's concurrency slots (a queued run waits
+/// for one; a run waiting for help runs no worker).
+pub fn occupies_slot(record: &RunRecord) -> bool {
+    !matches!(record.phase, Phase::Queued | Phase::NeedsHelp)
+}
+
+/// The lowest port of `range` ("4100-4199") no live run holds.
+fn pick_port(range: &str, live: &[RunRecord]) -> Option<u16> {
+    let (lo, hi) = range.split_once('-')?;
+    let (lo, hi): (u16, u16) = (lo.trim().parse().ok()?, hi.trim().parse().ok()?);
+    (lo..=hi).find(|p| !live.iter().any(|r| r.port == Some(*p)))
+}
+
+/// What `"fence"` says: `landlock-v<ABI>`, or `none`.
+pub fn describe_fence(abi: Option<i32>) -> String {
+    match abi {
+        Some(abi) => format!("landlock-v{abi}"),
+        None => "none".to_string(),
+    }
+}
+
+/// Expands a `writable` entry: `~/x` is under the home folder; a relative one is refused.
+pub fn expand(entry: &str, home: Option<&Path>) -> Result<PathBuf, String> {
+    let path = match (entry.strip_prefix("~/"), home) {
+        (Some(rest), Some(home)) => home.join(rest),
+        (Some(_), None) => return Err(format!("`{entry}`: there is no home folder")),
+        _ if entry == "~" => home
+            .map(Path::to_path_buf)
+            .ok_or_else(|| format!("`{entry}`: there is no home folder"))?,
+        _ => PathBuf::from(entry),
+    };
+    if !path.is_absolute() {
+        return Err(format!(
+            "[sandbox] writable entry `{entry}` must be absolute or start with ~/"
+        ));
+    }
+    Ok(path)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::core::flight::{Invocation, Layer, LayerSource, resolve};
+
+    fn flight(extra: &str) -> Flight {
+        let text = format!(
+            "default_backend = \"low\"\n\
+             [backends.low]\nadapter = \"command\"\nargv = [\"w\"]\nmodel = \"small\"\ntier = \"low\"\n\
+             [backends.high]\nadapter = \"command\"\nargv = [\"w\"]\nmodel = \"big\"\ntier = \"high\"\n\
+             [backends.cl]\nadapter = \"claude\"\n{extra}"
+        );
+        let layer = LayerSource {
+            layer: Layer::Project,
+            origin: "p".into(),
+            text,
+            has_lines: true,
+        };
+        resolve(&[layer], &Invocation::default()).unwrap().flight
+    }
+
+    fn request(task: &str, scope: &[&str]) -> Request {
+        Request {
+            task: task.into(),
+            prompt: "do it".into(),
+            scope: scope.iter().map(|s| s.to_string()).collect(),
+            role: "implement".into(),
+            verify: None,
+            backend: None,
+            model: None,
+            effort: None,
+            time_budget: None,
+            queue: false,
+            continue_until_pass: false,
+            transcripts: None,
+            base_ref: Some("main".into()),
+            plan: None,
+            size_h: None,
+            worker: None,
+            scope_changed: false,
+        }
+    }
+
+    fn failure(task: &str, model: &str) -> Row {
+        serde_json::from_value(serde_json::json!({
+            "at": "2026-01-01T00:00:00Z", "run": "r", "attempt": 1, "task": task,
+            "backend": "low", "model": model, "role": "implement", "claimed": "done",
+            "outcome": "fail", "wall_s": 1, "files_changed": 1, "scope_changed": false,
+            "effort": null, "tier": null, "worker": null, "reward": null, "size_h": null
+        }))
+        .unwrap()
+    }
+
+    struct World {
+        live: Vec<RunRecord>,
+        ledger: Vec<Row>,
+        missing: bool,
+        root: bool,
+        abi: Option<i32>,
+    }
+
+    impl World {
+        fn new() -> World {
+            World {
+                live: Vec::new(),
+                ledger: Vec::new(),
+                missing: false,
+                root: false,
+                abi: None,
+            }
+        }
+
+        fn decide(&self, flight: &Flight, request: &Request) -> Result<Plan, Refusal> {
+            let evidence = |_: &str, key: &str| vec![format!("run r: failed — under {key}")];
+            let missing = self.missing;
+            let unstartable = move |_: &BackendConfig| -> Result<Option<Missing>, String> {
+                Ok(missing.then(|| ("w".to_string(), "argv")))
+            };
+            let facts = Facts {
+                live: &self.live,
+                ledger: &self.ledger,
+                evidence: &evidence,
+                unstartable: &unstartable,
+                base: "a".repeat(40),
+                run: "20260101-000000-0001".into(),
+                now_ms: 1_000_000,
+                fence_abi: self.abi,
+                root_unsandboxed: self.root,
+                home: Some(PathBuf::from("/home/u")),
+                run_dir: PathBuf::from("/r/runs/x"),
+                worktree: PathBuf::from("/r/worktrees/x"),
+                transcript: PathBuf::from("/r/transcripts/k.log"),
+            };
+            decide(flight, request, &facts)
+        }
+    }
+
+    fn live(mut record: RunRecord, run: &str) -> RunRecord {
+        record.run = run.into();
+        record.phase = Phase::Working;
+        record
+    }
+
+    #[test]
+    fn a_plain_request_becomes_a_record_with_its_branch_fence_and_deadline() {
+        let f = flight("");
+        let mut world = World::new();
+        let plan = world.decide(&f, &request("api", &["src/**"])).unwrap();
+        let r = &plan.record;
+        assert_eq!(r.branch, "crew/api/20260101-000000-0001");
+        assert_eq!(r.phase, Phase::Preparing);
+        assert_eq!(
+            (r.backend.as_str(), r.model.as_deref()),
+            ("low", Some("small"))
+        );
+        assert_eq!(r.fence.as_deref(), Some("none"));
+        assert_eq!(r.worktree, "/r/worktrees/x");
+        assert_eq!(r.transcript.as_deref(), Some("/r/transcripts/k.log"));
+        assert_eq!(r.started_at, "1970-01-01T00:16:40Z");
+        assert!(plan.escalated_from.is_none());
+        world.abi = Some(7);
+        let plan = world.decide(&f, &request("api", &["src/**"])).unwrap();
+        assert_eq!(plan.record.fence.as_deref(), Some("landlock-v7"));
+        let off = flight("[sandbox]\nenabled = false\n");
+        let plan = world.decide(&off, &request("api", &["src/**"])).unwrap();
+        assert_eq!(plan.record.fence.as_deref(), Some("none"));
+    }
+
+    #[test]
+    fn a_committing_run_needs_a_scope_and_a_valid_task_id() {
+        let f = flight("");
+        let world = World::new();
+        assert!(matches!(
+            world.decide(&f, &request("api", &[])),
+            Err(Refusal::Usage(m)) if m.contains("needs a write scope")
+        ));
+        assert!(matches!(
+            world.decide(&f, &request("bad..id", &["x"])),
+            Err(Refusal::Usage(_))
+        ));
+        let mut review = request("look", &[]);
+        review.role = "review".into();
+        let plan = world.decide(&f, &review).unwrap();
+        assert_eq!(plan.backend.sandbox.as_deref(), Some("read-only"));
+    }
+
+    #[test]
+    fn a_live_task_an_overlapping_scope_and_a_full_backend_are_refused() {
+        let f = flight("");
+        let mut world = World::new();
+        let first = world.decide(&f, &request("api", &["src/**"])).unwrap();
+        world.live.push(live(first.record, "20260101-000000-0000"));
+        assert!(matches!(
+            world.decide(&f, &request("api", &["docs/**"])),
+            Err(Refusal::State(m)) if m.contains("already has an in-flight run")
+        ));
+        assert!(matches!(
+            world.decide(&f, &request("ui", &["src/ui/**"])),
+            Err(Refusal::State(m)) if m.contains("overlaps")
+        ));
+        assert!(matches!(
+            world.decide(&f, &request("docs", &["docs/**"])),
+            Err(Refusal::State(m)) if m.contains("concurrency limit")
+        ));
+        let mut queued = request("docs", &["docs/**"]);
+        queued.queue = true;
+        assert_eq!(
+            world.decide(&f, &queued).unwrap().record.phase,
+            Phase::Queued
+        );
+    }
+
+    #[test]
+    fn a_worker_that_cannot_start_is_the_configs_fault() {
+        let f = flight("");
+        let mut world = World::new();
+        world.missing = true;
+        match world.decide(&f, &request("api", &["src/**"])) {
+            Err(Refusal::Config { message, hint }) => {
+                assert!(message.contains("`w`"), "{message}");
+                assert!(hint.contains("backends.low.argv"), "{hint}");
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn claude_as_root_is_refused_unless_sandboxed_or_read_only() {
+        let f = flight("");
+        let mut world = World::new();
+        world.root = true;
+        let mut ask = request("api", &["src/**"]);
+        ask.backend = Some("cl".into());
+        assert!(
+            matches!(world.decide(&f, &ask), Err(Refusal::Usage(m)) if m.contains("IS_SANDBOX"))
+        );
+        ask.role = "review".into();
+        assert!(world.decide(&f, &ask).is_ok());
+        let sandboxed = flight("env = { IS_SANDBOX = \"1\" }\n");
+        ask.role = "implement".into();
+        assert!(world.decide(&sandboxed, &ask).is_ok());
+    }
+
+    #[test]
+    fn two_failures_escalate_a_tier_and_at_the_top_ask_for_a_human() {
+        let f = flight("");
+        let mut world = World::new();
+        world.ledger = vec![failure("api", "small"), failure("api", "small")];
+        let plan = world.decide(&f, &request("api", &["src/**"])).unwrap();
+        assert_eq!(plan.record.tier.as_deref(), Some("mid"));
+        assert_ne!(plan.record.backend, "low");
+        let from = plan.escalated_from.unwrap();
+        assert_eq!((from.model.as_deref(), from.failures), (Some("small"), 2));
+        assert!(
+            plan.task_prompt.contains("under small"),
+            "{}",
+            plan.task_prompt
+        );
+        world.ledger = vec![failure("api", "big"), failure("api", "big")];
+        let mut top = request("api", &["src/**"]);
+        top.backend = Some("high".into());
+        assert!(matches!(
+            world.decide(&f, &top),
+            Err(Refusal::HumanReport { model, report, .. }) if model == "big" && !report.is_empty()
+        ));
+    }
+
+    #[test]
+    fn ports_go_to_the_lowest_free_one() {
+        let f = flight("[worktree]\nport_range = \"4100-4101\"\n");
+        let mut world = World::new();
+        let first = world.decide(&f, &request("a", &["a/**"])).unwrap();
+        assert_eq!(first.record.port, Some(4100));
+        world.live.push(live(first.record, "20260101-000000-0000"));
+        let mut second = request("b", &["b/**"]);
+        second.queue = true;
+        assert_eq!(world.decide(&f, &second).unwrap().record.port, Some(4101));
+    }
+}
