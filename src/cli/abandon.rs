@@ -19,7 +19,7 @@ pub struct AbandonArgs {
 }
 
 pub fn abandon(ctx: &CommandContext, args: AbandonArgs) -> Result<Report> {
-    let store = runs::store(ctx)?;
+    let store = runs::settled(ctx)?;
     let record = runs::load(&store, &args.run)?;
     if record.phase.is_final() {
         return Err(CrewError::new(

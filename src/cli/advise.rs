@@ -8,7 +8,7 @@ use super::error::{CrewError, ErrorKind, Result};
 use super::runs;
 use super::ui::Report;
 use crate::core::record::Phase;
-use crate::run::{dispatch, prompt};
+use crate::run::prompt;
 
 /// Answer a worker's NEEDS-HELP: its session resumes with the advice, under the same fences.
 #[derive(Debug, Args)]
@@ -24,7 +24,7 @@ pub struct AdviseArgs {
 }
 
 pub fn run(ctx: &CommandContext, args: AdviseArgs) -> Result<Report> {
-    let store = runs::store(ctx)?;
+    let store = runs::settled(ctx)?;
     // One answer at a time: a second advise waits here, then finds the run working.
     let _lock = store
         .run_lock(&args.run)
@@ -72,26 +72,7 @@ pub fn run(ctx: &CommandContext, args: AdviseArgs) -> Result<Report> {
         )
         .map_err(CrewError::internal)?;
         // Parked, the run held no slot; it waits in the queue when its backend is full.
-        let live = store.live().map_err(CrewError::internal)?;
-        let limit = std::fs::read(crate::core::layout::backend_config(&run_dir))
-            .ok()
-            .and_then(|b| serde_json::from_slice::<crate::core::flight::Backend>(&b).ok())
-            .and_then(|c| c.concurrency)
-            .unwrap_or(1)
-            .max(1) as usize;
-        let busy = live
-            .iter()
-            .filter(|r| {
-                r.backend == record.backend
-                    && r.run != record.run
-                    && crate::core::dispatch::occupies_slot(r)
-            })
-            .count();
-        record.phase = if busy >= limit {
-            Phase::Queued
-        } else {
-            Phase::Working
-        };
+        record.phase = crate::run::queue::readmit(&store, &record).map_err(CrewError::internal)?;
     }
     if !store.update_live(&record).map_err(CrewError::internal)? {
         return Err(CrewError::new(
@@ -103,7 +84,7 @@ pub fn run(ctx: &CommandContext, args: AdviseArgs) -> Result<Report> {
     let repo_dir = ctx.workdir()?.to_path_buf();
     let pid = if record.phase == Phase::Working && !native {
         Some(
-            dispatch::spawn_supervisor(&repo_dir, &record.run, &run_dir)
+            crate::run::queue::start_supervisor(&repo_dir, &record.run, &run_dir)
                 .map_err(CrewError::internal)?,
         )
     } else {

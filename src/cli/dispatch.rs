@@ -133,7 +133,7 @@ pub fn run(ctx: &CommandContext, args: DispatchArgs) -> Result<Report> {
         CrewError::usage("bad-base", e.to_string()).hinted("--base takes a branch, tag or commit")
     })?;
     let base_ref = base_branch(repo, args.base.as_deref());
-    let store = super::runs::store(ctx)?;
+    let store = super::runs::settled(ctx)?;
     let request = Request {
         base_ref,
         task: args.task.clone(),

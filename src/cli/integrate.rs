@@ -58,7 +58,7 @@ pub fn run(ctx: &CommandContext, args: IntegrateArgs) -> Result<Report> {
         );
     }
     let repo_dir = ctx.workdir()?.to_path_buf();
-    let store = runs::store(ctx)?;
+    let store = runs::settled(ctx)?;
     let record = store.load(&args.run).ok().flatten();
     let session_reuse = record
         .as_ref()

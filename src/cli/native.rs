@@ -24,7 +24,7 @@ pub struct AttachArgs {
 }
 
 pub fn attach(ctx: &CommandContext, args: AttachArgs) -> Result<Report> {
-    let store = runs::store(ctx)?;
+    let store = runs::settled(ctx)?;
     let _lock = store
         .run_lock(&args.run)
         .map_err(|e| CrewError::new(ErrorKind::Refused, "run-busy", e.to_string()))?;
@@ -71,7 +71,7 @@ pub struct DeliverArgs {
 }
 
 pub fn deliver(ctx: &CommandContext, args: DeliverArgs) -> Result<Report> {
-    let store = runs::store(ctx)?;
+    let store = runs::settled(ctx)?;
     let _lock = store
         .run_lock(&args.run)
         .map_err(|e| CrewError::new(ErrorKind::Refused, "run-busy", e.to_string()))?;

@@ -129,7 +129,7 @@ pub fn derive(
     plan: &Plan,
     flight: &crate::core::flight::Flight,
 ) -> Result<(Vec<TaskStatus>, Facts)> {
-    let store = runs::store(ctx)?;
+    let store = runs::settled(ctx)?;
     let facts = plans::facts(ctx.repo()?, &store, plan, flight).map_err(CrewError::internal)?;
     Ok((plan::status(plan, &facts), facts))
 }

@@ -9,20 +9,17 @@ use crate::core::record::RunRecord;
 use crate::run::supervisor;
 use crate::state::runs::RunStore;
 
-/// The run store of the current repository, with dead supervisors reaped.
-pub fn store(ctx: &CommandContext) -> Result<RunStore> {
-    let repo = ctx.repo()?;
-    let store = RunStore::new(&crate::git::repo::state_dir(repo));
-    let repo_dir = ctx.workdir()?.to_path_buf();
-    // One read of the live pointers serves both: reaping never touches queued runs.
-    let live = store.live().map_err(CrewError::internal)?;
-    let reaped = supervisor::reap_dead(&store, &repo_dir, &live).map_err(CrewError::internal)?;
-    let queued = live
-        .iter()
-        .any(|r| r.phase == crate::core::record::Phase::Queued);
-    if queued || !reaped.is_empty() {
-        crate::run::dispatch::promote_queued(&store, &repo_dir).map_err(CrewError::internal)?;
-    }
+/// The run store of the current repository, as it is.
+pub fn open(ctx: &CommandContext) -> Result<RunStore> {
+    Ok(RunStore::new(&crate::git::repo::state_dir(ctx.repo()?)))
+}
+
+/// The run store, settled first: runs whose supervisor died are filed, and queued runs
+/// start where slots are free (`run::queue::settle`). Every command that reports or acts
+/// on live runs opens it this way.
+pub fn settled(ctx: &CommandContext) -> Result<RunStore> {
+    let store = open(ctx)?;
+    crate::run::queue::settle(&store, ctx.workdir()?).map_err(CrewError::internal)?;
     Ok(store)
 }
 

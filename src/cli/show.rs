@@ -17,7 +17,7 @@ pub struct ShowArgs {
 }
 
 pub fn run(ctx: &CommandContext, args: ShowArgs) -> Result<Report> {
-    let store = runs::store(ctx)?;
+    let store = runs::settled(ctx)?;
     let record = runs::load(&store, &args.run)?;
     Ok(Report::new(
         json!({"run": runs::result_json(&record)}),
@@ -36,7 +36,7 @@ pub struct TranscriptArgs {
 }
 
 pub fn transcript(ctx: &CommandContext, args: TranscriptArgs) -> Result<Report> {
-    let store = runs::store(ctx)?;
+    let store = runs::settled(ctx)?;
     let record = runs::load(&store, &args.run)?;
     let Some(path) = record.transcript.clone().map(std::path::PathBuf::from) else {
         return Err(CrewError::new(

@@ -27,7 +27,7 @@ pub struct StatusArgs {
 }
 
 pub fn run(ctx: &CommandContext, args: StatusArgs) -> Result<Report> {
-    let store = runs::store(ctx)?;
+    let store = runs::settled(ctx)?;
     let mut records = match &args.run {
         Some(run) => vec![runs::load(&store, run)?],
         None => {

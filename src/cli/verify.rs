@@ -30,7 +30,7 @@ pub struct VerifyArgs {
 }
 
 pub fn run(ctx: &CommandContext, args: VerifyArgs) -> Result<Report> {
-    let store = runs::store(ctx)?;
+    let store = runs::settled(ctx)?;
     let mut record = runs::load(&store, &args.run)?;
     if !record.phase.is_final() {
         return Err(CrewError::new(

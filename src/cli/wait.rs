@@ -41,7 +41,7 @@ pub fn run(ctx: &CommandContext, args: WaitArgs) -> Result<Report> {
                 .map_err(|e| CrewError::usage("bad-duration", format!("--timeout {t}: {e}")))
         })
         .transpose()?;
-    let store = runs::store(ctx)?;
+    let store = runs::settled(ctx)?;
     for run in &args.runs {
         runs::load(&store, run)?;
     }
@@ -80,10 +80,7 @@ pub fn wait_for(
         if last_check.elapsed() >= Duration::from_secs(1) {
             last_check = Instant::now();
             if let Some(repo_dir) = repo_dir {
-                if let Ok(live) = store.live() {
-                    let _ = crate::run::supervisor::reap_dead(store, repo_dir, &live);
-                }
-                let _ = crate::run::dispatch::promote_queued(store, repo_dir);
+                let _ = crate::run::queue::settle(store, repo_dir);
             }
         }
     };

@@ -33,7 +33,7 @@ pub fn run(ctx: &CommandContext, args: WatchArgs) -> Result<Report> {
     })?;
     let live_console = !args.once && ctx.format == Format::Human && std::io::stdout().is_terminal();
     loop {
-        let store = runs::store(ctx)?;
+        let store = runs::settled(ctx)?;
         let live = store.live().map_err(CrewError::internal)?;
         if !live_console {
             let frame = live.iter().map(frame_json).collect::<Vec<_>>();

@@ -91,7 +91,7 @@ pub fn gather(
     let flight = resolve(ctx, &RoutingArgs::default())?.flight;
     let (statuses, facts) = super::plan::derive(ctx, plan, &flight)?;
     let repo = ctx.repo()?;
-    let store = runs::store(ctx)?;
+    let store = runs::settled(ctx)?;
     let estimates = crate::run::ledger::estimates(repo, plan).map_err(CrewError::internal)?;
     let verdicts = &facts.verdicts;
     let finished = store.finished().map_err(CrewError::internal)?;
@@ -219,7 +219,7 @@ fn dispatch(
     }
     // Ready tasks (under `warn`, also those only a gate holds), except a task whose run
     // passed and waits to be integrated: a second run would only compete with it.
-    let finished = runs::store(ctx)?.finished().map_err(CrewError::internal)?;
+    let finished = runs::open(ctx)?.finished().map_err(CrewError::internal)?;
     let waiting = |task: &str| {
         finished
             .iter()
@@ -269,7 +269,7 @@ fn dispatch(
     }
     // Up front, before anything starts: no two write scopes of the wave may overlap, nor
     // overlap a run in flight.
-    let live = runs::store(ctx)?.live().map_err(CrewError::internal)?;
+    let live = runs::settled(ctx)?.live().map_err(CrewError::internal)?;
     let tasks: Vec<crate::core::wave::Writer> = ready
         .iter()
         .filter_map(|s| plan.task(&s.task))
@@ -510,7 +510,7 @@ fn status(ctx: &CommandContext, wave: u32, plan_name: Option<&str>) -> Result<Re
 /// Abandons the runs a wave dispatch started before one of its tasks failed; returns
 /// them as `run (task)`.
 fn roll_back(ctx: &CommandContext, dispatched: &[serde_json::Value], failed: &str) -> Vec<String> {
-    let Ok(store) = runs::store(ctx) else {
+    let Ok(store) = runs::settled(ctx) else {
         return Vec::new();
     };
     let Ok(repo_dir) = ctx.workdir() else {

@@ -19,7 +19,7 @@ pub struct WorkersArgs {}
 
 pub fn run(ctx: &CommandContext, _args: WorkersArgs) -> Result<Report> {
     let flight = resolve(ctx, &RoutingArgs::default())?.flight;
-    let store = runs::store(ctx)?;
+    let store = runs::settled(ctx)?;
     let live = store.live().map_err(CrewError::internal)?;
     let sessions = crate::state::sessions::load(store.root());
     let rows = crate::run::ledger::rows(ctx.repo()?, None).map_err(CrewError::internal)?;

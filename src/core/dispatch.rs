@@ -273,7 +273,7 @@ pub fn decide(flight: &Flight, request: &Request, facts: &Facts) -> Result<Plan,
             }
         }
     }
-    let limit = backend.concurrency.unwrap_or(1).max(1) as usize;
+    let limit = slot_limit(&backend);
     let busy = live
         .iter()
         .filter(|r| r.backend == backend_name && occupies_slot(r))
@@ -397,6 +397,11 @@ pub fn decide(flight: &Flight, request: &Request, facts: &Facts) -> Result<Plan,
         escalated_from,
         writable,
     })
+}
+
+/// How many runs a backend may have working at once (`concurrency`, at least one).
+pub fn slot_limit(backend: &BackendConfig) -> usize {
+    backend.concurrency.unwrap_or(1).max(1) as usize
 }
 
 /// Whether a live run takes one of its backend's concurrency slots (a queued run waits

@@ -10,5 +10,6 @@ pub mod output;
 pub mod plans;
 pub mod process;
 pub mod prompt;
+pub mod queue;
 pub mod supervisor;
 pub mod verify;

@@ -381,7 +381,7 @@ impl<'a> Supervisor<'a> {
             self.record.decision = Some("the worker asked for help".into());
             self.save()?;
             // Parked, it holds no slot: a queued run may start.
-            let _ = super::dispatch::promote_queued(self.store, &self.repo_dir);
+            let _ = super::queue::promote(self.store, &self.repo_dir);
             return Ok(Judgement::Settled);
         }
         if !extraction.is_complete() {
@@ -905,7 +905,7 @@ impl<'a> Supervisor<'a> {
             return Err(EndedOutside.into());
         }
         // A slot is free: a queued run of this backend (or of this worker) may start.
-        let _ = super::dispatch::promote_queued(self.store, &self.repo_dir);
+        let _ = super::queue::promote(self.store, &self.repo_dir);
         Ok(())
     }
 }

@@ -1,0 +1,139 @@
+//! The scheduler: which runs hold their backend's concurrency slots, starting queued runs
+//! as slots free, starting supervisors, and settling the store (reaping runs whose
+//! supervisor died, then promoting the queue) where a command needs the runs current.
+
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use anyhow::Context;
+
+use crate::core::dispatch::{occupies_slot, slot_limit};
+use crate::core::flight::Backend as BackendConfig;
+use crate::core::record::{Phase, RunRecord};
+use crate::state::runs::RunStore;
+use crate::sys::clock::{now_millis, rfc3339};
+
+/// Brings the store up to date before a command reads it: runs whose supervisor died are
+/// filed as abandoned, and queued runs start where slots are free.
+pub fn settle(store: &RunStore, repo_dir: &Path) -> anyhow::Result<()> {
+    // One read of the live pointers serves both: reaping never touches queued runs.
+    let live = store.live()?;
+    let reaped = super::supervisor::reap_dead(store, repo_dir, &live)?;
+    if !reaped.is_empty() || live.iter().any(|r| r.phase == Phase::Queued) {
+        promote(store, repo_dir)?;
+    }
+    Ok(())
+}
+
+/// The phase a parked run goes back to when the lead answers it: `working` while its
+/// backend has a free slot (it held none while parked), else `queued`.
+pub fn readmit(store: &RunStore, record: &RunRecord) -> anyhow::Result<Phase> {
+    let live = store.live()?;
+    let config: BackendConfig = std::fs::read(crate::core::layout::backend_config(
+        &store.run_dir(&record.run),
+    ))
+    .ok()
+    .and_then(|b| serde_json::from_slice(&b).ok())
+    .unwrap_or_default();
+    let busy = live
+        .iter()
+        .filter(|r| r.backend == record.backend && r.run != record.run && occupies_slot(r))
+        .count();
+    Ok(if busy >= slot_limit(&config) {
+        Phase::Queued
+    } else {
+        Phase::Working
+    })
+}
+
+/// Starts queued runs, oldest first, while their backend has a free slot. Called when a
+/// run ends (by its supervisor) and by every command that reads runs, so a queue never
+/// stalls for long even when a supervisor died.
+pub fn promote(store: &RunStore, repo_dir: &Path) -> anyhow::Result<Vec<String>> {
+    let _lock = crate::sys::lock::Lock::take(store.root(), "dispatch", Duration::from_secs(30))?;
+    let live = store.live()?;
+    let mut started = Vec::new();
+    let mut busy: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
+    for record in live.iter().filter(|r| occupies_slot(r)) {
+        *busy.entry(record.backend.clone()).or_default() += 1;
+    }
+    // A worker's session serves one run at a time.
+    let mut busy_workers: std::collections::HashSet<String> = live
+        .iter()
+        .filter(|r| r.phase != Phase::Queued)
+        .filter_map(|r| r.worker.clone())
+        .collect();
+    for record in live.iter().filter(|r| r.phase == Phase::Queued) {
+        if record
+            .worker
+            .as_ref()
+            .is_some_and(|w| busy_workers.contains(w))
+        {
+            continue;
+        }
+        let run_dir = store.run_dir(&record.run);
+        let config: BackendConfig =
+            match std::fs::read(crate::core::layout::backend_config(&run_dir)) {
+                Ok(bytes) => serde_json::from_slice(&bytes)?,
+                Err(_) => continue,
+            };
+        let limit = slot_limit(&config);
+        let used = busy.entry(record.backend.clone()).or_default();
+        if *used >= limit {
+            continue;
+        }
+        // Re-read: it may have been abandoned since the list was taken.
+        let Some(mut next) = store
+            .load_live(&record.run)?
+            .filter(|r| r.phase == Phase::Queued)
+        else {
+            continue;
+        };
+        // The budget counts from the start, not from the queue.
+        let now = now_millis();
+        next.phase = Phase::Preparing;
+        next.started_at = rfc3339(now);
+        next.deadline = rfc3339(now + next.budget_s * 1000);
+        if let Ok(task_prompt) = std::fs::read_to_string(run_dir.join("task-prompt.md")) {
+            std::fs::write(
+                &next.prompt_file,
+                super::prompt::worker(&next, &task_prompt),
+            )?;
+        }
+        if !store.update_live(&next)? {
+            continue;
+        }
+        *used += 1;
+        if let Some(worker) = &next.worker {
+            busy_workers.insert(worker.clone());
+        }
+        start_supervisor(repo_dir, &next.run, &run_dir)?;
+        started.push(next.run);
+    }
+    Ok(started)
+}
+
+/// Starts `git crew supervise RUN` detached: a session of its own (so every process of
+/// the run can be found and ended through it), no terminal, output to the run's folder.
+/// It outlives this process.
+pub fn start_supervisor(repo_dir: &Path, run: &str, run_dir: &Path) -> anyhow::Result<u32> {
+    let exe = std::env::current_exe().context("cannot find the git-crew binary")?;
+    let log = super::process::open_append(&crate::core::layout::supervisor_log(run_dir))?;
+    let mut command = Command::new(exe);
+    command
+        .arg("-C")
+        .arg(repo_dir)
+        .args(["supervise", run])
+        .stdin(Stdio::null())
+        .stdout(log.try_clone()?)
+        .stderr(log);
+    for key in crate::git::run::GIT_REPO_VARS {
+        command.env_remove(key);
+    }
+    crate::sys::process::new_session(&mut command);
+    let child = command.spawn().context("cannot start the supervisor")?;
+    // Another run's supervisor, not something a worker of this process left behind.
+    super::process::spare(child.id());
+    Ok(child.id())
+}
