@@ -1,6 +1,7 @@
 //! Pure decision logic: no gix, no filesystem, no processes. Facts come in as values,
 //! decisions go out as values.
 
+pub mod attempt;
 pub mod dispatch;
 pub mod flight;
 pub mod footer;
