@@ -311,6 +311,7 @@ impl TestEnv {
             dir: dir.to_path_buf(),
             runs: vec![run.into()],
             timeout: "60s".into(),
+            human: false,
         }
     }
 
@@ -371,13 +372,129 @@ impl TestEnv {
             .replace(&self.root().display().to_string(), "[TMP]")
     }
 
-    /// `stdout / stderr / [exit status: N]`, redacted.
-    pub fn snapshot(&self, out: &Out) -> String {
-        self.redact(&format!(
-            "{}------\n{}[exit status: {}]",
-            out.stdout, out.stderr, out.code
-        ))
+    /// `text` with everything that changes from one run of the suite to the next
+    /// replaced: the temp dir (`[TMP]`), the fixtures folder (`[FIXTURES]`), full object
+    /// ids (`[OID]`), short commit hashes after ` @ ` (`[HASH]`), RFC 3339 times
+    /// (`[TIME]`), the elapsed seconds of `elapsed/budget` (`[N]s/30s`) and the kernel's
+    /// fence (`fence: [FENCE]`). Run ids need none: the tests pin them
+    /// (`GIT_CREW_TEST_RUN_IDS`).
+    pub fn normalize(&self, text: &str) -> String {
+        let text = self
+            .redact(text)
+            .replace(&fixtures().display().to_string(), "[FIXTURES]");
+        let mut out = String::with_capacity(text.len());
+        let mut rest = text.as_str();
+        while let Some(c) = rest.chars().next() {
+            let word_start = out
+                .chars()
+                .next_back()
+                .is_none_or(|p| !p.is_ascii_alphanumeric());
+            let found = if word_start {
+                [time_at, oid_at, elapsed_at, fence_at, short_hash_at]
+                    .iter()
+                    .find_map(|m| m(rest))
+            } else {
+                None
+            };
+            match found {
+                Some((len, with)) => {
+                    out.push_str(&with);
+                    rest = &rest[len..];
+                }
+                None => {
+                    out.push(c);
+                    rest = &rest[c.len_utf8()..];
+                }
+            }
+        }
+        out
     }
+
+    /// What a process did, in the form of jj's tests: its stdout, then a
+    /// `------- stderr -------` line and its stderr (each only when there is any, each
+    /// closed by `[EOF]` so a missing last newline shows), then `[exit status: N]`; all
+    /// of it [normalized](TestEnv::normalize).
+    pub fn snapshot(&self, out: &Out) -> String {
+        let mut text = String::new();
+        for (label, stream) in [("", &out.stdout), ("------- stderr -------\n", &out.stderr)] {
+            if !stream.is_empty() {
+                text.push_str(label);
+                text.push_str(&self.normalize(stream));
+                text.push_str("[EOF]\n");
+            }
+        }
+        text.push_str(&format!("[exit status: {}]", out.code));
+        text
+    }
+}
+
+/// How many of `text`'s leading bytes `pattern` matches: `9` is a digit, `f` a lowercase
+/// hex digit, anything else itself.
+fn shape(text: &str, pattern: &str) -> Option<usize> {
+    let (t, p) = (text.as_bytes(), pattern.as_bytes());
+    let fits = t.len() >= p.len()
+        && t.iter().zip(p).all(|(c, want)| match want {
+            b'9' => c.is_ascii_digit(),
+            b'f' => c.is_ascii_digit() || (b'a'..=b'f').contains(c),
+            want => c == want,
+        });
+    fits.then_some(p.len())
+}
+
+fn digits(text: &str) -> usize {
+    text.bytes().take_while(u8::is_ascii_digit).count()
+}
+
+fn ends_word(text: &str, len: usize) -> bool {
+    text.as_bytes()
+        .get(len)
+        .is_none_or(|c| !c.is_ascii_alphanumeric())
+}
+
+/// An RFC 3339 time (`T` or a space between date and time, any fraction, `Z` or an
+/// offset).
+fn time_at(text: &str) -> Option<(usize, String)> {
+    let mut len = shape(text, "9999-99-99T99:99:99").or(shape(text, "9999-99-99 99:99:99"))?;
+    if text[len..].starts_with('.') && digits(&text[len + 1..]) > 0 {
+        len += 1 + digits(&text[len + 1..]);
+    }
+    if text[len..].starts_with('Z') {
+        len += 1;
+    } else if let Some(offset) = shape(&text[len..], "+99:99").or(shape(&text[len..], "-99:99")) {
+        len += offset;
+    }
+    Some((len, "[TIME]".into()))
+}
+
+fn oid_at(text: &str) -> Option<(usize, String)> {
+    let len = shape(text, &"f".repeat(40))?;
+    ends_word(text, len).then(|| (len, "[OID]".into()))
+}
+
+/// The seconds in `12s/30s` (a run's elapsed time and budget).
+fn elapsed_at(text: &str) -> Option<(usize, String)> {
+    let n = digits(text);
+    (n > 0 && text[n..].starts_with("s/") && digits(&text[n + 2..]) > 0).then(|| (n, "[N]".into()))
+}
+
+/// The fence `fence: ` names, which the kernel decides: `landlock-v7`, `none`.
+fn fence_at(text: &str) -> Option<(usize, String)> {
+    let value = text.strip_prefix("fence: ")?;
+    let len = match value.strip_prefix("landlock-v") {
+        Some(version) => "landlock-v".len() + digits(version),
+        None => "none".len() * usize::from(value.starts_with("none")),
+    };
+    (len > 0 && ends_word(value, len)).then(|| ("fence: ".len() + len, "fence: [FENCE]".into()))
+}
+
+/// A short commit hash where git-crew prints one: after ` @ `.
+fn short_hash_at(text: &str) -> Option<(usize, String)> {
+    let hash = text.strip_prefix("@ ")?;
+    let len = hash
+        .bytes()
+        .take_while(|c| c.is_ascii_digit() || (b'a'..=b'f').contains(c))
+        .count();
+    ((7..40).contains(&len) && ends_word(hash, len)).then(|| (2 + len, "@ [HASH]".into()))
 }
 
 fn run(cmd: &mut Command, stdin: Option<&[u8]>) -> Out {
@@ -498,6 +615,7 @@ pub struct Wait<'a> {
     dir: PathBuf,
     runs: Vec<String>,
     timeout: String,
+    human: bool,
 }
 
 impl Wait<'_> {
@@ -513,12 +631,21 @@ impl Wait<'_> {
         self
     }
 
+    /// `--human`.
+    pub fn human(mut self) -> Self {
+        self.human = true;
+        self
+    }
+
     /// Runs it; whatever it exits with.
     #[track_caller]
     pub fn run(self) -> Out {
         let mut args = vec!["wait"];
         args.extend(self.runs.iter().map(String::as_str));
         args.extend(["--timeout", &self.timeout]);
+        if self.human {
+            args.push("--human");
+        }
         self.env.crew(&self.dir, &args)
     }
 

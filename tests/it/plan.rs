@@ -45,7 +45,7 @@ closes_wave = 1
 gates_waves = [2]
 "#;
 
-fn planned_repo(env: &TestEnv) -> PathBuf {
+pub fn planned_repo(env: &TestEnv) -> PathBuf {
     let repo = env.fixture("crew-repo.sh", "repo", &[]);
     let flight = crate::common::read(&repo.join(".crew/flight.toml"));
     write(
