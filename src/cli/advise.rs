@@ -52,7 +52,7 @@ pub fn run(ctx: &CommandContext, args: AdviseArgs) -> Result<Report> {
             .and_then(|p| humantime::parse_rfc3339(p).ok()),
         humantime::parse_rfc3339(&record.deadline),
     ) {
-        let waited = std::time::SystemTime::now()
+        let waited = crate::sys::clock::now()
             .duration_since(parked)
             .unwrap_or_default();
         record.deadline = humantime::format_rfc3339_seconds(deadline + waited).to_string();

@@ -1,17 +1,32 @@
 //! A hermetic environment for driving the real `git-crew` binary against real
-//! repositories built by `git-fixtures/*.sh`: a temp HOME, no global or system git
-//! config, fixed identity and dates, and the binary's folder first on PATH so `git crew`
-//! and the installed hooks resolve to the binary under test.
+//! repositories built by `git-fixtures/*.sh`. Every process it starts begins from an
+//! empty environment and gets exactly [`TestEnv::vars`]: a temp HOME and TMPDIR, no
+//! global or system git config, a fixed identity and dates, the C locale, the binary's
+//! folder first on PATH (so `git crew` and the installed hooks resolve to the binary
+//! under test), and git-crew's clock and run ids pinned (`GIT_CREW_TEST_NOW`,
+//! `GIT_CREW_TEST_RUN_IDS`; see `src/sys/clock.rs`). Nothing of the developer's
+//! environment (`NO_COLOR`, `GIT_DIR`, `EDITOR`, `CREW_*`, ...) reaches git-crew; only
+//! the outer PATH is kept, for git, sh, cargo and python3. A test that needs something
+//! of the outer environment passes it on by name (the fence test's `RUSTUP_HOME`); the
+//! real-CLI tests read `CREW_TEST_CLIS` in the test process itself.
 
-use std::ffi::OsStr;
+use std::cell::RefCell;
+use std::ffi::{OsStr, OsString};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use serde_json::Value;
 
+/// The day every test starts on: the git author and committer date, and what git-crew's
+/// clock reads when the test starts.
+pub const EPOCH: &str = "2026-01-01T00:00:00Z";
+
 pub struct TestEnv {
     pub tmp: tempfile::TempDir,
+    /// `GIT_CREW_TEST_NOW` for the processes started from here on.
+    clock: RefCell<String>,
 }
 
 /// What a process did.
@@ -59,7 +74,24 @@ impl TestEnv {
             .tempdir()
             .expect("temp dir");
         std::fs::create_dir_all(tmp.path().join("home")).unwrap();
-        TestEnv { tmp }
+        std::fs::create_dir_all(tmp.path().join("tmp")).unwrap();
+        let env = TestEnv {
+            tmp,
+            clock: RefCell::new(String::new()),
+        };
+        env.set_clock(EPOCH);
+        env
+    }
+
+    /// From now on, git-crew's clock in every process started from here reads `instant`
+    /// (RFC 3339) and advances with the real clock. Runs already in flight keep the clock
+    /// they started with: move it only when none is.
+    pub fn set_clock(&self, instant: &str) {
+        let anchor = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .unwrap()
+            .as_millis();
+        *self.clock.borrow_mut() = format!("{instant}@{anchor}");
     }
 
     pub fn root(&self) -> &Path {
@@ -70,33 +102,42 @@ impl TestEnv {
         self.root().join("home")
     }
 
-    /// A command with the hermetic environment.
+    /// The whole environment of every process started from here.
+    pub fn vars(&self) -> Vec<(&'static str, OsString)> {
+        let mut path = vec![bin().parent().unwrap().to_path_buf()];
+        path.extend(std::env::split_paths(
+            &std::env::var_os("PATH").unwrap_or_default(),
+        ));
+        let fixed = [
+            ("GIT_CONFIG_GLOBAL", "/dev/null"),
+            ("GIT_CONFIG_NOSYSTEM", "1"),
+            ("GIT_AUTHOR_NAME", "Crew Test"),
+            ("GIT_AUTHOR_EMAIL", "crew@example.com"),
+            ("GIT_COMMITTER_NAME", "Crew Test"),
+            ("GIT_COMMITTER_EMAIL", "crew@example.com"),
+            ("GIT_AUTHOR_DATE", EPOCH),
+            ("GIT_COMMITTER_DATE", EPOCH),
+            ("LANG", "C"),
+            ("LC_ALL", "C"),
+        ];
+        let mut vars = vec![
+            ("PATH", std::env::join_paths(path).unwrap()),
+            ("HOME", self.home().into_os_string()),
+            ("TMPDIR", self.root().join("tmp").into_os_string()),
+            ("GIT_CREW_TEST_NOW", self.clock.borrow().clone().into()),
+            (
+                "GIT_CREW_TEST_RUN_IDS",
+                self.root().join("run-ids").into_os_string(),
+            ),
+        ];
+        vars.extend(fixed.map(|(key, value)| (key, OsString::from(value))));
+        vars
+    }
+
+    /// A command with the hermetic environment: [`TestEnv::vars`] and nothing else.
     pub fn command(&self, program: impl AsRef<OsStr>) -> Command {
         let mut cmd = Command::new(program);
-        let path = std::env::var_os("PATH").unwrap_or_default();
-        let mut paths = vec![bin().parent().unwrap().to_path_buf()];
-        paths.extend(std::env::split_paths(&path));
-        for (key, _) in std::env::vars_os() {
-            let key_str = key.to_string_lossy();
-            if key_str.starts_with("GIT_")
-                || key_str.starts_with("CREW_")
-                || key_str == "XDG_CONFIG_HOME"
-            {
-                cmd.env_remove(&key);
-            }
-        }
-        cmd.env("PATH", std::env::join_paths(paths).unwrap())
-            .env("HOME", self.home())
-            .env("GIT_CONFIG_GLOBAL", "/dev/null")
-            .env("GIT_CONFIG_NOSYSTEM", "1")
-            .env("GIT_AUTHOR_NAME", "Crew Test")
-            .env("GIT_AUTHOR_EMAIL", "crew@example.com")
-            .env("GIT_COMMITTER_NAME", "Crew Test")
-            .env("GIT_COMMITTER_EMAIL", "crew@example.com")
-            .env("GIT_AUTHOR_DATE", "2026-01-01T00:00:00Z")
-            .env("GIT_COMMITTER_DATE", "2026-01-01T00:00:00Z")
-            .env("LC_ALL", "C")
-            .stdin(Stdio::null());
+        cmd.env_clear().envs(self.vars()).stdin(Stdio::null());
         cmd
     }
 
@@ -244,21 +285,44 @@ impl TestEnv {
     /// returns its id.
     #[track_caller]
     pub fn finished_run(&self, dir: &Path, task: &str, backend: &str, extra: &[&str]) -> String {
-        let mut args = vec![
-            "dispatch",
-            "--task",
-            task,
-            "--backend",
-            backend,
-            "--prompt",
-            "x",
-        ];
-        args.extend_from_slice(extra);
-        let out = self.crew(dir, &args);
-        out.expect_code(0);
-        let run = out.json()["run"].as_str().unwrap().to_string();
-        self.crew(dir, &["wait", &run, "--timeout", "60s"]);
-        run
+        self.dispatch(dir, task)
+            .backend(backend)
+            .prompt("x")
+            .args(extra)
+            .finished()
+    }
+
+    /// `git crew dispatch --task TASK` in `dir`, built up flag by flag and started with
+    /// [`Dispatch::run`], [`Dispatch::run_id`] or [`Dispatch::finished`]. Without
+    /// [`Dispatch::prompt`] the prompt is "Do the task.".
+    pub fn dispatch(&self, dir: &Path, task: &str) -> Dispatch<'_> {
+        Dispatch {
+            env: self,
+            dir: dir.to_path_buf(),
+            args: vec!["dispatch".into(), "--task".into(), task.into()],
+            prompt: "Do the task.".into(),
+        }
+    }
+
+    /// `git crew wait RUN --timeout 60s` in `dir`; [`Wait::and`] adds runs.
+    pub fn wait(&self, dir: &Path, run: &str) -> Wait<'_> {
+        Wait {
+            env: self,
+            dir: dir.to_path_buf(),
+            runs: vec![run.into()],
+            timeout: "60s".into(),
+            human: false,
+        }
+    }
+
+    /// `git crew should-stop --task TASK` in `dir`, with [`ShouldStop::model`] and the
+    /// rest added.
+    pub fn should_stop(&self, dir: &Path, task: &str) -> ShouldStop<'_> {
+        ShouldStop {
+            env: self,
+            dir: dir.to_path_buf(),
+            args: vec!["should-stop".into(), "--task".into(), task.into()],
+        }
     }
 
     /// Dispatches one run per task `t0`..`t{n-1}` on `backend` (its concurrency raised to
@@ -273,32 +337,23 @@ impl TestEnv {
         extra: impl Fn(usize) -> Vec<String>,
     ) -> Vec<String> {
         let concurrency = format!("backends.{backend}.concurrency={n}");
-        let mut runs = Vec::new();
-        for i in 0..n {
-            let task = format!("t{i}");
-            let mut args: Vec<String> = [
-                "dispatch",
-                "--task",
-                &task,
-                "--backend",
-                backend,
-                "--prompt",
-                "x",
-                "--set",
-                &concurrency,
-            ]
-            .iter()
-            .map(|s| s.to_string())
+        let runs: Vec<String> = (0..n)
+            .map(|i| {
+                let extra = extra(i);
+                let extra: Vec<&str> = extra.iter().map(String::as_str).collect();
+                self.dispatch(dir, &format!("t{i}"))
+                    .backend(backend)
+                    .prompt("x")
+                    .set(&concurrency)
+                    .args(&extra)
+                    .run_id()
+            })
             .collect();
-            args.extend(extra(i));
-            let args: Vec<&str> = args.iter().map(String::as_str).collect();
-            let out = self.crew(dir, &args);
-            out.expect_code(0);
-            runs.push(out.json()["run"].as_str().unwrap().to_string());
-        }
-        let mut wait = vec!["wait", "--timeout", "120s"];
-        wait.extend(runs.iter().map(String::as_str));
-        self.crew(dir, &wait);
+        let (first, rest) = runs.split_first().expect("at least one run");
+        rest.iter()
+            .fold(self.wait(dir, first), |wait, run| wait.and(run))
+            .timeout("120s")
+            .run();
         runs
     }
 
@@ -317,13 +372,129 @@ impl TestEnv {
             .replace(&self.root().display().to_string(), "[TMP]")
     }
 
-    /// `stdout / stderr / [exit status: N]`, redacted.
-    pub fn snapshot(&self, out: &Out) -> String {
-        self.redact(&format!(
-            "{}------\n{}[exit status: {}]",
-            out.stdout, out.stderr, out.code
-        ))
+    /// `text` with everything that changes from one run of the suite to the next
+    /// replaced: the temp dir (`[TMP]`), the fixtures folder (`[FIXTURES]`), full object
+    /// ids (`[OID]`), short commit hashes after ` @ ` (`[HASH]`), RFC 3339 times
+    /// (`[TIME]`), the elapsed seconds of `elapsed/budget` (`[N]s/30s`) and the kernel's
+    /// fence (`fence: [FENCE]`). Run ids need none: the tests pin them
+    /// (`GIT_CREW_TEST_RUN_IDS`).
+    pub fn normalize(&self, text: &str) -> String {
+        let text = self
+            .redact(text)
+            .replace(&fixtures().display().to_string(), "[FIXTURES]");
+        let mut out = String::with_capacity(text.len());
+        let mut rest = text.as_str();
+        while let Some(c) = rest.chars().next() {
+            let word_start = out
+                .chars()
+                .next_back()
+                .is_none_or(|p| !p.is_ascii_alphanumeric());
+            let found = if word_start {
+                [time_at, oid_at, elapsed_at, fence_at, short_hash_at]
+                    .iter()
+                    .find_map(|m| m(rest))
+            } else {
+                None
+            };
+            match found {
+                Some((len, with)) => {
+                    out.push_str(&with);
+                    rest = &rest[len..];
+                }
+                None => {
+                    out.push(c);
+                    rest = &rest[c.len_utf8()..];
+                }
+            }
+        }
+        out
     }
+
+    /// What a process did, in the form of jj's tests: its stdout, then a
+    /// `------- stderr -------` line and its stderr (each only when there is any, each
+    /// closed by `[EOF]` so a missing last newline shows), then `[exit status: N]`; all
+    /// of it [normalized](TestEnv::normalize).
+    pub fn snapshot(&self, out: &Out) -> String {
+        let mut text = String::new();
+        for (label, stream) in [("", &out.stdout), ("------- stderr -------\n", &out.stderr)] {
+            if !stream.is_empty() {
+                text.push_str(label);
+                text.push_str(&self.normalize(stream));
+                text.push_str("[EOF]\n");
+            }
+        }
+        text.push_str(&format!("[exit status: {}]", out.code));
+        text
+    }
+}
+
+/// How many of `text`'s leading bytes `pattern` matches: `9` is a digit, `f` a lowercase
+/// hex digit, anything else itself.
+fn shape(text: &str, pattern: &str) -> Option<usize> {
+    let (t, p) = (text.as_bytes(), pattern.as_bytes());
+    let fits = t.len() >= p.len()
+        && t.iter().zip(p).all(|(c, want)| match want {
+            b'9' => c.is_ascii_digit(),
+            b'f' => c.is_ascii_digit() || (b'a'..=b'f').contains(c),
+            want => c == want,
+        });
+    fits.then_some(p.len())
+}
+
+fn digits(text: &str) -> usize {
+    text.bytes().take_while(u8::is_ascii_digit).count()
+}
+
+fn ends_word(text: &str, len: usize) -> bool {
+    text.as_bytes()
+        .get(len)
+        .is_none_or(|c| !c.is_ascii_alphanumeric())
+}
+
+/// An RFC 3339 time (`T` or a space between date and time, any fraction, `Z` or an
+/// offset).
+fn time_at(text: &str) -> Option<(usize, String)> {
+    let mut len = shape(text, "9999-99-99T99:99:99").or(shape(text, "9999-99-99 99:99:99"))?;
+    if text[len..].starts_with('.') && digits(&text[len + 1..]) > 0 {
+        len += 1 + digits(&text[len + 1..]);
+    }
+    if text[len..].starts_with('Z') {
+        len += 1;
+    } else if let Some(offset) = shape(&text[len..], "+99:99").or(shape(&text[len..], "-99:99")) {
+        len += offset;
+    }
+    Some((len, "[TIME]".into()))
+}
+
+fn oid_at(text: &str) -> Option<(usize, String)> {
+    let len = shape(text, &"f".repeat(40))?;
+    ends_word(text, len).then(|| (len, "[OID]".into()))
+}
+
+/// The seconds in `12s/30s` (a run's elapsed time and budget).
+fn elapsed_at(text: &str) -> Option<(usize, String)> {
+    let n = digits(text);
+    (n > 0 && text[n..].starts_with("s/") && digits(&text[n + 2..]) > 0).then(|| (n, "[N]".into()))
+}
+
+/// The fence `fence: ` names, which the kernel decides: `landlock-v7`, `none`.
+fn fence_at(text: &str) -> Option<(usize, String)> {
+    let value = text.strip_prefix("fence: ")?;
+    let len = match value.strip_prefix("landlock-v") {
+        Some(version) => "landlock-v".len() + digits(version),
+        None => "none".len() * usize::from(value.starts_with("none")),
+    };
+    (len > 0 && ends_word(value, len)).then(|| ("fence: ".len() + len, "fence: [FENCE]".into()))
+}
+
+/// A short commit hash where git-crew prints one: after ` @ `.
+fn short_hash_at(text: &str) -> Option<(usize, String)> {
+    let hash = text.strip_prefix("@ ")?;
+    let len = hash
+        .bytes()
+        .take_while(|c| c.is_ascii_digit() || (b'a'..=b'f').contains(c))
+        .count();
+    ((7..40).contains(&len) && ends_word(hash, len)).then(|| (2 + len, "@ [HASH]".into()))
 }
 
 fn run(cmd: &mut Command, stdin: Option<&[u8]>) -> Out {
@@ -357,6 +528,211 @@ pub fn write(path: &Path, text: &str) {
 
 pub fn read(path: &Path) -> String {
     std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+/// `git crew dispatch`, being built: see [`TestEnv::dispatch`].
+#[must_use = "a dispatch does nothing until it is run"]
+pub struct Dispatch<'a> {
+    env: &'a TestEnv,
+    dir: PathBuf,
+    args: Vec<String>,
+    prompt: String,
+}
+
+impl Dispatch<'_> {
+    /// `--backend NAME`: in `crew-repo.sh`, each scripted worker `git-fixtures/workers/NAME.sh`
+    /// is a backend of that name.
+    pub fn backend(self, name: &str) -> Self {
+        self.args(&["--backend", name])
+    }
+
+    /// `--prompt TEXT` instead of "Do the task.".
+    pub fn prompt(mut self, text: &str) -> Self {
+        self.prompt = text.into();
+        self
+    }
+
+    /// `--scope GLOB` (once per call).
+    pub fn scope(self, glob: &str) -> Self {
+        self.args(&["--scope", glob])
+    }
+
+    /// `--verify COMMAND`.
+    pub fn verify(self, command: &str) -> Self {
+        self.args(&["--verify", command])
+    }
+
+    /// `--set KEY=VALUE`.
+    pub fn set(self, key_value: &str) -> Self {
+        self.args(&["--set", key_value])
+    }
+
+    /// `--wait`: the dispatch prints the run's result when it ends.
+    pub fn wait(self) -> Self {
+        self.args(&["--wait"])
+    }
+
+    /// Any other flags, as they are.
+    pub fn args(mut self, args: &[&str]) -> Self {
+        self.args.extend(args.iter().map(|a| a.to_string()));
+        self
+    }
+
+    /// Runs it; whatever it exits with.
+    #[track_caller]
+    pub fn run(mut self) -> Out {
+        self.args.extend(["--prompt".into(), self.prompt.clone()]);
+        let args: Vec<&str> = self.args.iter().map(String::as_str).collect();
+        self.env.crew(&self.dir, &args)
+    }
+
+    /// Runs it, insists that the run started, and returns its id.
+    #[track_caller]
+    pub fn run_id(self) -> String {
+        let out = self.run();
+        out.expect_code(0);
+        out.json()["run"]
+            .as_str()
+            .expect("dispatch printed the run")
+            .to_string()
+    }
+
+    /// Runs it, waits (60 s at most) for the run to end however it ends, and returns its
+    /// id.
+    #[track_caller]
+    pub fn finished(self) -> String {
+        let (env, dir) = (self.env, self.dir.clone());
+        let run = self.run_id();
+        env.wait(&dir, &run).run();
+        run
+    }
+}
+
+/// `git crew wait`, being built: see [`TestEnv::wait`].
+#[must_use = "a wait does nothing until it is run"]
+pub struct Wait<'a> {
+    env: &'a TestEnv,
+    dir: PathBuf,
+    runs: Vec<String>,
+    timeout: String,
+    human: bool,
+}
+
+impl Wait<'_> {
+    /// Waits for `run` too.
+    pub fn and(mut self, run: &str) -> Self {
+        self.runs.push(run.into());
+        self
+    }
+
+    /// `--timeout DURATION` instead of 60 s.
+    pub fn timeout(mut self, duration: &str) -> Self {
+        self.timeout = duration.into();
+        self
+    }
+
+    /// `--human`.
+    pub fn human(mut self) -> Self {
+        self.human = true;
+        self
+    }
+
+    /// Runs it; whatever it exits with.
+    #[track_caller]
+    pub fn run(self) -> Out {
+        let mut args = vec!["wait"];
+        args.extend(self.runs.iter().map(String::as_str));
+        args.extend(["--timeout", &self.timeout]);
+        if self.human {
+            args.push("--human");
+        }
+        self.env.crew(&self.dir, &args)
+    }
+
+    /// Runs it; what it printed, and the result of the first run.
+    #[track_caller]
+    pub fn result(self) -> (Out, Value) {
+        let out = self.run();
+        let result = out.json()["runs"][0].clone();
+        (out, result)
+    }
+}
+
+/// `git crew should-stop`, being built: see [`TestEnv::should_stop`].
+#[must_use = "a should-stop does nothing until it is run"]
+pub struct ShouldStop<'a> {
+    env: &'a TestEnv,
+    dir: PathBuf,
+    args: Vec<String>,
+}
+
+impl ShouldStop<'_> {
+    /// `--model MODEL` (`backend:NAME` for a backend without one).
+    pub fn model(self, model: &str) -> Self {
+        self.args(&["--model", model])
+    }
+
+    /// `--tier TIER`.
+    pub fn tier(self, tier: &str) -> Self {
+        self.args(&["--tier", tier])
+    }
+
+    /// `--set KEY=VALUE`.
+    pub fn set(self, key_value: &str) -> Self {
+        self.args(&["--set", key_value])
+    }
+
+    /// Any other flags, as they are.
+    pub fn args(mut self, args: &[&str]) -> Self {
+        self.args.extend(args.iter().map(|a| a.to_string()));
+        self
+    }
+
+    /// Runs it; whatever it exits with.
+    #[track_caller]
+    pub fn run(self) -> Out {
+        let args: Vec<&str> = self.args.iter().map(String::as_str).collect();
+        self.env.crew(&self.dir, &args)
+    }
+
+    /// Runs it and returns its verdict (exit 0, continue, or 5, stop): its JSON.
+    #[track_caller]
+    pub fn verdict(self) -> Value {
+        let out = self.run();
+        assert!(
+            out.code == 0 || out.code == 5,
+            "should-stop exited {}\nstdout:\n{}\nstderr:\n{}",
+            out.code,
+            out.stdout,
+            out.stderr
+        );
+        out.json()
+    }
+}
+
+/// Checks `check` every 50 ms until it holds; fails the test, naming `what` it waited for,
+/// when it still does not after `timeout`. For a state another process reaches in its
+/// own time (a file written, a process gone, a phase recorded): a fixed sleep is either
+/// too short on a loaded machine or wasted on an idle one.
+#[track_caller]
+pub fn poll_until(timeout: Duration, what: &str, mut check: impl FnMut() -> bool) {
+    poll_for(timeout, what, || check().then_some(()))
+}
+
+/// Like [`poll_until`], for a check that finds something: returns the first thing found.
+#[track_caller]
+pub fn poll_for<T>(timeout: Duration, what: &str, mut check: impl FnMut() -> Option<T>) -> T {
+    let deadline = Instant::now() + timeout;
+    loop {
+        if let Some(found) = check() {
+            return found;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "still waiting after {timeout:?} for {what}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
 }
 
 impl Drop for TestEnv {
@@ -404,4 +780,29 @@ pub fn processes_with(needle: &str) -> usize {
                 .count()
         })
         .unwrap_or(0)
+}
+
+#[test]
+fn every_process_starts_from_the_environment_the_tests_give_it_and_nothing_else() {
+    let env = TestEnv::new();
+    let out = env.command("env").output().unwrap();
+    let mut keys: Vec<String> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| l.split_once('=').map(|(k, _)| k.to_string()))
+        .collect();
+    keys.sort();
+    let mut expected: Vec<String> = env.vars().iter().map(|(k, _)| k.to_string()).collect();
+    expected.sort();
+    assert_eq!(keys, expected);
+    // The clock and the run ids are pinned in the binary under test.
+    let repo = env.fixture("crew-repo.sh", "repo", &[]);
+    let run = env
+        .dispatch(&repo, "routes")
+        .backend("ok")
+        .scope("src/routes/**")
+        .run_id();
+    assert_eq!(run, "20260101-000000-0001");
+    let (_, result) = env.wait(&repo, &run).result();
+    let started = result["started_at"].as_str().unwrap();
+    assert!(started.starts_with("2026-01-01T00:0"), "{result}");
 }

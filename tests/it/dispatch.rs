@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use crate::common::{Out, TestEnv, read, write};
+use crate::common::{Out, TestEnv, poll_for, poll_until, read, write};
 
 fn crew_repo(env: &TestEnv) -> PathBuf {
     env.fixture("crew-repo.sh", "repo", &[])
@@ -353,10 +353,9 @@ fn a_killed_supervisor_is_detected_and_its_run_abandoned() {
     let repo = crew_repo(&env);
     let run = dispatched(&env, &repo, "routes", "hang", &[]);
     let dir = repo.join(format!(".git/crew/runs/{run}/tmp"));
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while !dir.join("child-pid").exists() && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    poll_until(Duration::from_secs(20), "the worker's child", || {
+        dir.join("child-pid").exists()
+    });
     let status = env.crew(&repo, &["status", &run]).json();
     assert_eq!(status["runs"][0]["phase"], "working");
     let supervisor = status["runs"][0]["supervisor_pid"].as_u64().unwrap();
@@ -365,17 +364,19 @@ fn a_killed_supervisor_is_detected_and_its_run_abandoned() {
         .args(["-9", &supervisor.to_string()])
         .status()
         .unwrap();
-    std::thread::sleep(Duration::from_millis(200));
-    let status = env.crew(&repo, &["status", &run]).json();
+    // Any `git crew` that finds the supervisor dead files the run as abandoned.
+    let status = poll_for(
+        Duration::from_secs(20),
+        "status to find the supervisor dead",
+        || {
+            let status = env.crew(&repo, &["status", &run]).json();
+            (status["runs"][0]["phase"] != "working").then_some(status)
+        },
+    );
     assert_eq!(status["runs"][0]["phase"], "abandoned");
     assert_eq!(status["runs"][0]["outcome"], "abandoned");
-    let worker = read(&dir.join("worker-pid"));
-    let child = read(&dir.join("child-pid"));
-    let deadline = Instant::now() + Duration::from_secs(5);
-    while !(pid_gone(&worker) && pid_gone(&child)) && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    assert!(pid_gone(&worker) && pid_gone(&child));
+    gone_soon(&read(&dir.join("worker-pid")), "the worker");
+    gone_soon(&read(&dir.join("child-pid")), "the worker's child");
     // The branch is kept.
     env.git_ok(
         &repo,
@@ -567,7 +568,12 @@ fn a_fenced_review_run_cannot_write_its_worktree() {
 fn dispatch_wait_blocks_until_the_end() {
     let env = TestEnv::new();
     let repo = crew_repo(&env);
-    let out = dispatch(&env, &repo, "routes", "ok", &["--wait"]);
+    let out = env
+        .dispatch(&repo, "routes")
+        .backend("ok")
+        .scope("src/routes/**")
+        .wait()
+        .run();
     out.expect_code(0);
     assert_eq!(out.json()["runs"][0]["outcome"], "pass");
 }
@@ -757,16 +763,12 @@ fn watch_once_prints_one_frame_of_the_runs_in_flight() {
     let env = TestEnv::new();
     let repo = crew_repo(&env);
     let run = dispatched(&env, &repo, "routes", "silent", &[]);
-    let deadline = Instant::now() + Duration::from_secs(20);
-    let frame = loop {
+    let frame = poll_for(Duration::from_secs(20), "the worker's first line", || {
         let out = env.crew(&repo, &["watch", "--once"]);
         out.expect_code(0);
         let json = out.json();
-        if json["runs"][0]["last_line"] == "thinking..." || Instant::now() > deadline {
-            break json;
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    };
+        (json["runs"][0]["last_line"] == "thinking...").then_some(json)
+    });
     assert_eq!(frame["runs"][0]["run"], run.as_str());
     assert_eq!(frame["runs"][0]["phase"], "working");
     assert_eq!(frame["runs"][0]["last_line"], "thinking...");
@@ -887,25 +889,19 @@ fn dispatch_needs_init_and_role_routing_yields_to_flags() {
     assert_eq!(out.json()["error"]["code"], "not-initialised");
     env.git_ok(&repo, &["config", "extensions.worktreeConfig", "true"]);
 
-    let out = dispatch(
-        &env,
-        &repo,
-        "routes",
-        "ok",
-        &[
-            "--set",
-            "roles.implement.model=role-model",
-            "--set",
-            "roles.implement.time_budget=5m",
-            "--model",
-            "flag-model",
-        ],
-    );
+    let out = env
+        .dispatch(&repo, "routes")
+        .backend("ok")
+        .scope("src/routes/**")
+        .set("roles.implement.model=role-model")
+        .set("roles.implement.time_budget=5m")
+        .args(&["--model", "flag-model"])
+        .run();
     out.expect_code(0);
     let json = out.json();
     assert_eq!(json["model"], "flag-model");
     let run = json["run"].as_str().unwrap().to_string();
-    let (_, result) = wait(&env, &repo, &run);
+    let (_, result) = env.wait(&repo, &run).result();
     assert_eq!(result["budget_s"], 300);
 }
 
@@ -936,7 +932,9 @@ fn advise_on_a_native_run_hands_the_answer_to_the_lead() {
     assert_eq!(json["phase"], "working");
     assert_eq!(json["supervisor_pid"], Value::Null);
     assert!(read(Path::new(json["advice_file"].as_str().unwrap())).contains("Take a."));
-    // The run stays the lead's: no supervisor took it over and failed it.
+    // The run stays the lead's: no supervisor took it over and failed it. Nothing is
+    // expected to happen, so there is nothing to poll for: this sleep is the time a
+    // wrongly started supervisor would have had to fail the run.
     std::thread::sleep(Duration::from_millis(300));
     assert_eq!(
         env.crew(&repo, &["status", &run]).json()["runs"][0]["phase"],
@@ -988,6 +986,8 @@ fn an_abandoned_queued_run_never_starts() {
     out.expect_code(0);
     assert_eq!(out.json()["run"]["phase"], "abandoned");
     wait(&env, &repo, &first).0.expect_code(0);
+    // The first run's supervisor starts queued runs as it ends: this sleep is the time it
+    // would have had to start the abandoned one (an absence, so nothing to poll for).
     std::thread::sleep(Duration::from_millis(500));
     let status = env.crew(&repo, &["status", &queued]).json();
     assert_eq!(status["runs"][0]["phase"], "abandoned");
@@ -1077,11 +1077,9 @@ fn a_backend_that_cannot_start_is_refused_at_dispatch_and_never_charged_to_a_mod
     let rows = env.crew(&repo, &["ledger", "--task", "routes"]).json()["rows"].clone();
     assert_eq!(rows[0]["outcome"], "error", "{rows}");
     let verdict = env
-        .crew(
-            &repo,
-            &["should-stop", "--task", "routes", "--model", "backend:ok"],
-        )
-        .json();
+        .should_stop(&repo, "routes")
+        .model("backend:ok")
+        .verdict();
     assert_eq!(verdict["failures"], 0, "{verdict}");
     let stats = env.crew(&repo, &["ledger", "stats"]).json();
     let configs = stats["stats"].as_array().expect("stats is a list");
@@ -1092,30 +1090,26 @@ fn a_backend_that_cannot_start_is_refused_at_dispatch_and_never_charged_to_a_mod
 }
 
 /// Waits until `file` holds a pid and returns it.
+#[track_caller]
 fn pid_in(file: &Path) -> String {
-    let deadline = Instant::now() + Duration::from_secs(20);
-    loop {
-        if let Ok(text) = std::fs::read_to_string(file)
-            && !text.trim().is_empty()
-        {
-            return text.trim().to_string();
-        }
-        assert!(
-            Instant::now() < deadline,
-            "{} never appeared",
-            file.display()
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    poll_for(
+        Duration::from_secs(20),
+        &format!("a pid in {}", file.display()),
+        || {
+            let text = std::fs::read_to_string(file).ok()?;
+            Some(text.trim().to_string()).filter(|pid| !pid.is_empty())
+        },
+    )
 }
 
-/// Waits up to five seconds for process `pid` to be gone.
-fn gone_soon(pid: &str) -> bool {
-    let deadline = Instant::now() + Duration::from_secs(5);
-    while !pid_gone(pid) && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    pid_gone(pid)
+/// Fails the test unless process `pid` (`what`) is gone within five seconds.
+#[track_caller]
+fn gone_soon(pid: &str, what: &str) {
+    poll_until(
+        Duration::from_secs(5),
+        &format!("{what} (pid {pid}) to be gone"),
+        || pid_gone(pid),
+    );
 }
 
 #[test]
@@ -1128,7 +1122,7 @@ fn a_setsid_daemon_without_its_environment_dies_with_its_run() {
     out.expect_code(0);
     assert_eq!(result["outcome"], "pass", "{result}");
     let daemon = pid_in(&repo.join(format!(".git/crew/runs/{run}/tmp/daemon-pid")));
-    assert!(gone_soon(&daemon), "daemon {daemon} outlived its run");
+    gone_soon(&daemon, "the daemon of the ended run");
 
     // Abandoned while it works, with its daemon alive: both go.
     let run = dispatched(
@@ -1146,7 +1140,7 @@ fn a_setsid_daemon_without_its_environment_dies_with_its_run() {
     let daemon = pid_in(&repo.join(format!(".git/crew/runs/{run}/tmp/daemon-pid")));
     assert!(!pid_gone(&daemon));
     env.crew(&repo, &["abandon", &run]).expect_code(0);
-    assert!(gone_soon(&daemon), "daemon {daemon} outlived abandon");
+    gone_soon(&daemon, "the daemon of the abandoned run");
 }
 
 /// A finished run without its worktree (so verify checks its commit out in a throwaway
@@ -1209,8 +1203,8 @@ fn ctrl_c_of_verify_stops_its_command_and_daemons_and_removes_its_checkout() {
     assert_eq!(out.status.code(), Some(130));
     let json: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(json["error"]["code"], "interrupted", "{json}");
-    assert!(gone_soon(&verify), "the verify command outlived Ctrl-C");
-    assert!(gone_soon(&daemon), "its daemon outlived Ctrl-C");
+    gone_soon(&verify, "the verify command after Ctrl-C");
+    gone_soon(&daemon, "its daemon after Ctrl-C");
     assert_throwaway_gone(&env, &repo, &run);
 }
 
@@ -1230,7 +1224,7 @@ fn doctor_ends_the_verify_of_a_killed_git_crew_and_removes_its_checkout() {
     assert!(out.stdout.contains("orphan-verify"), "{}", out.stdout);
     let out = env.crew(&repo, &["doctor", "--fix"]);
     assert!(out.stdout.contains("stale-checkout"), "{}", out.stdout);
-    assert!(gone_soon(&verify));
+    gone_soon(&verify, "the orphaned verify after doctor --fix");
     assert_throwaway_gone(&env, &repo, &run);
 }
 

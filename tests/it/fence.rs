@@ -3,18 +3,22 @@
 //! run's scope.
 
 use std::path::Path;
+use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::common::{TestEnv, read, write};
+use crate::common::{TestEnv, poll_until, read, write};
 use crate::dispatch::require_fence;
 
 /// A finished run of task `routes` by the `ok` worker, scoped to `src/routes/**`, with
 /// `verify` and the `extra` flags.
 fn routes_run(env: &TestEnv, repo: &Path, verify: &str, extra: &[&str]) -> String {
-    let mut args = vec!["--scope", "src/routes/**", "--verify", verify];
-    args.extend_from_slice(extra);
-    env.finished_run(repo, "routes", "ok", &args)
+    env.dispatch(repo, "routes")
+        .backend("ok")
+        .scope("src/routes/**")
+        .verify(verify)
+        .args(extra)
+        .finished()
 }
 
 fn crew_repo(env: &TestEnv) -> std::path::PathBuf {
@@ -430,10 +434,19 @@ fn a_real_build_and_test_run_work_inside_the_fence() {
     let rustup_home = std::env::var_os("RUSTUP_HOME")
         .map(std::path::PathBuf::from)
         .unwrap_or_else(|| real_home.join(".rustup"));
+    let toolchain = std::env::var_os("RUSTUP_TOOLCHAIN");
     let env = TestEnv::new();
     let repo = crew_repo(&env);
-    // The toolchain is read from the lead's rustup; cargo's own home is the test's.
+    // The toolchain is read from the lead's rustup (the one the suite runs under, when
+    // rustup named one); cargo's own home is the test's.
     let cargo_home = env.home().join(".cargo");
+    let mut vars = vec![
+        ("RUSTUP_HOME", rustup_home.as_os_str()),
+        ("CARGO_HOME", cargo_home.as_os_str()),
+    ];
+    if let Some(toolchain) = &toolchain {
+        vars.push(("RUSTUP_TOOLCHAIN", toolchain.as_os_str()));
+    }
     let out = env.crew_env(
         &repo,
         &[
@@ -452,10 +465,7 @@ fn a_real_build_and_test_run_work_inside_the_fence() {
             "backends.build.time_budget=5m",
             "--wait",
         ],
-        &[
-            ("RUSTUP_HOME", rustup_home.as_os_str()),
-            ("CARGO_HOME", cargo_home.as_os_str()),
-        ],
+        &vars,
     );
     let json = out.json();
     let run = &json["runs"][0];
@@ -575,7 +585,6 @@ fn a_target_reset_below_the_base_does_not_get_the_dropped_commit_back() {
 
 #[test]
 fn the_reaper_files_a_dead_run_under_its_sealed_facts_not_its_tampered_pointer() {
-    use std::time::{Duration, Instant};
     let env = TestEnv::new();
     let repo = crew_repo(&env);
     let run = crate::dispatch::dispatched(
@@ -586,10 +595,9 @@ fn the_reaper_files_a_dead_run_under_its_sealed_facts_not_its_tampered_pointer()
         &["--scope", "src/routes/**", "--set", "sandbox.enabled=false"],
     );
     let child = repo.join(format!(".git/crew/runs/{run}/tmp/child-pid"));
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while !child.exists() && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    poll_until(Duration::from_secs(20), "the worker's child", || {
+        child.exists()
+    });
     // Unfenced, the worker rewrites its live pointer: another task, a wider scope.
     let pointer = repo.join(format!(".git/crew/live/{run}.json"));
     let mut record: Value = serde_json::from_str(&read(&pointer)).unwrap();
@@ -736,14 +744,11 @@ fn a_worker_that_breaks_its_worktree_config_blocks_no_other_dispatch() {
     let bad =
         crate::dispatch::dispatched(&env, &repo, "bad", "bad-config", &["--scope", "docs/**"]);
     let admin = repo.join(format!(".git/worktrees/{bad}/config.worktree"));
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
-    while !read(&admin).contains("[x]") {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "never broke its config"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    }
+    poll_until(
+        Duration::from_secs(20),
+        "the worker to break its config",
+        || read(&admin).contains("[x]"),
+    );
     let run = routes_run(&env, &repo, "true", &[]);
     let show = env.crew(&repo, &["show", &run]).json();
     assert_eq!(show["run"]["outcome"], "pass", "{show}");

@@ -25,7 +25,7 @@ fn a_complete_reply_gives_the_footer() {
     let out = env.crew_stdin(env.root(), &["footer", "--human"], REPLY.as_bytes());
     assert_eq!(
         env.snapshot(&out),
-        "## Result\nAdded the route.\n\n## How to verify\ncargo test routes\n\n## Deferred / concerns\nNone.\n------\n[exit status: 0]"
+        "## Result\nAdded the route.\n\n## How to verify\ncargo test routes\n\n## Deferred / concerns\nNone.\n[EOF]\n[exit status: 0]"
     );
 }
 

@@ -2,23 +2,19 @@
 //! against real repositories, real hooks and real background runs.
 
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::common::{TestEnv, read, write};
+use crate::common::{TestEnv, poll_until, read, write};
+use crate::dispatch::pid_gone;
 
 fn routes_run(env: &TestEnv, repo: &Path) -> String {
-    env.finished_run(
-        repo,
-        "routes",
-        "ok",
-        &[
-            "--scope",
-            "src/routes/**",
-            "--verify",
-            "test -f src/routes/crew.rs",
-        ],
-    )
+    env.dispatch(repo, "routes")
+        .backend("ok")
+        .scope("src/routes/**")
+        .verify("test -f src/routes/crew.rs")
+        .finished()
 }
 
 fn rev(env: &TestEnv, dir: &Path, rev: &str) -> String {
@@ -638,16 +634,18 @@ fn a_supervisor_killed_while_filing_a_pass_is_completed_never_abandoned() {
     let run = json["run"].as_str().unwrap().to_string();
     // The supervisor died between its record and its pointer.
     let record = repo.join(format!(".git/crew/runs/{run}.json"));
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
-    while !record.exists() {
-        assert!(std::time::Instant::now() < deadline, "no record was filed");
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    }
-    std::thread::sleep(std::time::Duration::from_millis(300));
-    assert!(repo.join(format!(".git/crew/live/{run}.json")).exists());
-    let out = env.crew(&repo, &["wait", &run, "--timeout", "20s"]);
+    poll_until(Duration::from_secs(20), "the record to be filed", || {
+        record.exists()
+    });
+    let pointer = repo.join(format!(".git/crew/live/{run}.json"));
+    let supervisor =
+        serde_json::from_str::<Value>(&read(&pointer)).unwrap()["supervisor_pid"].to_string();
+    poll_until(Duration::from_secs(20), "the supervisor to die", || {
+        pid_gone(&supervisor)
+    });
+    assert!(pointer.exists());
+    let (out, result) = env.wait(&repo, &run).timeout("20s").result();
     out.expect_code(0);
-    let result = &out.json()["runs"][0];
     assert_eq!(result["outcome"], "pass", "{result}");
     let rows = env.crew(&repo, &["ledger", "--task", "routes"]).json()["rows"].clone();
     assert_eq!(rows.as_array().unwrap().len(), 1, "{rows}");

@@ -57,36 +57,22 @@ fn every_finished_run_leaves_a_row_that_git_notes_reads() {
 fn two_failures_escalate_and_then_ask_for_a_human() {
     let env = TestEnv::new();
     let repo = env.fixture("crew-repo.sh", "repo", &[]);
-    let out = env.crew(
-        &repo,
-        &[
-            "should-stop",
-            "--task",
-            "routes",
-            "--model",
-            "m1",
-            "--tier",
-            "low",
-        ],
-    );
+    let out = env
+        .should_stop(&repo, "routes")
+        .model("m1")
+        .tier("low")
+        .run();
     out.expect_code(0);
     assert_eq!(out.json()["decision"], "continue");
     run_task(&env, &repo, "routes", "no-footer", &["--model", "m1"]);
     run_task(&env, &repo, "routes", "out-of-scope", &["--model", "m1"]);
 
     // The count survives across processes: it lives in the ledger.
-    let out = env.crew(
-        &repo,
-        &[
-            "should-stop",
-            "--task",
-            "routes",
-            "--model",
-            "m1",
-            "--tier",
-            "low",
-        ],
-    );
+    let out = env
+        .should_stop(&repo, "routes")
+        .model("m1")
+        .tier("low")
+        .run();
     out.expect_code(5);
     let json = out.json();
     assert_eq!(json["decision"], "escalate-tier");
@@ -94,37 +80,22 @@ fn two_failures_escalate_and_then_ask_for_a_human() {
     assert_eq!(json["next"]["tier"], "mid");
     assert_eq!(json["next"]["backend"], "claude");
 
-    let out = env.crew(
-        &repo,
-        &[
-            "should-stop",
-            "--task",
-            "routes",
-            "--model",
-            "m1",
-            "--tier",
-            "high",
-        ],
-    );
+    let out = env
+        .should_stop(&repo, "routes")
+        .model("m1")
+        .tier("high")
+        .run();
     out.expect_code(5);
     let json = out.json();
     assert_eq!(json["decision"], "human-report");
     let report = std::fs::read_to_string(json["report"].as_str().unwrap()).unwrap();
     assert!(report.contains("## What a stronger model or a human should look at"));
     // Another model of the same task has its own count.
-    let out = env.crew(
-        &repo,
-        &[
-            "should-stop",
-            "--task",
-            "routes",
-            "--model",
-            "m2",
-            "--tier",
-            "low",
-        ],
-    );
-    out.expect_code(0);
+    env.should_stop(&repo, "routes")
+        .model("m2")
+        .tier("low")
+        .run()
+        .expect_code(0);
 }
 
 #[test]
@@ -336,30 +307,20 @@ fn continuation_is_bounded_without_a_model_and_files_one_row_per_attempt() {
         assert_eq!(row["outcome"], "fail", "{row}");
     }
     // should-stop says what continuation decided, under the same key.
-    let out = env.crew(
-        &repo,
-        &["should-stop", "--task", "never", "--model", "backend:ok"],
-    );
-    assert_eq!(out.json()["failures"], 2, "{}", out.stdout);
-    assert_ne!(out.json()["decision"], "continue");
+    let verdict = env
+        .should_stop(&repo, "never")
+        .model("backend:ok")
+        .verdict();
+    assert_eq!(verdict["failures"], 2, "{verdict}");
+    assert_ne!(verdict["decision"], "continue");
     // At the top tier, the next dispatch of the task on that backend gets a human
     // report instead of a third try.
-    let again = env.crew(
-        &repo,
-        &[
-            "dispatch",
-            "--task",
-            "never",
-            "--backend",
-            "ok",
-            "--prompt",
-            "x",
-            "--scope",
-            "src/routes/**",
-            "--set",
-            "backends.ok.tier=high",
-        ],
-    );
+    let again = env
+        .dispatch(&repo, "never")
+        .backend("ok")
+        .scope("src/routes/**")
+        .set("backends.ok.tier=high")
+        .run();
     again.expect_code(5);
     assert_eq!(again.json()["error"]["code"], "human-report");
 }
@@ -397,18 +358,11 @@ fn fences_max_attempts_bounds_a_run_whatever_the_ledger_says() {
     let rows = env.crew(&repo, &["ledger", "--task", "never"]).json()["rows"].clone();
     assert_eq!(rows.as_array().unwrap().len(), 3, "{rows}");
     // The threshold is read: at 50, should-stop continues after 3 failures.
-    let out = env.crew(
-        &repo,
-        &[
-            "should-stop",
-            "--task",
-            "never",
-            "--model",
-            "m1",
-            "--set",
-            "fences.needs_help_after_failures=50",
-        ],
-    );
-    assert_eq!(out.json()["decision"], "continue", "{}", out.stdout);
-    assert_eq!(out.json()["failures"], 3);
+    let verdict = env
+        .should_stop(&repo, "never")
+        .model("m1")
+        .set("fences.needs_help_after_failures=50")
+        .verdict();
+    assert_eq!(verdict["decision"], "continue", "{verdict}");
+    assert_eq!(verdict["failures"], 3);
 }

@@ -13,4 +13,5 @@ mod ledger;
 mod plan;
 mod real_clis;
 mod roster;
+mod snapshots;
 mod sync;

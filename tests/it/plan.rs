@@ -45,7 +45,7 @@ closes_wave = 1
 gates_waves = [2]
 "#;
 
-fn planned_repo(env: &TestEnv) -> PathBuf {
+pub fn planned_repo(env: &TestEnv) -> PathBuf {
     let repo = env.fixture("crew-repo.sh", "repo", &[]);
     let flight = crate::common::read(&repo.join(".crew/flight.toml"));
     write(
@@ -405,34 +405,15 @@ fn dispatch_from_a_plan_warns_when_stale_or_too_big_and_obeys_warn_mode() {
     let repo = planned_repo(&env);
     // Two passing 1-hour runs of backend `ok`: its horizon is 1 h.
     for task in ["h1", "h2"] {
-        let out = env.crew(
-            &repo,
-            &[
-                "dispatch",
-                "--task",
-                task,
-                "--backend",
-                "ok",
-                "--scope",
-                "src/routes/**",
-                "--prompt",
-                "x",
-                "--size",
-                "1",
-            ],
-        );
-        out.expect_code(0);
-        env.crew(
-            &repo,
-            &[
-                "wait",
-                out.json()["run"].as_str().unwrap(),
-                "--timeout",
-                "60s",
-            ],
-        );
+        env.dispatch(&repo, task)
+            .backend("ok")
+            .scope("src/routes/**")
+            .args(&["--size", "1"])
+            .finished();
     }
-    // The plan was committed on 2026-01-01 (the tests' fixed date): stale by now.
+    // The plan was committed on 2026-01-01 (the tests' fixed date); a year on, it is
+    // stale.
+    env.set_clock("2027-01-01T00:00:00Z");
     let out = env.crew(
         &repo,
         &[
@@ -453,7 +434,7 @@ fn dispatch_from_a_plan_warns_when_stale_or_too_big_and_obeys_warn_mode() {
     );
     out.expect_code(0);
     let json = out.json();
-    assert!(json["stale_days"].as_i64().unwrap() > 300, "{json}");
+    assert_eq!(json["stale_days"], 365, "{json}");
     assert_eq!(
         json["split_advice"],
         "task a is sized 6h, beyond the 1h competence horizon of ok - -: split it into tasks of at most 1h"

@@ -9,11 +9,11 @@
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::common::{TestEnv, read, write};
+use crate::common::{TestEnv, poll_for, read, write};
 
 /// The folder with the real CLIs; a test that needs them fails without them.
 fn clis() -> PathBuf {
@@ -55,16 +55,13 @@ impl ModelServer {
             .stderr(Stdio::null())
             .spawn()
             .expect("python3 runs the model server");
-        let deadline = Instant::now() + Duration::from_secs(20);
-        let port = loop {
-            if let Ok(text) = std::fs::read_to_string(&port_file)
-                && let Ok(port) = text.trim().parse()
-            {
-                break port;
-            }
-            assert!(Instant::now() < deadline, "the model server did not start");
-            std::thread::sleep(Duration::from_millis(50));
-        };
+        let port = poll_for(Duration::from_secs(20), "the model server's port", || {
+            std::fs::read_to_string(&port_file)
+                .ok()?
+                .trim()
+                .parse()
+                .ok()
+        });
         ModelServer { child, port, log }
     }
 

@@ -1,0 +1,175 @@
+//! What people read: the human renderings of the CLI, snapshotted with insta in the form
+//! of jj's tests ([`TestEnv::snapshot`]: stdout, stderr, exit status), with what changes
+//! from one run of the suite to the next normalized ([`TestEnv::normalize`]). Run ids and
+//! the date are pinned by the test environment, so they show as they are.
+//!
+//! A rendering that changes on purpose: run the tests, review the new snapshots with
+//! `cargo insta review` (or read the `.snap.new` files beside the old ones) and commit
+//! the `.snap` files. Under CI (`CI=true`) a changed rendering fails and nothing is
+//! written.
+
+use std::path::PathBuf;
+
+use crate::common::{TestEnv, write};
+
+fn crew_repo(env: &TestEnv) -> PathBuf {
+    env.fixture("crew-repo.sh", "repo", &[])
+}
+
+/// A crew repository with one finished run of task `routes` by the `ok` worker, verified
+/// by `true`: run `20260101-000000-0001`.
+fn with_a_finished_run(env: &TestEnv) -> (PathBuf, String) {
+    let repo = crew_repo(env);
+    let run = env
+        .dispatch(&repo, "routes")
+        .backend("ok")
+        .scope("src/routes/**")
+        .verify("true")
+        .finished();
+    assert_eq!(run, "20260101-000000-0001");
+    (repo, run)
+}
+
+#[test]
+fn status_with_no_runs() {
+    let env = TestEnv::new();
+    let repo = crew_repo(&env);
+    let out = env.crew(&repo, &["status", "--human"]);
+    insta::assert_snapshot!(env.snapshot(&out), @r"
+    no runs
+    [EOF]
+    [exit status: 0]
+    ");
+}
+
+#[test]
+fn status_with_a_finished_run() {
+    let env = TestEnv::new();
+    let (repo, _) = with_a_finished_run(&env);
+    let out = env.crew(&repo, &["status", "--human"]);
+    insta::assert_snapshot!(env.snapshot(&out));
+}
+
+#[test]
+fn show_of_a_finished_run() {
+    let env = TestEnv::new();
+    let (repo, run) = with_a_finished_run(&env);
+    let out = env.crew(&repo, &["show", &run, "--human"]);
+    insta::assert_snapshot!(env.snapshot(&out));
+}
+
+#[test]
+fn wait_for_a_finished_run() {
+    let env = TestEnv::new();
+    let (repo, run) = with_a_finished_run(&env);
+    let out = env.wait(&repo, &run).human().run();
+    insta::assert_snapshot!(env.snapshot(&out));
+}
+
+#[test]
+fn dispatch_wait_of_a_run_rejected_for_its_scope() {
+    let env = TestEnv::new();
+    let repo = crew_repo(&env);
+    let out = env
+        .dispatch(&repo, "routes")
+        .backend("out-of-scope")
+        .scope("src/routes/**")
+        .wait()
+        .args(&["--human"])
+        .run();
+    insta::assert_snapshot!(env.snapshot(&out));
+}
+
+#[test]
+fn flight_explain() {
+    let env = TestEnv::new();
+    let repo = env.fixture("plain.sh", "repo", &[]);
+    write(
+        &repo.join(".crew/flight.toml"),
+        "version = 1\ndefault_backend = \"claude\"\n\n[backends.claude]\neffort = \"high\"\n",
+    );
+    let out = env.crew(
+        &repo,
+        &[
+            "flight",
+            "--explain",
+            "--human",
+            "--set",
+            "fences.time_budget=40m",
+        ],
+    );
+    insta::assert_snapshot!(env.snapshot(&out));
+}
+
+#[test]
+fn an_unknown_run_is_an_error_with_a_hint() {
+    let env = TestEnv::new();
+    let repo = crew_repo(&env);
+    let out = env.crew(&repo, &["show", "20260101-000000-0000", "--human"]);
+    insta::assert_snapshot!(env.snapshot(&out));
+}
+
+#[test]
+fn a_dispatch_outside_a_repository_is_a_usage_error() {
+    let env = TestEnv::new();
+    let out = env
+        .dispatch(env.root(), "routes")
+        .scope("src/**")
+        .args(&["--human"])
+        .run();
+    insta::assert_snapshot!(env.snapshot(&out));
+}
+
+#[test]
+fn ledger_and_its_stats() {
+    let env = TestEnv::new();
+    let (repo, _) = with_a_finished_run(&env);
+    env.dispatch(&repo, "docs")
+        .backend("out-of-scope")
+        .scope("docs/**")
+        .finished();
+    let out = env.crew(&repo, &["ledger", "--human"]);
+    insta::assert_snapshot!("ledger", env.snapshot(&out));
+    let out = env.crew(&repo, &["ledger", "stats", "--human"]);
+    insta::assert_snapshot!("ledger_stats", env.snapshot(&out));
+}
+
+#[test]
+fn the_completion_summary_of_a_wave() {
+    let env = TestEnv::new();
+    let repo = crate::plan::planned_repo(&env);
+    let out = env.crew(&repo, &["wave", "dispatch", "1"]);
+    out.expect_code(0);
+    let runs: Vec<String> = out.json()["dispatched"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["run"].as_str().unwrap().to_string())
+        .collect();
+    let (first, rest) = runs.split_first().unwrap();
+    rest.iter()
+        .fold(env.wait(&repo, first), |wait, run| wait.and(run))
+        .run()
+        .expect_code(0);
+    for run in &runs {
+        env.crew(&repo, &["integrate", run]).expect_code(0);
+    }
+    env.crew(
+        &repo,
+        &[
+            "gate",
+            "record",
+            "g1",
+            "--verdict",
+            "pass",
+            "--evidence",
+            "a.txt b.txt",
+        ],
+    )
+    .expect_code(0);
+    let out = env.crew(
+        &repo,
+        &["summary", "--wave", "1", "--at", "completion", "--human"],
+    );
+    insta::assert_snapshot!(env.snapshot(&out));
+}
