@@ -1,11 +1,16 @@
-//! What integrating a run writes, decided in pure code: the run record note that goes
-//! on the integration commit and on every worker commit, the roster and completed-run
-//! index of `docs/state/crew.json`, and what cleanup may remove.
+//! Integrating a run, decided in pure code: whether it may land (commits of its own, a
+//! verdict that holds for its tip), how it lands (merge, squash or range), whether the
+//! merged tree is verified again, the run record note that goes on the integration commit
+//! and on every worker commit, the roster and completed-run index of
+//! `docs/state/crew.json`, and what cleanup may remove. `run::integrate` gathers the facts
+//! and applies the decisions (and prints them, unapplied, under `--dry-run`).
+
+use std::path::PathBuf;
 
 use serde::Serialize;
 use serde_json::{Map, Value, json};
 
-use super::record::{Footer, RunRecord, Verify};
+use super::record::{Footer, Outcome, RunRecord, Verify};
 
 /// Where the roster and completed-run index live, in the target branch's tree.
 pub const STATE_FILE: &str = "docs/state/crew.json";
@@ -200,6 +205,143 @@ fn bump(value: &mut Value, key: &str) {
     value[key] = json!(n + 1);
 }
 
+/// Why a run was not integrated; nothing was changed.
+#[derive(Debug)]
+pub enum Refusal {
+    NotFound(String),
+    /// Still in flight.
+    Live(String),
+    Unverified(String),
+    /// Paths outside the run's scope, each with the reason.
+    Scope(Vec<String>),
+    AlreadyIntegrated(String),
+    /// The run's branch has no commits.
+    Nothing(String),
+    /// The run's branch does not descend from its base.
+    Rewritten(String),
+    /// The local run record disagrees with the run's seal, or has none.
+    Tampered(String),
+    NoTarget(String),
+    Dirty(PathBuf),
+    /// git refused to fast-forward the checkout of the target.
+    Checkout(PathBuf, String),
+    Conflict {
+        into: String,
+        paths: Vec<String>,
+    },
+    /// Verify failed on the merged tree.
+    MergedVerify(String),
+    /// The target moved under every attempt to land on it.
+    KeptMoving(String),
+    BadState(String),
+}
+
+/// A run whose branch holds no commits of its own has nothing to integrate (the output
+/// of a review or investigate run is its manifest).
+pub fn admit_commits(record: &RunRecord, no_commits: bool) -> Result<(), Refusal> {
+    if !no_commits {
+        return Ok(());
+    }
+    let why = if matches!(record.role.as_str(), "review" | "investigate") {
+        format!(" (the output of a {} run is its manifest)", record.role)
+    } else {
+        String::new()
+    };
+    Err(Refusal::Nothing(format!(
+        "run {} made no commits: there is nothing to integrate{why}",
+        record.run
+    )))
+}
+
+/// Whether the run counts as verified at `run_tip`, or why it may not land. The verdict
+/// holds for the commit verify ran on: a branch that moved since is not verified. A pass
+/// is a pass: verified, or — when the lead dispatched it with no verify command (sealed)
+/// — accepted on its footer, for the commit it was accepted at. `force` lets an
+/// unverified run through (its note says so): the result is then `false`.
+pub fn verdict(record: &RunRecord, run_tip: &str, force: bool) -> Result<bool, Refusal> {
+    let moved = record
+        .verified_tip
+        .as_deref()
+        .is_some_and(|tip| tip != run_tip);
+    let accepted_on_footer = record.verify_command.is_none() && record.verify.is_none();
+    let verified = record.outcome == Some(Outcome::Pass)
+        && (record.verify.as_ref().is_some_and(|v| v.passed) || accepted_on_footer)
+        && !moved;
+    if !verified && !force {
+        let reason = if moved {
+            format!(
+                "run {}'s branch moved since verify passed on {}",
+                record.run,
+                record.verified_tip.as_deref().unwrap_or_default()
+            )
+        } else {
+            unverified_reason(record)
+        };
+        return Err(Refusal::Unverified(reason));
+    }
+    Ok(verified)
+}
+
+fn unverified_reason(record: &RunRecord) -> String {
+    let run = &record.run;
+    match (&record.verify, record.outcome) {
+        (Some(v), _) if !v.passed => format!("run {run} failed verify (reward {})", v.reward),
+        (None, Some(Outcome::Pass)) => {
+            format!("run {run} has no verify result (it had no verify command)")
+        }
+        (_, Some(outcome)) => format!(
+            "run {run} ended {} ({})",
+            record.phase.as_str(),
+            serde_json::to_value(outcome)
+                .ok()
+                .and_then(|v| v.as_str().map(String::from))
+                .unwrap_or_default()
+        ),
+        (_, None) => format!("run {run} has no outcome"),
+    }
+}
+
+/// How a run's commits land on the target.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Shape {
+    /// One commit with the target as its only parent.
+    pub squash: bool,
+    /// `merge`, `squash`, or `range` (the target did not contain the run's base: exactly
+    /// base..tip is applied, as one commit).
+    pub applied_as: &'static str,
+}
+
+impl Shape {
+    /// A target that contains the run's base gets the branch merged in (or squashed, on
+    /// request). One that does not (reset below the base, another branch) gets exactly the
+    /// run's own change as one commit: never the history the branch was cut from.
+    pub fn of(contains_base: bool, squash_requested: bool) -> Shape {
+        match (contains_base, squash_requested) {
+            (false, _) => Shape {
+                squash: true,
+                applied_as: "range",
+            },
+            (true, true) => Shape {
+                squash: true,
+                applied_as: "squash",
+            },
+            (true, false) => Shape {
+                squash: false,
+                applied_as: "merge",
+            },
+        }
+    }
+}
+
+/// The verify command to run again on the merged tree: a verified run whose target moved
+/// since its base.
+pub fn reverify(record: &RunRecord, verified: bool, target_is_base: bool) -> Option<&str> {
+    record
+        .verify_command
+        .as_deref()
+        .filter(|_| verified && !target_is_base)
+}
+
 /// What `worktree.cleanup` allows once a run is integrated.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Cleanup {
@@ -321,5 +463,59 @@ mod tests {
         assert!(!cleanup("conservative", true, true).delete_branch);
         assert!(cleanup("conservative", true, true).remove_worktree);
         assert!(!cleanup("never", true, true).remove_worktree);
+    }
+
+    #[test]
+    fn a_run_lands_only_with_commits_and_a_verdict_for_its_tip() {
+        let mut record = RunRecord::example();
+        record.role = "review".into();
+        assert!(matches!(
+            admit_commits(&record, true),
+            Err(Refusal::Nothing(m)) if m.contains("its manifest")
+        ));
+        assert!(admit_commits(&record, false).is_ok());
+        record.outcome = Some(Outcome::Pass);
+        record.verify_command = Some("t".into());
+        record.verify = Some(Verify {
+            command: "t".into(),
+            reward: 1.0,
+            passed: true,
+            problem: None,
+        });
+        record.verified_tip = Some("aa".into());
+        assert!(verdict(&record, "aa", false).unwrap());
+        assert!(matches!(
+            verdict(&record, "bb", false),
+            Err(Refusal::Unverified(m)) if m.contains("moved since verify passed on aa")
+        ));
+        assert!(!verdict(&record, "bb", true).unwrap());
+        record.verify.as_mut().unwrap().passed = false;
+        assert!(matches!(
+            verdict(&record, "aa", false),
+            Err(Refusal::Unverified(m)) if m.contains("failed verify")
+        ));
+        // No verify command: accepted on its footer, at the commit it was accepted at.
+        record.verify = None;
+        record.verify_command = None;
+        assert!(verdict(&record, "aa", false).unwrap());
+    }
+
+    #[test]
+    fn the_shape_of_a_landing_and_when_the_merge_is_verified_again() {
+        assert_eq!(Shape::of(true, false).applied_as, "merge");
+        assert!(!Shape::of(true, false).squash);
+        assert_eq!(Shape::of(true, true).applied_as, "squash");
+        assert_eq!(
+            Shape::of(false, false),
+            Shape {
+                squash: true,
+                applied_as: "range"
+            }
+        );
+        let mut record = RunRecord::example();
+        record.verify_command = Some("make test".into());
+        assert_eq!(reverify(&record, true, false), Some("make test"));
+        assert_eq!(reverify(&record, true, true), None);
+        assert_eq!(reverify(&record, false, false), None);
     }
 }

@@ -11,6 +11,7 @@ use crate::git::ObjectId;
 use anyhow::Context;
 
 use super::verify;
+pub use crate::core::integrate::Refusal;
 use crate::core::integrate::{self, RunNote, STATE_FILE};
 use crate::core::ledger::Row;
 use crate::core::record::{Integration, Outcome, RunRecord, Verify};
@@ -40,37 +41,6 @@ pub struct Request {
     /// Decide everything (audit, verdict, the merge) and say what would land; change
     /// nothing.
     pub dry_run: bool,
-}
-
-/// Why a run was not integrated; nothing was changed.
-#[derive(Debug)]
-pub enum Refusal {
-    NotFound(String),
-    /// Still in flight.
-    Live(String),
-    Unverified(String),
-    /// Paths outside the run's scope, each with the reason.
-    Scope(Vec<String>),
-    AlreadyIntegrated(String),
-    /// The run's branch has no commits.
-    Nothing(String),
-    /// The run's branch does not descend from its base.
-    Rewritten(String),
-    /// The local run record disagrees with the run's seal, or has none.
-    Tampered(String),
-    NoTarget(String),
-    Dirty(PathBuf),
-    /// git refused to fast-forward the checkout of the target.
-    Checkout(PathBuf, String),
-    Conflict {
-        into: String,
-        paths: Vec<String>,
-    },
-    /// Verify failed on the merged tree.
-    MergedVerify(String),
-    /// The target moved under every attempt to land on it.
-    KeptMoving(String),
-    BadState(String),
 }
 
 /// An integrated run.
@@ -152,15 +122,8 @@ pub fn integrate(
         },
     };
     let base = crate::git::refs::oid(&record.base).context("the run's base")?;
-    if run_tip == base {
-        let why = if matches!(record.role.as_str(), "review" | "investigate") {
-            format!(" (the output of a {} run is its manifest)", record.role)
-        } else {
-            String::new()
-        };
-        return Ok(Err(Refusal::Nothing(format!(
-            "run {run} made no commits: there is nothing to integrate{why}"
-        ))));
+    if let Err(refusal) = integrate::admit_commits(&record, run_tip == base) {
+        return Ok(Err(refusal));
     }
 
     let into = match request.into.clone().or(record.base_ref.clone()) {
@@ -210,29 +173,11 @@ pub fn integrate(
     if let Some(refusal) = refuse(&changes)? {
         return Ok(Err(refusal));
     }
-    // The verdict holds for the commit verify ran on: a branch that moved since is not
-    // verified.
-    let moved = record
-        .verified_tip
-        .as_deref()
-        .is_some_and(|tip| tip != run_tip);
-    // A pass is a pass: verified, or — when the lead dispatched it with no verify
-    // command (sealed) — accepted on its footer, for the commit it was accepted at.
-    let accepted_on_footer = record.verify_command.is_none() && record.verify.is_none();
-    let verified = record.outcome == Some(Outcome::Pass)
-        && (record.verify.as_ref().is_some_and(|v| v.passed) || accepted_on_footer)
-        && !moved;
-    if !verified && !request.force_unverified {
-        let reason = if moved {
-            format!(
-                "run {run}'s branch moved since verify passed on {}",
-                record.verified_tip.as_deref().unwrap_or_default()
-            )
-        } else {
-            unverified_reason(&record)
-        };
-        return Ok(Err(Refusal::Unverified(reason)));
-    }
+    let verified = match integrate::verdict(&record, &run_tip.to_string(), request.force_unverified)
+    {
+        Ok(verified) => verified,
+        Err(refusal) => return Ok(Err(refusal)),
+    };
 
     // One integration at a time: the others wait their turn here.
     let _turn = Lock::take(store.root(), "integrate", Duration::from_secs(1800))?;
@@ -302,18 +247,14 @@ pub fn integrate(
         if let Some(refusal) = refuse(&applied)? {
             return Ok(Err(refusal));
         }
-        let squash = request.squash || !contains_base;
-        let parents = if squash {
+        let shape = integrate::Shape::of(contains_base, request.squash);
+        let parents = if shape.squash {
             vec![target_tip]
         } else {
             vec![target_tip, run_tip]
         };
+        let (squash, applied_as) = (shape.squash, shape.applied_as);
         let commit = merge::commit(repo, &message(&record, &into, squash), tree, &parents)?;
-        let applied_as = if contains_base {
-            if squash { "squash" } else { "merge" }
-        } else {
-            "range"
-        };
         if request.dry_run {
             // What would land, decided; the commit is unreachable and nothing moved.
             return Ok(Ok(Done {
@@ -339,10 +280,7 @@ pub fn integrate(
 
         // The target moved since the run's base: the merged tree is verified again.
         let mut merged_verify = None;
-        if verified
-            && target_tip != base
-            && let Some(command) = &record.verify_command
-        {
+        if let Some(command) = integrate::reverify(&record, verified, target_tip == base) {
             match verify_merged(repo_dir, store, &record, command, commit)? {
                 verify::Verified::Done(result) if result.passed => merged_verify = Some(result),
                 verify::Verified::Done(result) => {
@@ -693,25 +631,6 @@ pub fn own_base(
 /// `refs/crew/attempts/<run>`: keeps a run's commits reachable once its branch is gone.
 pub fn attempts_ref(run: &str) -> String {
     format!("refs/crew/attempts/{run}")
-}
-
-fn unverified_reason(record: &RunRecord) -> String {
-    let run = &record.run;
-    match (&record.verify, record.outcome) {
-        (Some(v), _) if !v.passed => format!("run {run} failed verify (reward {})", v.reward),
-        (None, Some(Outcome::Pass)) => {
-            format!("run {run} has no verify result (it had no verify command)")
-        }
-        (_, Some(outcome)) => format!(
-            "run {run} ended {} ({})",
-            record.phase.as_str(),
-            serde_json::to_value(outcome)
-                .ok()
-                .and_then(|v| v.as_str().map(String::from))
-                .unwrap_or_default()
-        ),
-        (_, None) => format!("run {run} has no outcome"),
-    }
 }
 
 /// A scope rejection found at integrate is a failure in the ledger — once per run: the
