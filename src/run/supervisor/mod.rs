@@ -1,0 +1,324 @@
+//! The supervisor: `git crew` itself, detached, one per run. It starts the worker, keeps
+//! the live pointer current, enforces the time budget and the idle watchdog, commits what
+//! the worker left behind through the hooks, audits the branch against the scope,
+//! extracts the footer (with one corrective retry), verifies, and files the run record.
+//! It never trusts an exit code alone.
+//!
+//! By job: `launch` starts an attempt (its prompt, session and fenced worker process),
+//! `capture` watches it and takes in what it left, `settle` judges the reply, audits and
+//! verifies the work and files the record, and `reap` ends runs whose supervisor is gone.
+//! What to decide at each step is `core::attempt`'s.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, bail};
+
+use super::backends::{self, Adapter, Attempt};
+use super::process::{self, Ended, Spec};
+use super::{prompt, verify};
+use crate::core::attempt::{AfterIncomplete, Continuation};
+use crate::core::flight::Backend as BackendConfig;
+use crate::core::record::{DiffStat, Outcome, Phase, RunRecord};
+use crate::core::scope::{self, RunIdentity};
+use crate::git::{self, worktree};
+use crate::state::runs::RunStore;
+use crate::sys::clock::{now_millis, rfc3339};
+
+mod capture;
+mod launch;
+mod reap;
+mod settle;
+
+use reap::end_outside;
+pub use reap::{abandon, reap_dead};
+pub use settle::elapsed_s;
+use settle::{file_ledger_row, seal};
+
+/// Drives run `run` to its end (or to `needs-help`). Any failure of the supervisor itself
+/// ends the run as `failed` with the reason, so no run is left hanging.
+pub fn supervise(repo: &crate::git::Repository, store: &RunStore, run: &str) -> anyhow::Result<()> {
+    // One supervisor per run, ever: held until this process is gone.
+    let _only = store
+        .supervisor_lock(run)
+        .with_context(|| format!("another supervisor drives run {run}"))?;
+    let record = store
+        .load(run)?
+        .with_context(|| format!("no live run {run}"))?;
+    if record.phase.is_final() {
+        bail!("run {run} has already ended ({})", record.phase.as_str());
+    }
+    let mut sup = match Supervisor::new(repo, store, record.clone()) {
+        Ok(sup) => sup,
+        Err(err) => {
+            // Nothing ran: the run ends as an infrastructure error, not left hanging.
+            let repo_dir = repo
+                .workdir()
+                .map(Path::to_path_buf)
+                .unwrap_or_else(|| repo.common_dir().to_path_buf());
+            end_outside(
+                store,
+                &repo_dir,
+                record,
+                Outcome::Error,
+                &format!("supervisor error: {err:#}"),
+            )?;
+            return Err(err);
+        }
+    };
+    if let Err(err) = sup.drive() {
+        if err.downcast_ref::<EndedOutside>().is_some() {
+            // Abandoned (or reaped) while it ran: the record is already filed.
+            if let Some(pid) = sup.record.pid {
+                crate::sys::process::kill_group(pid);
+            }
+            return Ok(());
+        }
+        if let Some(pid) = sup.record.pid {
+            crate::sys::process::kill_group(pid);
+        }
+        // The infrastructure failed, not the worker: its own outcome, never charged to
+        // the model.
+        sup.record.decision = Some(format!("supervisor error: {err:#}"));
+        sup.finish(Outcome::Error)?;
+        return Err(err);
+    }
+    Ok(())
+}
+
+/// The run's live pointer went away while the supervisor drove it: someone else ended it.
+#[derive(Debug, thiserror::Error)]
+#[error("the run was ended from outside its supervisor")]
+struct EndedOutside;
+
+/// What a reply came to.
+enum Judgement {
+    /// Finished, or parked waiting for help: nothing more for this attempt.
+    Settled,
+    /// The footer is incomplete: the problem, for a corrective retry.
+    Incomplete(String),
+}
+
+/// How a delivered reply (a native run) was taken.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Delivered {
+    /// The run ended or waits for help; see its record.
+    Settled(Box<RunRecord>),
+    /// The footer is incomplete; one more delivery is allowed.
+    Incomplete(String),
+}
+
+/// Takes the reply of a `native` run (the lead's own sub-task) through the same path as
+/// any worker's: settle the work, read the footer, verify. The first incomplete footer
+/// leaves the run live for one corrected delivery; the second is a `footer-reject`.
+pub fn deliver(
+    repo: &crate::git::Repository,
+    store: &RunStore,
+    run: &str,
+    reply: &str,
+) -> anyhow::Result<Delivered> {
+    let record = store
+        .load(run)?
+        .with_context(|| format!("no live run {run}"))?;
+    let mut sup = Supervisor::new(repo, store, record)?;
+    sup.record.supervisor_pid = None;
+    sup.record.attempts += 1;
+    sup.record.phase = Phase::Working;
+    std::fs::write(&sup.record.manifest, reply).context("cannot write the manifest")?;
+    match sup.judge(Some(reply.to_string()))? {
+        Judgement::Settled => Ok(Delivered::Settled(Box::new(sup.record))),
+        Judgement::Incomplete(problem) if sup.record.attempts >= 2 => {
+            sup.record.decision = Some(format!(
+                "footer rejected after one corrective delivery: {problem}"
+            ));
+            sup.finish(Outcome::FooterReject)?;
+            Ok(Delivered::Settled(Box::new(sup.record)))
+        }
+        Judgement::Incomplete(problem) => {
+            sup.record.decision = Some(format!("footer incomplete: {problem}"));
+            sup.save()?;
+            Ok(Delivered::Incomplete(problem))
+        }
+    }
+}
+
+enum Next {
+    Fresh(PathBuf),
+    Resume(String, PathBuf),
+}
+
+struct Supervisor<'a> {
+    repo: &'a crate::git::Repository,
+    store: &'a RunStore,
+    record: RunRecord,
+    config: BackendConfig,
+    adapter: Box<dyn Adapter>,
+    deadline: Instant,
+    run_dir: PathBuf,
+    transcript: PathBuf,
+    repo_dir: PathBuf,
+    /// What the adapters noticed in the streams, kept for the run's discrepancies.
+    warnings: Vec<String>,
+    /// Set by a failed verify that continuation will try again.
+    retry: Option<Next>,
+    /// Whether an attempt of this run reported its session id (only then is it worth
+    /// keeping for the run's standing worker).
+    session_confirmed: bool,
+    /// The write fence of the run's processes, and their `TMPDIR`.
+    fence: Option<crate::sys::fence::Fence>,
+    tmp: Option<PathBuf>,
+    /// Objects the run's processes wrote under false names (left out of the store).
+    rejected_objects: Vec<String>,
+    /// The last attempt's stdout, as kept (capped at `fences.max_output`).
+    last_stdout: Vec<u8>,
+}
+
+impl<'a> Supervisor<'a> {
+    fn new(
+        repo: &'a crate::git::Repository,
+        store: &'a RunStore,
+        mut record: RunRecord,
+    ) -> anyhow::Result<Self> {
+        let run_dir = store.run_dir(&record.run);
+        let config: BackendConfig = serde_json::from_slice(
+            &std::fs::read(crate::core::layout::backend_config(&run_dir))
+                .context("cannot read the run's backend config")?,
+        )?;
+        // The live pointer must still say what dispatch sealed.
+        if let Some(sealed) = git::seal::read(repo, &record.run)? {
+            let mut facts = record.clone();
+            facts.outcome = None;
+            facts.verify = None;
+            facts.verified_tip = None;
+            let differs = sealed.differences(&facts);
+            if !differs.is_empty() {
+                bail!(
+                    "the run's live pointer disagrees with its seal ({}): it was tampered with",
+                    differs.join(", ")
+                );
+            }
+        }
+        // Whatever a worker starts — double-forked, `setsid`, its environment dropped —
+        // comes back to this process when its parent dies, and ends with the attempt.
+        crate::sys::process::become_subreaper();
+        let adapter = backends::adapter(&record.adapter).map_err(anyhow::Error::msg)?;
+        let deadline_ms = humantime::parse_rfc3339(&record.deadline)
+            .ok()
+            .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+            .map_or(now_millis(), |d| d.as_millis() as u64);
+        let deadline =
+            Instant::now() + Duration::from_millis(deadline_ms.saturating_sub(now_millis()));
+        record.supervisor_pid = Some(std::process::id());
+        // Transcripts disabled (`--transcripts ""`): the output still has to go somewhere.
+        let transcript = record
+            .transcript
+            .as_ref()
+            .map_or_else(|| PathBuf::from("/dev/null"), PathBuf::from);
+        let repo_dir = repo
+            .workdir()
+            .map(Path::to_path_buf)
+            .unwrap_or_else(|| repo.common_dir().to_path_buf());
+        let (fence, tmp) = match crate::run::fence::base_for(&record, &run_dir)? {
+            Some(base) => {
+                let (fence, tmp) = crate::run::fence::for_run(
+                    &crate::run::fence::RunPaths {
+                        common_dir: repo.common_dir(),
+                        worktree: Path::new(&record.worktree),
+                        task: &record.task,
+                        run_dir: &run_dir,
+                        may_commit: scope::Role::parse(&record.role)
+                            .is_some_and(scope::Role::may_commit),
+                    },
+                    base,
+                    Path::new(&record.manifest),
+                    &crate::core::layout::session(&run_dir),
+                )?;
+                (Some(fence), Some(tmp))
+            }
+            None => {
+                // Unfenced, a run still gets its own temp folder.
+                let tmp = crate::core::layout::tmp(&run_dir);
+                std::fs::create_dir_all(&tmp).context("cannot create the run's temp folder")?;
+                (None, Some(tmp))
+            }
+        };
+        Ok(Supervisor {
+            fence,
+            tmp,
+            repo,
+            store,
+            record,
+            config,
+            adapter,
+            deadline,
+            run_dir,
+            transcript,
+            repo_dir,
+            warnings: Vec::new(),
+            retry: None,
+            session_confirmed: false,
+            rejected_objects: Vec::new(),
+            last_stdout: Vec::new(),
+        })
+    }
+
+    fn save(&self) -> anyhow::Result<()> {
+        if self.store.update_live(&self.record)? {
+            Ok(())
+        } else {
+            Err(EndedOutside.into())
+        }
+    }
+
+    fn drive(&mut self) -> anyhow::Result<()> {
+        self.record.phase = Phase::Working;
+        self.save()?;
+        let mut next = self.first_prompt()?;
+        let mut corrected = false;
+        loop {
+            let ended = self.attempt(&next)?;
+            match ended {
+                Ended::Deadline => {
+                    // The work is kept if it can be; the outcome stays a timeout.
+                    let _ = self.settle_work();
+                    self.record.decision = Some("the time budget was spent".into());
+                    return self.finish(Outcome::Timeout);
+                }
+                Ended::Idle => {
+                    let _ = self.settle_work();
+                    let idle = self.record.idle_timeout_s.unwrap_or_default();
+                    self.record.decision =
+                        Some(format!("the worker was silent for {idle}s (idle watchdog)"));
+                    return self.finish(Outcome::Timeout);
+                }
+                Ended::Exited(_) => {}
+            }
+            let reply = self.reply();
+            let problem = match self.judge(reply)? {
+                Judgement::Settled => match self.retry.take() {
+                    Some(again) => {
+                        next = again;
+                        corrected = false;
+                        continue;
+                    }
+                    None => return Ok(()),
+                },
+                Judgement::Incomplete(problem) => problem,
+            };
+            if let AfterIncomplete::Reject(decision) = crate::core::attempt::after_incomplete(
+                &problem,
+                corrected,
+                self.record.attempts,
+                self.record.max_attempts,
+            ) {
+                self.record.decision = Some(decision);
+                return self.finish(Outcome::FooterReject);
+            }
+            corrected = true;
+            let file = crate::core::layout::corrective(&self.run_dir, self.record.attempts);
+            std::fs::write(&file, prompt::corrective(&self.record, &problem))
+                .context("cannot write the corrective prompt")?;
+            next = self.continue_with(file)?;
+        }
+    }
+}

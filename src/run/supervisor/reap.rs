@@ -1,0 +1,144 @@
+//! Runs whose supervisor is gone: abandoned by the lead, or reaped after their supervisor
+//! died, and filed from their seal.
+
+use super::*;
+
+/// Ends a live run as `abandoned`: its supervisor and every process working for it are
+/// killed; its branch, commits and worktree are kept. `None` when the run had already
+/// ended (its supervisor or another process got there first).
+pub fn abandon(
+    store: &RunStore,
+    repo_dir: &Path,
+    record: RunRecord,
+    why: &str,
+) -> anyhow::Result<Option<RunRecord>> {
+    end_outside(store, repo_dir, record, Outcome::Abandoned, why)
+}
+
+/// Ends a live run from outside its attempt loop with `outcome`: kills whatever still
+/// works for it, files it under its sealed facts, keeps its branch and worktree. `None`
+/// when the run had already ended.
+pub(super) fn end_outside(
+    store: &RunStore,
+    repo_dir: &Path,
+    mut record: RunRecord,
+    outcome: Outcome,
+    why: &str,
+) -> anyhow::Result<Option<RunRecord>> {
+    process::kill_run(&record.run, record.supervisor_pid);
+    // Its supervisor died while it filed the run: that filing is completed, never
+    // overwritten — when the seal holds the same verdict.
+    if let Some(done) = complete_filed(store, repo_dir, &record.run)? {
+        return Ok(Some(done));
+    }
+    // What is filed (task, scope, branch) comes from the seal, not from the pointer.
+    let repo = crate::git::repo::open(repo_dir).ok();
+    let differed = match &repo {
+        Some(repo) => git::seal::restore(repo, &mut record).unwrap_or_default(),
+        None => Vec::new(),
+    };
+    record.decision = Some(if differed.is_empty() {
+        why.to_string()
+    } else {
+        format!(
+            "{why}; its live pointer disagreed with its seal ({}), the seal was kept",
+            differed.join(", ")
+        )
+    });
+    if let Some(repo) = &repo {
+        // What its processes wrote (its commits) comes into the store, each object
+        // hashed again.
+        let _ = git::objects::import(
+            repo,
+            &crate::run::fence::quarantine(&store.run_dir(&record.run)),
+        );
+        // Its processes are gone: what it wrote into its worktree's administration goes
+        // too, so no later git command there runs it or chokes on it.
+        let _ = worktree::RunTree::restore(
+            repo.common_dir(),
+            Path::new(&record.worktree),
+            &record.identity(),
+        );
+    }
+    seal(&mut record, outcome, repo_dir);
+    if let Some(repo) = &repo {
+        let _ = git::seal::seal_verdict(repo, &record);
+    }
+    if store.finish(&record, || file_ledger_row(repo_dir, &record))? {
+        Ok(Some(record))
+    } else {
+        Ok(None)
+    }
+}
+
+/// Completes the ending of run `run` whose record was filed before its supervisor died
+/// (the ledger row when it is missing, the pointer removed), when the seal holds the
+/// verdict the record claims.
+pub(super) fn complete_filed(
+    store: &RunStore,
+    repo_dir: &Path,
+    run: &str,
+) -> anyhow::Result<Option<RunRecord>> {
+    let Some(filed) = store.load_record(run)? else {
+        return Ok(None);
+    };
+    let repo = crate::git::repo::open(repo_dir)?;
+    let sealed = git::seal::read(&repo, run)?;
+    if !filed.phase.is_final()
+        || !sealed.is_some_and(|s| s.verdict.is_some() && s.differences(&filed).is_empty())
+    {
+        return Ok(None);
+    }
+    store.complete_finish(run, |record| {
+        let filed_row = crate::run::ledger::rows(&repo, Some(&record.task))
+            .map(|rows| {
+                rows.iter().any(|r| {
+                    r.run == record.run && r.attempt == record.attempts && r.integrated.is_none()
+                })
+            })
+            .unwrap_or(false);
+        if !filed_row {
+            file_ledger_row(repo_dir, record);
+        }
+    })
+}
+
+/// Marks every live run whose supervisor died (kill -9, a reboot) as `abandoned`, ending
+/// its worker's process group and keeping its commits. Runs waiting on the lead
+/// (`needs-help`) have no supervisor and are left alone; a run whose supervisor has not
+/// reported yet gets a grace period.
+pub fn reap_dead(
+    store: &RunStore,
+    repo_dir: &Path,
+    live: &[RunRecord],
+) -> anyhow::Result<Vec<RunRecord>> {
+    let mut reaped = Vec::new();
+    for record in live.iter().cloned() {
+        // Runs waiting on the lead, and native runs (the lead works them), have no
+        // supervisor to lose.
+        if matches!(
+            record.phase,
+            Phase::NeedsHelp | Phase::AwaitingAttach | Phase::Queued
+        ) || record.adapter == "native"
+            // A run whose pointer cannot be read is never judged, nor its processes
+            // killed: nothing says which they are.
+            || record.unreadable.is_some()
+        {
+            continue;
+        }
+        let alive = match record.supervisor_pid {
+            Some(pid) => process::is_alive(pid, &record.run),
+            // Dispatch and advise write the pointer just before the supervisor starts.
+            None => std::fs::metadata(store.live_path(&record.run))
+                .and_then(|m| m.modified())
+                .is_ok_and(|t| t.elapsed().unwrap_or_default() < Duration::from_secs(30)),
+        };
+        if !alive
+            && let Some(record) =
+                abandon(store, repo_dir, record, "the supervisor died; commits kept")?
+        {
+            reaped.push(record);
+        }
+    }
+    Ok(reaped)
+}

@@ -1,0 +1,388 @@
+//! Settling an attempt: the work committed and audited against the scope, the reply
+//! judged, verify, the continuation after a failed verify, and the run record filed.
+
+use super::*;
+
+impl Supervisor<'_> {
+    /// Judges a reply: the work is settled against the scope, then the footer is read.
+    /// A request for help parks the run; a complete footer goes on to verify; an
+    /// incomplete one is handed back to the caller, which owns the corrective retry.
+    pub(super) fn judge(&mut self, reply: Option<String>) -> anyhow::Result<Judgement> {
+        let reading = crate::core::attempt::read_reply(reply.as_deref());
+        // What the worker claimed is recorded before the facts are checked: the ledger
+        // keeps the claim next to the measured outcome.
+        if reading.footer.is_some() {
+            self.record.footer = reading.footer;
+        }
+        if let Some((outcome, reason)) = self.settle_work()? {
+            self.record.decision = Some(reason);
+            self.finish(outcome)?;
+            return Ok(Judgement::Settled);
+        }
+        if let Some(help) = reading.help {
+            // A handoff is not a failure: the run waits for `advise`.
+            self.record.needs_help = Some(help);
+            self.record.phase = Phase::NeedsHelp;
+            self.record.pid = None;
+            // This supervisor exits now: a pid kept here could be recycled by the time
+            // someone abandons the run.
+            self.record.supervisor_pid = None;
+            self.record.parked_at = Some(rfc3339(now_millis()));
+            self.record.decision = Some("the worker asked for help".into());
+            self.save()?;
+            // Parked, it holds no slot: a queued run may start.
+            let _ = crate::run::queue::promote(self.store, &self.repo_dir);
+            return Ok(Judgement::Settled);
+        }
+        if let Some(problem) = reading.problem {
+            return Ok(Judgement::Incomplete(problem));
+        }
+        self.verify()?;
+        Ok(Judgement::Settled)
+    }
+
+    /// Commits what the worker left uncommitted (through the hooks) and audits the whole
+    /// branch against the scope; the reason for a scope rejection, if any.
+    pub(super) fn settle_work(&mut self) -> anyhow::Result<Option<(Outcome, String)>> {
+        let wt = PathBuf::from(&self.record.worktree);
+        // The worker is gone (its whole tree reaped): what it wrote into the worktree's
+        // administration is put back before git-crew runs git there.
+        let identity = self.record.identity();
+        // What the worker did to the administration is its doing: a scope rejection, never
+        // an infrastructure error that would spare it the two-failure rule.
+        let tampered = |why: String| {
+            Ok(Some((
+                Outcome::ScopeReject,
+                format!("the worktree's administration was tampered with: {why}"),
+            )))
+        };
+        // The administration as dispatch made it, or why the worker's doing prevents it.
+        let restore = || match worktree::RunTree::restore(self.repo.common_dir(), &wt, &identity) {
+            Ok(tree) if tree.replaced.is_empty() => Ok(tree),
+            Ok(tree) => Err(format!("{} replaced", tree.replaced.join(", "))),
+            Err(e) => Err(format!("{e:#}")),
+        };
+        let mut tree = match restore() {
+            Ok(tree) => tree,
+            Err(why) => return tampered(why),
+        };
+        let read_only = !scope::Role::parse(&self.record.role).is_some_and(scope::Role::may_commit);
+        if read_only {
+            let dirty = match tree.is_dirty() {
+                Ok(dirty) => dirty,
+                Err(e) => return tampered(format!("git cannot read the worktree: {e:#}")),
+            };
+            if dirty {
+                return Ok(Some((
+                    Outcome::ScopeReject,
+                    format!("a {} run left changes in its worktree", self.record.role),
+                )));
+            }
+        } else {
+            let message = format!(
+                "crew: work left uncommitted by run {} (task {})",
+                self.record.run, self.record.task
+            );
+            // What is left of the budget, and ten seconds more for a run that ran out of it.
+            let limit = self
+                .deadline
+                .saturating_duration_since(std::time::Instant::now())
+                + Duration::from_secs(10);
+            let committed = tree.commit_all(&message, limit, self.fence.clone());
+            // The commit's hooks ran the worker's code too: nothing they started stays,
+            // and what they wrote into the administration is put back.
+            process::reap_orphans();
+            self.import_objects()?;
+            tree = match restore() {
+                Ok(tree) => tree,
+                Err(why) => return tampered(why),
+            };
+            let committed = match committed {
+                Ok(committed) => committed,
+                Err(e) => return tampered(format!("git cannot read the worktree: {e:#}")),
+            };
+            if let worktree::Commit::Refused(output) = committed {
+                // Whether the scope refused it is decided here, by the same check the hook
+                // runs, on what is staged — never read from the hook's words. Any other
+                // refusal (a lint hook, a missing identity) is a failure.
+                let violations = match tree.staged() {
+                    Ok(changes) => scope::check_commit(&identity, &changes),
+                    Err(e) => return tampered(format!("git cannot read the worktree: {e:#}")),
+                };
+                let scope_lines: Vec<String> = violations.iter().map(ToString::to_string).collect();
+                return Ok(Some(if scope_lines.is_empty() {
+                    (
+                        Outcome::Fail,
+                        format!(
+                            "a hook refused the commit of the work left behind: {}",
+                            output.trim()
+                        ),
+                    )
+                } else {
+                    (
+                        Outcome::ScopeReject,
+                        format!(
+                            "the commit of the work left behind was refused: {}",
+                            scope_lines.join("; ")
+                        ),
+                    )
+                }));
+            }
+        }
+        if !self.rejected_objects.is_empty() {
+            return Ok(Some((
+                Outcome::ScopeReject,
+                format!(
+                    "the run wrote objects whose content does not match their names: {}",
+                    self.rejected_objects.join(", ")
+                ),
+            )));
+        }
+        // The run's branch, read from the repository's refs (not through the worktree's
+        // own `.git` link, which the worker can rewrite), is what gets audited and verified.
+        let base = crate::git::refs::oid(&self.record.base)?;
+        let Some(tip) = git::merge::branch_tip(self.repo, &self.record.branch)? else {
+            return Ok(Some((
+                Outcome::ScopeReject,
+                format!("the run's branch {} is gone", self.record.branch),
+            )));
+        };
+        let head = tree.head(self.repo);
+        if head != Some(tip) {
+            return Ok(Some((
+                Outcome::ScopeReject,
+                format!(
+                    "the worktree is not at its run's branch {} ({}): work elsewhere is not the run's",
+                    self.record.branch,
+                    head.map_or("no HEAD".to_string(), |h| h.to_string())
+                ),
+            )));
+        }
+        if base == tip {
+            return Ok(None);
+        }
+        if !git::merge::is_ancestor(self.repo, base, tip) {
+            return Ok(Some((
+                Outcome::ScopeReject,
+                format!(
+                    "the branch {} no longer descends from its base {base}: it was rewritten",
+                    self.record.branch
+                ),
+            )));
+        }
+        // The target's commits a worker merged in are not its own: the same start as
+        // integrate's audit.
+        let target = match &self.record.base_ref {
+            Some(target) => git::merge::branch_tip(self.repo, target)?,
+            None => None,
+        };
+        let own = crate::run::integrate::own_base(self.repo, base, tip, target);
+        let changes = git::diff::changed_paths(self.repo, own, tip)?;
+        if changes.is_empty() {
+            return Ok(None);
+        }
+        let identity = RunIdentity {
+            run: self.record.run.clone(),
+            task: self.record.task.clone(),
+            role: self.record.role.clone(),
+            scope: self.record.scope.clone(),
+        };
+        let violations = scope::check_commit(&identity, &changes);
+        if violations.is_empty() {
+            return Ok(None);
+        }
+        let text: Vec<String> = violations.iter().map(ToString::to_string).collect();
+        Ok(Some((
+            Outcome::ScopeReject,
+            format!("the branch breaks its fences: {}", text.join("; ")),
+        )))
+    }
+
+    pub(super) fn verify(&mut self) -> anyhow::Result<()> {
+        let Some(command) = self.record.verify_command.clone() else {
+            // The lead asked for no verify: the footer is the acceptance, for this commit.
+            self.record.verified_tip =
+                git::merge::branch_tip(self.repo, &self.record.branch)?.map(|t| t.to_string());
+            self.record.decision = Some("accepted on its footer (no verify command)".into());
+            return self.finish(Outcome::Pass);
+        };
+        self.record.phase = Phase::Verifying;
+        self.save()?;
+        let dir = crate::core::layout::verifier(&self.run_dir, self.record.attempts);
+        let wt = PathBuf::from(&self.record.worktree);
+        // The verdict is for the branch's tip as it was checked out when verify started
+        // (settle_work made sure the worktree is there, clean); a verify command that
+        // moves the branch leaves the new tip unverified.
+        let tested = git::merge::branch_tip(self.repo, &self.record.branch)?;
+        match verify::run(
+            &self.record.run,
+            &command,
+            &wt,
+            &dir,
+            &self.transcript,
+            self.deadline,
+            self.fence.as_ref(),
+        )? {
+            verify::Verified::Timeout => {
+                self.record.decision = Some("the verifier ran out of the time budget".into());
+                self.finish(Outcome::Timeout)
+            }
+            verify::Verified::Done(result) => {
+                let passed = result.passed;
+                self.record.verified_tip = tested.map(|t| t.to_string());
+                self.record.decision = Some(crate::core::attempt::verify_decision(&result));
+                self.record.verify = Some(result);
+                if !passed
+                    && self.record.continue_until_pass
+                    && self.record.adapter != "native"
+                    && let Some(next) = self.continuation(&dir)?
+                {
+                    self.retry = Some(next);
+                    self.record.phase = Phase::Working;
+                    return self.save();
+                }
+                self.finish(if passed { Outcome::Pass } else { Outcome::Fail })
+            }
+        }
+    }
+
+    /// After a failed verify under `--continue-until-pass`: asks the two-failure rule
+    /// (counting this attempt) and the run's attempt limit, and — while both say go on and
+    /// budget remains — files this attempt's row and gives the next attempt: the same
+    /// session with a plain rejection (no verifier details) where the backend resumes,
+    /// else a fresh session with the verifier's feedback. When it stops, the run's finish
+    /// files the last attempt's row: one row per attempt, whichever path files it.
+    pub(super) fn continuation(&mut self, verifier_dir: &Path) -> anyhow::Result<Option<Next>> {
+        let key =
+            crate::core::ledger::failure_key(self.record.model.as_deref(), &self.record.backend);
+        let earlier = {
+            let repo = crate::git::repo::open(&self.repo_dir)?;
+            let rows = crate::run::ledger::rows(&repo, Some(&self.record.task))?;
+            crate::core::policy::failures(&rows, &self.record.task, &key)
+        };
+        let resumable = self.record.session.is_some()
+            && self.config.session_reuse.unwrap_or(true)
+            && self.adapter_resumes();
+        let decided =
+            crate::core::attempt::continuation(&crate::core::attempt::ContinuationFacts {
+                earlier_failures: earlier,
+                key: &key,
+                threshold: self.record.failure_threshold,
+                attempts: self.record.attempts,
+                max_attempts: self.record.max_attempts,
+                budget_left: self
+                    .deadline
+                    .saturating_duration_since(std::time::Instant::now()),
+                resumable,
+            });
+        let resume = match decided {
+            Continuation::Go { resume } => resume,
+            Continuation::Stop(decision) => {
+                if decision.is_some() {
+                    self.record.decision = decision;
+                }
+                return Ok(None);
+            }
+        };
+        let mut attempt_row = self.record.clone();
+        attempt_row.outcome = Some(Outcome::Fail);
+        measure(&mut attempt_row, &self.repo_dir, now_millis());
+        file_ledger_row(&self.repo_dir, &attempt_row);
+        let read = |name: &str| std::fs::read_to_string(verifier_dir.join(name)).ok();
+        let feedback = crate::core::attempt::verifier_feedback(
+            read("failure.txt").as_deref(),
+            read("reward.json").as_deref(),
+            read("reward.txt").as_deref(),
+        );
+        let text = crate::core::attempt::continuation_prompt(resume, &feedback);
+        let file = crate::core::layout::continuation(&self.run_dir, self.record.attempts);
+        std::fs::write(&file, text)?;
+        self.continue_with(file).map(Some)
+    }
+
+    /// Files the run record: outcome, diff, discrepancies; unlocks the worktree.
+    pub(super) fn finish(&mut self, outcome: Outcome) -> anyhow::Result<()> {
+        // What a verify wrote, too: the store holds everything the branch needs.
+        let _ = self.import_objects();
+        seal(&mut self.record, outcome, &self.repo_dir);
+        self.record
+            .discrepancies
+            .extend(self.warnings.iter().cloned());
+        // The worker's session is filed before the run shows as finished, so the next run
+        // of the worker (promoted the moment this one ends) resumes this session; and only
+        // when this run confirmed it, so a dead session is not carried on.
+        if let (Some(worker), Some(session), true) = (
+            &self.record.worker,
+            &self.record.session,
+            self.session_confirmed,
+        ) {
+            let _ = crate::state::sessions::record(
+                self.store.root(),
+                worker,
+                crate::state::sessions::WorkerSession {
+                    backend: self.record.backend.clone(),
+                    session: session.clone(),
+                    run: self.record.run.clone(),
+                    updated_at: rfc3339(now_millis()),
+                },
+            );
+        }
+        // The verdict is sealed before the run shows as finished.
+        git::seal::seal_verdict(self.repo, &self.record)?;
+        let (record, repo_dir) = (&self.record, &self.repo_dir);
+        if !self
+            .store
+            .finish(record, || file_ledger_row(repo_dir, record))?
+        {
+            return Err(EndedOutside.into());
+        }
+        // A slot is free: a queued run of this backend (or of this worker) may start.
+        let _ = crate::run::queue::promote(self.store, &self.repo_dir);
+        Ok(())
+    }
+}
+
+/// Appends a finished run's ledger row; a failure is reported, never fatal to the run.
+pub(super) fn file_ledger_row(repo_dir: &Path, record: &RunRecord) {
+    if let Err(err) = crate::run::ledger::append(repo_dir, record) {
+        eprintln!(
+            "warning: the ledger row of run {} was not written: {err:#}",
+            record.run
+        );
+    }
+}
+
+/// Completes a record for filing: outcome, final phase, times, the branch's diff,
+/// discrepancies; and unlocks the worktree (kept, with its branch).
+pub(super) fn seal(record: &mut RunRecord, outcome: Outcome, repo_dir: &Path) {
+    record.outcome = Some(outcome);
+    record.phase = outcome.final_phase();
+    record.pid = None;
+    measure(record, repo_dir, now_millis());
+    record.discrepancies = record.find_discrepancies();
+    let _ = worktree::unlock(repo_dir, Path::new(&record.worktree));
+}
+
+/// What an attempt's row reports when it ends at `now`: the time, the wall clock and the
+/// branch's diff since its base. The same for every path that files a row.
+pub(super) fn measure(record: &mut RunRecord, repo_dir: &Path, now: u64) {
+    record.finished_at = Some(rfc3339(now));
+    record.elapsed_s = elapsed_s(&record.started_at, now);
+    if let Ok((files, insertions, deletions)) =
+        worktree::numstat(repo_dir, &record.base, &record.branch)
+    {
+        record.diff = DiffStat {
+            files,
+            insertions,
+            deletions,
+        };
+    }
+}
+
+/// Whole seconds between an RFC 3339 time and `now` (milliseconds since the epoch).
+pub fn elapsed_s(started_at: &str, now: u64) -> u64 {
+    humantime::parse_rfc3339(started_at)
+        .ok()
+        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+        .map_or(0, |d| now.saturating_sub(d.as_millis() as u64) / 1000)
+}
