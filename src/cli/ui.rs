@@ -82,9 +82,9 @@ impl Report {
     /// A report whose data is a typed output struct: its fields are the JSON object the
     /// struct serializes to (a struct that is not an object is a bug, caught in tests).
     pub fn of<T: serde::Serialize>(data: &T, human: impl Into<String>) -> Report {
-        let fields = serde_json::to_value(data).unwrap_or_else(|e| {
-            serde_json::json!({"error": format!("cannot render the output: {e}")})
-        });
+        let fields = serde_json::to_value(data).unwrap_or_else(
+            |e| serde_json::json!({"error": format!("cannot render the output: {e}")}),
+        );
         Report::new(fields, human)
     }
 

@@ -9,9 +9,10 @@ use super::error::{CrewError, ErrorKind, Result};
 use super::flight::{RoutingArgs, resolve};
 use super::runs;
 use super::ui::Report;
-use crate::core::plan::{Blocker, Plan, TaskStatus};
+use crate::core::plan::{Plan, TaskStatus};
 use crate::core::record::Outcome;
-use crate::core::summary::{self, At, WaveFacts, WaveTask};
+use crate::core::summary::{self, At, WaveFacts};
+use crate::core::wave;
 
 /// Run a plan wave by wave.
 #[derive(Debug, Args)]
@@ -47,6 +48,14 @@ pub enum WaveAction {
         #[arg(long)]
         plan: Option<String>,
     },
+}
+
+/// A follow-on a run of the wave deferred (`wave status`).
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct FollowOn {
+    pub task: String,
+    pub run: Option<String>,
+    pub deferred: String,
 }
 
 pub fn run(ctx: &CommandContext, args: WaveArgs) -> Result<Report> {
@@ -87,7 +96,7 @@ pub fn gather(
     ctx: &CommandContext,
     plan: &Plan,
     wave: u32,
-) -> Result<(WaveFacts, Vec<TaskStatus>, Vec<serde_json::Value>)> {
+) -> Result<(WaveFacts, Vec<TaskStatus>, Vec<FollowOn>)> {
     let flight = resolve(ctx, &RoutingArgs::default())?.flight;
     let (statuses, facts) = super::plan::derive(ctx, plan, &flight)?;
     let repo = ctx.repo()?;
@@ -108,25 +117,17 @@ pub fn gather(
             Some(run) => store.load(run).ok().flatten(),
             None => finished.iter().rev().find(|r| r.task == task.id).cloned(),
         };
-        if let Some(footer) = record.as_ref().and_then(|r| r.footer.as_ref()) {
-            let deferred = footer.deferred.trim();
-            let nothing = deferred.is_empty()
-                || ["none", "none.", "nothing", "n/a", "-"]
-                    .contains(&deferred.to_lowercase().as_str());
-            if !nothing {
-                follow_ons.push(json!({"task": task.id, "run": record.as_ref().map(|r| &r.run), "deferred": deferred}));
-            }
+        if let Some(deferred) = record
+            .as_ref()
+            .and_then(|r| r.footer.as_ref())
+            .and_then(|f| wave::follow_on(&f.deferred))
+        {
+            follow_ons.push(FollowOn {
+                task: task.id.clone(),
+                run: record.as_ref().map(|r| r.run.clone()),
+                deferred: deferred.to_string(),
+            });
         }
-        let shown_status = match (&status.run, &record) {
-            (None, Some(r)) => format!(
-                "{}, not integrated",
-                r.outcome
-                    .and_then(|o| serde_json::to_value(o).ok())
-                    .and_then(|v| v.as_str().map(String::from))
-                    .unwrap_or_else(|| r.phase.as_str().to_string())
-            ),
-            _ => status.status.to_string(),
-        };
         // Where no run says how the task runs, the routing says where it would go: the
         // same precedence as dispatch (the task's worker, its role's routing, the backend).
         let route = crate::core::routing::route(
@@ -138,33 +139,13 @@ pub fn gather(
             },
         )
         .ok();
-        tasks.push(WaveTask {
-            id: task.id.clone(),
-            status: shown_status,
-            run: record.as_ref().map(|r| r.run.clone()),
-            commit: record
-                .as_ref()
-                .and_then(|r| r.integration.as_ref().map(|i| i.commit.clone())),
-            backend: match &record {
-                Some(r) => Some(r.backend.clone()),
-                None => route.as_ref().map(|r| r.backend.clone()),
-            },
-            model: match &record {
-                Some(r) => r.model.clone(),
-                None => route.as_ref().and_then(|r| r.model.clone()),
-            },
-            effort: match &record {
-                Some(r) => r.effort.clone(),
-                None => route.as_ref().and_then(|r| r.effort.clone()),
-            },
-            worker: task.worker.clone(),
-            scope: task.scope.clone(),
-            estimate_h: estimates.get(&task.id).copied(),
-            wall_s: record
-                .as_ref()
-                .filter(|r| r.finished_at.is_some())
-                .map(|r| r.elapsed_s),
-        });
+        tasks.push(wave::task_line(
+            task,
+            status,
+            record.as_ref(),
+            route.as_ref(),
+            estimates.get(&task.id).copied(),
+        ));
         mine.push(status.clone());
     }
     let facts = WaveFacts {
@@ -197,15 +178,23 @@ fn dispatch(
     let flight = resolve(ctx, routing)?.flight;
     let (statuses, _) = super::plan::derive(ctx, &plan, &flight)?;
     let in_wave: Vec<&TaskStatus> = statuses.iter().filter(|s| s.wave == wave).collect();
+    // Ready tasks (under `warn`, also those only a gate holds), except a task whose run
+    // passed and waits to be integrated.
+    let finished = runs::open(ctx)?.finished().map_err(CrewError::internal)?;
+    let waiting = |task: &str| {
+        finished
+            .iter()
+            .rev()
+            .find(|r| r.task == task)
+            .filter(|r| r.outcome == Some(Outcome::Pass) && r.integration.is_none())
+            .map(|r| r.run.clone())
+    };
+    let wave::Selection {
+        ready,
+        skipped,
+        held,
+    } = wave::select(&in_wave, &flight.gates.enforce, &waiting);
     // A gate holds the whole wave: under `strict` nothing of it goes.
-    let mut held: Vec<String> = in_wave
-        .iter()
-        .flat_map(|s| s.blockers.iter())
-        .filter(|b| matches!(b, Blocker::Gate { .. }))
-        .map(ToString::to_string)
-        .collect();
-    held.sort();
-    held.dedup();
     if !held.is_empty() && flight.gates.enforce == "strict" {
         return Err(CrewError::new(
             ErrorKind::Refused,
@@ -217,48 +206,12 @@ fn dispatch(
             "record the gate's verdict with `git crew gate record G --verdict pass --evidence ...`",
         ));
     }
-    // Ready tasks (under `warn`, also those only a gate holds), except a task whose run
-    // passed and waits to be integrated: a second run would only compete with it.
-    let finished = runs::open(ctx)?.finished().map_err(CrewError::internal)?;
-    let waiting = |task: &str| {
-        finished
-            .iter()
-            .rev()
-            .find(|r| r.task == task)
-            .filter(|r| r.outcome == Some(Outcome::Pass) && r.integration.is_none())
-            .map(|r| r.run.clone())
-    };
-    let mut ready: Vec<&TaskStatus> = Vec::new();
-    let mut skipped: Vec<serde_json::Value> = Vec::new();
-    for s in &in_wave {
-        let only_gates = s.status == "blocked"
-            && flight.gates.enforce == "warn"
-            && s.blockers.iter().all(|b| matches!(b, Blocker::Gate { .. }));
-        let reason = if s.status != "ready" && !only_gates {
-            match &s.run {
-                Some(run) => format!("{} (run {run})", s.status),
-                None => format!("{}: {}", s.status, s.blockers_text()),
-            }
-        } else if let Some(run) = waiting(&s.task) {
-            format!("run {run} passed and waits to be integrated")
-        } else {
-            ready.push(s);
-            continue;
-        };
-        skipped.push(
-            json!({"task": s.task, "status": s.status, "blockers": s.blockers, "reason": reason}),
-        );
-    }
     if ready.is_empty() {
         let human = format!(
             "nothing to dispatch in wave {wave}: {}",
             skipped
                 .iter()
-                .map(|s| format!(
-                    "{} {}",
-                    s["task"].as_str().unwrap_or_default(),
-                    s["reason"].as_str().unwrap_or_default()
-                ))
+                .map(|s| format!("{} {}", s.task, s.reason))
                 .collect::<Vec<_>>()
                 .join("; ")
         );
@@ -413,11 +366,7 @@ fn dispatch(
         ),
     };
     for s in &skipped {
-        human.push_str(&format!(
-            "\n(not dispatched: {} {})",
-            s["task"].as_str().unwrap_or_default(),
-            s["reason"].as_str().unwrap_or_default()
-        ));
+        human.push_str(&format!("\n(not dispatched: {} {})", s.task, s.reason));
     }
     Ok(Report::new(
         json!({
@@ -436,8 +385,6 @@ fn status(ctx: &CommandContext, wave: u32, plan_name: Option<&str>) -> Result<Re
     wave_tasks(&plan, wave)?;
     let (facts, statuses, follow_ons) = gather(ctx, &plan, wave)?;
     let summary = summary::summarize(&facts, At::Completion);
-    let all_done = statuses.iter().all(|s| s.status == "done");
-    let complete = all_done && summary.complete == Some(true);
     // `summary.at` says whether the completion summary is printed.
     let print_summary = resolve(ctx, &RoutingArgs::default())?
         .flight
@@ -449,23 +396,17 @@ fn status(ctx: &CommandContext, wave: u32, plan_name: Option<&str>) -> Result<Re
         .closing
         .as_ref()
         .map(|(g, v)| json!({"gate": g.id, "verdict": v}));
-    let incomplete_because = if complete {
-        None
-    } else if !all_done {
-        Some(format!(
-            "{} of {} tasks are not done",
-            statuses.iter().filter(|s| s.status != "done").count(),
-            statuses.len()
-        ))
-    } else {
-        Some(summary.why.clone())
-    };
+    let incomplete_because = wave::incomplete_because(&statuses, summary.complete, &summary.why);
     let mut human = if print_summary {
         summary.render(100)
     } else {
         format!(
             "wave {wave}: {}",
-            if complete { "complete" } else { "incomplete" }
+            if incomplete_because.is_none() {
+                "complete"
+            } else {
+                "incomplete"
+            }
         )
     };
     for (s, t) in statuses.iter().zip(&facts.tasks) {
@@ -477,17 +418,13 @@ fn status(ctx: &CommandContext, wave: u32, plan_name: Option<&str>) -> Result<Re
         human.push_str(&format!("\n  {:<16} {}{run}", s.task, s.status));
     }
     for f in &follow_ons {
-        human.push_str(&format!(
-            "\nfollow-on ({}): {}",
-            f["task"].as_str().unwrap_or(""),
-            f["deferred"].as_str().unwrap_or("")
-        ));
+        human.push_str(&format!("\nfollow-on ({}): {}", f.task, f.deferred));
     }
     Ok(Report::new(
         json!({
             "plan": plan.id,
             "wave": wave,
-            "complete": complete,
+            "complete": incomplete_because.is_none(),
             "incomplete_because": incomplete_because,
             "tasks": statuses
                 .iter()

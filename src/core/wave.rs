@@ -1,8 +1,156 @@
-//! Which tasks of a wave can run at once: every write scope of the wave's ready tasks
-//! against the others and against the runs in flight. Pure; `cli/wave.rs` gathers the
-//! tasks and runs and applies the answer.
+//! A wave, decided in pure code: which of its tasks start and which are held or skipped
+//! (and why), which write scopes clash, what each task's line in the summary says, the
+//! follow-ons its runs deferred, and whether it is complete. `cli/wave.rs` gathers the
+//! plan's statuses, the runs and the routing, and applies the answer.
 
+use serde::Serialize;
+
+use super::plan::{Blocker, Task, TaskStatus};
+use super::record::RunRecord;
+use super::routing::Route;
 use super::scope::{Role, scopes_overlap};
+use super::summary::WaveTask;
+
+/// A task of the wave that a dispatch leaves out, and why (SPEC: `wave dispatch`).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Skipped {
+    pub task: String,
+    pub status: &'static str,
+    pub blockers: Vec<Blocker>,
+    pub reason: String,
+}
+
+/// Which of a wave's tasks a dispatch starts.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Selection<'a> {
+    /// The tasks to start, in plan order.
+    pub ready: Vec<&'a TaskStatus>,
+    pub skipped: Vec<Skipped>,
+    /// What the gates that hold the wave say; under `gates.enforce = "strict"` a held
+    /// wave starts nothing.
+    pub held: Vec<String>,
+}
+
+/// Ready tasks (under `warn`, also those only a gate holds) start, except a task whose
+/// run passed and waits to be integrated (`waiting` names that run): a second run would
+/// only compete with it.
+pub fn select<'a>(
+    in_wave: &[&'a TaskStatus],
+    enforce: &str,
+    waiting: &dyn Fn(&str) -> Option<String>,
+) -> Selection<'a> {
+    let mut held: Vec<String> = in_wave
+        .iter()
+        .flat_map(|s| s.blockers.iter())
+        .filter(|b| matches!(b, Blocker::Gate { .. }))
+        .map(ToString::to_string)
+        .collect();
+    held.sort();
+    held.dedup();
+    let mut ready = Vec::new();
+    let mut skipped = Vec::new();
+    for s in in_wave {
+        let only_gates = s.status == "blocked"
+            && enforce == "warn"
+            && s.blockers.iter().all(|b| matches!(b, Blocker::Gate { .. }));
+        let reason = if s.status != "ready" && !only_gates {
+            match &s.run {
+                Some(run) => format!("{} (run {run})", s.status),
+                None => format!("{}: {}", s.status, s.blockers_text()),
+            }
+        } else if let Some(run) = waiting(&s.task) {
+            format!("run {run} passed and waits to be integrated")
+        } else {
+            ready.push(*s);
+            continue;
+        };
+        skipped.push(Skipped {
+            task: s.task.clone(),
+            status: s.status,
+            blockers: s.blockers.clone(),
+            reason,
+        });
+    }
+    Selection {
+        ready,
+        skipped,
+        held,
+    }
+}
+
+/// What a run deferred, when it deferred anything ("none", "n/a" and the like do not
+/// count).
+pub fn follow_on(deferred: &str) -> Option<&str> {
+    let deferred = deferred.trim();
+    let nothing = deferred.is_empty()
+        || ["none", "none.", "nothing", "n/a", "-"].contains(&deferred.to_lowercase().as_str());
+    (!nothing).then_some(deferred)
+}
+
+/// A task's line in the wave's summary: from its run when it has one (the live or
+/// integrated run, else its latest finished run, which waits to be integrated), else
+/// from where the routing would send it.
+pub fn task_line(
+    task: &Task,
+    status: &TaskStatus,
+    record: Option<&RunRecord>,
+    route: Option<&Route>,
+    estimate_h: Option<f64>,
+) -> WaveTask {
+    let shown_status = match (&status.run, record) {
+        (None, Some(r)) => format!(
+            "{}, not integrated",
+            r.outcome
+                .map(|o| o.as_str().to_string())
+                .unwrap_or_else(|| r.phase.as_str().to_string())
+        ),
+        _ => status.status.to_string(),
+    };
+    WaveTask {
+        id: task.id.clone(),
+        status: shown_status,
+        run: record.map(|r| r.run.clone()),
+        commit: record.and_then(|r| r.integration.as_ref().map(|i| i.commit.clone())),
+        backend: match record {
+            Some(r) => Some(r.backend.clone()),
+            None => route.map(|r| r.backend.clone()),
+        },
+        model: match record {
+            Some(r) => r.model.clone(),
+            None => route.and_then(|r| r.model.clone()),
+        },
+        effort: match record {
+            Some(r) => r.effort.clone(),
+            None => route.and_then(|r| r.effort.clone()),
+        },
+        worker: task.worker.clone(),
+        scope: task.scope.clone(),
+        estimate_h,
+        wall_s: record
+            .filter(|r| r.finished_at.is_some())
+            .map(|r| r.elapsed_s),
+    }
+}
+
+/// Why a wave is not complete (`None`: it is): a task not done, else what its summary
+/// says (a closing gate without a pass, say).
+pub fn incomplete_because(
+    statuses: &[TaskStatus],
+    summary_complete: Option<bool>,
+    summary_why: &str,
+) -> Option<String> {
+    let not_done = statuses.iter().filter(|s| s.status != "done").count();
+    if not_done > 0 {
+        Some(format!(
+            "{not_done} of {} tasks are not done",
+            statuses.len()
+        ))
+    } else if summary_complete != Some(true) {
+        Some(summary_why.to_string())
+    } else {
+        None
+    }
+}
 
 /// A task or a run, as far as its write scope goes.
 #[derive(Debug, Clone)]
