@@ -206,7 +206,7 @@ fn dispatch(
         .collect();
     held.sort();
     held.dedup();
-    if !held.is_empty() && flight.gates.enforce == "strict" {
+    if !held.is_empty() && flight.gates.enforce == crate::core::flight::Enforcement::Strict {
         return Err(CrewError::new(
             ErrorKind::Refused,
             "blocked-by-gate",
@@ -232,7 +232,7 @@ fn dispatch(
     let mut skipped: Vec<serde_json::Value> = Vec::new();
     for s in &in_wave {
         let only_gates = s.status == "blocked"
-            && flight.gates.enforce == "warn"
+            && flight.gates.enforce == crate::core::flight::Enforcement::Warn
             && s.blockers.iter().all(|b| matches!(b, Blocker::Gate { .. }));
         let reason = if s.status != "ready" && !only_gates {
             match &s.run {
@@ -394,8 +394,7 @@ fn dispatch(
     let summary = flight
         .summary
         .at
-        .iter()
-        .any(|a| a == "dispatch")
+        .contains(&At::Dispatch)
         .then(|| summary::summarize(&facts, At::Dispatch));
     let mut human = match &summary {
         Some(summary) => summary.render(100),
@@ -443,8 +442,7 @@ fn status(ctx: &CommandContext, wave: u32, plan_name: Option<&str>) -> Result<Re
         .flight
         .summary
         .at
-        .iter()
-        .any(|a| a == "completion");
+        .contains(&At::Completion);
     let gate = facts
         .closing
         .as_ref()

@@ -9,6 +9,7 @@ use std::time::Duration;
 use anyhow::Context;
 
 use super::prompt;
+use crate::core::flight::{AdapterKind, SandboxMode};
 use crate::core::flight::{Backend as BackendConfig, Flight};
 use crate::core::record::{DiffStat, Phase, RunRecord};
 use crate::core::scope::{self, Role};
@@ -175,18 +176,18 @@ pub fn plan(
     // The stricter sandbox wins: a read-only role, or read-only routing for the role or
     // the backend.
     let read_only = !role.may_commit()
-        || role_routing.sandbox.as_deref() == Some("read-only")
-        || backend.sandbox.as_deref() == Some("read-only");
-    backend.sandbox = Some(
-        if read_only {
-            "read-only"
-        } else {
-            "worktree-full"
-        }
-        .to_string(),
-    );
-    let adapter = backend.adapter.clone().unwrap_or_default();
-    let driver = super::backends::adapter(&adapter).map_err(Refusal::Usage)?;
+        || role_routing.sandbox == Some(SandboxMode::ReadOnly)
+        || backend.sandbox == Some(SandboxMode::ReadOnly);
+    backend.sandbox = Some(if read_only {
+        SandboxMode::ReadOnly
+    } else {
+        SandboxMode::WorktreeFull
+    });
+    // The resolved config gives every backend an adapter.
+    let adapter = backend
+        .adapter
+        .ok_or_else(|| Refusal::Usage(format!("backend {backend_name} needs an `adapter`")))?;
+    let driver = super::backends::driver(adapter);
     // A worker that cannot be started is the configuration's fault, not the model's:
     // refused here, before anything is created.
     if let Some((program, key)) = driver.program(&backend) {
@@ -209,13 +210,13 @@ pub fn plan(
     }
     // The kernel write fence: every worker process goes inside it where the kernel has
     // Landlock; a `native` run is the lead's own sub-task, which git-crew does not start.
-    let fence_abi = if flight.sandbox.enabled && adapter != "native" {
+    let fence_abi = if flight.sandbox.enabled && adapter != AdapterKind::Native {
         super::fence::kernel_abi()
     } else {
         None
     };
     if flight.sandbox.require && fence_abi.is_none() {
-        return Err(Refusal::Usage(if adapter == "native" {
+        return Err(Refusal::Usage(if adapter == AdapterKind::Native {
             "[sandbox] require = true, and a native run is not started by git-crew: it cannot be fenced".to_string()
         } else if !flight.sandbox.enabled {
             "[sandbox] require = true but enabled = false".to_string()
@@ -223,7 +224,7 @@ pub fn plan(
             "[sandbox] require = true, and this kernel has no Landlock write fence".to_string()
         }));
     }
-    if adapter == "claude" && !read_only && claude_refuses_root(&backend) {
+    if adapter == AdapterKind::Claude && !read_only && claude_refuses_root(&backend) {
         return Err(Refusal::Usage(format!(
             "claude runs workers without permission prompts, which it refuses as root unless IS_SANDBOX=1: \
              on a sandboxed machine set env = {{ IS_SANDBOX = \"1\" }} in [backends.{backend_name}]"
@@ -300,7 +301,7 @@ pub fn plan(
         },
         outcome: None,
         backend: backend_name,
-        adapter,
+        adapter: adapter.to_string(),
         model: route.model.clone(),
         effort: route.effort.clone(),
         tier: backend.tier.clone(),

@@ -12,6 +12,7 @@ use super::DEFAULTS;
 use super::diagnostics::{Diagnostic, did_you_mean, join_key};
 use super::model::Flight;
 use super::schema::ADAPTERS;
+use super::values::AdapterKind;
 use super::walker::parse_layer;
 
 /// Where a value came from, lowest precedence first.
@@ -334,7 +335,7 @@ fn check_references(resolved: &Resolved) -> Vec<Diagnostic> {
     }
     for (name, backend) in &flight.backends {
         let key = format!("backends.{name}");
-        match backend.adapter.as_deref() {
+        match backend.adapter {
             None => report(
                 &key,
                 format!(
@@ -343,11 +344,15 @@ fn check_references(resolved: &Resolved) -> Vec<Diagnostic> {
                 ),
                 None,
             ),
-            Some("command") if backend.argv.as_ref().is_none_or(Vec::is_empty) => report(
-                &format!("{key}.argv"),
-                format!("backend `{name}` uses the command adapter and needs a non-empty `argv`"),
-                None,
-            ),
+            Some(AdapterKind::Command) if backend.argv.as_ref().is_none_or(Vec::is_empty) => {
+                report(
+                    &format!("{key}.argv"),
+                    format!(
+                        "backend `{name}` uses the command adapter and needs a non-empty `argv`"
+                    ),
+                    None,
+                )
+            }
             _ => {}
         }
         if let Some(tier) = &backend.tier
@@ -393,8 +398,8 @@ mod tests {
         assert_eq!(r.flight.default_backend, "codex");
         assert_eq!(r.flight.tiers, ["low", "mid", "high"]);
         assert_eq!(
-            r.flight.backends["claude"].adapter.as_deref(),
-            Some("claude")
+            r.flight.backends["claude"].adapter,
+            Some(AdapterKind::Claude)
         );
         assert!(r.sources().values().all(|l| *l == Layer::Default));
     }
@@ -448,7 +453,10 @@ mod tests {
             r.flight.backends["codex"].model.as_deref(),
             Some("gpt-5.6-sol")
         );
-        assert_eq!(r.flight.gates.enforce, "warn");
+        assert_eq!(
+            r.flight.gates.enforce,
+            crate::core::flight::Enforcement::Warn
+        );
         assert_eq!(
             r.flight.backends["codex"].extra_args.as_deref(),
             Some(&["-c".to_string(), "x=1".to_string()][..])

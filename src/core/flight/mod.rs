@@ -10,6 +10,7 @@
 //! - `diagnostics.rs`: the reporter every TOML reader shares (flight layers, plans).
 //! - `layers.rs`: the layers, their merge with provenance, and the reference checks.
 //! - `model.rs`: the typed config the merged layers deserialize into.
+//! - `values.rs`: the closed sets of values some keys take, as enums.
 //! - `json_schema.rs`: the JSON Schema, derived from the schema table.
 //!
 //! Everything callers use is re-exported here: `crate::core::flight::X` is the one path.
@@ -19,6 +20,7 @@ mod json_schema;
 mod layers;
 mod model;
 mod schema;
+mod values;
 mod walker;
 
 pub use diagnostics::{Diagnostic, Lines, Located, did_you_mean, line_col};
@@ -29,6 +31,8 @@ pub use model::{
     WorktreePolicy,
 };
 pub use schema::{ADAPTERS, Field, Kind, MAX_DURATION, ROOT, SANDBOXES};
+pub(crate) use values::closed_set;
+pub use values::{AdapterKind, Enforcement, OnFail, Reflex, SandboxMode, WorktreeCleanup};
 pub use walker::{ParsedLayer, parse_layer};
 
 /// The shipped defaults layer.

@@ -4,6 +4,9 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use super::values::{AdapterKind, Enforcement, OnFail, Reflex, SandboxMode, WorktreeCleanup};
+use crate::core::summary::At;
+
 /// The resolved routing config (every layer merged and validated).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Flight {
@@ -34,7 +37,7 @@ pub struct SandboxPolicy {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Backend {
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub adapter: Option<String>,
+    pub adapter: Option<AdapterKind>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub command: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -42,7 +45,7 @@ pub struct Backend {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub effort: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub sandbox: Option<String>,
+    pub sandbox: Option<SandboxMode>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub session_reuse: Option<bool>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -79,7 +82,7 @@ pub struct Worker {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct RoleRouting {
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub sandbox: Option<String>,
+    pub sandbox: Option<SandboxMode>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub backend: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -92,9 +95,9 @@ pub struct RoleRouting {
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Gates {
-    pub enforce: String,
+    pub enforce: Enforcement,
     pub require_evidence: bool,
-    pub on_fail: String,
+    pub on_fail: OnFail,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -108,7 +111,7 @@ pub struct Fences {
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct WorktreePolicy {
-    pub cleanup: String,
+    pub cleanup: WorktreeCleanup,
     pub port_range: String,
 }
 
@@ -119,6 +122,6 @@ pub struct PlansPolicy {
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SummaryPolicy {
-    pub reflex: String,
-    pub at: Vec<String>,
+    pub reflex: Reflex,
+    pub at: Vec<At>,
 }

@@ -2,6 +2,9 @@
 //! validation (`walker.rs`), the JSON Schema (`json_schema.rs`) and the
 //! did-you-mean suggestions, so a key cannot be known to one and unknown to another.
 
+use super::values::{AdapterKind, Enforcement, OnFail, Reflex, SandboxMode, WorktreeCleanup};
+use crate::core::summary::At;
+
 /// The longest duration a key may hold: a deadline past it is no deadline (and one far
 /// enough out overflows the clock).
 pub const MAX_DURATION: std::time::Duration = std::time::Duration::from_secs(30 * 24 * 3600);
@@ -55,8 +58,10 @@ const fn field(name: &'static str, kind: Kind, doc: &'static str) -> Field {
     Field { name, kind, doc }
 }
 
-pub const ADAPTERS: &[&str] = &["codex", "claude", "command", "native"];
-pub const SANDBOXES: &[&str] = &["worktree-full", "read-only"];
+/// The values of `adapter` (the strings of [`AdapterKind`]).
+pub const ADAPTERS: &[&str] = AdapterKind::NAMES;
+/// The values of `sandbox` (the strings of [`SandboxMode`]).
+pub const SANDBOXES: &[&str] = SandboxMode::NAMES;
 
 const BACKEND: &[Field] = &[
     field(
@@ -177,7 +182,7 @@ const ROLES: &[Field] = &[
 const GATES: &[Field] = &[
     field(
         "enforce",
-        Kind::Enum(&["strict", "warn", "off"]),
+        Kind::Enum(Enforcement::NAMES),
         "strict refuses blocked work; warn proceeds and says so.",
     ),
     field(
@@ -187,7 +192,7 @@ const GATES: &[Field] = &[
     ),
     field(
         "on_fail",
-        Kind::Enum(&["hold", "continue"]),
+        Kind::Enum(OnFail::NAMES),
         "hold keeps downstream work blocked after a failing verdict.",
     ),
 ];
@@ -226,7 +231,7 @@ const FENCES: &[Field] = &[
 const WORKTREE: &[Field] = &[
     field(
         "cleanup",
-        Kind::Enum(&["conservative", "eager", "never"]),
+        Kind::Enum(WorktreeCleanup::NAMES),
         "When integrated worktrees are removed; work is never lost.",
     ),
     field(
@@ -243,14 +248,10 @@ const PLANS: &[Field] = &[field(
 )];
 
 const SUMMARY: &[Field] = &[
-    field(
-        "reflex",
-        Kind::Enum(&["what-why-how-when"]),
-        "The summary shape.",
-    ),
+    field("reflex", Kind::Enum(Reflex::NAMES), "The summary shape."),
     field(
         "at",
-        Kind::EnumArray(&["dispatch", "completion", "micro-plan"]),
+        Kind::EnumArray(At::NAMES),
         "When the summary is printed.",
     ),
 ];
