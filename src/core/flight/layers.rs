@@ -8,10 +8,9 @@ use serde::Serialize;
 use toml::de::DeValue;
 use toml::{Table, Value};
 
-use super::DEFAULTS;
 use super::diagnostics::{Diagnostic, did_you_mean, join_key};
 use super::model::Flight;
-use super::schema::ADAPTERS;
+use super::schema::{ADAPTERS, DEFAULTS};
 use super::values::AdapterKind;
 use super::walker::parse_layer;
 
@@ -213,7 +212,7 @@ pub fn resolve(
     let defaults = LayerSource {
         layer: Layer::Default,
         origin: "<shipped defaults>".into(),
-        text: DEFAULTS.into(),
+        text: DEFAULTS.clone(),
         has_lines: true,
     };
     let mut table = Table::new();

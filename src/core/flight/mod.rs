@@ -5,7 +5,8 @@
 //! validation, the JSON Schema (`git crew flight schema`) and the suggestions, so a key
 //! cannot be known to one and unknown to another.
 //!
-//! - `schema.rs`: the field table (`ROOT` and the tables below it).
+//! - `schema.rs`: the field table (`ROOT` and the tables below it), each key's default
+//!   beside it, and the defaults layer rendered from them.
 //! - `walker.rs`: one layer's TOML walked against the schema, every problem reported.
 //! - `diagnostics.rs`: the reporter every TOML reader shares (flight layers, plans).
 //! - `layers.rs`: the layers, their merge with provenance, and the reference checks.
@@ -30,10 +31,7 @@ pub use model::{
     Backend, Fences, Flight, Gates, PlansPolicy, RoleRouting, SandboxPolicy, SummaryPolicy, Worker,
     WorktreePolicy,
 };
-pub use schema::{ADAPTERS, Field, Kind, MAX_DURATION, ROOT, SANDBOXES};
+pub use schema::{ADAPTERS, DEFAULTS, DefaultValue, Field, Kind, MAX_DURATION, ROOT, SANDBOXES};
 pub(crate) use values::closed_set;
 pub use values::{AdapterKind, Enforcement, OnFail, Reflex, SandboxMode, WorktreeCleanup};
 pub use walker::{ParsedLayer, parse_layer};
-
-/// The shipped defaults layer.
-pub const DEFAULTS: &str = include_str!("defaults.toml");
