@@ -317,7 +317,7 @@ fn check_references(resolved: &Resolved) -> Vec<Diagnostic> {
     for (name, worker) in &flight.workers {
         check_backend(&|| format!("workers.{name}.backend"), &worker.backend);
     }
-    for (name, role) in &flight.roles {
+    for (name, role) in flight.roles.iter() {
         if let Some(backend) = &role.backend {
             check_backend(&|| format!("roles.{name}.backend"), backend);
         }

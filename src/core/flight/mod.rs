@@ -2,8 +2,9 @@
 //! provenance, and validation diagnostics (`path:line:col`, the key, a did-you-mean).
 //!
 //! Pure: callers read the layer files and pass their text in. One schema table drives
-//! validation, the JSON Schema (`git crew flight schema`) and the suggestions, so a key
-//! cannot be known to one and unknown to another.
+//! validation, the JSON Schema (`git crew flight schema`), the suggestions and the
+//! shipped defaults, and tests hold the typed model to it, so a key cannot be known to
+//! one and unknown to another.
 //!
 //! - `schema.rs`: the field table (`ROOT` and the tables below it), each key's default
 //!   beside it, and the defaults layer rendered from them.
@@ -28,8 +29,8 @@ pub use diagnostics::{Diagnostic, Lines, Located, did_you_mean, line_col};
 pub use json_schema::json_schema;
 pub use layers::{Invocation, Layer, LayerSource, Origin, Resolved, leaves, resolve};
 pub use model::{
-    Backend, Fences, Flight, Gates, PlansPolicy, RoleRouting, SandboxPolicy, SummaryPolicy, Worker,
-    WorktreePolicy,
+    Backend, Fences, Flight, Gates, PlansPolicy, RoleRouting, Roles, SandboxPolicy, SummaryPolicy,
+    Worker, WorktreePolicy,
 };
 pub use schema::{ADAPTERS, DEFAULTS, DefaultValue, Field, Kind, MAX_DURATION, ROOT, SANDBOXES};
 pub(crate) use values::closed_set;
