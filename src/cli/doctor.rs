@@ -6,6 +6,7 @@ use serde_json::json;
 use super::context::CommandContext;
 use super::error::{CrewError, Result};
 use super::ui::Report;
+use crate::core::flight::WorktreeCleanup;
 use crate::core::record::Phase;
 use crate::run::supervisor;
 use crate::state::runs::RunStore;
@@ -65,7 +66,14 @@ pub fn run(ctx: &CommandContext, args: DoctorArgs) -> Result<Report> {
                 std::time::Duration::from_secs(600),
             )
             .is_ok_and(|_turn| {
-                crate::run::integrate::resume(&repo_dir, repo, &store, &run, "never").is_ok()
+                crate::run::integrate::resume(
+                    &repo_dir,
+                    repo,
+                    &store,
+                    &run,
+                    WorktreeCleanup::Never.as_str(),
+                )
+                .is_ok()
             });
         problems.push(Problem {
             kind: "integration-unfinished",

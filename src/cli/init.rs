@@ -373,6 +373,40 @@ mod tests {
     }
 
     #[test]
+    fn the_starter_shows_the_shipped_defaults() {
+        // The keys the starter shows commented out: those with a shipped default show it.
+        let shown: String = STARTER_FLIGHT
+            .lines()
+            .filter_map(|line| line.strip_prefix("# "))
+            .filter(|line| {
+                line.starts_with('[')
+                    || line.split_once(" = ").is_some_and(|(key, _)| {
+                        key.bytes().all(|b| b.is_ascii_lowercase() || b == b'_')
+                    })
+            })
+            .map(|line| format!("{line}\n"))
+            .collect();
+        let shown: toml::Table = shown.parse().unwrap();
+        let defaults: toml::Table = crate::core::flight::DEFAULTS.parse().unwrap();
+        let default_of = |key: &str| {
+            let (parent, name) = key.rsplit_once('.').unwrap_or(("", key));
+            parent
+                .split('.')
+                .filter(|part| !part.is_empty())
+                .try_fold(&defaults, |table, part| table.get(part)?.as_table())
+                .and_then(|table| table.get(name))
+        };
+        let mut compared = 0;
+        crate::core::flight::leaves("", &shown, &mut |key, value| {
+            if let Some(default) = default_of(key) {
+                assert_eq!(value, default, "the starter shows `{key}` as {value}");
+                compared += 1;
+            }
+        });
+        assert!(compared >= 10, "{compared}");
+    }
+
+    #[test]
     fn every_shim_has_a_block_and_calls_its_hook() {
         for (name, shim) in SHIMS {
             let block = hookblock::block_of(shim).unwrap();

@@ -76,8 +76,8 @@ pub fn run(ctx: &CommandContext, args: IntegrateArgs) -> Result<Report> {
     {
         let facts = crate::core::plan::Facts {
             verdicts: crate::run::plans::verdicts(repo, &plan).map_err(CrewError::internal)?,
-            enforce: flight.gates.enforce.clone(),
-            on_fail: flight.gates.on_fail.clone(),
+            enforce: flight.gates.enforce,
+            on_fail: flight.gates.on_fail,
             ..Default::default()
         };
         if let Some(warning) = super::plan::check_gates(&plan, task, &facts, "integrated")? {
@@ -100,7 +100,7 @@ pub fn run(ctx: &CommandContext, args: IntegrateArgs) -> Result<Report> {
         into: args.into.clone(),
         squash: args.squash,
         force_unverified: args.force_unverified,
-        cleanup: flight.worktree.cleanup.clone(),
+        cleanup: flight.worktree.cleanup.to_string(),
         session_reuse,
         by: identity(repo),
         dry_run: args.dry_run,

@@ -8,6 +8,7 @@ use super::error::{CrewError, ErrorKind, Result};
 use super::flight::{RoutingArgs, resolve};
 use super::runs;
 use super::ui::Report;
+use crate::core::flight::Enforcement;
 use crate::core::plan::{self, Facts, Plan, TaskStatus, Verdict};
 use crate::run::plans::{self, PlanError};
 
@@ -90,7 +91,7 @@ pub fn check_gates(
     if held.is_empty() {
         return Ok(None);
     }
-    if facts.enforce == "strict" {
+    if facts.enforce == Enforcement::Strict {
         return Err(CrewError::new(
             ErrorKind::Refused,
             "blocked-by-gate",

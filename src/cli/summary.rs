@@ -5,6 +5,7 @@ use clap::Args;
 use super::context::CommandContext;
 use super::error::{CrewError, Result};
 use super::ui::Report;
+use crate::core::flight::Reflex;
 use crate::core::summary::{self, At};
 
 /// The four-line account of a wave: a title, then WHAT (tasks and runs, commits at
@@ -18,8 +19,8 @@ use crate::core::summary::{self, At};
 pub struct SummaryArgs {
     #[arg(long)]
     pub wave: u32,
-    #[arg(long, value_parser = ["dispatch", "completion", "micro-plan"])]
-    pub at: String,
+    #[arg(long, value_enum)]
+    pub at: At,
     #[arg(long)]
     pub plan: Option<String>,
 }
@@ -27,20 +28,13 @@ pub struct SummaryArgs {
 pub fn run(ctx: &CommandContext, args: SummaryArgs) -> Result<Report> {
     let plan = super::plan::load(ctx, args.plan.as_deref())?;
     super::wave::wave_tasks(&plan, args.wave)?;
-    let at = At::parse(&args.at).expect("clap checked the value");
+    let at = args.at;
     let (facts, _, _) = super::wave::gather(ctx, &plan, args.wave)?;
     let summary = summary::summarize(&facts, at);
     // `summary.reflex` names the shape; what-why-how-when is the one there is.
     let flight = super::flight::resolve(ctx, &super::flight::RoutingArgs::default())?.flight;
-    let human = match flight.summary.reflex.as_str() {
-        "what-why-how-when" => summary.render(100),
-        other => {
-            return Err(CrewError::usage(
-                "config-invalid",
-                format!("summary.reflex `{other}` is not a summary shape"),
-            )
-            .hinted("the shape there is: what-why-how-when"));
-        }
+    let human = match flight.summary.reflex {
+        Reflex::WhatWhyHowWhen => summary.render(100),
     };
     let fields = serde_json::to_value(&summary).map_err(CrewError::internal)?;
     Ok(Report::new(fields, human))

@@ -193,9 +193,9 @@ fn dispatch(
         ready,
         skipped,
         held,
-    } = wave::select(&in_wave, &flight.gates.enforce, &waiting);
+    } = wave::select(&in_wave, flight.gates.enforce, &waiting);
     // A gate holds the whole wave: under `strict` nothing of it goes.
-    if !held.is_empty() && flight.gates.enforce == "strict" {
+    if !held.is_empty() && flight.gates.enforce == crate::core::flight::Enforcement::Strict {
         return Err(CrewError::new(
             ErrorKind::Refused,
             "blocked-by-gate",
@@ -347,8 +347,7 @@ fn dispatch(
     let summary = flight
         .summary
         .at
-        .iter()
-        .any(|a| a == "dispatch")
+        .contains(&At::Dispatch)
         .then(|| summary::summarize(&facts, At::Dispatch));
     let mut human = match &summary {
         Some(summary) => summary.render(100),
@@ -390,8 +389,7 @@ fn status(ctx: &CommandContext, wave: u32, plan_name: Option<&str>) -> Result<Re
         .flight
         .summary
         .at
-        .iter()
-        .any(|a| a == "completion");
+        .contains(&At::Completion);
     let gate = facts
         .closing
         .as_ref()

@@ -6,7 +6,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use crate::core::flight::{Backend as BackendConfig, Flight};
+use crate::core::flight::{AdapterKind, Backend as BackendConfig, Flight, SandboxMode};
 use crate::core::ledger::Row;
 use crate::core::record::{DiffStat, Phase, RunRecord};
 use crate::core::scope::{self, Role};
@@ -201,17 +201,17 @@ pub fn decide(flight: &Flight, request: &Request, facts: &Facts) -> Result<Plan,
     // The stricter sandbox wins: a read-only role, or read-only routing for the role or
     // the backend.
     let read_only = !role.may_commit()
-        || role_routing.sandbox.as_deref() == Some("read-only")
-        || backend.sandbox.as_deref() == Some("read-only");
-    backend.sandbox = Some(
-        if read_only {
-            "read-only"
-        } else {
-            "worktree-full"
-        }
-        .to_string(),
-    );
-    let adapter = backend.adapter.clone().unwrap_or_default();
+        || role_routing.sandbox == Some(SandboxMode::ReadOnly)
+        || backend.sandbox == Some(SandboxMode::ReadOnly);
+    backend.sandbox = Some(if read_only {
+        SandboxMode::ReadOnly
+    } else {
+        SandboxMode::WorktreeFull
+    });
+    // The resolved config gives every backend an adapter.
+    let adapter = backend
+        .adapter
+        .ok_or_else(|| Refusal::Usage(format!("backend {backend_name} needs an `adapter`")))?;
     // A worker that cannot be started is the configuration's fault, not the model's:
     // refused here, before anything is created.
     let unstartable = (facts.unstartable)(&backend).map_err(Refusal::Usage)?;
@@ -231,9 +231,9 @@ pub fn decide(flight: &Flight, request: &Request, facts: &Facts) -> Result<Plan,
     // Landlock; a `native` run is the lead's own sub-task, which git-crew does not start.
     let fence_abi = facts
         .fence_abi
-        .filter(|_| flight.sandbox.enabled && adapter != "native");
+        .filter(|_| flight.sandbox.enabled && adapter != AdapterKind::Native);
     if flight.sandbox.require && fence_abi.is_none() {
-        return Err(Refusal::Usage(if adapter == "native" {
+        return Err(Refusal::Usage(if adapter == AdapterKind::Native {
             "[sandbox] require = true, and a native run is not started by git-crew: it cannot be fenced".to_string()
         } else if !flight.sandbox.enabled {
             "[sandbox] require = true but enabled = false".to_string()
@@ -245,7 +245,8 @@ pub fn decide(flight: &Flight, request: &Request, facts: &Facts) -> Result<Plan,
         .env
         .as_ref()
         .is_some_and(|e| e.contains_key("IS_SANDBOX"));
-    if adapter == "claude" && !read_only && facts.root_unsandboxed && !sandbox_in_config {
+    if adapter == AdapterKind::Claude && !read_only && facts.root_unsandboxed && !sandbox_in_config
+    {
         return Err(Refusal::Usage(format!(
             "claude runs workers without permission prompts, which it refuses as root unless IS_SANDBOX=1: \
              on a sandboxed machine set env = {{ IS_SANDBOX = \"1\" }} in [backends.{backend_name}]"
@@ -322,7 +323,7 @@ pub fn decide(flight: &Flight, request: &Request, facts: &Facts) -> Result<Plan,
         },
         outcome: None,
         backend: backend_name,
-        adapter,
+        adapter: adapter.to_string(),
         model: route.model.clone(),
         effort: route.effort.clone(),
         tier: backend.tier.clone(),
@@ -586,7 +587,7 @@ mod tests {
         let mut review = request("look", &[]);
         review.role = "review".into();
         let plan = world.decide(&f, &review).unwrap();
-        assert_eq!(plan.backend.sandbox.as_deref(), Some("read-only"));
+        assert_eq!(plan.backend.sandbox, Some(SandboxMode::ReadOnly));
     }
 
     #[test]

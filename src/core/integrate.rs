@@ -10,6 +10,7 @@ use std::path::PathBuf;
 use serde::Serialize;
 use serde_json::{Map, Value, json};
 
+use super::flight::WorktreeCleanup;
 use super::record::{Footer, Outcome, RunRecord, Verify};
 
 /// Where the roster and completed-run index live, in the target branch's tree.
@@ -352,18 +353,18 @@ pub struct Cleanup {
 /// `never` keeps everything; `conservative` removes the worktree and keeps the branch;
 /// `eager` removes both. Either only when the worktree holds nothing uncommitted and its
 /// commits are kept by `refs/crew/attempts/<run>` — cleanup never loses work.
-pub fn cleanup(policy: &str, worktree_clean: bool, commits_kept: bool) -> Cleanup {
+pub fn cleanup(policy: WorktreeCleanup, worktree_clean: bool, commits_kept: bool) -> Cleanup {
     let safe = worktree_clean && commits_kept;
     match policy {
-        "eager" => Cleanup {
+        WorktreeCleanup::Eager => Cleanup {
             remove_worktree: safe,
             delete_branch: safe,
         },
-        "conservative" => Cleanup {
+        WorktreeCleanup::Conservative => Cleanup {
             remove_worktree: safe,
             delete_branch: false,
         },
-        _ => Cleanup {
+        WorktreeCleanup::Never => Cleanup {
             remove_worktree: false,
             delete_branch: false,
         },
@@ -451,18 +452,19 @@ mod tests {
 
     #[test]
     fn cleanup_never_removes_what_is_not_kept() {
+        use WorktreeCleanup::{Conservative, Eager, Never};
         assert_eq!(
-            cleanup("eager", true, true),
+            cleanup(Eager, true, true),
             Cleanup {
                 remove_worktree: true,
                 delete_branch: true
             }
         );
-        assert!(!cleanup("eager", false, true).remove_worktree);
-        assert!(!cleanup("eager", true, false).delete_branch);
-        assert!(!cleanup("conservative", true, true).delete_branch);
-        assert!(cleanup("conservative", true, true).remove_worktree);
-        assert!(!cleanup("never", true, true).remove_worktree);
+        assert!(!cleanup(Eager, false, true).remove_worktree);
+        assert!(!cleanup(Eager, true, false).delete_branch);
+        assert!(!cleanup(Conservative, true, true).delete_branch);
+        assert!(cleanup(Conservative, true, true).remove_worktree);
+        assert!(!cleanup(Never, true, true).remove_worktree);
     }
 
     #[test]

@@ -8,7 +8,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use serde::Serialize;
 use toml::de::{DeTable, DeValue};
 
-use super::flight::{Diagnostic, did_you_mean};
+use super::flight::{Diagnostic, Enforcement, OnFail, did_you_mean};
 
 /// One task of a plan.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -699,10 +699,10 @@ pub struct Facts {
     pub live: HashMap<String, String>,
     pub done: HashMap<String, String>,
     pub verdicts: HashMap<String, Verdict>,
-    /// `strict`, `warn` or `off`.
-    pub enforce: String,
-    /// `hold` or `continue`.
-    pub on_fail: String,
+    /// `gates.enforce`.
+    pub enforce: Enforcement,
+    /// `gates.on_fail`.
+    pub on_fail: OnFail,
 }
 
 /// Why a task cannot start.
@@ -760,13 +760,13 @@ impl TaskStatus {
 /// Whether `gate` lets the waves it gates go: a pass does; with `on_fail = "continue"`
 /// any verdict does; with `gates.enforce = "off"` gates never block.
 fn gate_blocks(facts: &Facts, gate: &Gate) -> Option<Blocker> {
-    if facts.enforce == "off" {
+    if facts.enforce == Enforcement::Off {
         return None;
     }
     let verdict = facts.verdicts.get(&gate.id);
     let open = match verdict {
         Some(v) if v.passed() => true,
-        Some(_) => facts.on_fail == "continue",
+        Some(_) => facts.on_fail == OnFail::Continue,
         None => false,
     };
     (!open).then(|| Blocker::Gate {
@@ -966,8 +966,8 @@ gates_waves = [2]
 
     fn facts() -> Facts {
         Facts {
-            enforce: "strict".into(),
-            on_fail: "hold".into(),
+            enforce: Enforcement::Strict,
+            on_fail: OnFail::Hold,
             ..Facts::default()
         }
     }
@@ -1012,13 +1012,13 @@ gates_waves = [2]
         let s = status(&plan, &facts);
         assert_eq!(s[2].blockers[0].to_string(), "gate g1 last said fail");
         // on_fail = continue: a recorded verdict, even a failing one, lets the wave go.
-        facts.on_fail = "continue".into();
+        facts.on_fail = OnFail::Continue;
         assert_eq!(status(&plan, &facts)[2].status, "ready");
-        facts.on_fail = "hold".into();
+        facts.on_fail = OnFail::Hold;
         facts.verdicts.insert("g1".into(), verdict("pass"));
         assert_eq!(status(&plan, &facts)[2].status, "ready");
         facts.verdicts.clear();
-        facts.enforce = "off".into();
+        facts.enforce = Enforcement::Off;
         assert_eq!(status(&plan, &facts)[2].status, "ready");
     }
 }

@@ -6,22 +6,13 @@ use serde::Serialize;
 
 use super::plan::{Gate, Verdict};
 
-/// When the summary is given.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum At {
-    Dispatch,
-    Completion,
-    MicroPlan,
-}
-
-impl At {
-    pub fn parse(s: &str) -> Option<At> {
-        match s {
-            "dispatch" => Some(At::Dispatch),
-            "completion" => Some(At::Completion),
-            "micro-plan" => Some(At::MicroPlan),
-            _ => None,
-        }
+crate::core::flight::closed_set! {
+    /// When the summary is given (`summary.at`, `git crew summary --at`).
+    #[derive(clap::ValueEnum)]
+    pub enum At {
+        Dispatch = "dispatch",
+        Completion = "completion",
+        MicroPlan = "micro-plan",
     }
 }
 

@@ -5,6 +5,7 @@
 
 use serde::Serialize;
 
+use super::flight::Enforcement;
 use super::plan::{Blocker, Task, TaskStatus};
 use super::record::RunRecord;
 use super::routing::Route;
@@ -36,7 +37,7 @@ pub struct Selection<'a> {
 /// only compete with it.
 pub fn select<'a>(
     in_wave: &[&'a TaskStatus],
-    enforce: &str,
+    enforce: Enforcement,
     waiting: &dyn Fn(&str) -> Option<String>,
 ) -> Selection<'a> {
     let mut held: Vec<String> = in_wave
@@ -51,7 +52,7 @@ pub fn select<'a>(
     let mut skipped = Vec::new();
     for s in in_wave {
         let only_gates = s.status == "blocked"
-            && enforce == "warn"
+            && enforce == Enforcement::Warn
             && s.blockers.iter().all(|b| matches!(b, Blocker::Gate { .. }));
         let reason = if s.status != "ready" && !only_gates {
             match &s.run {

@@ -52,7 +52,10 @@ pub fn plan(
             .collect()
     };
     let unstartable = |backend: &crate::core::flight::Backend| {
-        let driver = super::backends::adapter(backend.adapter.as_deref().unwrap_or_default())?;
+        let Some(kind) = backend.adapter else {
+            return Ok(None);
+        };
+        let driver = super::backends::driver(kind);
         Ok(driver.program(backend).filter(|(program, _)| {
             let path = backend
                 .env

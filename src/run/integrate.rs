@@ -726,6 +726,10 @@ fn clean_up(
         .ok()
         .and_then(|t| t.head(repo))
         .is_some_and(|head| merge::is_ancestor(repo, head, run_tip));
+    // An unknown policy keeps everything.
+    let policy = policy
+        .parse()
+        .unwrap_or(crate::core::flight::WorktreeCleanup::Never);
     let plan = integrate::cleanup(policy, clean, head_kept);
     let reason = if !clean {
         Some("the worktree has uncommitted changes (or a repository checked out in it)".to_string())

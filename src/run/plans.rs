@@ -160,7 +160,7 @@ pub fn facts(
         live,
         done: integrated(repo)?,
         verdicts: verdicts(repo, plan)?,
-        enforce: flight.gates.enforce.clone(),
-        on_fail: flight.gates.on_fail.clone(),
+        enforce: flight.gates.enforce,
+        on_fail: flight.gates.on_fail,
     })
 }

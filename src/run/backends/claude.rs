@@ -12,7 +12,7 @@
 use std::path::Path;
 
 use super::{Adapter, Attempt, Launch, jsonl};
-use crate::core::flight::Backend as BackendConfig;
+use crate::core::flight::{Backend as BackendConfig, SandboxMode};
 
 pub struct ClaudeAdapter;
 
@@ -24,8 +24,8 @@ fn flags(attempt: &Attempt) -> Vec<String> {
         "stream-json".into(),
         "--verbose".into(),
         "--permission-mode".into(),
-        match config.sandbox.as_deref() {
-            Some("read-only") => "plan".into(),
+        match config.sandbox {
+            Some(SandboxMode::ReadOnly) => "plan".into(),
             _ => "bypassPermissions".into(),
         },
     ];

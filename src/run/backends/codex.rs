@@ -8,7 +8,7 @@
 use std::path::Path;
 
 use super::{Adapter, Attempt, Launch, jsonl};
-use crate::core::flight::Backend as BackendConfig;
+use crate::core::flight::{Backend as BackendConfig, SandboxMode};
 
 pub struct CodexAdapter;
 
@@ -21,8 +21,8 @@ fn flags(attempt: &Attempt) -> Vec<String> {
         "-C".into(),
         record.worktree.clone(),
         "--sandbox".into(),
-        match config.sandbox.as_deref() {
-            Some("read-only") => "read-only".into(),
+        match config.sandbox {
+            Some(SandboxMode::ReadOnly) => "read-only".into(),
             // Inside git-crew's kernel fence, codex's own sandbox would only get in the
             // way: its workspace-write mode cannot write the worktree's git dir (outside
             // the cwd), so the worker could not commit. Without the fence it is the best

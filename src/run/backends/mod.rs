@@ -8,7 +8,7 @@ pub mod native;
 
 use std::path::Path;
 
-use crate::core::flight::Backend as BackendConfig;
+use crate::core::flight::{AdapterKind, Backend as BackendConfig};
 use crate::core::record::RunRecord;
 
 /// One attempt of a run, as an adapter sees it.
@@ -48,17 +48,25 @@ pub trait Adapter {
     }
 }
 
-/// The adapter a backend names.
-pub fn adapter(name: &str) -> Result<Box<dyn Adapter>, String> {
-    match name {
-        "codex" => Ok(Box::new(codex::CodexAdapter)),
-        "claude" => Ok(Box::new(claude::ClaudeAdapter)),
-        "command" => Ok(Box::new(command::CommandAdapter)),
-        "native" => Ok(Box::new(native::NativeAdapter)),
-        other => Err(format!(
-            "unknown adapter `{other}` (codex, claude, command, native)"
-        )),
+/// The adapter of this kind.
+pub fn driver(kind: AdapterKind) -> Box<dyn Adapter> {
+    match kind {
+        AdapterKind::Codex => Box::new(codex::CodexAdapter),
+        AdapterKind::Claude => Box::new(claude::ClaudeAdapter),
+        AdapterKind::Command => Box::new(command::CommandAdapter),
+        AdapterKind::Native => Box::new(native::NativeAdapter),
     }
+}
+
+/// The adapter a run record names.
+pub fn adapter(name: &str) -> Result<Box<dyn Adapter>, String> {
+    let kind = name.parse().map_err(|_| {
+        format!(
+            "unknown adapter `{name}` ({})",
+            AdapterKind::NAMES.join(", ")
+        )
+    })?;
+    Ok(driver(kind))
 }
 
 /// The JSON lines of a stream; lines that are not JSON are skipped.
@@ -107,7 +115,7 @@ pub(crate) mod tests {
             ..RunRecord::example()
         };
         let config = BackendConfig {
-            sandbox: Some("read-only".into()),
+            sandbox: Some(crate::core::flight::SandboxMode::ReadOnly),
             extra_args: Some(vec!["-c".into(), "x=1".into()]),
             ..BackendConfig::default()
         };
