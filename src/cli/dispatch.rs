@@ -10,9 +10,7 @@ use super::error::{CrewError, ErrorKind, Result};
 use super::flight::{RoutingArgs, resolve};
 use super::ui::Report;
 use crate::core::plan::{Blocker, Plan};
-use crate::git::hooks_dir;
 use crate::run::dispatch::{self, Refusal, Request};
-use crate::sys::lock::Lock;
 
 const EXAMPLES: &str = "Examples:\n  git crew dispatch --task routes --scope 'src/routes/**' --prompt 'Add the /crew routes.'\n  git crew dispatch --task audit --role review --prompt-file docs/review.md --backend claude\n  git crew dispatch --task fix-login --scope src/auth/ --prompt-file task.md --verify 'cargo test auth' --wait";
 
@@ -90,7 +88,7 @@ pub fn run(ctx: &CommandContext, args: DispatchArgs) -> Result<Report> {
     let repo = ctx.repo()?;
     let repo_dir = ctx.workdir()?.to_path_buf();
     let mut warnings: Vec<String> = Vec::new();
-    let mut extra = serde_json::Map::new();
+    let mut stale_days = None;
     let from_plan = match &args.plan {
         Some(name) => Some(plan_task(
             ctx,
@@ -98,7 +96,7 @@ pub fn run(ctx: &CommandContext, args: DispatchArgs) -> Result<Report> {
             &args.task,
             &flight,
             &mut warnings,
-            &mut extra,
+            &mut stale_days,
         )?),
         None => None,
     };
@@ -167,98 +165,20 @@ pub fn run(ctx: &CommandContext, args: DispatchArgs) -> Result<Report> {
             }
         }),
     };
-    let _guard =
-        Lock::take(store.root(), "dispatch", std::time::Duration::from_secs(30)).map_err(|e| {
-            CrewError::new(ErrorKind::Refused, "dispatch-busy", e.to_string())
-                .hinted("another dispatch is under way; try again")
-        })?;
-    // A task's worker may write its task's branch folder (`crew/<task>/`): no other task's
-    // branches may live in it, nor it in theirs.
-    if let Some(other) = nested_task(repo, &request.task).map_err(CrewError::internal)? {
-        return Err(CrewError::new(
-            ErrorKind::Refused,
-            "task-nests",
-            format!(
-                "task `{}` and task `{other}` nest (crew/{}/ and crew/{other}/): a worker of one could write the other's branches",
-                request.task, request.task
-            ),
-        )
-        .hinted("give the task an id that is not a folder of another task's id, nor under one"));
-    }
-    let plan = dispatch::plan(
+    let started = dispatch::start(
         repo,
+        &repo_dir,
         &store,
         &flight,
         &request,
         base,
-        crate::sys::clock::new_run_id(),
+        args.dry_run,
     )
     .map_err(CrewError::internal)?
-    .map_err(|r| match r {
-        Refusal::Usage(m) => CrewError::usage("dispatch-invalid", m),
-        Refusal::Config { message, hint } => {
-            CrewError::usage("backend-unavailable", message).hinted(hint)
-        }
-        Refusal::State(m) => CrewError::new(ErrorKind::Refused, "dispatch-refused", m)
-            .hinted("`git crew status` shows the in-flight runs"),
-        Refusal::HumanReport {
-            task,
-            model,
-            report,
-        } => {
-            let written = dispatch::file_report(&store, &task, &report);
-            let mut err = CrewError::new(
-                ErrorKind::Attention,
-                "human-report",
-                format!("task {task} reached its failure limit with {model} at the top tier: no further try"),
-            );
-            if let Some(path) = written {
-                err = err.hinted(format!("read the human report at {}", path.display()));
-            }
-            err
-        }
-    })?;
-    // A writable path that holds the repository would void the fence.
-    for path in &plan.writable {
-        crate::run::fence::check_writable(path, &repo_dir, repo.common_dir())
-            .map_err(|m| CrewError::usage("sandbox-invalid", m))?;
-    }
-    let worktree_config = repo
-        .config_snapshot()
-        .boolean("extensions.worktreeConfig")
-        .unwrap_or(false);
-    if !worktree_config {
-        return Err(CrewError::usage(
-            "not-initialised",
-            "extensions.worktreeConfig is off: a run worktree could not carry its own identity and hooks",
-        )
-        .hinted("run `git crew init` once in this repository"));
-    }
-    if args.dry_run {
+    .map_err(refusal)?;
+    let plan = &started.plan;
+    let Some(record) = started.record else {
         let record = &plan.record;
-        let mut fields = json!({
-            "dry_run": true,
-            "task": record.task,
-            "role": record.role,
-            "phase": record.phase,
-            "fence": record.fence,
-            "branch": format!("crew/{}/<run>", record.task),
-            "base": record.base,
-            "backend": record.backend,
-            "model": record.model,
-            "effort": record.effort,
-            "tier": record.tier,
-            "scope": record.scope,
-            "budget_s": record.budget_s,
-            "verify": record.verify_command,
-        });
-        if let Some(escalation) = &plan.escalated_from {
-            fields["escalated_from"] =
-                serde_json::to_value(escalation).map_err(CrewError::internal)?;
-        }
-        if !warnings.is_empty() {
-            fields["warnings"] = json!(warnings);
-        }
         let human = format!(
             "would dispatch task {} ({}) on {} {} as {}, scope {}{}",
             record.task,
@@ -273,14 +193,26 @@ pub fn run(ctx: &CommandContext, args: DispatchArgs) -> Result<Report> {
                 ""
             }
         );
-        return Ok(Report::new(fields, human));
-    }
-    let run_hooks = store.root().join("hooks");
-    dispatch::ensure_run_hooks(&run_hooks, &hooks_dir::hooks_dir(repo))
-        .map_err(CrewError::internal)?;
-    let record =
-        dispatch::apply(&plan, repo, &repo_dir, &run_hooks, &store).map_err(CrewError::internal)?;
-    drop(_guard);
+        let output = DryRun {
+            dry_run: true,
+            task: &record.task,
+            role: &record.role,
+            phase: record.phase,
+            fence: &record.fence,
+            branch: format!("crew/{}/<run>", record.task),
+            base: &record.base,
+            backend: &record.backend,
+            model: &record.model,
+            effort: &record.effort,
+            tier: &record.tier,
+            scope: &record.scope,
+            budget_s: record.budget_s,
+            verify: &record.verify_command,
+            escalated_from: &plan.escalated_from,
+            warnings: &warnings,
+        };
+        return Ok(Report::of(&output, human));
+    };
     if args.wait {
         return super::wait::wait_for(
             &store,
@@ -290,27 +222,7 @@ pub fn run(ctx: &CommandContext, args: DispatchArgs) -> Result<Report> {
             None,
         );
     }
-    let fields = json!({
-        "run": record.run,
-        "task": record.task,
-        "role": record.role,
-        "phase": record.phase,
-        "fence": record.fence,
-        "worktree": record.worktree,
-        "branch": record.branch,
-        "base": record.base,
-        "backend": record.backend,
-        "model": record.model,
-        "effort": record.effort,
-        "tier": record.tier,
-        "scope": record.scope,
-        "deadline": record.deadline,
-    });
-    let mut fields = fields;
-    for (key, value) in extra {
-        fields[key] = value;
-    }
-    if let Some(worker) = &record.worker {
+    let session_plan = record.worker.as_ref().map(|worker| {
         let last = crate::state::sessions::load(store.root())
             .workers
             .get(worker)
@@ -321,54 +233,176 @@ pub fn run(ctx: &CommandContext, args: DispatchArgs) -> Result<Report> {
             .get(&record.backend)
             .and_then(|b| b.session_reuse)
             .unwrap_or(true);
-        fields["worker"] = json!(worker);
-        fields["session_plan"] = json!(match last {
-            _ if !crate::state::sessions::resumable_across_worktrees(&record.adapter) => format!(
-                "a fresh session: {} resumes a session only in the directory it started in, so worker {worker} starts afresh in each worktree",
-                record.adapter
-            ),
-            _ if !reuse => format!(
-                "a fresh session: backend {} does not reuse sessions",
-                record.backend
-            ),
-            Some(id) => format!("resumes worker {worker}'s session {id}"),
-            None => format!("a fresh session: worker {worker} has none yet"),
-        });
-    }
-    if let Some(advice) = split_advice(repo, &record) {
-        warnings.push(advice.clone());
-        fields["split_advice"] = json!(advice);
-    }
+        crate::core::dispatch::session_plan(
+            worker,
+            &record.adapter,
+            &record.backend,
+            crate::state::sessions::resumable_across_worktrees(&record.adapter),
+            reuse,
+            last.as_deref(),
+        )
+    });
+    let split_advice = crate::run::ledger::split_advice(repo, &record);
+    warnings.extend(split_advice.clone());
     for warning in &warnings {
         eprintln!("warning: {warning}");
-    }
-    if !warnings.is_empty() {
-        fields["warnings"] = json!(warnings);
-    }
-    if let Some(escalation) = &plan.escalated_from {
-        fields["escalated_from"] = serde_json::to_value(escalation).map_err(CrewError::internal)?;
-    }
-    if record.adapter == "native" {
-        fields["directive"] = json!({
-            "worktree": record.worktree,
-            "prompt_file": record.prompt_file,
-            "manifest": record.manifest,
-            "fences": {
-                "scope": record.scope,
-                "time_budget_s": record.budget_s,
-                "deadline": record.deadline,
-                "delivery": "end the reply with ## Result, ## How to verify, ## Deferred / concerns",
-                "needs_help": "first line NEEDS-HELP: with tried:, options:, leaning:, cost-if-wrong:",
-            },
-            "attach": format!("git crew attach {} --session <ID>", record.run),
-            "deliver": format!("git crew deliver {} --reply-file <FILE>", record.run),
-        });
     }
     let human = format!(
         "dispatched {} (task {}) to {} in {}",
         record.run, record.task, record.backend, record.worktree
     );
-    Ok(Report::new(fields, human))
+    let output = Dispatched {
+        run: &record.run,
+        task: &record.task,
+        role: &record.role,
+        phase: record.phase,
+        fence: &record.fence,
+        worktree: &record.worktree,
+        branch: &record.branch,
+        base: &record.base,
+        backend: &record.backend,
+        model: &record.model,
+        effort: &record.effort,
+        tier: &record.tier,
+        scope: &record.scope,
+        deadline: &record.deadline,
+        stale_days,
+        worker: &record.worker,
+        session_plan,
+        split_advice,
+        warnings: &warnings,
+        escalated_from: &plan.escalated_from,
+        directive: (record.adapter == "native").then(|| Directive::of(&record)),
+    };
+    Ok(Report::of(&output, human))
+}
+
+/// What `dispatch --dry-run` prints: the run that would start.
+#[derive(serde::Serialize)]
+struct DryRun<'a> {
+    dry_run: bool,
+    task: &'a str,
+    role: &'a str,
+    phase: crate::core::record::Phase,
+    fence: &'a Option<String>,
+    branch: String,
+    base: &'a str,
+    backend: &'a str,
+    model: &'a Option<String>,
+    effort: &'a Option<String>,
+    tier: &'a Option<String>,
+    scope: &'a [String],
+    budget_s: u64,
+    verify: &'a Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    escalated_from: &'a Option<crate::core::dispatch::Escalation>,
+    #[serde(skip_serializing_if = "<[String]>::is_empty")]
+    warnings: &'a [String],
+}
+
+/// What `dispatch` prints (SPEC §2 `dispatch`).
+#[derive(serde::Serialize)]
+struct Dispatched<'a> {
+    run: &'a str,
+    task: &'a str,
+    role: &'a str,
+    phase: crate::core::record::Phase,
+    fence: &'a Option<String>,
+    worktree: &'a str,
+    branch: &'a str,
+    base: &'a str,
+    backend: &'a str,
+    model: &'a Option<String>,
+    effort: &'a Option<String>,
+    tier: &'a Option<String>,
+    scope: &'a [String],
+    deadline: &'a str,
+    /// Days since the plan file changed, when it is stale.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    stale_days: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    worker: &'a Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    session_plan: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    split_advice: Option<String>,
+    #[serde(skip_serializing_if = "<[String]>::is_empty")]
+    warnings: &'a [String],
+    #[serde(skip_serializing_if = "Option::is_none")]
+    escalated_from: &'a Option<crate::core::dispatch::Escalation>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    directive: Option<Directive<'a>>,
+}
+
+/// What the lead does with a `native` run: its own sub-task, in the run's worktree.
+#[derive(serde::Serialize)]
+struct Directive<'a> {
+    worktree: &'a str,
+    prompt_file: &'a str,
+    manifest: &'a str,
+    fences: serde_json::Value,
+    attach: String,
+    deliver: String,
+}
+
+impl<'a> Directive<'a> {
+    fn of(record: &'a crate::core::record::RunRecord) -> Directive<'a> {
+        Directive {
+            worktree: &record.worktree,
+            prompt_file: &record.prompt_file,
+            manifest: &record.manifest,
+            fences: json!({
+                "scope": record.scope,
+                "time_budget_s": record.budget_s,
+                "deadline": record.deadline,
+                "delivery": "end the reply with ## Result, ## How to verify, ## Deferred / concerns",
+                "needs_help": "first line NEEDS-HELP: with tried:, options:, leaning:, cost-if-wrong:",
+            }),
+            attach: format!("git crew attach {} --session <ID>", record.run),
+            deliver: format!("git crew deliver {} --reply-file <FILE>", record.run),
+        }
+    }
+}
+
+/// A dispatch refusal as the error SPEC §2 names for it.
+pub fn refusal(r: Refusal) -> CrewError {
+    match r {
+        Refusal::Usage(m) => CrewError::usage("dispatch-invalid", m),
+        Refusal::Config { message, hint } => {
+            CrewError::usage("backend-unavailable", message).hinted(hint)
+        }
+        Refusal::State(m) => CrewError::new(ErrorKind::Refused, "dispatch-refused", m)
+            .hinted("`git crew status` shows the in-flight runs"),
+        Refusal::HumanReport {
+            task, model, filed, ..
+        } => {
+            let err = CrewError::new(
+                ErrorKind::Attention,
+                "human-report",
+                format!("task {task} reached its failure limit with {model} at the top tier: no further try"),
+            );
+            match filed {
+                Some(path) => err.hinted(format!("read the human report at {}", path.display())),
+                None => err,
+            }
+        }
+        Refusal::Busy(m) => CrewError::new(ErrorKind::Refused, "dispatch-busy", m)
+            .hinted("another dispatch is under way; try again"),
+        Refusal::Nests { task, other } => CrewError::new(
+            ErrorKind::Refused,
+            "task-nests",
+            format!(
+                "task `{task}` and task `{other}` nest (crew/{task}/ and crew/{other}/): a worker of one could write the other's branches"
+            ),
+        )
+        .hinted("give the task an id that is not a folder of another task's id, nor under one"),
+        Refusal::Sandbox(m) => CrewError::usage("sandbox-invalid", m),
+        Refusal::NotInitialised => CrewError::usage(
+            "not-initialised",
+            "extensions.worktreeConfig is off: a run worktree could not carry its own identity and hooks",
+        )
+        .hinted("run `git crew init` once in this repository"),
+    }
 }
 
 fn read_prompt(path: &std::path::Path) -> Result<String> {
@@ -390,7 +424,7 @@ fn plan_task(
     id: &str,
     flight: &crate::core::flight::Flight,
     warnings: &mut Vec<String>,
-    extra: &mut serde_json::Map<String, serde_json::Value>,
+    stale: &mut Option<i64>,
 ) -> Result<(Plan, crate::core::plan::Task)> {
     let plan = super::plan::load(ctx, Some(name))?;
     let Some(task) = plan.task(id).cloned() else {
@@ -425,60 +459,16 @@ fn plan_task(
     {
         warnings.push(format!("task {id} {dep}: dispatched ahead of it"));
     }
-    if let Some(days) = stale_days(ctx, &plan.id)
+    if let Some(days) = crate::run::plans::stale_days(ctx.workdir()?, &plan.id)
         && days > flight.plans.stale_after_days
     {
         warnings.push(format!(
             "plan {} has not changed for {days} days (plans.stale_after_days = {}): its assumptions may have expired",
             plan.id, flight.plans.stale_after_days
         ));
-        extra.insert("stale_days".into(), json!(days));
+        *stale = Some(days);
     }
     Ok((plan, task))
-}
-
-/// Days since the plan file last changed: its last commit, or its modification time
-/// when it has uncommitted changes or none.
-fn stale_days(ctx: &CommandContext, plan: &str) -> Option<i64> {
-    let workdir = ctx.workdir().ok()?;
-    let rel = format!(".crew/plans/{plan}.toml");
-    let dirty = crate::git::worktree::path_is_dirty(workdir, &rel);
-    let now = crate::sys::clock::now_millis() as i64 / 1000;
-    let changed = if dirty {
-        std::fs::metadata(workdir.join(&rel))
-            .ok()?
-            .modified()
-            .ok()?
-            .duration_since(std::time::UNIX_EPOCH)
-            .ok()?
-            .as_secs() as i64
-    } else {
-        crate::git::worktree::last_commit_time(workdir, &rel)?
-    };
-    Some((now - changed).max(0) / 86_400)
-}
-
-/// Advice to split a task whose size is beyond the chosen configuration's competence
-/// horizon (from `ledger stats`).
-fn split_advice(
-    repo: &crate::git::Repository,
-    record: &crate::core::record::RunRecord,
-) -> Option<String> {
-    let size = record.size_h?;
-    let stats = crate::run::ledger::learnt(repo).ok()?.stats;
-    let mine = stats.iter().find(|s| {
-        s.backend == record.backend && s.model == record.model && s.effort == record.effort
-    })?;
-    let horizon = mine.horizon_h?;
-    (size > horizon).then(|| {
-        format!(
-            "task {} is sized {size}h, beyond the {horizon}h competence horizon of {} {} {}: split it into tasks of at most {horizon}h",
-            record.task,
-            record.backend,
-            record.model.as_deref().unwrap_or("-"),
-            record.effort.as_deref().unwrap_or("-"),
-        )
-    })
 }
 
 /// The branch a run is cut from: HEAD's branch, or `--base` when it names a local branch.
@@ -500,21 +490,4 @@ fn size_hours(text: &str) -> std::result::Result<f64, String> {
             "`{text}` is not a size: give worker-hours above zero, such as 2 or 0.5"
         )),
     }
-}
-
-/// Another task whose branch folder holds, or lies in, `task`'s (`api` and `api/v2`).
-fn nested_task(repo: &crate::git::Repository, task: &str) -> anyhow::Result<Option<String>> {
-    for (name, _) in crate::git::refs::under(repo, "refs/heads/crew/")? {
-        let Some(rest) = name.strip_prefix("refs/heads/crew/") else {
-            continue;
-        };
-        // `crew/<task>/<run>`: the task is all but the last component.
-        let other = rest.rsplit_once('/').map_or(rest, |(task, _)| task);
-        if other != task
-            && (other.starts_with(&format!("{task}/")) || task.starts_with(&format!("{other}/")))
-        {
-            return Ok(Some(other.to_string()));
-        }
-    }
-    Ok(None)
 }

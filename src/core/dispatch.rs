@@ -60,7 +60,21 @@ pub enum Refusal {
         model: String,
         /// The human report (SPEC §5.4), for the lead to read instead of a third try.
         report: String,
+        /// Where it was filed, once it is.
+        filed: Option<PathBuf>,
     },
+    /// Another dispatch holds the dispatch lock.
+    #[error("{0}")]
+    Busy(String),
+    /// The task's branch folder holds another task's, or lies in it.
+    #[error("task `{task}` and task `{other}` nest")]
+    Nests { task: String, other: String },
+    /// A `[sandbox] writable` path would void the fence.
+    #[error("{0}")]
+    Sandbox(String),
+    /// `git crew init` has not run here.
+    #[error("extensions.worktreeConfig is off")]
+    NotInitialised,
 }
 
 /// Everything decided before anything is written.
@@ -195,6 +209,7 @@ pub fn decide(flight: &Flight, request: &Request, facts: &Facts) -> Result<Plan,
                 task: request.task.clone(),
                 report: crate::core::policy::human_report(&request.task, &key, ledger),
                 model: key,
+                filed: None,
             });
         }
     }
@@ -416,6 +431,39 @@ fn pick_port(range: &str, live: &[RunRecord]) -> Option<u16> {
     let (lo, hi) = range.split_once('-')?;
     let (lo, hi): (u16, u16) = (lo.trim().parse().ok()?, hi.trim().parse().ok()?);
     (lo..=hi).find(|p| !live.iter().any(|r| r.port == Some(*p)))
+}
+
+/// Another task whose branch folder holds, or lies in, `task`'s (`api` and `api/v2`),
+/// among the branches under `refs/heads/crew/` (full names).
+pub fn nesting(task: &str, branches: &[String]) -> Option<String> {
+    branches.iter().find_map(|name| {
+        let rest = name.strip_prefix("refs/heads/crew/")?;
+        // `crew/<task>/<run>`: the task is all but the last component.
+        let other = rest.rsplit_once('/').map_or(rest, |(task, _)| task);
+        (other != task
+            && (other.starts_with(&format!("{task}/")) || task.starts_with(&format!("{other}/"))))
+        .then(|| other.to_string())
+    })
+}
+
+/// What a standing worker's run does with sessions (`session_plan`): resume the worker's
+/// last session on this backend, or start afresh, and why.
+pub fn session_plan(
+    worker: &str,
+    adapter: &str,
+    backend: &str,
+    resumable_across_worktrees: bool,
+    reuse: bool,
+    last: Option<&str>,
+) -> String {
+    match last {
+        _ if !resumable_across_worktrees => format!(
+            "a fresh session: {adapter} resumes a session only in the directory it started in, so worker {worker} starts afresh in each worktree"
+        ),
+        _ if !reuse => format!("a fresh session: backend {backend} does not reuse sessions"),
+        Some(id) => format!("resumes worker {worker}'s session {id}"),
+        None => format!("a fresh session: worker {worker} has none yet"),
+    }
 }
 
 /// What `"fence"` says: `landlock-v<ABI>`, or `none`.
@@ -669,6 +717,18 @@ mod tests {
             world.decide(&f, &top),
             Err(Refusal::HumanReport { model, report, .. }) if model == "big" && !report.is_empty()
         ));
+    }
+
+    #[test]
+    fn tasks_whose_branch_folders_nest_are_named() {
+        let branches = vec![
+            "refs/heads/crew/api/20260101-000000-0001".to_string(),
+            "refs/heads/crew/ui/x/20260101-000000-0002".to_string(),
+        ];
+        assert_eq!(nesting("api/v2", &branches).as_deref(), Some("api"));
+        assert_eq!(nesting("ui", &branches).as_deref(), Some("ui/x"));
+        assert_eq!(nesting("api", &branches), None);
+        assert_eq!(nesting("apis", &branches), None);
     }
 
     #[test]

@@ -13,3 +13,10 @@ pub fn committer(repo: &gix::Repository) -> Option<String> {
         _ => None,
     }
 }
+
+/// Whether `extensions.worktreeConfig` is on (each worktree may carry its own config).
+pub fn worktree_config_on(repo: &gix::Repository) -> bool {
+    repo.config_snapshot()
+        .boolean("extensions.worktreeConfig")
+        .unwrap_or(false)
+}

@@ -85,6 +85,91 @@ pub fn plan(
     Ok(crate::core::dispatch::decide(flight, request, &facts))
 }
 
+/// A dispatch carried out, or only decided (`dry_run`: `record` is `None`).
+pub struct Started {
+    pub plan: Plan,
+    pub record: Option<RunRecord>,
+}
+
+/// Dispatches `request`: under the dispatch lock, refuses a task that nests with
+/// another, decides the plan, refuses a `writable` path that holds the repository and a
+/// repository `init` has not prepared, then (unless `dry_run`) applies it. A human
+/// report a refusal carries is filed here.
+pub fn start(
+    repo: &crate::git::Repository,
+    repo_dir: &Path,
+    store: &RunStore,
+    flight: &Flight,
+    request: &Request,
+    base: String,
+    dry_run: bool,
+) -> anyhow::Result<Result<Started, Refusal>> {
+    let _guard = match crate::sys::lock::Lock::take(
+        store.root(),
+        "dispatch",
+        std::time::Duration::from_secs(30),
+    ) {
+        Ok(guard) => guard,
+        Err(e) => return Ok(Err(Refusal::Busy(e.to_string()))),
+    };
+    // A task's worker may write its task's branch folder (`crew/<task>/`): no other task's
+    // branches may live in it, nor it in theirs.
+    let branches: Vec<String> = crate::git::refs::under(repo, "refs/heads/crew/")?
+        .into_iter()
+        .map(|(name, _)| name)
+        .collect();
+    if let Some(other) = crate::core::dispatch::nesting(&request.task, &branches) {
+        return Ok(Err(Refusal::Nests {
+            task: request.task.clone(),
+            other,
+        }));
+    }
+    let plan = match plan(
+        repo,
+        store,
+        flight,
+        request,
+        base,
+        crate::sys::clock::new_run_id(),
+    )? {
+        Ok(plan) => plan,
+        Err(Refusal::HumanReport {
+            task,
+            model,
+            report,
+            ..
+        }) => {
+            let filed = file_report(store, &task, &report);
+            return Ok(Err(Refusal::HumanReport {
+                task,
+                model,
+                report,
+                filed,
+            }));
+        }
+        Err(refusal) => return Ok(Err(refusal)),
+    };
+    // A writable path that holds the repository would void the fence.
+    for path in &plan.writable {
+        if let Err(m) = super::fence::check_writable(path, repo_dir, repo.common_dir()) {
+            return Ok(Err(Refusal::Sandbox(m)));
+        }
+    }
+    if !crate::git::config::worktree_config_on(repo) {
+        return Ok(Err(Refusal::NotInitialised));
+    }
+    if dry_run {
+        return Ok(Ok(Started { plan, record: None }));
+    }
+    let run_hooks = store.root().join("hooks");
+    ensure_run_hooks(&run_hooks, &crate::git::hooks_dir::hooks_dir(repo))?;
+    let record = apply(&plan, repo, repo_dir, &run_hooks, store)?;
+    Ok(Ok(Started {
+        plan,
+        record: Some(record),
+    }))
+}
+
 /// Files a task's human report under `<git-common-dir>/crew/reports/`; where it went.
 pub fn file_report(store: &RunStore, task: &str, report: &str) -> Option<PathBuf> {
     let dir = store.root().join("reports");

@@ -119,3 +119,26 @@ pub fn estimates(
         })
         .collect())
 }
+
+/// Advice to split a task whose size is beyond the chosen configuration's competence
+/// horizon (from `ledger stats`).
+pub fn split_advice(
+    repo: &crate::git::Repository,
+    record: &crate::core::record::RunRecord,
+) -> Option<String> {
+    let size = record.size_h?;
+    let stats = learnt(repo).ok()?.stats;
+    let mine = stats.iter().find(|s| {
+        s.backend == record.backend && s.model == record.model && s.effort == record.effort
+    })?;
+    let horizon = mine.horizon_h?;
+    (size > horizon).then(|| {
+        format!(
+            "task {} is sized {size}h, beyond the {horizon}h competence horizon of {} {} {}: split it into tasks of at most {horizon}h",
+            record.task,
+            record.backend,
+            record.model.as_deref().unwrap_or("-"),
+            record.effort.as_deref().unwrap_or("-"),
+        )
+    })
+}

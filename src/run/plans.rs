@@ -164,3 +164,23 @@ pub fn facts(
         on_fail: flight.gates.on_fail,
     })
 }
+
+/// Days since the plan file last changed: its last commit, or its modification time
+/// when it has uncommitted changes or none.
+pub fn stale_days(workdir: &Path, plan: &str) -> Option<i64> {
+    let rel = format!(".crew/plans/{plan}.toml");
+    let dirty = crate::git::worktree::path_is_dirty(workdir, &rel);
+    let now = crate::sys::clock::now_millis() as i64 / 1000;
+    let changed = if dirty {
+        std::fs::metadata(workdir.join(&rel))
+            .ok()?
+            .modified()
+            .ok()?
+            .duration_since(std::time::UNIX_EPOCH)
+            .ok()?
+            .as_secs() as i64
+    } else {
+        crate::git::worktree::last_commit_time(workdir, &rel)?
+    };
+    Some((now - changed).max(0) / 86_400)
+}
