@@ -467,6 +467,37 @@ pub fn links_leaving_scope(scope: &Scope, changes: &[Change]) -> Vec<String> {
         .collect()
 }
 
+/// A live run, as far as the paths it holds go.
+pub struct Holder<'a> {
+    pub run: &'a str,
+    pub task: &'a str,
+    pub scope: &'a [String],
+}
+
+/// One warning per staged path that a live run's scope holds.
+pub fn held_paths(runs: &[Holder], changes: &[Change]) -> Vec<String> {
+    let mut out = Vec::new();
+    for run in runs {
+        let Ok(scope) = Scope::new(run.scope) else {
+            continue;
+        };
+        for change in changes {
+            if let Ok(path) = normalize_path(&change.path)
+                && scope.contains(&path)
+            {
+                out.push(format!(
+                    "{} is held by in-flight run {} (task {}, scope {})",
+                    change.path,
+                    run.run,
+                    run.task,
+                    run.scope.join(", ")
+                ));
+            }
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -658,5 +689,30 @@ mod tests {
             v[0].to_string(),
             "a.txt (added) is outside the write scope (the run has none)"
         );
+    }
+
+    #[test]
+    fn a_staged_path_a_live_run_holds_is_named_once_per_holder() {
+        let api = vec!["src/api/**".to_string()];
+        let docs = vec!["docs/**".to_string()];
+        let holders = [
+            Holder {
+                run: "r1",
+                task: "api",
+                scope: &api,
+            },
+            Holder {
+                run: "r2",
+                task: "docs",
+                scope: &docs,
+            },
+        ];
+        let changes = [
+            change("src/api/x.rs", ChangeKind::Modified),
+            change("README.md", ChangeKind::Modified),
+        ];
+        let held = held_paths(&holders, &changes);
+        assert_eq!(held.len(), 1, "{held:?}");
+        assert!(held[0].starts_with("src/api/x.rs is held by in-flight run r1 (task api"));
     }
 }

@@ -8,6 +8,7 @@ pub mod integrate;
 pub mod ledger;
 pub mod output;
 pub mod plans;
+pub mod post_merge;
 pub mod process;
 pub mod prompt;
 pub mod queue;
