@@ -2,13 +2,13 @@
 //! `$CREW_VERIFIER_DIR`; reward from `reward.json`'s `reward` or `reward.txt` there, else
 //! 1.0 for exit 0 and 0.0 otherwise; pass is reward >= 1.0.
 
-use std::path::Path;
-use std::time::Instant;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
 
 use anyhow::Context;
 
 use super::process::{Ended, Spec, start};
-use crate::core::record::Verify;
+use crate::core::record::{Outcome, Verify};
 
 /// How verification ended.
 pub enum Verified {
@@ -175,6 +175,169 @@ fn read_reward(dir: &Path) -> Result<Option<f64>, String> {
         }
         Err(_) => Ok(None),
     }
+}
+
+/// Why `git crew verify` cannot verify a run; nothing was run.
+#[derive(Debug)]
+pub enum Refusal {
+    NoSeal(String),
+    /// The record disagrees with the seal on these fields.
+    Tampered {
+        run: String,
+        differs: Vec<String>,
+    },
+    BranchGone {
+        run: String,
+        branch: String,
+    },
+    /// The worktree's administration cannot be put back.
+    Administration {
+        run: String,
+        why: String,
+    },
+    /// git cannot read the worktree.
+    Unreadable {
+        run: String,
+        why: String,
+    },
+    /// The worktree holds uncommitted changes: they are not the commit.
+    Dirty {
+        run: String,
+        worktree: PathBuf,
+    },
+}
+
+/// `git crew verify`: runs `command` again on the commit recorded for a finished run —
+/// in its worktree when it is there, clean, at that commit, else in a throwaway checkout
+/// — and records the verdict (sealed first). Returns the verdict and the updated record.
+pub fn again(
+    repo: &crate::git::Repository,
+    repo_dir: &Path,
+    store: &crate::state::runs::RunStore,
+    mut record: crate::core::record::RunRecord,
+    command: &str,
+) -> anyhow::Result<Result<(Verified, crate::core::record::RunRecord), Refusal>> {
+    let id = record.run.clone();
+    // The facts come from the seal: a record changed after dispatch is not verified.
+    let Some(sealed) = crate::git::seal::read(repo, &id)? else {
+        return Ok(Err(Refusal::NoSeal(id)));
+    };
+    let differs = sealed.differences(&record);
+    if !differs.is_empty() {
+        return Ok(Err(Refusal::Tampered {
+            run: id,
+            differs: differs.iter().map(ToString::to_string).collect(),
+        }));
+    }
+    // What is verified is the commit that is recorded: the branch's tip, checked out
+    // clean — in the worktree when it is there at that commit, else in a throwaway one.
+    let Some(tip) = crate::git::merge::branch_tip(repo, &sealed.branch)? else {
+        return Ok(Err(Refusal::BranchGone {
+            run: id,
+            branch: sealed.branch.clone(),
+        }));
+    };
+    let worktree = PathBuf::from(&sealed.worktree);
+    let in_worktree = if worktree.exists() {
+        // The administration is put back as dispatch wrote it before git runs there.
+        let identity = crate::core::scope::RunIdentity {
+            run: sealed.run.clone(),
+            task: sealed.task.clone(),
+            role: sealed.role.clone(),
+            scope: sealed.scope.clone(),
+        };
+        let tree =
+            match crate::git::worktree::RunTree::restore(repo.common_dir(), &worktree, &identity) {
+                Ok(tree) => tree,
+                Err(e) => {
+                    return Ok(Err(Refusal::Administration {
+                        run: id,
+                        why: format!("{e:#}"),
+                    }));
+                }
+            };
+        match tree.is_dirty() {
+            Ok(false) => {}
+            Ok(true) => return Ok(Err(Refusal::Dirty { run: id, worktree })),
+            Err(e) => {
+                return Ok(Err(Refusal::Unreadable {
+                    run: id,
+                    why: format!("{e:#}"),
+                }));
+            }
+        }
+        tree.head(repo) == Some(tip)
+    } else {
+        false
+    };
+    let dir = store.run_dir(&record.run);
+    let transcript = record
+        .transcript
+        .clone()
+        .map_or_else(|| dir.join("verify.log"), PathBuf::from);
+    let deadline = Instant::now() + Duration::from_secs(record.budget_s.max(60));
+    let verifier_dir = crate::core::layout::verifier_again(&dir);
+    let fence = super::fence::base_for(&record, &dir)?;
+    // What the verify command starts comes back to this process and goes when it ends;
+    // Ctrl-C stops it (and removes a throwaway checkout) before this exits.
+    crate::sys::process::become_subreaper();
+    let verdict = if in_worktree {
+        let common = repo.common_dir().to_path_buf();
+        let fence = fence
+            .map(|base| super::fence::for_checkout(&common, &worktree, &verifier_dir, base))
+            .transpose()?;
+        run(
+            &record.run,
+            command,
+            &worktree,
+            &verifier_dir,
+            &transcript,
+            deadline,
+            fence.as_ref(),
+        )
+    } else {
+        in_throwaway(
+            &record.run,
+            repo_dir,
+            &dir.join(crate::core::layout::VERIFY_CHECKOUT),
+            tip,
+            command,
+            &verifier_dir,
+            &transcript,
+            deadline,
+            fence,
+        )
+    }?;
+    match &verdict {
+        Verified::Done(result) => {
+            record.verify_command = Some(command.to_string());
+            record.verify = Some(result.clone());
+            record.verified_tip = Some(tip.to_string());
+            let was = record.outcome;
+            if matches!(was, Some(Outcome::Pass) | Some(Outcome::Fail)) {
+                let outcome = if result.passed {
+                    Outcome::Pass
+                } else {
+                    Outcome::Fail
+                };
+                record.outcome = Some(outcome);
+                record.phase = outcome.final_phase();
+            }
+            record.decision = Some(format!(
+                "verify run again by git crew verify: {} (reward {})",
+                if result.passed { "passed" } else { "failed" },
+                result.reward
+            ));
+            record.discrepancies = record.find_discrepancies();
+            // The new verdict (and a verify command the lead gave) is sealed first.
+            let mut resealed = sealed.clone();
+            resealed.verify_command = record.verify_command.clone();
+            crate::git::seal::write(repo, &resealed.with_verdict(&record))?;
+            store.update_record(&record)?;
+        }
+        Verified::Timeout => {}
+    }
+    Ok(Ok((verdict, record)))
 }
 
 #[cfg(test)]
