@@ -10,7 +10,7 @@ use super::error::{CrewError, ErrorKind, Result};
 use super::flight::{RoutingArgs, resolve};
 use super::ui::Report;
 use crate::core::plan::{Blocker, Plan};
-use crate::run::dispatch::{self, Refusal, Request};
+use crate::run::dispatch::{self, Request};
 
 const EXAMPLES: &str = "Examples:\n  git crew dispatch --task routes --scope 'src/routes/**' --prompt 'Add the /crew routes.'\n  git crew dispatch --task audit --role review --prompt-file docs/review.md --backend claude\n  git crew dispatch --task fix-login --scope src/auth/ --prompt-file task.md --verify 'cargo test auth' --wait";
 
@@ -175,7 +175,7 @@ pub fn run(ctx: &CommandContext, args: DispatchArgs) -> Result<Report> {
         args.dry_run,
     )
     .map_err(CrewError::internal)?
-    .map_err(refusal)?;
+    .map_err(CrewError::from)?;
     let plan = &started.plan;
     let Some(record) = started.record else {
         let record = &plan.record;
@@ -361,47 +361,6 @@ impl<'a> Directive<'a> {
             attach: format!("git crew attach {} --session <ID>", record.run),
             deliver: format!("git crew deliver {} --reply-file <FILE>", record.run),
         }
-    }
-}
-
-/// A dispatch refusal as the error SPEC §2 names for it.
-pub fn refusal(r: Refusal) -> CrewError {
-    match r {
-        Refusal::Usage(m) => CrewError::usage("dispatch-invalid", m),
-        Refusal::Config { message, hint } => {
-            CrewError::usage("backend-unavailable", message).hinted(hint)
-        }
-        Refusal::State(m) => CrewError::new(ErrorKind::Refused, "dispatch-refused", m)
-            .hinted("`git crew status` shows the in-flight runs"),
-        Refusal::HumanReport {
-            task, model, filed, ..
-        } => {
-            let err = CrewError::new(
-                ErrorKind::Attention,
-                "human-report",
-                format!("task {task} reached its failure limit with {model} at the top tier: no further try"),
-            );
-            match filed {
-                Some(path) => err.hinted(format!("read the human report at {}", path.display())),
-                None => err,
-            }
-        }
-        Refusal::Busy(m) => CrewError::new(ErrorKind::Refused, "dispatch-busy", m)
-            .hinted("another dispatch is under way; try again"),
-        Refusal::Nests { task, other } => CrewError::new(
-            ErrorKind::Refused,
-            "task-nests",
-            format!(
-                "task `{task}` and task `{other}` nest (crew/{task}/ and crew/{other}/): a worker of one could write the other's branches"
-            ),
-        )
-        .hinted("give the task an id that is not a folder of another task's id, nor under one"),
-        Refusal::Sandbox(m) => CrewError::usage("sandbox-invalid", m),
-        Refusal::NotInitialised => CrewError::usage(
-            "not-initialised",
-            "extensions.worktreeConfig is off: a run worktree could not carry its own identity and hooks",
-        )
-        .hinted("run `git crew init` once in this repository"),
     }
 }
 

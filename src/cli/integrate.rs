@@ -5,11 +5,11 @@ use clap::Args;
 use serde_json::json;
 
 use super::context::CommandContext;
-use super::error::{CrewError, ErrorKind, Result};
+use super::error::{CrewError, Result};
 use super::flight::{RoutingArgs, resolve};
 use super::runs;
 use super::ui::Report;
-use crate::run::integrate::{self, Refusal, Request};
+use crate::run::integrate::{self, Request};
 
 /// Integrate a finished, verified run: audit its branch against its scope, merge it onto
 /// the target's current tip away from your checkout (verifying the merged tree again when
@@ -110,7 +110,7 @@ pub fn run(ctx: &CommandContext, args: IntegrateArgs) -> Result<Report> {
     crate::sys::process::become_subreaper();
     let done = integrate::integrate(&repo_dir, repo, &store, &request)
         .map_err(CrewError::from_run)?
-        .map_err(refusal)?;
+        .map_err(CrewError::from)?;
     let forced = if done
         .record
         .integration
@@ -190,62 +190,4 @@ pub fn run(ctx: &CommandContext, args: IntegrateArgs) -> Result<Report> {
 /// `Name <email>` of whoever integrates (the configured committer).
 fn identity(repo: &crate::git::Repository) -> String {
     crate::git::config::committer(repo).unwrap_or_else(|| "unknown".to_string())
-}
-
-fn refusal(r: Refusal) -> CrewError {
-    match r {
-        Refusal::NotFound(m) => CrewError::new(ErrorKind::NotFound, "run-not-found", m)
-            .hinted("`git crew status` lists the runs"),
-        Refusal::Live(m) => CrewError::new(ErrorKind::Refused, "run-in-flight", m)
-            .hinted("`git crew wait RUN` first"),
-        Refusal::Unverified(m) => CrewError::new(ErrorKind::Check, "unverified", m)
-            .hinted("`git crew verify RUN` runs its verify command again (`--command CMD` gives one to a run that has none); --force-unverified integrates anyway, and the note says so"),
-        Refusal::Scope(paths) => CrewError::new(
-            ErrorKind::Check,
-            "scope-violation",
-            "the run's branch changed paths outside its scope; nothing was integrated",
-        )
-        .with_details(paths)
-        .hinted("the outcome is recorded as scope-reject in the ledger"),
-        Refusal::AlreadyIntegrated(m) => CrewError::new(ErrorKind::Refused, "already-integrated", m)
-            .hinted("`git crew show RUN` has its integration; `git notes --ref=crew show <commit>` its record"),
-        Refusal::Tampered(m) => CrewError::new(ErrorKind::Check, "record-tampered", m)
-            .hinted("nothing was integrated; `git cat-file -p refs/crew/sealed/RUN` shows what dispatch sealed"),
-        Refusal::Rewritten(m) => CrewError::new(ErrorKind::Refused, "run-rewritten", m)
-            .hinted("its commits stay on the branch and in refs/crew/attempts; dispatch the task again from the current base"),
-        Refusal::Nothing(m) => CrewError::new(ErrorKind::Refused, "nothing-to-integrate", m)
-            .hinted("`git crew show RUN` has its footer; its manifest is beside its record"),
-        Refusal::NoTarget(m) => CrewError::new(ErrorKind::NotFound, "target-not-found", m)
-            .hinted("`git branch` lists the branches; --into BRANCH names one"),
-        Refusal::Dirty(wt) => CrewError::new(
-            ErrorKind::Refused,
-            "dirty-checkout",
-            format!(
-                "the target is checked out in {} with uncommitted changes; nothing was integrated",
-                wt.display()
-            ),
-        )
-        .hinted("commit or stash them, then integrate again"),
-        Refusal::Checkout(wt, why) => CrewError::new(
-            ErrorKind::Refused,
-            "checkout-refused",
-            format!(
-                "the target is checked out in {} and git would not fast-forward it; nothing was integrated",
-                wt.display()
-            ),
-        )
-        .with_details(vec![why])
-        .hinted("move the files in its way, then integrate again"),
-        Refusal::Conflict { into, paths } => CrewError::new(
-            ErrorKind::Refused,
-            "merge-conflict",
-            format!("the run does not merge cleanly onto {into}; {into}, your checkout and the run's branch are untouched"),
-        )
-        .with_details(paths)
-        .hinted("dispatch a follow-up run with --base pointing at the target, or merge by hand"),
-        Refusal::MergedVerify(m) => CrewError::new(ErrorKind::Check, "verify-failed", m),
-        Refusal::KeptMoving(m) => CrewError::new(ErrorKind::Refused, "target-kept-moving", m)
-            .hinted("commits keep landing on the target; integrate again when it is quiet"),
-        Refusal::BadState(m) => CrewError::usage("state-file-invalid", m),
-    }
 }

@@ -17,6 +17,7 @@ pub mod integrate;
 pub mod ledger;
 pub mod native;
 pub mod plan;
+pub mod refusals;
 pub mod runs;
 pub mod show;
 pub mod status;

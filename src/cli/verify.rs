@@ -57,7 +57,7 @@ pub fn run(ctx: &CommandContext, args: VerifyArgs) -> Result<Report> {
     let repo = ctx.repo()?;
     let (verdict, record) = verify::again(repo, ctx.workdir()?, &store, record, &command)
         .map_err(CrewError::from_run)?
-        .map_err(refusal)?;
+        .map_err(CrewError::from)?;
     let passed = matches!(&verdict, Verified::Done(result) if result.passed);
     let timed_out = matches!(verdict, Verified::Timeout);
     let human = if timed_out {
@@ -113,46 +113,4 @@ struct Output<'a> {
     timed_out: bool,
     phase: crate::core::record::Phase,
     outcome: Option<Outcome>,
-}
-
-/// Why a verify cannot run, as the error SPEC §2 names for it.
-fn refusal(r: verify::Refusal) -> CrewError {
-    let fresh = "remove the run's worktree; verify then checks the commit out afresh";
-    match r {
-        verify::Refusal::NoSeal(run) => CrewError::check(
-            "record-tampered",
-            format!("run {run} has no seal: nothing vouches for its record"),
-        ),
-        verify::Refusal::Tampered { run, differs } => CrewError::check(
-            "record-tampered",
-            format!(
-                "run {run}'s record disagrees with its seal on {}",
-                differs.join(", ")
-            ),
-        ),
-        verify::Refusal::BranchGone { run, branch } => CrewError::new(
-            ErrorKind::NotFound,
-            "branch-gone",
-            format!("run {run}'s branch {branch} is gone"),
-        ),
-        verify::Refusal::Administration { run, why } => CrewError::check(
-            "worktree-tampered",
-            format!("run {run}'s worktree administration cannot be restored: {why}"),
-        )
-        .hinted(fresh),
-        verify::Refusal::Unreadable { run, why } => CrewError::check(
-            "worktree-tampered",
-            format!("git cannot read run {run}'s worktree: {why}"),
-        )
-        .hinted(fresh),
-        verify::Refusal::Dirty { run, worktree } => CrewError::new(
-            ErrorKind::Refused,
-            "worktree-dirty",
-            format!(
-                "run {run}'s worktree {} has uncommitted changes: what would be verified is not the commit",
-                worktree.display()
-            ),
-        )
-        .hinted("commit them to the run's branch or discard them, then verify again"),
-    }
 }

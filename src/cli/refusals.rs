@@ -1,0 +1,158 @@
+//! How the refusals of `run/` render as errors: each with the kind that gives its exit
+//! code (SPEC §2), its error code and a hint that says what to do next. One place, so a
+//! refusal means the same wherever a command meets it.
+
+use super::error::{CrewError, ErrorKind};
+use crate::core::dispatch;
+use crate::core::integrate;
+use crate::run::verify;
+
+/// A dispatch refusal as the error SPEC §2 names for it.
+impl From<dispatch::Refusal> for CrewError {
+    fn from(r: dispatch::Refusal) -> CrewError {
+        use dispatch::Refusal;
+        match r {
+        Refusal::Usage(m) => CrewError::usage("dispatch-invalid", m),
+        Refusal::Config { message, hint } => {
+            CrewError::usage("backend-unavailable", message).hinted(hint)
+        }
+        Refusal::State(m) => CrewError::new(ErrorKind::Refused, "dispatch-refused", m)
+            .hinted("`git crew status` shows the in-flight runs"),
+        Refusal::HumanReport {
+            task, model, filed, ..
+        } => {
+            let err = CrewError::new(
+                ErrorKind::Attention,
+                "human-report",
+                format!("task {task} reached its failure limit with {model} at the top tier: no further try"),
+            );
+            match filed {
+                Some(path) => err.hinted(format!("read the human report at {}", path.display())),
+                None => err,
+            }
+        }
+        Refusal::Busy(m) => CrewError::new(ErrorKind::Refused, "dispatch-busy", m)
+            .hinted("another dispatch is under way; try again"),
+        Refusal::Nests { task, other } => CrewError::new(
+            ErrorKind::Refused,
+            "task-nests",
+            format!(
+                "task `{task}` and task `{other}` nest (crew/{task}/ and crew/{other}/): a worker of one could write the other's branches"
+            ),
+        )
+        .hinted("give the task an id that is not a folder of another task's id, nor under one"),
+        Refusal::Sandbox(m) => CrewError::usage("sandbox-invalid", m),
+        Refusal::NotInitialised => CrewError::usage(
+            "not-initialised",
+            "extensions.worktreeConfig is off: a run worktree could not carry its own identity and hooks",
+        )
+        .hinted("run `git crew init` once in this repository"),
+    }
+    }
+}
+
+impl From<integrate::Refusal> for CrewError {
+    fn from(r: integrate::Refusal) -> CrewError {
+        use integrate::Refusal;
+        match r {
+        Refusal::NotFound(m) => CrewError::new(ErrorKind::NotFound, "run-not-found", m)
+            .hinted("`git crew status` lists the runs"),
+        Refusal::Live(m) => CrewError::new(ErrorKind::Refused, "run-in-flight", m)
+            .hinted("`git crew wait RUN` first"),
+        Refusal::Unverified(m) => CrewError::new(ErrorKind::Check, "unverified", m)
+            .hinted("`git crew verify RUN` runs its verify command again (`--command CMD` gives one to a run that has none); --force-unverified integrates anyway, and the note says so"),
+        Refusal::Scope(paths) => CrewError::new(
+            ErrorKind::Check,
+            "scope-violation",
+            "the run's branch changed paths outside its scope; nothing was integrated",
+        )
+        .with_details(paths)
+        .hinted("the outcome is recorded as scope-reject in the ledger"),
+        Refusal::AlreadyIntegrated(m) => CrewError::new(ErrorKind::Refused, "already-integrated", m)
+            .hinted("`git crew show RUN` has its integration; `git notes --ref=crew show <commit>` its record"),
+        Refusal::Tampered(m) => CrewError::new(ErrorKind::Check, "record-tampered", m)
+            .hinted("nothing was integrated; `git cat-file -p refs/crew/sealed/RUN` shows what dispatch sealed"),
+        Refusal::Rewritten(m) => CrewError::new(ErrorKind::Refused, "run-rewritten", m)
+            .hinted("its commits stay on the branch and in refs/crew/attempts; dispatch the task again from the current base"),
+        Refusal::Nothing(m) => CrewError::new(ErrorKind::Refused, "nothing-to-integrate", m)
+            .hinted("`git crew show RUN` has its footer; its manifest is beside its record"),
+        Refusal::NoTarget(m) => CrewError::new(ErrorKind::NotFound, "target-not-found", m)
+            .hinted("`git branch` lists the branches; --into BRANCH names one"),
+        Refusal::Dirty(wt) => CrewError::new(
+            ErrorKind::Refused,
+            "dirty-checkout",
+            format!(
+                "the target is checked out in {} with uncommitted changes; nothing was integrated",
+                wt.display()
+            ),
+        )
+        .hinted("commit or stash them, then integrate again"),
+        Refusal::Checkout(wt, why) => CrewError::new(
+            ErrorKind::Refused,
+            "checkout-refused",
+            format!(
+                "the target is checked out in {} and git would not fast-forward it; nothing was integrated",
+                wt.display()
+            ),
+        )
+        .with_details(vec![why])
+        .hinted("move the files in its way, then integrate again"),
+        Refusal::Conflict { into, paths } => CrewError::new(
+            ErrorKind::Refused,
+            "merge-conflict",
+            format!("the run does not merge cleanly onto {into}; {into}, your checkout and the run's branch are untouched"),
+        )
+        .with_details(paths)
+        .hinted("dispatch a follow-up run with --base pointing at the target, or merge by hand"),
+        Refusal::MergedVerify(m) => CrewError::new(ErrorKind::Check, "verify-failed", m),
+        Refusal::KeptMoving(m) => CrewError::new(ErrorKind::Refused, "target-kept-moving", m)
+            .hinted("commits keep landing on the target; integrate again when it is quiet"),
+        Refusal::BadState(m) => CrewError::usage("state-file-invalid", m),
+    }
+    }
+}
+
+/// Why a verify cannot run, as the error SPEC §2 names for it.
+impl From<verify::Refusal> for CrewError {
+    fn from(r: verify::Refusal) -> CrewError {
+        use verify::Refusal;
+        let fresh = "remove the run's worktree; verify then checks the commit out afresh";
+        match r {
+        Refusal::NoSeal(run) => CrewError::check(
+            "record-tampered",
+            format!("run {run} has no seal: nothing vouches for its record"),
+        ),
+        Refusal::Tampered { run, differs } => CrewError::check(
+            "record-tampered",
+            format!(
+                "run {run}'s record disagrees with its seal on {}",
+                differs.join(", ")
+            ),
+        ),
+        Refusal::BranchGone { run, branch } => CrewError::new(
+            ErrorKind::NotFound,
+            "branch-gone",
+            format!("run {run}'s branch {branch} is gone"),
+        ),
+        Refusal::Administration { run, why } => CrewError::check(
+            "worktree-tampered",
+            format!("run {run}'s worktree administration cannot be restored: {why}"),
+        )
+        .hinted(fresh),
+        Refusal::Unreadable { run, why } => CrewError::check(
+            "worktree-tampered",
+            format!("git cannot read run {run}'s worktree: {why}"),
+        )
+        .hinted(fresh),
+        Refusal::Dirty { run, worktree } => CrewError::new(
+            ErrorKind::Refused,
+            "worktree-dirty",
+            format!(
+                "run {run}'s worktree {} has uncommitted changes: what would be verified is not the commit",
+                worktree.display()
+            ),
+        )
+        .hinted("commit them to the run's branch or discard them, then verify again"),
+    }
+    }
+}
