@@ -3,14 +3,14 @@
 use std::path::PathBuf;
 
 use clap::Args;
-use serde_json::json;
 
 use super::context::CommandContext;
 use super::error::{CrewError, ErrorKind, Result};
 use super::flight::{RoutingArgs, resolve};
 use super::ui::Report;
+use crate::core::dispatch::{Dispatched, DryRun, Flags, PromptSource, prompt_source, request};
 use crate::core::plan::{Blocker, Plan};
-use crate::run::dispatch::{self, Request};
+use crate::run::dispatch;
 
 const EXAMPLES: &str = "Examples:\n  git crew dispatch --task routes --scope 'src/routes/**' --prompt 'Add the /crew routes.'\n  git crew dispatch --task audit --role review --prompt-file docs/review.md --backend claude\n  git crew dispatch --task fix-login --scope src/auth/ --prompt-file task.md --verify 'cargo test auth' --wait";
 
@@ -101,70 +101,46 @@ pub fn run(ctx: &CommandContext, args: DispatchArgs) -> Result<Report> {
         None => None,
     };
     let task = from_plan.as_ref().map(|(_, t)| t);
-    let prompt = match (&args.prompt, &args.prompt_file) {
-        (Some(text), _) => text.clone(),
-        (None, Some(file)) => read_prompt(&ctx.cwd.join(file))?,
-        (None, None) => match task {
-            Some(t) => match (&t.prompt, &t.prompt_file) {
-                (Some(text), _) => text.clone(),
-                (None, Some(file)) => read_prompt(&repo_dir.join(file))?,
-                (None, None) => {
-                    return Err(CrewError::usage(
-                        "no-prompt",
-                        format!("task {} of the plan has no prompt or prompt_file", t.id),
-                    )
-                    .hinted("add one to the plan, or pass --prompt / --prompt-file"));
-                }
-            },
-            None => unreachable!("clap requires --prompt, --prompt-file or --plan"),
-        },
-    };
-    let prompt = match &from_plan {
-        Some((plan, t)) => format!(
-            "Plan {} (.crew/plans/{}.toml), task {}, wave {}.\n\n{prompt}",
-            plan.id, plan.id, t.id, t.wave
-        ),
-        None => prompt,
+    let prompt = match prompt_source(args.prompt.as_deref(), args.prompt_file.as_deref(), task) {
+        PromptSource::Text(text) => text,
+        PromptSource::FlagFile(file) => read_prompt(&ctx.cwd.join(file))?,
+        PromptSource::TaskFile(file) => read_prompt(&repo_dir.join(file))?,
+        PromptSource::Missing => {
+            return Err(CrewError::usage(
+                "no-prompt",
+                format!(
+                    "task {} of the plan has no prompt or prompt_file",
+                    args.task
+                ),
+            )
+            .hinted("add one to the plan, or pass --prompt / --prompt-file"));
+        }
     };
     let base_rev = args.base.clone().unwrap_or_else(|| "HEAD".into());
     let base = crate::git::worktree::rev_parse(&repo_dir, &base_rev).map_err(|e| {
         CrewError::usage("bad-base", e.to_string()).hinted("--base takes a branch, tag or commit")
     })?;
-    let base_ref = base_branch(repo, args.base.as_deref());
     let store = super::runs::settled(ctx)?;
-    let request = Request {
-        base_ref,
+    let flags = Flags {
+        base_ref: base_branch(repo, args.base.as_deref()),
         task: args.task.clone(),
-        prompt,
-        scope: if args.scope.is_empty() {
-            task.map(|t| t.scope.clone()).unwrap_or_default()
-        } else {
-            args.scope.clone()
-        },
-        role: args
-            .role
-            .clone()
-            .or(task.map(|t| t.role.clone()))
-            .unwrap_or_else(|| "implement".into()),
-        verify: args.verify.clone().or(task.and_then(|t| t.verify.clone())),
-        plan: from_plan.as_ref().map(|(p, _)| p.id.clone()),
-        size_h: args.size.or(task.and_then(|t| t.size)),
-        scope_changed: task.is_some_and(|t| !args.scope.is_empty() && args.scope != t.scope),
-        worker: args.worker.clone().or(task.and_then(|t| t.worker.clone())),
+        scope: args.scope.clone(),
+        role: args.role.clone(),
+        verify: args.verify.clone(),
+        size_h: args.size,
+        worker: args.worker.clone(),
         backend: args.routing.backend.clone(),
         model: args.routing.model.clone(),
         effort: args.routing.effort.clone(),
         time_budget: args.routing.time_budget.clone(),
         queue: args.queue,
         continue_until_pass: args.continue_until_pass,
-        transcripts: args.transcripts.as_ref().map(|d| {
-            if d.is_empty() {
-                PathBuf::new()
-            } else {
-                ctx.cwd.join(d)
-            }
+        transcripts: args.transcripts.as_ref().map(|d| match d.is_empty() {
+            true => PathBuf::new(),
+            false => ctx.cwd.join(d),
         }),
     };
+    let request = request(flags, prompt, from_plan.as_ref().map(|(p, t)| (p, t)));
     let started = dispatch::start(
         repo,
         &repo_dir,
@@ -193,24 +169,7 @@ pub fn run(ctx: &CommandContext, args: DispatchArgs) -> Result<Report> {
                 ""
             }
         );
-        let output = DryRun {
-            dry_run: true,
-            task: &record.task,
-            role: &record.role,
-            phase: record.phase,
-            fence: &record.fence,
-            branch: format!("crew/{}/<run>", record.task),
-            base: &record.base,
-            backend: &record.backend,
-            model: &record.model,
-            effort: &record.effort,
-            tier: &record.tier,
-            scope: &record.scope,
-            budget_s: record.budget_s,
-            verify: &record.verify_command,
-            escalated_from: &plan.escalated_from,
-            warnings: &warnings,
-        };
+        let output = DryRun::of(record, &plan.escalated_from, &warnings);
         return Ok(Report::of(&output, human));
     };
     if args.wait {
@@ -222,26 +181,7 @@ pub fn run(ctx: &CommandContext, args: DispatchArgs) -> Result<Report> {
             None,
         );
     }
-    let session_plan = record.worker.as_ref().map(|worker| {
-        let last = crate::state::sessions::load(store.root())
-            .workers
-            .get(worker)
-            .filter(|s| s.backend == record.backend)
-            .map(|s| s.session.clone());
-        let reuse = flight
-            .backends
-            .get(&record.backend)
-            .and_then(|b| b.session_reuse)
-            .unwrap_or(true);
-        crate::core::dispatch::session_plan(
-            worker,
-            &record.adapter,
-            &record.backend,
-            crate::state::sessions::resumable_across_worktrees(&record.adapter),
-            reuse,
-            last.as_deref(),
-        )
-    });
+    let session_plan = dispatch::session_plan(&store, &flight, &record);
     let split_advice = crate::run::ledger::split_advice(repo, &record);
     warnings.extend(split_advice.clone());
     for warning in &warnings {
@@ -252,116 +192,13 @@ pub fn run(ctx: &CommandContext, args: DispatchArgs) -> Result<Report> {
         record.run, record.task, record.backend, record.worktree
     );
     let output = Dispatched {
-        run: &record.run,
-        task: &record.task,
-        role: &record.role,
-        phase: record.phase,
-        fence: &record.fence,
-        worktree: &record.worktree,
-        branch: &record.branch,
-        base: &record.base,
-        backend: &record.backend,
-        model: &record.model,
-        effort: &record.effort,
-        tier: &record.tier,
-        scope: &record.scope,
-        deadline: &record.deadline,
         stale_days,
-        worker: &record.worker,
         session_plan,
         split_advice,
         warnings: &warnings,
-        escalated_from: &plan.escalated_from,
-        directive: (record.adapter == "native").then(|| Directive::of(&record)),
+        ..Dispatched::of(&record, &plan.escalated_from)
     };
     Ok(Report::of(&output, human))
-}
-
-/// What `dispatch --dry-run` prints: the run that would start.
-#[derive(serde::Serialize)]
-struct DryRun<'a> {
-    dry_run: bool,
-    task: &'a str,
-    role: &'a str,
-    phase: crate::core::record::Phase,
-    fence: &'a Option<String>,
-    branch: String,
-    base: &'a str,
-    backend: &'a str,
-    model: &'a Option<String>,
-    effort: &'a Option<String>,
-    tier: &'a Option<String>,
-    scope: &'a [String],
-    budget_s: u64,
-    verify: &'a Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    escalated_from: &'a Option<crate::core::dispatch::Escalation>,
-    #[serde(skip_serializing_if = "<[String]>::is_empty")]
-    warnings: &'a [String],
-}
-
-/// What `dispatch` prints (SPEC §2 `dispatch`).
-#[derive(serde::Serialize)]
-struct Dispatched<'a> {
-    run: &'a str,
-    task: &'a str,
-    role: &'a str,
-    phase: crate::core::record::Phase,
-    fence: &'a Option<String>,
-    worktree: &'a str,
-    branch: &'a str,
-    base: &'a str,
-    backend: &'a str,
-    model: &'a Option<String>,
-    effort: &'a Option<String>,
-    tier: &'a Option<String>,
-    scope: &'a [String],
-    deadline: &'a str,
-    /// Days since the plan file changed, when it is stale.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    stale_days: Option<i64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    worker: &'a Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    session_plan: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    split_advice: Option<String>,
-    #[serde(skip_serializing_if = "<[String]>::is_empty")]
-    warnings: &'a [String],
-    #[serde(skip_serializing_if = "Option::is_none")]
-    escalated_from: &'a Option<crate::core::dispatch::Escalation>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    directive: Option<Directive<'a>>,
-}
-
-/// What the lead does with a `native` run: its own sub-task, in the run's worktree.
-#[derive(serde::Serialize)]
-struct Directive<'a> {
-    worktree: &'a str,
-    prompt_file: &'a str,
-    manifest: &'a str,
-    fences: serde_json::Value,
-    attach: String,
-    deliver: String,
-}
-
-impl<'a> Directive<'a> {
-    fn of(record: &'a crate::core::record::RunRecord) -> Directive<'a> {
-        Directive {
-            worktree: &record.worktree,
-            prompt_file: &record.prompt_file,
-            manifest: &record.manifest,
-            fences: json!({
-                "scope": record.scope,
-                "time_budget_s": record.budget_s,
-                "deadline": record.deadline,
-                "delivery": "end the reply with ## Result, ## How to verify, ## Deferred / concerns",
-                "needs_help": "first line NEEDS-HELP: with tried:, options:, leaning:, cost-if-wrong:",
-            }),
-            attach: format!("git crew attach {} --session <ID>", record.run),
-            deliver: format!("git crew deliver {} --reply-file <FILE>", record.run),
-        }
-    }
 }
 
 fn read_prompt(path: &std::path::Path) -> Result<String> {

@@ -6,6 +6,8 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use serde::Serialize;
+
 use crate::core::flight::{AdapterKind, Backend as BackendConfig, Flight, SandboxMode};
 use crate::core::ledger::Row;
 use crate::core::record::{DiffStat, Phase, RunRecord};
@@ -105,6 +107,253 @@ pub fn check_task_id(task: &str) -> Result<(), Refusal> {
 
 /// A worker program that cannot be found, and the config key that names it.
 pub type Missing = (String, &'static str);
+
+/// What the invocation says, before a plan's task fills the gaps.
+#[derive(Debug, Clone, Default)]
+pub struct Flags {
+    pub task: String,
+    pub scope: Vec<String>,
+    pub role: Option<String>,
+    pub verify: Option<String>,
+    pub size_h: Option<f64>,
+    pub worker: Option<String>,
+    pub backend: Option<String>,
+    pub model: Option<String>,
+    pub effort: Option<String>,
+    pub time_budget: Option<String>,
+    pub queue: bool,
+    pub continue_until_pass: bool,
+    pub transcripts: Option<PathBuf>,
+    pub base_ref: Option<String>,
+}
+
+/// Where a dispatch's prompt comes from: the flags, else the plan's task.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PromptSource {
+    Text(String),
+    /// A file named by `--prompt-file` (relative to where the lead stands).
+    FlagFile(PathBuf),
+    /// A file the plan's task names (relative to the repository).
+    TaskFile(PathBuf),
+    /// The plan's task has neither a prompt nor a prompt file.
+    Missing,
+}
+
+/// `--prompt` beats `--prompt-file`, which beats the task's `prompt` and `prompt_file`.
+pub fn prompt_source(
+    prompt: Option<&str>,
+    prompt_file: Option<&Path>,
+    task: Option<&crate::core::plan::Task>,
+) -> PromptSource {
+    match (prompt, prompt_file, task) {
+        (Some(text), _, _) => PromptSource::Text(text.to_string()),
+        (None, Some(file), _) => PromptSource::FlagFile(file.to_path_buf()),
+        (None, None, Some(t)) => match (&t.prompt, &t.prompt_file) {
+            (Some(text), _) => PromptSource::Text(text.clone()),
+            (None, Some(file)) => PromptSource::TaskFile(PathBuf::from(file)),
+            (None, None) => PromptSource::Missing,
+        },
+        (None, None, None) => PromptSource::Missing,
+    }
+}
+
+/// The request: the flags first, then the plan's task, then the defaults (role
+/// `implement`). A task's prompt is headed by where it comes from.
+pub fn request(
+    flags: Flags,
+    prompt: String,
+    from: Option<(&crate::core::plan::Plan, &crate::core::plan::Task)>,
+) -> Request {
+    let task = from.map(|(_, t)| t);
+    let prompt = match from {
+        Some((plan, t)) => format!(
+            "Plan {} (.crew/plans/{}.toml), task {}, wave {}.\n\n{prompt}",
+            plan.id, plan.id, t.id, t.wave
+        ),
+        None => prompt,
+    };
+    Request {
+        scope_changed: task.is_some_and(|t| !flags.scope.is_empty() && flags.scope != t.scope),
+        scope: if flags.scope.is_empty() {
+            task.map(|t| t.scope.clone()).unwrap_or_default()
+        } else {
+            flags.scope
+        },
+        role: flags
+            .role
+            .or(task.map(|t| t.role.clone()))
+            .unwrap_or_else(|| "implement".into()),
+        verify: flags.verify.or(task.and_then(|t| t.verify.clone())),
+        plan: from.map(|(p, _)| p.id.clone()),
+        size_h: flags.size_h.or(task.and_then(|t| t.size)),
+        worker: flags.worker.or(task.and_then(|t| t.worker.clone())),
+        task: flags.task,
+        prompt,
+        backend: flags.backend,
+        model: flags.model,
+        effort: flags.effort,
+        time_budget: flags.time_budget,
+        queue: flags.queue,
+        continue_until_pass: flags.continue_until_pass,
+        transcripts: flags.transcripts,
+        base_ref: flags.base_ref,
+    }
+}
+
+/// What the lead does with a `native` run: its own sub-task, in the run's worktree
+/// (`directive` in `dispatch`'s output).
+#[derive(Debug, Clone, Serialize)]
+pub struct Directive {
+    pub worktree: String,
+    pub prompt_file: String,
+    pub manifest: String,
+    pub fences: DirectiveFences,
+    pub attach: String,
+    pub deliver: String,
+}
+
+/// The fences a native run's directive names.
+#[derive(Debug, Clone, Serialize)]
+pub struct DirectiveFences {
+    pub scope: Vec<String>,
+    pub time_budget_s: u64,
+    pub deadline: String,
+    pub delivery: &'static str,
+    pub needs_help: &'static str,
+}
+
+impl Directive {
+    pub fn of(record: &RunRecord) -> Directive {
+        Directive {
+            worktree: record.worktree.clone(),
+            prompt_file: record.prompt_file.clone(),
+            manifest: record.manifest.clone(),
+            fences: DirectiveFences {
+                scope: record.scope.clone(),
+                time_budget_s: record.budget_s,
+                deadline: record.deadline.clone(),
+                delivery: "end the reply with ## Result, ## How to verify, ## Deferred / concerns",
+                needs_help: "first line NEEDS-HELP: with tried:, options:, leaning:, cost-if-wrong:",
+            },
+            attach: format!("git crew attach {} --session <ID>", record.run),
+            deliver: format!("git crew deliver {} --reply-file <FILE>", record.run),
+        }
+    }
+}
+
+/// What `dispatch --dry-run` prints: the run that would start.
+#[derive(Serialize)]
+pub struct DryRun<'a> {
+    pub dry_run: bool,
+    pub task: &'a str,
+    pub role: &'a str,
+    pub phase: Phase,
+    pub fence: &'a Option<String>,
+    pub branch: String,
+    pub base: &'a str,
+    pub backend: &'a str,
+    pub model: &'a Option<String>,
+    pub effort: &'a Option<String>,
+    pub tier: &'a Option<String>,
+    pub scope: &'a [String],
+    pub budget_s: u64,
+    pub verify: &'a Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub escalated_from: &'a Option<Escalation>,
+    #[serde(skip_serializing_if = "<[String]>::is_empty")]
+    pub warnings: &'a [String],
+}
+
+/// What `dispatch` prints (SPEC §2 `dispatch`).
+#[derive(Serialize)]
+pub struct Dispatched<'a> {
+    pub run: &'a str,
+    pub task: &'a str,
+    pub role: &'a str,
+    pub phase: Phase,
+    pub fence: &'a Option<String>,
+    pub worktree: &'a str,
+    pub branch: &'a str,
+    pub base: &'a str,
+    pub backend: &'a str,
+    pub model: &'a Option<String>,
+    pub effort: &'a Option<String>,
+    pub tier: &'a Option<String>,
+    pub scope: &'a [String],
+    pub deadline: &'a str,
+    /// Days since the plan file changed, when it is stale.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stale_days: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub worker: &'a Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub session_plan: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub split_advice: Option<String>,
+    #[serde(skip_serializing_if = "<[String]>::is_empty")]
+    pub warnings: &'a [String],
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub escalated_from: &'a Option<Escalation>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub directive: Option<Directive>,
+}
+
+impl<'a> DryRun<'a> {
+    pub fn of(
+        record: &'a RunRecord,
+        escalated_from: &'a Option<Escalation>,
+        warnings: &'a [String],
+    ) -> DryRun<'a> {
+        DryRun {
+            dry_run: true,
+            task: &record.task,
+            role: &record.role,
+            phase: record.phase,
+            fence: &record.fence,
+            branch: format!("crew/{}/<run>", record.task),
+            base: &record.base,
+            backend: &record.backend,
+            model: &record.model,
+            effort: &record.effort,
+            tier: &record.tier,
+            scope: &record.scope,
+            budget_s: record.budget_s,
+            verify: &record.verify_command,
+            escalated_from,
+            warnings,
+        }
+    }
+}
+
+impl<'a> Dispatched<'a> {
+    /// The output of a started run; the caller adds what it found beside the record
+    /// (staleness, the session plan, split advice, warnings).
+    pub fn of(record: &'a RunRecord, escalated_from: &'a Option<Escalation>) -> Dispatched<'a> {
+        Dispatched {
+            run: &record.run,
+            task: &record.task,
+            role: &record.role,
+            phase: record.phase,
+            fence: &record.fence,
+            worktree: &record.worktree,
+            branch: &record.branch,
+            base: &record.base,
+            backend: &record.backend,
+            model: &record.model,
+            effort: &record.effort,
+            tier: &record.tier,
+            scope: &record.scope,
+            deadline: &record.deadline,
+            stale_days: None,
+            worker: &record.worker,
+            session_plan: None,
+            split_advice: None,
+            warnings: &[],
+            escalated_from,
+            directive: (record.adapter == "native").then(|| Directive::of(record)),
+        }
+    }
+}
 
 /// What a dispatch decision reads besides the config and the request, gathered before.
 pub struct Facts<'a> {

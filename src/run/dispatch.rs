@@ -170,6 +170,30 @@ pub fn start(
     }))
 }
 
+/// What a standing worker's run does with sessions, when the run has a worker: resume
+/// the worker's last session on this backend, or start afresh, and why.
+pub fn session_plan(store: &RunStore, flight: &Flight, record: &RunRecord) -> Option<String> {
+    let worker = record.worker.as_ref()?;
+    let last = crate::state::sessions::load(store.root())
+        .workers
+        .get(worker)
+        .filter(|s| s.backend == record.backend)
+        .map(|s| s.session.clone());
+    let reuse = flight
+        .backends
+        .get(&record.backend)
+        .and_then(|b| b.session_reuse)
+        .unwrap_or(true);
+    Some(crate::core::dispatch::session_plan(
+        worker,
+        &record.adapter,
+        &record.backend,
+        crate::state::sessions::resumable_across_worktrees(&record.adapter),
+        reuse,
+        last.as_deref(),
+    ))
+}
+
 /// Files a task's human report under `<git-common-dir>/crew/reports/`; where it went.
 pub fn file_report(store: &RunStore, task: &str, report: &str) -> Option<PathBuf> {
     let dir = store.root().join("reports");
