@@ -288,3 +288,137 @@ impl Walk<'_> {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+    use std::process::Command;
+
+    use super::staged_changes;
+    use crate::core::scope::ChangeKind;
+
+    fn git(dir: &Path, args: &[&str]) {
+        let ok = Command::new("git")
+            .args(args)
+            .current_dir(dir)
+            .env("GIT_CONFIG_GLOBAL", "/dev/null")
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .env("GIT_AUTHOR_NAME", "t")
+            .env("GIT_AUTHOR_EMAIL", "t@x")
+            .env("GIT_COMMITTER_NAME", "t")
+            .env("GIT_COMMITTER_EMAIL", "t@x")
+            .status()
+            .unwrap()
+            .success();
+        assert!(ok, "git {args:?}");
+    }
+
+    /// The fixture repository (`git-fixtures/plain.sh`) in a temp folder.
+    fn fixture() -> tempfile::TempDir {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("repo");
+        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("git-fixtures/plain.sh");
+        let ok = Command::new("bash")
+            .arg(script)
+            .arg(&dir)
+            .env("GIT_CONFIG_GLOBAL", "/dev/null")
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .env("GIT_AUTHOR_NAME", "t")
+            .env("GIT_AUTHOR_EMAIL", "t@x")
+            .env("GIT_COMMITTER_NAME", "t")
+            .env("GIT_COMMITTER_EMAIL", "t@x")
+            .status()
+            .unwrap()
+            .success();
+        assert!(ok);
+        tmp
+    }
+
+    /// git's own answer: `git diff --cached --name-status --no-renames`.
+    fn oracle(dir: &Path) -> Vec<(String, String)> {
+        let out = Command::new("git")
+            .args(["diff", "--cached", "--name-status", "--no-renames", "-z"])
+            .current_dir(dir)
+            .output()
+            .unwrap();
+        let text = String::from_utf8(out.stdout).unwrap();
+        let parts: Vec<&str> = text.split('\0').filter(|p| !p.is_empty()).collect();
+        parts
+            .chunks(2)
+            .map(|c| (c[1].to_string(), c[0].to_string()))
+            .collect()
+    }
+
+    fn ours(dir: &Path) -> Vec<(String, String)> {
+        let repo = gix::open(dir).unwrap();
+        let mut out: Vec<(String, String)> = staged_changes(&repo)
+            .unwrap()
+            .into_iter()
+            .map(|c| {
+                let kind = match c.kind {
+                    ChangeKind::Added => "A",
+                    ChangeKind::Deleted => "D",
+                    ChangeKind::Modified | ChangeKind::ModeChanged => "M",
+                    ChangeKind::Unmerged => "U",
+                };
+                (c.path, kind.to_string())
+            })
+            .collect();
+        out.sort();
+        out
+    }
+
+    #[test]
+    fn the_walk_finds_what_git_diff_cached_finds() {
+        let tmp = fixture();
+        let dir = tmp.path().join("repo");
+        assert!(ours(&dir).is_empty(), "a clean index stages nothing");
+        std::fs::write(dir.join("src/routes/a.rs"), "changed\n").unwrap();
+        std::fs::write(dir.join("src/routes/new.rs"), "new\n").unwrap();
+        std::fs::create_dir_all(dir.join("deep/er/still")).unwrap();
+        std::fs::write(dir.join("deep/er/still/x.txt"), "x\n").unwrap();
+        std::fs::remove_file(dir.join("docs/guide.md")).unwrap();
+        git(&dir, &["add", "-A"]);
+        git(&dir, &["update-index", "--chmod=+x", "README.md"]);
+        let mut expected = oracle(&dir);
+        expected.sort();
+        assert_eq!(ours(&dir), expected);
+        assert_eq!(expected.len(), 5, "{expected:?}");
+    }
+
+    #[test]
+    fn a_cache_tree_that_still_matches_head_is_trusted_and_one_that_does_not_is_walked() {
+        let tmp = fixture();
+        let dir = tmp.path().join("repo");
+        // A fresh cache tree for the whole index, then one staged change deep inside it:
+        // git invalidates the cache tree along that path only.
+        git(&dir, &["read-tree", "HEAD"]);
+        std::fs::write(dir.join("src/lib.rs"), "pub mod other;\n").unwrap();
+        git(&dir, &["add", "src/lib.rs"]);
+        assert_eq!(
+            ours(&dir),
+            vec![("src/lib.rs".to_string(), "M".to_string())]
+        );
+        // A commit makes the cache tree whole again: nothing is staged.
+        git(&dir, &["commit", "-q", "-m", "x"]);
+        assert!(ours(&dir).is_empty());
+    }
+
+    #[test]
+    fn an_unborn_branch_stages_every_entry_as_added() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path();
+        git(dir, &["init", "-q", "-b", "main"]);
+        std::fs::write(dir.join("a"), "a\n").unwrap();
+        std::fs::create_dir_all(dir.join("b")).unwrap();
+        std::fs::write(dir.join("b/c"), "c\n").unwrap();
+        git(dir, &["add", "-A"]);
+        assert_eq!(
+            ours(dir),
+            vec![
+                ("a".to_string(), "A".to_string()),
+                ("b/c".to_string(), "A".to_string())
+            ]
+        );
+    }
+}
