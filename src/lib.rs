@@ -1,8 +1,10 @@
 //! git-crew: a git extension that turns a repository into a dispatch floor for coding
 //! agents.
 //!
-//! Every command gathers facts (`git`, `state`), decides in pure code (`core`), then
-//! applies and renders the decision (`git`, `cli::ui`).
+//! Every command gathers facts (`git`, `state`, `sys`), decides in pure code (`core`),
+//! then applies the decision (`git`, `run`) and renders it (`cli`). The modules are
+//! layers, lowest first — `core`, `sys`, `git`, `state`, `run`, `cli` — and each imports
+//! only the ones below it.
 
 pub mod cli;
 pub mod core;

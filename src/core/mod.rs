@@ -1,5 +1,6 @@
 //! Pure decision logic: no gix, no filesystem, no processes. Facts come in as values,
-//! decisions go out as values.
+//! decisions go out as values (a plan, a refusal, a verdict), so each is unit-tested
+//! here and `--dry-run` can print one without applying it.
 
 pub mod attempt;
 pub mod dispatch;

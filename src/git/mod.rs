@@ -1,6 +1,8 @@
 //! The only module that touches gix or spawns `git`. In-process with gix where gix has
 //! the porcelain; the `git` binary (behind [`run::GitRunner`]) for writes to the user's
-//! config and checkout.
+//! config and checkout. Other modules hold a [`Repository`] and [`ObjectId`]s as handles
+//! and pass them back in; they never call gix themselves. Below it are only `core` and
+//! `sys`.
 
 pub mod config;
 pub mod diff;

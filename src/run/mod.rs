@@ -1,5 +1,7 @@
-//! A run's life: dispatch, the supervisor that drives the worker, and the backends that
-//! know each worker CLI.
+//! A run's life, applying what `core` decides: dispatch (gathering the decision's facts
+//! and carrying it out), the scheduler, the supervisor that drives the worker, the
+//! backends that know each worker CLI, verify, integrate, post-merge recording, the
+//! ledger and plans on disk. It never renders: `cli` does.
 
 pub mod backends;
 pub mod dispatch;
