@@ -297,16 +297,22 @@ mod tests {
     use super::staged_changes;
     use crate::core::scope::ChangeKind;
 
-    fn git(dir: &Path, args: &[&str]) {
-        let ok = Command::new("git")
-            .args(args)
-            .current_dir(dir)
-            .env("GIT_CONFIG_GLOBAL", "/dev/null")
+    /// `program` with no user or system git config and a fixed identity.
+    fn hermetic(program: &str) -> Command {
+        let mut cmd = Command::new(program);
+        cmd.env("GIT_CONFIG_GLOBAL", "/dev/null")
             .env("GIT_CONFIG_NOSYSTEM", "1")
             .env("GIT_AUTHOR_NAME", "t")
             .env("GIT_AUTHOR_EMAIL", "t@x")
             .env("GIT_COMMITTER_NAME", "t")
-            .env("GIT_COMMITTER_EMAIL", "t@x")
+            .env("GIT_COMMITTER_EMAIL", "t@x");
+        cmd
+    }
+
+    fn git(dir: &Path, args: &[&str]) {
+        let ok = hermetic("git")
+            .args(args)
+            .current_dir(dir)
             .status()
             .unwrap()
             .success();
@@ -318,15 +324,9 @@ mod tests {
         let tmp = tempfile::tempdir().unwrap();
         let dir = tmp.path().join("repo");
         let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("git-fixtures/plain.sh");
-        let ok = Command::new("bash")
+        let ok = hermetic("bash")
             .arg(script)
             .arg(&dir)
-            .env("GIT_CONFIG_GLOBAL", "/dev/null")
-            .env("GIT_CONFIG_NOSYSTEM", "1")
-            .env("GIT_AUTHOR_NAME", "t")
-            .env("GIT_AUTHOR_EMAIL", "t@x")
-            .env("GIT_COMMITTER_NAME", "t")
-            .env("GIT_COMMITTER_EMAIL", "t@x")
             .status()
             .unwrap()
             .success();
