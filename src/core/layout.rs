@@ -7,6 +7,26 @@ use std::path::{Path, PathBuf};
 pub fn prompt(dir: &Path) -> PathBuf {
     dir.join("prompt.md")
 }
+/// The task's own prompt (without the worker preamble), kept to render the worker
+/// prompt again when a queued run starts.
+pub fn task_prompt(dir: &Path) -> PathBuf {
+    dir.join("task-prompt.md")
+}
+/// Where `git crew verify` archives a verify's output when the run keeps no transcript.
+pub fn verify_log(dir: &Path) -> PathBuf {
+    dir.join("verify.log")
+}
+/// The hooks of run worktrees, under `<git-common-dir>/crew/` (`core.hooksPath` of every
+/// run's worktree config).
+pub fn run_hooks(state_dir: &Path) -> PathBuf {
+    state_dir.join("hooks")
+}
+/// A task's human report, under `<git-common-dir>/crew/`.
+pub fn human_report(state_dir: &Path, task: &str) -> PathBuf {
+    state_dir
+        .join("reports")
+        .join(format!("{}.md", task.replace('/', "_")))
+}
 /// The reply (`$CREW_MANIFEST`).
 pub fn manifest(dir: &Path) -> PathBuf {
     dir.join("manifest.md")

@@ -249,7 +249,7 @@ impl RunTree {
                 0o644,
             )?;
         }
-        let hooks = common_dir.join("crew").join("hooks");
+        let hooks = crate::core::layout::run_hooks(&common_dir.join("crew"));
         write_atomic(&admin.join("commondir"), "../..\n", 0o644)?;
         write_atomic(
             &admin.join("gitdir"),

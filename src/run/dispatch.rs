@@ -161,7 +161,7 @@ pub fn start(
     if dry_run {
         return Ok(Ok(Started { plan, record: None }));
     }
-    let run_hooks = store.root().join("hooks");
+    let run_hooks = crate::core::layout::run_hooks(store.root());
     ensure_run_hooks(&run_hooks, &crate::git::hooks_dir::hooks_dir(repo))?;
     let record = apply(&plan, repo, repo_dir, &run_hooks, store)?;
     Ok(Ok(Started {
@@ -196,9 +196,8 @@ pub fn session_plan(store: &RunStore, flight: &Flight, record: &RunRecord) -> Op
 
 /// Files a task's human report under `<git-common-dir>/crew/reports/`; where it went.
 pub fn file_report(store: &RunStore, task: &str, report: &str) -> Option<PathBuf> {
-    let dir = store.root().join("reports");
-    let path = dir.join(format!("{}.md", task.replace('/', "_")));
-    std::fs::create_dir_all(&dir).ok()?;
+    let path = crate::core::layout::human_report(store.root(), task);
+    std::fs::create_dir_all(path.parent()?).ok()?;
     std::fs::write(&path, report).ok()?;
     Some(path)
 }
@@ -245,7 +244,10 @@ pub fn apply(
             crate::core::layout::backend_config(&run_dir),
             serde_json::to_vec_pretty(&plan.backend)?,
         )?;
-        std::fs::write(run_dir.join("task-prompt.md"), &plan.task_prompt)?;
+        std::fs::write(
+            crate::core::layout::task_prompt(&run_dir),
+            &plan.task_prompt,
+        )?;
         std::fs::write(
             crate::core::layout::fence_extra(&run_dir),
             serde_json::to_vec(&plan.writable)?,

@@ -596,7 +596,7 @@ pub fn resume(
 
 /// The runs whose integration a crash left unfinished.
 pub fn unfinished(store: &RunStore) -> Vec<String> {
-    let Ok(entries) = std::fs::read_dir(store.root().join("runs")) else {
+    let Ok(entries) = std::fs::read_dir(store.runs_dir()) else {
         return Vec::new();
     };
     entries

@@ -95,7 +95,8 @@ pub fn promote(store: &RunStore, repo_dir: &Path) -> anyhow::Result<Vec<String>>
         next.phase = Phase::Preparing;
         next.started_at = rfc3339(now);
         next.deadline = rfc3339(now + next.budget_s * 1000);
-        if let Ok(task_prompt) = std::fs::read_to_string(run_dir.join("task-prompt.md")) {
+        if let Ok(task_prompt) = std::fs::read_to_string(crate::core::layout::task_prompt(&run_dir))
+        {
             std::fs::write(
                 &next.prompt_file,
                 super::prompt::worker(&next, &task_prompt),

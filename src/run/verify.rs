@@ -274,7 +274,7 @@ pub fn again(
     let transcript = record
         .transcript
         .clone()
-        .map_or_else(|| dir.join("verify.log"), PathBuf::from);
+        .map_or_else(|| crate::core::layout::verify_log(&dir), PathBuf::from);
     let deadline = Instant::now() + Duration::from_secs(record.budget_s.max(60));
     let verifier_dir = crate::core::layout::verifier_again(&dir);
     let fence = super::fence::base_for(&record, &dir)?;

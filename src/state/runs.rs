@@ -41,6 +41,11 @@ impl RunStore {
     }
 
     /// The folder holding a run's prompt, manifest and supervisor log.
+    /// Every run's folder lives here.
+    pub fn runs_dir(&self) -> PathBuf {
+        self.root.join("runs")
+    }
+
     pub fn run_dir(&self, run: &str) -> PathBuf {
         self.root.join("runs").join(run)
     }
