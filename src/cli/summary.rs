@@ -24,6 +24,9 @@ pub struct SummaryArgs {
     pub plan: Option<String>,
 }
 
+/// `summary`'s output is core's [`Summary`](summary::Summary): the title, `what`, `why`,
+/// `how`, `when`, and at completion whether the closing gate's evidence could be stated
+/// (SPEC §7, the summary reflex).
 pub fn run(ctx: &CommandContext, args: SummaryArgs) -> Result<Report> {
     let plan = super::plan::load(ctx, args.plan.as_deref())?;
     super::wave::wave_tasks(&plan, args.wave)?;
@@ -42,6 +45,5 @@ pub fn run(ctx: &CommandContext, args: SummaryArgs) -> Result<Report> {
             .hinted("the shape there is: what-why-how-when"));
         }
     };
-    let fields = serde_json::to_value(&summary).map_err(CrewError::internal)?;
-    Ok(Report::new(fields, human))
+    Ok(Report::of(&summary, human))
 }
