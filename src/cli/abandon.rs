@@ -1,7 +1,7 @@
 //! `git crew abandon RUN` and the hidden `git crew supervise RUN`.
 
 use clap::Args;
-use serde_json::json;
+use serde::Serialize;
 
 use super::context::CommandContext;
 use super::error::{CrewError, ErrorKind, Result};
@@ -51,10 +51,13 @@ pub fn abandon(ctx: &CommandContext, args: AbandonArgs) -> Result<Report> {
         "abandoned {} (task {}); branch {} kept",
         record.run, record.task, record.branch
     );
-    Ok(Report::new(
-        json!({"run": runs::result_json(&record)}),
-        human,
-    ))
+    Ok(Report::of(&runs::RunOutput::of(&record), human))
+}
+
+/// `supervise` (hidden): the run it drove. Its stdout goes to the supervisor's log.
+#[derive(Debug, Serialize)]
+pub struct SuperviseOutput<'a> {
+    pub run: &'a str,
 }
 
 /// Drive a run (started detached by dispatch; not for direct use).
@@ -68,5 +71,5 @@ pub fn supervise(ctx: &CommandContext, args: SuperviseArgs) -> Result<Report> {
     let repo = ctx.repo()?;
     let store = crate::state::runs::RunStore::new(&crate::git::repo::state_dir(repo));
     supervisor::supervise(repo, &store, &args.run).map_err(CrewError::internal)?;
-    Ok(Report::new(json!({"run": args.run}), ""))
+    Ok(Report::of(&SuperviseOutput { run: &args.run }, ""))
 }

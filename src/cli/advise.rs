@@ -1,7 +1,7 @@
 //! `git crew advise RUN --text T`: answer a NEEDS-HELP by resuming the same session.
 
 use clap::Args;
-use serde_json::json;
+use serde::Serialize;
 
 use super::context::CommandContext;
 use super::error::{CrewError, ErrorKind, Result};
@@ -9,6 +9,19 @@ use super::runs;
 use super::ui::Report;
 use crate::core::record::Phase;
 use crate::run::prompt;
+
+/// `advise`: the run as it resumes — its phase (`working`, or `queued` when its backend is
+/// full), session, new supervisor (null when none was started), deadline moved by the
+/// time it waited, and the file the advice was written to (SPEC §2 `advise`, §5.5).
+#[derive(Debug, Serialize)]
+pub struct AdviseOutput<'a> {
+    pub run: &'a str,
+    pub phase: Phase,
+    pub session: Option<&'a str>,
+    pub supervisor_pid: Option<u32>,
+    pub deadline: &'a str,
+    pub advice_file: &'a std::path::Path,
+}
 
 /// Answer a worker's NEEDS-HELP: its session resumes with the advice, under the same fences.
 #[derive(Debug, Args)]
@@ -95,15 +108,13 @@ pub fn run(ctx: &CommandContext, args: AdviseArgs) -> Result<Report> {
         record.run,
         record.session.as_deref().unwrap_or("(new)")
     );
-    Ok(Report::new(
-        json!({
-            "run": record.run,
-            "phase": record.phase,
-            "session": record.session,
-            "supervisor_pid": pid,
-            "deadline": record.deadline,
-            "advice_file": file,
-        }),
-        human,
-    ))
+    let output = AdviseOutput {
+        run: &record.run,
+        phase: record.phase,
+        session: record.session.as_deref(),
+        supervisor_pid: pid,
+        deadline: &record.deadline,
+        advice_file: &file,
+    };
+    Ok(Report::of(&output, human))
 }

@@ -4,14 +4,41 @@ use std::io::{BufRead, BufReader, Read};
 use std::path::PathBuf;
 
 use clap::Args;
-use serde_json::json;
+use serde::Serialize;
 
 use super::context::CommandContext;
 use super::error::{CrewError, ErrorKind, Result};
 use super::ui::Report;
-use crate::core::footer::{FooterScanner, HelpRequest};
+use crate::core::footer::{Extraction, FooterScanner, HelpRequest, NeedsHelp, Sections};
 
 const FOOTER_EXAMPLES: &str = "Examples:\n  git crew footer reply.md\n  git crew footer < reply.md";
+
+/// `footer`: the rebuilt footer (null unless all three sections are there), each section,
+/// the missing ones, whether the harness cut anything, and a complete NEEDS-HELP request
+/// (null when the reply is not one) (SPEC §2 `footer`, §5.4-5).
+#[derive(Debug, Serialize)]
+pub struct FooterOutput<'a> {
+    pub footer_text: Option<&'a str>,
+    pub sections: &'a Sections,
+    pub missing: Vec<&'static str>,
+    pub truncated: bool,
+    pub needs_help: Option<&'a NeedsHelp>,
+}
+
+impl<'a> FooterOutput<'a> {
+    fn of(extraction: &'a Extraction) -> FooterOutput<'a> {
+        FooterOutput {
+            footer_text: extraction.footer_text.as_deref(),
+            sections: &extraction.sections,
+            missing: extraction.missing.iter().map(|s| s.key()).collect(),
+            truncated: extraction.truncated,
+            needs_help: match &extraction.help {
+                HelpRequest::Asked(help) => Some(help),
+                _ => None,
+            },
+        }
+    }
+}
 
 /// Extract the footer from a worker's reply.
 ///
@@ -41,20 +68,9 @@ pub fn run(ctx: &CommandContext, args: FooterArgs) -> Result<Report> {
         }
         None => scan(std::io::stdin().lock())?,
     };
-    let help = match &extraction.help {
-        HelpRequest::Asked(help) => serde_json::to_value(help).map_err(CrewError::internal)?,
-        _ => serde_json::Value::Null,
-    };
-    let missing: Vec<&str> = extraction.missing.iter().map(|s| s.key()).collect();
-    let fields = json!({
-        "footer_text": extraction.footer_text,
-        "sections": extraction.sections,
-        "missing": missing,
-        "truncated": extraction.truncated,
-        "needs_help": help,
-    });
+    let output = FooterOutput::of(&extraction);
     let mut human = extraction.footer_text.clone().unwrap_or_default();
-    let mut report = Report::new(fields, String::new());
+    let mut report = Report::of(&output, String::new());
     match &extraction.help {
         HelpRequest::Asked(h) => {
             human = format!(
@@ -103,4 +119,18 @@ fn scan(input: impl Read) -> Result<crate::core::footer::Extraction> {
         scanner.push_bytes(&line);
     }
     Ok(scanner.finish())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_reply_missing_sections_prints_null_for_the_footer_and_for_needs_help() {
+        let extraction = scan("## Result\nDone.\n".as_bytes()).unwrap();
+        assert_eq!(
+            serde_json::to_string(&FooterOutput::of(&extraction)).unwrap(),
+            r#"{"footer_text":null,"sections":{"result":"Done.","how_to_verify":null,"deferred":null},"missing":["how_to_verify","deferred"],"truncated":false,"needs_help":null}"#
+        );
+    }
 }

@@ -1,14 +1,28 @@
 //! `git crew gate record|ls`: gate verdicts in `refs/notes/crew-gates`.
 
 use clap::{Args, Subcommand};
-use serde_json::json;
+use serde::Serialize;
 
 use super::context::CommandContext;
 use super::error::{CrewError, ErrorKind, Result};
 use super::flight::{RoutingArgs, resolve};
+use super::plan::GateOutput;
 use super::ui::Report;
 use crate::core::plan::Verdict;
 use crate::run::plans;
+
+/// `gate record`: the verdict as it was recorded (SPEC §2 `gate record`, §4).
+#[derive(Debug, Serialize)]
+pub struct GateRecordOutput<'a> {
+    pub verdict: &'a Verdict,
+}
+
+/// `gate ls`: every gate of the plan with its latest verdict (SPEC §2 `gate ls`).
+#[derive(Debug, Serialize)]
+pub struct GateLsOutput<'a> {
+    pub plan: &'a str,
+    pub gates: Vec<GateOutput<'a>>,
+}
 
 /// Record and list gate verdicts.
 #[derive(Debug, Args)]
@@ -106,15 +120,15 @@ pub fn run(ctx: &CommandContext, args: GateArgs) -> Result<Report> {
                 "gate {} of plan {}: {} — {}",
                 row.gate, row.plan, row.verdict, row.evidence
             );
-            Ok(Report::new(json!({"verdict": row}), human))
+            Ok(Report::of(&GateRecordOutput { verdict: &row }, human))
         }
         GateAction::Ls { plan } => {
             let plan = super::plan::load(ctx, plan.as_deref())?;
             let verdicts = plans::verdicts(ctx.repo()?, &plan).map_err(CrewError::internal)?;
-            let gates: Vec<serde_json::Value> = plan
+            let gates = plan
                 .gates
                 .iter()
-                .map(|g| super::plan::gate_json(g, verdicts.get(&g.id)))
+                .map(|g| GateOutput::of(g, verdicts.get(&g.id)))
                 .collect();
             let human = plan
                 .gates
@@ -125,7 +139,11 @@ pub fn run(ctx: &CommandContext, args: GateArgs) -> Result<Report> {
                 })
                 .collect::<Vec<_>>()
                 .join("\n");
-            Ok(Report::new(json!({"plan": plan.id, "gates": gates}), human))
+            let output = GateLsOutput {
+                plan: &plan.id,
+                gates,
+            };
+            Ok(Report::of(&output, human))
         }
     }
 }

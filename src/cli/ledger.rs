@@ -1,13 +1,41 @@
 //! `git crew ledger [--task T]` and `git crew should-stop --task T --model M [--tier X]`.
 
 use clap::Args;
-use serde_json::json;
+use serde::Serialize;
 
 use super::context::CommandContext;
 use super::error::{CrewError, Result};
 use super::flight::{RoutingArgs, resolve};
 use super::ui::Report;
-use crate::core::policy::{self, Decision};
+use crate::core::ledger::{ConfigStats, Row};
+use crate::core::policy::{self, Decision, Next};
+
+/// `ledger`: the outcome rows, oldest first (SPEC §2, `ledger`; a row is SPEC's ledger row).
+#[derive(Debug, Serialize)]
+pub struct LedgerOutput<'a> {
+    pub rows: &'a [Row],
+}
+
+/// `ledger stats`: what the ledger says of each agent configuration (SPEC §2 `ledger`,
+/// §8).
+#[derive(Debug, Serialize)]
+pub struct LedgerStatsOutput<'a> {
+    pub stats: &'a [ConfigStats],
+}
+
+/// `should-stop`: the two-failure rule's decision for a (task, model) (SPEC §2
+/// `should-stop`, §5.8). `next` is null unless the decision is `escalate-tier`, `report`
+/// null unless it is `human-report`.
+#[derive(Debug, Serialize)]
+pub struct ShouldStopOutput<'a> {
+    pub decision: &'a Decision,
+    pub task: &'a str,
+    pub model: &'a str,
+    pub tier: &'a str,
+    pub failures: usize,
+    pub next: Option<&'a Next>,
+    pub report: Option<&'a std::path::Path>,
+}
 
 /// List the outcome ledger: one row per finished run (metadata only), oldest first.
 /// `ledger stats` learns from it per agent configuration (backend, model, effort): runs,
@@ -64,7 +92,7 @@ pub fn ledger(ctx: &CommandContext, args: LedgerArgs) -> Result<Report> {
         } else {
             human
         };
-        return Ok(Report::new(json!({"stats": stats}), human));
+        return Ok(Report::of(&LedgerStatsOutput { stats: &stats }, human));
     }
     let rows = crate::run::ledger::rows(repo, args.task.as_deref()).map_err(CrewError::internal)?;
     let mut human = rows
@@ -97,7 +125,7 @@ pub fn ledger(ctx: &CommandContext, args: LedgerArgs) -> Result<Report> {
             None => "no rows yet: a row is filed when a run ends".to_string(),
         };
     }
-    Ok(Report::new(json!({"rows": rows}), human))
+    Ok(Report::of(&LedgerOutput { rows: &rows }, human))
 }
 
 /// Apply the two-failure rule to a (task, model) from the ledger.
@@ -162,7 +190,6 @@ pub fn should_stop(ctx: &CommandContext, args: ShouldStopArgs) -> Result<Report>
     } else {
         None
     };
-    let decision = serde_json::to_value(&verdict.decision).map_err(CrewError::internal)?;
     let human = match (&verdict.decision, &verdict.next, &report_path) {
         (Decision::Continue, _, _) => format!(
             "continue ({} failures of {} on {})",
@@ -182,20 +209,51 @@ pub fn should_stop(ctx: &CommandContext, args: ShouldStopArgs) -> Result<Report>
         ),
         _ => String::new(),
     };
-    let mut report = Report::new(
-        json!({
-            "decision": decision,
-            "task": args.task,
-            "model": args.model,
-            "tier": verdict.tier,
-            "failures": verdict.failures,
-            "next": verdict.next,
-            "report": report_path,
-        }),
-        human,
-    );
+    let output = ShouldStopOutput {
+        decision: &verdict.decision,
+        task: &args.task,
+        model: &args.model,
+        tier: &verdict.tier,
+        failures: verdict.failures,
+        next: verdict.next.as_ref(),
+        report: report_path.as_deref(),
+    };
+    let mut report = Report::of(&output, human);
     if verdict.decision != Decision::Continue {
         report.status = super::ui::Status::Attention;
     }
     Ok(report)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn should_stop_prints_the_spec_keys_in_order_with_null_for_no_next_and_no_report() {
+        let output = ShouldStopOutput {
+            decision: &Decision::Continue,
+            task: "routes",
+            model: "m",
+            tier: "mid",
+            failures: 1,
+            next: None,
+            report: None,
+        };
+        let value = serde_json::to_value(&output).unwrap();
+        let keys: Vec<&str> = value
+            .as_object()
+            .unwrap()
+            .keys()
+            .map(String::as_str)
+            .collect();
+        assert_eq!(
+            keys,
+            [
+                "decision", "task", "model", "tier", "failures", "next", "report"
+            ]
+        );
+        assert_eq!(value["decision"], "continue");
+        assert!(value["next"].is_null() && value["report"].is_null());
+    }
 }

@@ -1,7 +1,7 @@
 //! `git crew plan status [PLAN]`: the derived status of every task of a plan.
 
 use clap::{Args, Subcommand};
-use serde_json::json;
+use serde::Serialize;
 
 use super::context::CommandContext;
 use super::error::{CrewError, ErrorKind, Result};
@@ -9,7 +9,7 @@ use super::flight::{RoutingArgs, resolve};
 use super::runs;
 use super::ui::Report;
 use crate::core::flight::Enforcement;
-use crate::core::plan::{self, Facts, Plan, TaskStatus, Verdict};
+use crate::core::plan::{self, Blocker, Facts, Gate, Plan, TaskStatus, Verdict};
 use crate::run::plans::{self, PlanError};
 
 /// Read a plan (.crew/plans/<plan>.toml).
@@ -112,16 +112,53 @@ pub fn check_gates(
     )))
 }
 
-/// A gate and its latest verdict, as `plan status` and `gate ls` print it.
-pub fn gate_json(gate: &crate::core::plan::Gate, verdict: Option<&Verdict>) -> serde_json::Value {
-    json!({
-        "gate": gate.id,
-        "measure": gate.measure,
-        "required_evidence": gate.required_evidence,
-        "closes_wave": gate.closes_wave,
-        "gates_waves": gate.gates_waves,
-        "verdict": verdict,
-    })
+/// `plan status`: the plan, every task's derived status and every gate with its latest
+/// verdict (SPEC §2 `plan status`, §7).
+#[derive(Debug, Serialize)]
+pub struct PlanStatusOutput<'a> {
+    pub plan: &'a str,
+    pub north_star: Option<&'a str>,
+    pub tasks: Vec<TaskOutput<'a>>,
+    pub gates: Vec<GateOutput<'a>>,
+}
+
+/// A task of `plan status`: its derived status (`done`, `in-flight`, `ready`, `blocked`
+/// with its blockers), its size and the ledger's estimate, in worker-hours (SPEC §7, §8).
+#[derive(Debug, Serialize)]
+pub struct TaskOutput<'a> {
+    pub task: &'a str,
+    pub wave: u32,
+    pub status: &'a str,
+    pub blockers: &'a [Blocker],
+    /// The live or the integrated run.
+    pub run: Option<&'a str>,
+    pub size_h: Option<f64>,
+    pub estimate_h: Option<f64>,
+}
+
+/// A gate and its latest verdict (null when none), as `plan status` and `gate ls` print
+/// it (SPEC §2 `gate`, §7).
+#[derive(Debug, Serialize)]
+pub struct GateOutput<'a> {
+    pub gate: &'a str,
+    pub measure: Option<&'a str>,
+    pub required_evidence: Option<&'a str>,
+    pub closes_wave: Option<u32>,
+    pub gates_waves: &'a [u32],
+    pub verdict: Option<&'a Verdict>,
+}
+
+impl<'a> GateOutput<'a> {
+    pub fn of(gate: &'a Gate, verdict: Option<&'a Verdict>) -> GateOutput<'a> {
+        GateOutput {
+            gate: &gate.id,
+            measure: gate.measure.as_deref(),
+            required_evidence: gate.required_evidence.as_deref(),
+            closes_wave: gate.closes_wave,
+            gates_waves: &gate.gates_waves,
+            verdict,
+        }
+    }
 }
 
 /// The plan's derived status, and the facts it was derived from.
@@ -141,20 +178,22 @@ fn status(ctx: &CommandContext, name: Option<&str>) -> Result<Report> {
     let repo = ctx.repo()?;
     let (statuses, facts) = derive(ctx, &plan, &flight)?;
     let estimates = crate::run::ledger::estimates(repo, &plan).map_err(CrewError::internal)?;
-    let tasks: Vec<serde_json::Value> = statuses
+    let tasks = statuses
         .iter()
-        .map(|s| {
-            let mut v = serde_json::to_value(s).unwrap_or_default();
-            let task = plan.task(&s.task);
-            v["size_h"] = json!(task.and_then(|t| t.size));
-            v["estimate_h"] = json!(estimates.get(&s.task));
-            v
+        .map(|s| TaskOutput {
+            task: &s.task,
+            wave: s.wave,
+            status: s.status,
+            blockers: &s.blockers,
+            run: s.run.as_deref(),
+            size_h: plan.task(&s.task).and_then(|t| t.size),
+            estimate_h: estimates.get(&s.task).copied(),
         })
         .collect();
-    let gates: Vec<serde_json::Value> = plan
+    let gates = plan
         .gates
         .iter()
-        .map(|g| gate_json(g, facts.verdicts.get(&g.id)))
+        .map(|g| GateOutput::of(g, facts.verdicts.get(&g.id)))
         .collect();
     let mut human = format!("plan {}", plan.id);
     if let Some(star) = &plan.north_star {
@@ -185,8 +224,31 @@ fn status(ctx: &CommandContext, name: Option<&str>) -> Result<Report> {
             ));
         }
     }
-    Ok(Report::new(
-        json!({"plan": plan.id, "north_star": plan.north_star, "tasks": tasks, "gates": gates}),
-        human,
-    ))
+    let output = PlanStatusOutput {
+        plan: &plan.id,
+        north_star: plan.north_star.as_deref(),
+        tasks,
+        gates,
+    };
+    Ok(Report::of(&output, human))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_gate_without_a_verdict_prints_null_for_it() {
+        let gate = Gate {
+            id: "g1".into(),
+            measure: None,
+            required_evidence: Some("under 3 s".into()),
+            closes_wave: Some(1),
+            gates_waves: vec![2],
+        };
+        assert_eq!(
+            serde_json::to_string(&GateOutput::of(&gate, None)).unwrap(),
+            r#"{"gate":"g1","measure":null,"required_evidence":"under 3 s","closes_wave":1,"gates_waves":[2],"verdict":null}"#
+        );
+    }
 }

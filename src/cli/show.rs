@@ -1,7 +1,7 @@
 //! `git crew show RUN` and `git crew transcript RUN`.
 
 use clap::Args;
-use serde_json::json;
+use serde::Serialize;
 
 use super::context::CommandContext;
 use super::error::{CrewError, Result};
@@ -19,10 +19,20 @@ pub struct ShowArgs {
 pub fn run(ctx: &CommandContext, args: ShowArgs) -> Result<Report> {
     let store = runs::settled(ctx)?;
     let record = runs::load(&store, &args.run)?;
-    Ok(Report::new(
-        json!({"run": runs::result_json(&record)}),
+    Ok(Report::of(
+        &runs::RunOutput::of(&record),
         runs::result_block(&record),
     ))
+}
+
+/// `transcript`: the run, its task, where the transcript is archived and the transcript
+/// itself (SPEC §2 command table, `transcript RUN`).
+#[derive(Debug, Serialize)]
+pub struct TranscriptOutput<'a> {
+    pub run: &'a str,
+    pub task: &'a str,
+    pub path: &'a std::path::Path,
+    pub transcript: &'a str,
 }
 
 /// Print a run's archived raw transcript (for debugging: the only command that does).
@@ -56,8 +66,11 @@ pub fn transcript(ctx: &CommandContext, args: TranscriptArgs) -> Result<Report> 
         )
     })?;
     let text = String::from_utf8_lossy(&bytes).into_owned();
-    Ok(Report::new(
-        json!({"run": record.run, "task": record.task, "path": path, "transcript": text}),
-        text,
-    ))
+    let output = TranscriptOutput {
+        run: &record.run,
+        task: &record.task,
+        path: &path,
+        transcript: &text,
+    };
+    Ok(Report::of(&output, text.as_str()))
 }

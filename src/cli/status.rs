@@ -1,7 +1,7 @@
 //! `git crew status [RUN]` (alias `ls`): in-flight and recent runs.
 
 use clap::Args;
-use serde_json::json;
+use serde::Serialize;
 
 use super::context::CommandContext;
 use super::error::{CrewError, Result};
@@ -24,6 +24,12 @@ pub struct StatusArgs {
     /// Include every finished run.
     #[arg(long)]
     pub all: bool,
+}
+
+/// `status` / `ls`: the runs, oldest first (SPEC §2, `status`'s `"runs"`).
+#[derive(Debug, Serialize)]
+pub struct StatusOutput<'a> {
+    pub runs: Vec<runs::RunResult<'a>>,
 }
 
 pub fn run(ctx: &CommandContext, args: StatusArgs) -> Result<Report> {
@@ -52,6 +58,8 @@ pub fn run(ctx: &CommandContext, args: StatusArgs) -> Result<Report> {
             .collect::<Vec<_>>()
             .join("\n")
     };
-    let fields = json!({"runs": records.iter().map(runs::result_json).collect::<Vec<_>>()});
-    Ok(Report::new(fields, human))
+    let output = StatusOutput {
+        runs: records.iter().map(runs::result).collect(),
+    };
+    Ok(Report::of(&output, human))
 }

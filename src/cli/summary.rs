@@ -3,7 +3,7 @@
 use clap::Args;
 
 use super::context::CommandContext;
-use super::error::{CrewError, Result};
+use super::error::Result;
 use super::ui::Report;
 use crate::core::flight::Reflex;
 use crate::core::summary::{self, At};
@@ -25,6 +25,9 @@ pub struct SummaryArgs {
     pub plan: Option<String>,
 }
 
+/// `summary`'s output is core's [`Summary`](summary::Summary): the title, `what`, `why`,
+/// `how`, `when`, and at completion whether the closing gate's evidence could be stated
+/// (SPEC §7, the summary reflex).
 pub fn run(ctx: &CommandContext, args: SummaryArgs) -> Result<Report> {
     let plan = super::plan::load(ctx, args.plan.as_deref())?;
     super::wave::wave_tasks(&plan, args.wave)?;
@@ -36,6 +39,5 @@ pub fn run(ctx: &CommandContext, args: SummaryArgs) -> Result<Report> {
     let human = match flight.summary.reflex {
         Reflex::WhatWhyHowWhen => summary.render(100),
     };
-    let fields = serde_json::to_value(&summary).map_err(CrewError::internal)?;
-    Ok(Report::new(fields, human))
+    Ok(Report::of(&summary, human))
 }

@@ -3,7 +3,7 @@
 use std::time::{Duration, Instant};
 
 use clap::Args;
-use serde_json::json;
+use serde::Serialize;
 
 use super::context::CommandContext;
 use super::error::{CrewError, Result, exit};
@@ -46,6 +46,14 @@ pub fn run(ctx: &CommandContext, args: WaitArgs) -> Result<Report> {
         runs::load(&store, run)?;
     }
     wait_for(&store, Some(ctx.workdir()?), &args.runs, args.any, timeout)
+}
+
+/// `wait` (and `dispatch --wait`): every run waited for, settled or not, and whether the
+/// timeout came first (SPEC §2, `wait`'s `"runs"`).
+#[derive(Debug, Serialize)]
+pub struct WaitOutput<'a> {
+    pub runs: Vec<runs::RunResult<'a>>,
+    pub timed_out: bool,
 }
 
 /// Whether `wait` stops waiting for a run: it ended, or it needs the lead.
@@ -99,16 +107,16 @@ pub fn wait_for(
     } else {
         exit::CHECK
     };
-    let fields = json!({
-        "runs": records.iter().map(runs::result_json).collect::<Vec<_>>(),
-        "timed_out": timed_out,
-    });
+    let output = WaitOutput {
+        runs: records.iter().map(runs::result).collect(),
+        timed_out,
+    };
     let human = records
         .iter()
         .map(runs::result_block)
         .collect::<Vec<_>>()
         .join("\n\n");
-    let mut report = Report::new(fields, human);
+    let mut report = Report::of(&output, human);
     report.status = match code {
         exit::OK => super::ui::Status::Ok,
         exit::ATTENTION => super::ui::Status::Attention,

@@ -3,7 +3,7 @@
 use std::io::{IsTerminal, Read, Seek, SeekFrom, Write};
 
 use clap::Args;
-use serde_json::json;
+use serde::Serialize;
 
 use super::context::CommandContext;
 use super::error::{CrewError, Result};
@@ -36,23 +36,42 @@ pub fn run(ctx: &CommandContext, args: WatchArgs) -> Result<Report> {
         let store = runs::settled(ctx)?;
         let live = store.live().map_err(CrewError::internal)?;
         if !live_console {
-            let frame = live.iter().map(frame_json).collect::<Vec<_>>();
-            return Ok(Report::new(json!({"runs": frame}), render(&live)));
+            let frame = WatchFrame {
+                runs: live.iter().map(WatchRun::of).collect(),
+            };
+            return Ok(Report::of(&frame, render(&live)));
         }
         let mut out = std::io::stdout().lock();
         let _ = writeln!(out, "\x1b[2J\x1b[H{}", render(&live));
         let _ = out.flush();
         if live.is_empty() {
-            return Ok(Report::new(json!({"runs": []}), ""));
+            return Ok(Report::of(&WatchFrame { runs: Vec::new() }, ""));
         }
         std::thread::sleep(interval);
     }
 }
 
-fn frame_json(record: &RunRecord) -> serde_json::Value {
-    let mut value = runs::result_json(record);
-    value["last_line"] = last_line(record).into();
-    value
+/// `watch`: one frame, the in-flight runs (SPEC §2 command table, `watch --once`).
+#[derive(Debug, Serialize)]
+pub struct WatchFrame<'a> {
+    pub runs: Vec<WatchRun<'a>>,
+}
+
+/// A run of a `watch` frame: its run result (SPEC §2), then the last line of its output.
+#[derive(Debug, Serialize)]
+pub struct WatchRun<'a> {
+    #[serde(flatten)]
+    pub result: runs::RunResult<'a>,
+    pub last_line: String,
+}
+
+impl<'a> WatchRun<'a> {
+    fn of(record: &'a RunRecord) -> WatchRun<'a> {
+        WatchRun {
+            result: runs::result(record),
+            last_line: last_line(record),
+        }
+    }
 }
 
 fn render(live: &[RunRecord]) -> String {

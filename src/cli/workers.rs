@@ -1,7 +1,7 @@
 //! `git crew workers`: the roster.
 
 use clap::Args;
-use serde_json::json;
+use serde::Serialize;
 
 use super::context::CommandContext;
 use super::error::{CrewError, Result};
@@ -9,6 +9,30 @@ use super::flight::{RoutingArgs, resolve};
 use super::runs;
 use super::ui::Report;
 use crate::core::record::Outcome;
+
+/// `workers`: the roster, in the flight config's order (SPEC §2 `workers`, §3 "The
+/// roster").
+#[derive(Debug, Serialize)]
+pub struct WorkersOutput<'a> {
+    pub workers: Vec<WorkerOutput<'a>>,
+}
+
+/// One standing worker of `workers`: its routing, its session (a local fact), the run it
+/// is busy with, its queued runs, and its runs and pass rate from the ledger (SPEC §3).
+#[derive(Debug, Serialize)]
+pub struct WorkerOutput<'a> {
+    pub worker: &'a str,
+    pub backend: &'a str,
+    pub model: Option<String>,
+    pub effort: Option<String>,
+    pub note: Option<&'a str>,
+    pub session: Option<&'a str>,
+    pub busy_run: Option<&'a str>,
+    pub queued: usize,
+    pub runs: usize,
+    pub passes: usize,
+    pub pass_rate: Option<f64>,
+}
 
 /// The roster ([workers.<name>] in the flight config): each standing worker's backend,
 /// model, session (a local fact, from .git/crew/sessions.json), the run it is busy with,
@@ -77,22 +101,25 @@ pub fn run(ctx: &CommandContext, _args: WorkersArgs) -> Result<Report> {
                 String::new()
             },
         ));
-        workers.push(json!({
-            "worker": name,
-            "backend": worker.backend,
-            "model": model,
-            "effort": worker.effort.clone().or(backend.and_then(|b| b.effort.clone())),
-            "note": worker.note,
-            "session": session.map(|s| &s.session),
-            "busy_run": busy.map(|r| &r.run),
-            "queued": queued,
-            "runs": mine.len(),
-            "passes": passes,
-            "pass_rate": pass_rate,
-        }));
+        workers.push(WorkerOutput {
+            worker: name,
+            backend: &worker.backend,
+            model,
+            effort: worker
+                .effort
+                .clone()
+                .or(backend.and_then(|b| b.effort.clone())),
+            note: worker.note.as_deref(),
+            session: session.map(|s| s.session.as_str()),
+            busy_run: busy.map(|r| r.run.as_str()),
+            queued,
+            runs: mine.len(),
+            passes,
+            pass_rate,
+        });
     }
     if human.is_empty() {
         human.push("no standing workers: name them in .crew/flight.toml as [workers.<name>] with a backend".into());
     }
-    Ok(Report::new(json!({"workers": workers}), human.join("\n")))
+    Ok(Report::of(&WorkersOutput { workers }, human.join("\n")))
 }
