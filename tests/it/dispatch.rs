@@ -835,7 +835,7 @@ fn doctor_finds_rot_and_fixes_what_it_can_without_losing_work() {
         .filter(|p| p["fixed"] == true)
         .map(|p| p["kind"].as_str().unwrap())
         .collect();
-    assert_eq!(fixed, ["orphan-process"]);
+    assert_eq!(fixed, ["orphan-process"], "{problems}");
     orphan.wait().unwrap();
     // The orphan worktree is listed, never removed.
     assert!(repo.join(".git/crew/worktrees/stray").exists());
