@@ -12,7 +12,7 @@ use super::ui::Report;
 use crate::core::plan::{Plan, TaskStatus};
 use crate::core::record::Outcome;
 use crate::core::summary::{self, At, WaveFacts};
-use crate::core::wave;
+use crate::core::wave::{self, FollowOn};
 
 /// Run a plan wave by wave.
 #[derive(Debug, Args)]
@@ -50,14 +50,6 @@ pub enum WaveAction {
     },
 }
 
-/// A follow-on a run of the wave deferred (`wave status`).
-#[derive(Debug, Clone, serde::Serialize)]
-pub struct FollowOn {
-    pub task: String,
-    pub run: Option<String>,
-    pub deferred: String,
-}
-
 pub fn run(ctx: &CommandContext, args: WaveArgs) -> Result<Report> {
     match args.action {
         WaveAction::Dispatch {
@@ -91,79 +83,16 @@ pub fn wave_tasks(plan: &Plan, wave: u32) -> Result<()> {
     }
 }
 
-/// What the summary and `wave status` say of wave `wave`, gathered.
+/// What the summary and `wave status` say of wave `wave`, gathered
+/// (`run::wave::facts`).
 pub fn gather(
     ctx: &CommandContext,
     plan: &Plan,
     wave: u32,
 ) -> Result<(WaveFacts, Vec<TaskStatus>, Vec<FollowOn>)> {
     let flight = resolve(ctx, &RoutingArgs::default())?.flight;
-    let (statuses, facts) = super::plan::derive(ctx, plan, &flight)?;
-    let repo = ctx.repo()?;
     let store = runs::settled(ctx)?;
-    let estimates = crate::run::ledger::estimates(repo, plan).map_err(CrewError::internal)?;
-    let verdicts = &facts.verdicts;
-    let finished = store.finished().map_err(CrewError::internal)?;
-    let mut tasks = Vec::new();
-    let mut follow_ons = Vec::new();
-    let mut mine = Vec::new();
-    for status in statuses.iter().filter(|s| s.wave == wave) {
-        let task = plan
-            .task(&status.task)
-            .expect("statuses come from the plan");
-        // The live or integrated run; else the task's latest finished run, which waits
-        // to be integrated (or to be tried again).
-        let record = match &status.run {
-            Some(run) => store.load(run).ok().flatten(),
-            None => finished.iter().rev().find(|r| r.task == task.id).cloned(),
-        };
-        if let Some(deferred) = record
-            .as_ref()
-            .and_then(|r| r.footer.as_ref())
-            .and_then(|f| wave::follow_on(&f.deferred))
-        {
-            follow_ons.push(FollowOn {
-                task: task.id.clone(),
-                run: record.as_ref().map(|r| r.run.clone()),
-                deferred: deferred.to_string(),
-            });
-        }
-        // Where no run says how the task runs, the routing says where it would go: the
-        // same precedence as dispatch (the task's worker, its role's routing, the backend).
-        let route = crate::core::routing::route(
-            &flight,
-            &crate::core::routing::Ask {
-                role: &task.role,
-                worker: task.worker.as_deref(),
-                ..Default::default()
-            },
-        )
-        .ok();
-        tasks.push(wave::task_line(
-            task,
-            status,
-            record.as_ref(),
-            route.as_ref(),
-            estimates.get(&task.id).copied(),
-        ));
-        mine.push(status.clone());
-    }
-    let facts = WaveFacts {
-        plan: plan.id.clone(),
-        north_star: plan.north_star.clone(),
-        wave,
-        tasks,
-        gated_by: plan
-            .gates
-            .iter()
-            .filter(|g| g.gates_waves.contains(&wave))
-            .map(|g| (g.clone(), verdicts.get(&g.id).cloned()))
-            .collect(),
-        closing: plan
-            .closing_gate(wave)
-            .map(|g| (g.clone(), verdicts.get(&g.id).cloned())),
-    };
-    Ok((facts, mine, follow_ons))
+    crate::run::wave::facts(ctx.repo()?, &store, plan, &flight, wave).map_err(CrewError::internal)
 }
 
 fn dispatch(
@@ -314,7 +243,21 @@ fn dispatch(
             Ok(report) => dispatched.push(serde_json::Value::Object(report.fields)),
             Err(err) => {
                 // All or nothing: what started is abandoned again, its branch kept.
-                let rolled_back = roll_back(ctx, &dispatched, &status.task);
+                let started: Vec<(String, String)> = dispatched
+                    .iter()
+                    .filter_map(|d| {
+                        Some((
+                            d["run"].as_str()?.to_string(),
+                            d["task"].as_str()?.to_string(),
+                        ))
+                    })
+                    .collect();
+                let rolled_back = match (runs::settled(ctx), ctx.workdir()) {
+                    (Ok(store), Ok(repo_dir)) => {
+                        crate::run::wave::roll_back(&store, repo_dir, &started, &status.task)
+                    }
+                    _ => Vec::new(),
+                };
                 let mut details = err.details.clone();
                 details.push(format!(
                     "rolled back (abandoned, branches kept): {}",
@@ -440,31 +383,4 @@ fn status(ctx: &CommandContext, wave: u32, plan_name: Option<&str>) -> Result<Re
         }),
         human,
     ))
-}
-
-/// Abandons the runs a wave dispatch started before one of its tasks failed; returns
-/// them as `run (task)`.
-fn roll_back(ctx: &CommandContext, dispatched: &[serde_json::Value], failed: &str) -> Vec<String> {
-    let Ok(store) = runs::settled(ctx) else {
-        return Vec::new();
-    };
-    let Ok(repo_dir) = ctx.workdir() else {
-        return Vec::new();
-    };
-    let mut out = Vec::new();
-    for d in dispatched {
-        let Some(run) = d["run"].as_str() else {
-            continue;
-        };
-        if let Ok(Some(record)) = store.load_live(run) {
-            let why = format!("rolled back: the wave's task {failed} could not be dispatched");
-            if crate::run::supervisor::abandon(&store, repo_dir, record, &why).is_ok() {
-                out.push(format!(
-                    "{run} ({})",
-                    d["task"].as_str().unwrap_or_default()
-                ));
-            }
-        }
-    }
-    out
 }

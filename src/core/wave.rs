@@ -12,6 +12,14 @@ use super::routing::Route;
 use super::scope::{Role, scopes_overlap};
 use super::summary::WaveTask;
 
+/// A follow-on a run of the wave deferred (`wave status`).
+#[derive(Debug, Clone, Serialize)]
+pub struct FollowOn {
+    pub task: String,
+    pub run: Option<String>,
+    pub deferred: String,
+}
+
 /// A task of the wave that a dispatch leaves out, and why (SPEC: `wave dispatch`).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Skipped {

@@ -16,3 +16,4 @@ pub mod prompt;
 pub mod queue;
 pub mod supervisor;
 pub mod verify;
+pub mod wave;

@@ -1,0 +1,107 @@
+//! A wave on disk: what its summary and status say (gathered from the plan's facts, the
+//! runs, the ledger's estimates and the routing), and taking back what a wave dispatch
+//! started when one of its tasks could not start.
+
+use std::path::Path;
+
+use crate::core::flight::Flight;
+use crate::core::plan::{Plan, TaskStatus};
+use crate::core::summary::WaveFacts;
+use crate::core::wave::{self, FollowOn};
+use crate::state::runs::RunStore;
+
+/// What the summary and `wave status` say of wave `wave`: its facts, its tasks' statuses
+/// and the follow-ons its runs deferred.
+pub fn facts(
+    repo: &crate::git::Repository,
+    store: &RunStore,
+    plan: &Plan,
+    flight: &Flight,
+    wave: u32,
+) -> anyhow::Result<(WaveFacts, Vec<TaskStatus>, Vec<FollowOn>)> {
+    let facts = super::plans::facts(repo, store, plan, flight)?;
+    let statuses = crate::core::plan::status(plan, &facts);
+    let estimates = super::ledger::estimates(repo, plan)?;
+    let verdicts = &facts.verdicts;
+    let finished = store.finished()?;
+    let mut tasks = Vec::new();
+    let mut follow_ons = Vec::new();
+    let mut mine = Vec::new();
+    for status in statuses.iter().filter(|s| s.wave == wave) {
+        let task = plan
+            .task(&status.task)
+            .expect("statuses come from the plan");
+        // The live or integrated run; else the task's latest finished run, which waits
+        // to be integrated (or to be tried again).
+        let record = match &status.run {
+            Some(run) => store.load(run).ok().flatten(),
+            None => finished.iter().rev().find(|r| r.task == task.id).cloned(),
+        };
+        if let Some(deferred) = record
+            .as_ref()
+            .and_then(|r| r.footer.as_ref())
+            .and_then(|f| wave::follow_on(&f.deferred))
+        {
+            follow_ons.push(FollowOn {
+                task: task.id.clone(),
+                run: record.as_ref().map(|r| r.run.clone()),
+                deferred: deferred.to_string(),
+            });
+        }
+        // Where no run says how the task runs, the routing says where it would go: the
+        // same precedence as dispatch (the task's worker, its role's routing, the backend).
+        let route = crate::core::routing::route(
+            flight,
+            &crate::core::routing::Ask {
+                role: &task.role,
+                worker: task.worker.as_deref(),
+                ..Default::default()
+            },
+        )
+        .ok();
+        tasks.push(wave::task_line(
+            task,
+            status,
+            record.as_ref(),
+            route.as_ref(),
+            estimates.get(&task.id).copied(),
+        ));
+        mine.push(status.clone());
+    }
+    let facts = WaveFacts {
+        plan: plan.id.clone(),
+        north_star: plan.north_star.clone(),
+        wave,
+        tasks,
+        gated_by: plan
+            .gates
+            .iter()
+            .filter(|g| g.gates_waves.contains(&wave))
+            .map(|g| (g.clone(), verdicts.get(&g.id).cloned()))
+            .collect(),
+        closing: plan
+            .closing_gate(wave)
+            .map(|g| (g.clone(), verdicts.get(&g.id).cloned())),
+    };
+    Ok((facts, mine, follow_ons))
+}
+
+/// Abandons the runs a wave dispatch started before one of its tasks failed; returns
+/// them as `run (task)`.
+pub fn roll_back(
+    store: &RunStore,
+    repo_dir: &Path,
+    started: &[(String, String)],
+    failed: &str,
+) -> Vec<String> {
+    let mut out = Vec::new();
+    for (run, task) in started {
+        if let Ok(Some(record)) = store.load_live(run) {
+            let why = format!("rolled back: the wave's task {failed} could not be dispatched");
+            if super::supervisor::abandon(store, repo_dir, record, &why).is_ok() {
+                out.push(format!("{run} ({task})"));
+            }
+        }
+    }
+    out
+}
