@@ -13,6 +13,7 @@ use crate::core::plan::{Plan, TaskStatus};
 use crate::core::record::Outcome;
 use crate::core::summary::{self, At, WaveFacts};
 use crate::core::wave::{self, FollowOn};
+use crate::run::wave::WaveFailure;
 
 /// Run a plan wave by wave.
 #[derive(Debug, Args)]
@@ -152,24 +153,9 @@ fn dispatch(
     // Up front, before anything starts: no two write scopes of the wave may overlap, nor
     // overlap a run in flight.
     let live = runs::settled(ctx)?.live().map_err(CrewError::internal)?;
-    let tasks: Vec<crate::core::wave::Writer> = ready
-        .iter()
-        .filter_map(|s| plan.task(&s.task))
-        .map(|t| crate::core::wave::Writer {
-            name: t.id.clone(),
-            role: &t.role,
-            scope: &t.scope,
-        })
-        .collect();
-    let in_flight: Vec<crate::core::wave::Writer> = live
-        .iter()
-        .map(|r| crate::core::wave::Writer {
-            name: format!("run {} (task {})", r.run, r.task),
-            role: &r.role,
-            scope: &r.scope,
-        })
-        .collect();
-    let clashes = crate::core::wave::clashes(&tasks, &in_flight);
+    let tasks: Vec<&crate::core::plan::Task> =
+        ready.iter().filter_map(|s| plan.task(&s.task)).collect();
+    let clashes = wave::clashes_with(&tasks, &live);
     if !clashes.is_empty() {
         return Err(CrewError::new(
             ErrorKind::Refused,
@@ -197,23 +183,48 @@ fn dispatch(
         transcripts: None,
         routing: routing.clone(),
     };
-    // Every task is decided before any starts: one that cannot go stops the wave with
-    // nothing started.
-    let mut planned = Vec::new();
-    for status in &ready {
-        match super::dispatch::run(ctx, args_for(&status.task, true)) {
-            Ok(report) => planned.push(serde_json::Value::Object(report.fields)),
-            Err(err) => {
-                return Err(CrewError {
-                    message: format!(
-                        "task {} of wave {wave} cannot be dispatched: {}; nothing was dispatched",
-                        status.task, err.message
-                    ),
-                    ..err
-                });
-            }
+    let names: Vec<String> = ready.iter().map(|s| s.task.clone()).collect();
+    let fail_second = crate::sys::failpoint::fails_at("wave-start-second");
+    let mut start = |i: usize, task: &str, dry_run: bool| {
+        if !dry_run && i == 1 && fail_second {
+            return Err(CrewError::internal("a failure injected for tests"));
         }
-    }
+        super::dispatch::run(ctx, args_for(task, dry_run))
+            .map(|report| serde_json::Value::Object(report.fields))
+    };
+    let store = runs::settled(ctx)?;
+    let outcome = crate::run::wave::start_all(&store, ctx.workdir()?, &names, dry_run, &mut start);
+    let (planned, dispatched) = match outcome {
+        Ok(started) if dry_run => (started, Vec::new()),
+        Ok(started) => (Vec::new(), started),
+        Err(WaveFailure::Planning { task, error }) => {
+            return Err(CrewError {
+                message: format!(
+                    "task {task} of wave {wave} cannot be dispatched: {}; nothing was dispatched",
+                    error.message
+                ),
+                ..error
+            });
+        }
+        Err(WaveFailure::Starting {
+            task,
+            error,
+            rolled_back,
+        }) => {
+            let mut details = error.details.clone();
+            details.push(format!(
+                "rolled back (abandoned, branches kept): {rolled_back}"
+            ));
+            return Err(CrewError {
+                message: format!(
+                    "dispatching task {task} of wave {wave}: {}; the wave was rolled back",
+                    error.message
+                ),
+                details,
+                ..error
+            });
+        }
+    };
     if dry_run {
         let human = planned
             .iter()
@@ -232,60 +243,13 @@ fn dispatch(
             human,
         ));
     }
-    let mut dispatched = Vec::new();
-    for (i, status) in ready.iter().enumerate() {
-        let started = if i == 1 && crate::sys::failpoint::fails_at("wave-start-second") {
-            Err(CrewError::internal("a failure injected for tests"))
-        } else {
-            super::dispatch::run(ctx, args_for(&status.task, false))
-        };
-        match started {
-            Ok(report) => dispatched.push(serde_json::Value::Object(report.fields)),
-            Err(err) => {
-                // All or nothing: what started is abandoned again, its branch kept.
-                let started: Vec<(String, String)> = dispatched
-                    .iter()
-                    .filter_map(|d| {
-                        Some((
-                            d["run"].as_str()?.to_string(),
-                            d["task"].as_str()?.to_string(),
-                        ))
-                    })
-                    .collect();
-                let rolled_back = match (runs::settled(ctx), ctx.workdir()) {
-                    (Ok(store), Ok(repo_dir)) => {
-                        crate::run::wave::roll_back(&store, repo_dir, &started, &status.task)
-                    }
-                    _ => Vec::new(),
-                };
-                let mut details = err.details.clone();
-                details.push(format!(
-                    "rolled back (abandoned, branches kept): {}",
-                    if rolled_back.is_empty() {
-                        "none".to_string()
-                    } else {
-                        rolled_back.join(", ")
-                    }
-                ));
-                return Err(CrewError {
-                    message: format!(
-                        "dispatching task {} of wave {wave}: {}; the wave was rolled back",
-                        status.task, err.message
-                    ),
-                    details,
-                    ..err
-                });
-            }
-        }
-    }
     let (mut facts, _, _) = gather(ctx, &plan, wave)?;
     // What was just started, whether or not a fast worker has already finished.
-    for task in &mut facts.tasks {
-        if let Some(d) = dispatched.iter().find(|d| d["task"] == task.id.as_str()) {
-            task.status = "in-flight".into();
-            task.run = d["run"].as_str().map(String::from);
-        }
-    }
+    let started: Vec<(String, String)> = dispatched
+        .iter()
+        .filter_map(|d| Some((d["task"].as_str()?.into(), d["run"].as_str()?.into())))
+        .collect();
+    wave::mark_started(&mut facts, &started);
     // `summary.at` says whether the dispatch summary is printed.
     let summary = flight
         .summary

@@ -10,7 +10,7 @@ use super::plan::{Blocker, Task, TaskStatus};
 use super::record::RunRecord;
 use super::routing::Route;
 use super::scope::{Role, scopes_overlap};
-use super::summary::WaveTask;
+use super::summary::{WaveFacts, WaveTask};
 
 /// A follow-on a run of the wave deferred (`wave status`).
 #[derive(Debug, Clone, Serialize)]
@@ -196,6 +196,38 @@ pub fn clashes(tasks: &[Writer], flight: &[Writer]) -> Vec<String> {
         }
     }
     out
+}
+
+/// The scope clashes of the wave's `tasks` among themselves and with the runs in flight.
+pub fn clashes_with(tasks: &[&Task], live: &[RunRecord]) -> Vec<String> {
+    let tasks: Vec<Writer> = tasks
+        .iter()
+        .map(|t| Writer {
+            name: t.id.clone(),
+            role: &t.role,
+            scope: &t.scope,
+        })
+        .collect();
+    let in_flight: Vec<Writer> = live
+        .iter()
+        .map(|r| Writer {
+            name: format!("run {} (task {})", r.run, r.task),
+            role: &r.role,
+            scope: &r.scope,
+        })
+        .collect();
+    clashes(&tasks, &in_flight)
+}
+
+/// Marks the tasks a wave dispatch just started (task, run) as in flight, whether or not
+/// a fast worker has already finished.
+pub fn mark_started(facts: &mut WaveFacts, started: &[(String, String)]) {
+    for task in &mut facts.tasks {
+        if let Some((_, run)) = started.iter().find(|(t, _)| *t == task.id) {
+            task.status = "in-flight".into();
+            task.run = Some(run.clone());
+        }
+    }
 }
 
 #[cfg(test)]

@@ -86,6 +86,72 @@ pub fn facts(
     Ok((facts, mine, follow_ons))
 }
 
+/// Why a wave dispatch stopped; every task was decided first, so nothing starts unless
+/// all can.
+#[derive(Debug)]
+pub enum WaveFailure<E> {
+    /// A task cannot be dispatched: nothing was started.
+    Planning { task: String, error: E },
+    /// A task failed to start: the runs started before it were abandoned again (their
+    /// branches kept), named in `rolled_back` (`none` when there were none).
+    Starting {
+        task: String,
+        error: E,
+        rolled_back: String,
+    },
+}
+
+/// Dispatches a wave's `tasks` all or nothing: each is decided first (`start(i, task,
+/// true)`, a dry run), then — unless `dry_run` — each is started (`start(i, task,
+/// false)`); when one fails to start, those started before it are rolled back. Returns
+/// each task's dispatch output (the dry runs' under `dry_run`).
+pub fn start_all<E>(
+    store: &RunStore,
+    repo_dir: &Path,
+    tasks: &[String],
+    dry_run: bool,
+    start: &mut dyn FnMut(usize, &str, bool) -> Result<serde_json::Value, E>,
+) -> Result<Vec<serde_json::Value>, WaveFailure<E>> {
+    let mut planned = Vec::new();
+    for (i, task) in tasks.iter().enumerate() {
+        match start(i, task, true) {
+            Ok(plan) => planned.push(plan),
+            Err(error) => {
+                return Err(WaveFailure::Planning {
+                    task: task.clone(),
+                    error,
+                });
+            }
+        }
+    }
+    if dry_run {
+        return Ok(planned);
+    }
+    let mut started = Vec::new();
+    for (i, task) in tasks.iter().enumerate() {
+        match start(i, task, false) {
+            Ok(output) => started.push(output),
+            Err(error) => {
+                let runs: Vec<(String, String)> = started
+                    .iter()
+                    .filter_map(|d| Some((d["run"].as_str()?.into(), d["task"].as_str()?.into())))
+                    .collect();
+                let rolled_back = roll_back(store, repo_dir, &runs, task);
+                return Err(WaveFailure::Starting {
+                    task: task.clone(),
+                    error,
+                    rolled_back: if rolled_back.is_empty() {
+                        "none".to_string()
+                    } else {
+                        rolled_back.join(", ")
+                    },
+                });
+            }
+        }
+    }
+    Ok(started)
+}
+
 /// Abandons the runs a wave dispatch started before one of its tasks failed; returns
 /// them as `run (task)`.
 pub fn roll_back(
