@@ -4,6 +4,7 @@
 
 pub mod attempt;
 pub mod dispatch;
+pub mod doctor;
 pub mod flight;
 pub mod footer;
 pub mod hookblock;

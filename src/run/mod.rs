@@ -5,6 +5,7 @@
 
 pub mod backends;
 pub mod dispatch;
+pub mod doctor;
 pub mod fence;
 pub mod integrate;
 pub mod ledger;
