@@ -8,6 +8,7 @@ pub mod doctor;
 pub mod flight;
 pub mod footer;
 pub mod hookblock;
+pub mod install;
 pub mod integrate;
 pub mod layout;
 pub mod ledger;

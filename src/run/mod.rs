@@ -7,6 +7,7 @@ pub mod backends;
 pub mod dispatch;
 pub mod doctor;
 pub mod fence;
+pub mod install;
 pub mod integrate;
 pub mod ledger;
 pub mod output;
