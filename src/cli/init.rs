@@ -5,10 +5,10 @@
 use clap::Args;
 
 use super::context::CommandContext;
-use super::error::{CrewError, ErrorKind, Result};
+use super::error::{CrewError, Result};
 use super::ui::Report;
 use crate::git::hooks_dir::HookAction;
-use crate::run::install::{self, Refusal, Setup};
+use crate::run::install::{self, Setup};
 
 const INIT_EXAMPLES: &str = "Examples:\n  git crew init\n  git crew init --uninstall";
 
@@ -32,36 +32,11 @@ pub struct InitArgs {
 pub fn run(ctx: &CommandContext, args: InitArgs) -> Result<Report> {
     let repo = ctx.repo()?;
     let workdir = ctx.workdir()?.to_path_buf();
-    let setup = install::init(repo, &workdir, args.uninstall)?.map_err(refused)?;
+    let setup = install::init(repo, &workdir, args.uninstall)?.map_err(CrewError::from)?;
     for warning in &setup.warnings {
         super::ui::warn(warning);
     }
     Ok(Report::of(&setup, human(&setup)))
-}
-
-fn refused(refusal: Refusal) -> CrewError {
-    match refusal {
-        Refusal::InsideRunWorktree { workdir, main } => CrewError::new(
-            ErrorKind::Refused,
-            "inside-run-worktree",
-            format!(
-                "{} is the worktree of a git-crew run: init works on the repository, not on a run",
-                workdir.display()
-            ),
-        )
-        .hinted(format!(
-            "run it in the main checkout: git -C {} crew init",
-            main.display()
-        )),
-        Refusal::HookInTheWay(taken) => {
-            CrewError::new(ErrorKind::Refused, "hook-in-the-way", taken.to_string()).hinted(
-                format!(
-                    "move or remove {} by hand, then run git crew init again",
-                    taken.moved.display()
-                ),
-            )
-        }
-    }
 }
 
 /// One line per hook, config value and the flight file.

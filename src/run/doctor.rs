@@ -44,7 +44,7 @@ pub fn check(
         .chain(store.finished()?.into_iter().map(|r| r.run))
         .collect();
     problems.extend(orphan_processes(store, &live, fix));
-    let runs_dir = store.root().join("runs");
+    let runs_dir = store.runs_dir();
     problems.extend(orphan_verifiers(&runs_dir, fix));
     problems.extend(stale_checkouts(repo_dir, &runs_dir, fix));
     problems.extend(unreadable_pointers(store, &live));
@@ -125,7 +125,7 @@ fn unfinished_integrations(
 /// Worker processes of this repository's runs that are no longer live; `fix` kills their
 /// process groups.
 fn orphan_processes(store: &RunStore, live: &[RunRecord], fix: bool) -> Vec<Problem> {
-    let worktrees = store.root().join("worktrees");
+    let worktrees = store.worktrees_dir();
     let live: Vec<&str> = live.iter().map(|r| r.run.as_str()).collect();
     doctor::orphan_processes(&crew_processes(), &worktrees.to_string_lossy(), &live)
         .into_iter()
@@ -246,7 +246,7 @@ fn stale_pointers(
 
 /// Worktrees no run knows: listed, never removed.
 fn orphan_worktrees(store: &RunStore, known: &[String]) -> Vec<Problem> {
-    let Ok(entries) = std::fs::read_dir(store.root().join("worktrees")) else {
+    let Ok(entries) = std::fs::read_dir(store.worktrees_dir()) else {
         return Vec::new();
     };
     entries

@@ -19,6 +19,7 @@ use crate::git::repo::state_dir;
 use crate::git::run::GitRunner;
 use crate::state::init_record::{ConfigValue, InitRecord};
 use crate::state::live;
+use crate::state::runs::RunStore;
 
 /// Why init does nothing.
 #[derive(Debug)]
@@ -71,7 +72,7 @@ pub fn init(
     uninstall: bool,
 ) -> anyhow::Result<Result<Setup, Refusal>> {
     let state = state_dir(repo);
-    let crew_worktrees = state.join("worktrees");
+    let crew_worktrees = RunStore::new(&state).worktrees_dir();
     let canon = |p: &Path| p.canonicalize().unwrap_or_else(|_| p.to_path_buf());
     if canon(workdir).starts_with(canon(&crew_worktrees)) {
         return Ok(Err(Refusal::InsideRunWorktree {
