@@ -5,6 +5,7 @@
 use super::error::{CrewError, ErrorKind};
 use crate::core::dispatch;
 use crate::core::integrate;
+use crate::run::install;
 use crate::run::verify;
 
 /// A dispatch refusal as the error SPEC §2 names for it.
@@ -154,5 +155,34 @@ impl From<verify::Refusal> for CrewError {
         )
         .hinted("commit them to the run's branch or discard them, then verify again"),
     }
+    }
+}
+
+/// Why init does nothing, as the error SPEC §2 names for it.
+impl From<install::Refusal> for CrewError {
+    fn from(r: install::Refusal) -> CrewError {
+        use install::Refusal;
+        match r {
+            Refusal::InsideRunWorktree { workdir, main } => CrewError::new(
+                ErrorKind::Refused,
+                "inside-run-worktree",
+                format!(
+                    "{} is the worktree of a git-crew run: init works on the repository, not on a run",
+                    workdir.display()
+                ),
+            )
+            .hinted(format!(
+                "run it in the main checkout: git -C {} crew init",
+                main.display()
+            )),
+            Refusal::HookInTheWay(taken) => {
+                CrewError::new(ErrorKind::Refused, "hook-in-the-way", taken.to_string()).hinted(
+                    format!(
+                        "move or remove {} by hand, then run git crew init again",
+                        taken.moved.display()
+                    ),
+                )
+            }
+        }
     }
 }

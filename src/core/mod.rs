@@ -4,9 +4,11 @@
 
 pub mod attempt;
 pub mod dispatch;
+pub mod doctor;
 pub mod flight;
 pub mod footer;
 pub mod hookblock;
+pub mod install;
 pub mod integrate;
 pub mod layout;
 pub mod ledger;

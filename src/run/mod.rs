@@ -1,11 +1,14 @@
 //! A run's life, applying what `core` decides: dispatch (gathering the decision's facts
 //! and carrying it out), the scheduler, the supervisor that drives the worker, the
 //! backends that know each worker CLI, verify, integrate, post-merge recording, the
-//! ledger and plans on disk. It never renders: `cli` does.
+//! ledger and plans on disk; beside a run's life, `doctor`'s checks and repairs and
+//! `init`'s install and uninstall. It never renders: `cli` does.
 
 pub mod backends;
 pub mod dispatch;
+pub mod doctor;
 pub mod fence;
+pub mod install;
 pub mod integrate;
 pub mod ledger;
 pub mod output;

@@ -50,6 +50,11 @@ impl RunStore {
         self.root.join("runs").join(run)
     }
 
+    /// Every run's worktree lives here.
+    pub fn worktrees_dir(&self) -> PathBuf {
+        self.root.join("worktrees")
+    }
+
     pub fn worktree_path(&self, run: &str) -> PathBuf {
         self.root.join("worktrees").join(run)
     }

@@ -176,6 +176,26 @@ pub fn env_var(environ: &[Vec<u8>], name: &str) -> Option<String> {
     })
 }
 
+/// The executable of process `pid`, without the " (deleted)" a rebuilt or reinstalled
+/// binary leaves.
+pub fn exe(pid: u32) -> Option<String> {
+    exe_at(&format!("/proc/{pid}/exe"))
+}
+
+/// This process's executable, as [`exe`] reads it.
+pub fn own_exe() -> Option<String> {
+    exe_at("/proc/self/exe")
+}
+
+fn exe_at(link: &str) -> Option<String> {
+    std::fs::read_link(link).ok().map(|p| {
+        let text = p.to_string_lossy().into_owned();
+        text.strip_suffix(" (deleted)")
+            .map(String::from)
+            .unwrap_or(text)
+    })
+}
+
 #[cfg(test)]
 mod tests {
     #[test]

@@ -1,0 +1,348 @@
+//! `doctor`'s checks: each looks for one kind of rot — runs whose supervisor died,
+//! integrates that died half-way, worker and verify processes nothing will stop, throwaway
+//! checkouts, unreadable and stale live pointers, worktrees no run knows, hooks that lost
+//! git-crew's block, notes that diverged from a remote's — and, with `fix`, repairs what
+//! can be repaired without losing a commit. Problems come back as values
+//! (`core::doctor::Problem`); which process is an orphan is `core::doctor`'s decision,
+//! the rendering is `cli::doctor`'s. Orphan worktrees and unreadable pointers are only
+//! named, never removed.
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use crate::core::doctor::{self, Problem, ProblemKind, ProcessFacts};
+use crate::core::flight::WorktreeCleanup;
+use crate::core::record::{Outcome, Phase, RunRecord};
+use crate::run::supervisor;
+use crate::state::runs::RunStore;
+use crate::sys::process;
+
+/// What doctor found, and the kernel write fence this machine offers.
+pub struct Checkup {
+    pub problems: Vec<Problem>,
+    /// `landlock-v<ABI>`, or `none`.
+    pub fence: String,
+}
+
+/// Runs every check in turn; with `fix`, repairs as it goes.
+pub fn check(
+    repo: &crate::git::Repository,
+    repo_dir: &Path,
+    store: &RunStore,
+    fix: bool,
+) -> anyhow::Result<Checkup> {
+    let mut problems = dead_supervisors(store, repo_dir)?;
+    problems.extend(unfinished_integrations(repo, repo_dir, store, fix));
+    let mut live = store.live()?;
+    // Decide from the facts sealed at dispatch, not from what a pointer says.
+    for record in &mut live {
+        let _ = crate::git::seal::restore(repo, record);
+    }
+    let known: Vec<String> = live
+        .iter()
+        .map(|r| r.run.clone())
+        .chain(store.finished()?.into_iter().map(|r| r.run))
+        .collect();
+    problems.extend(orphan_processes(store, &live, fix));
+    let runs_dir = store.runs_dir();
+    problems.extend(orphan_verifiers(&runs_dir, fix));
+    problems.extend(stale_checkouts(repo_dir, &runs_dir, fix));
+    problems.extend(unreadable_pointers(store, &live));
+    problems.extend(stale_pointers(store, repo_dir, &live, fix));
+    problems.extend(orphan_worktrees(store, &known));
+    problems.extend(missing_hooks(repo, store));
+    problems.extend(diverged_notes(repo, fix));
+    Ok(Checkup {
+        problems,
+        fence: crate::core::dispatch::describe_fence(crate::sys::fence::kernel_abi()),
+    })
+}
+
+/// Runs whose supervisor died: marked abandoned (or their filing completed) whether or not
+/// `fix` is asked for, as every command does.
+fn dead_supervisors(store: &RunStore, repo_dir: &Path) -> anyhow::Result<Vec<Problem>> {
+    let before = store.live()?;
+    Ok(supervisor::reap_dead(store, repo_dir, &before)?
+        .into_iter()
+        .map(|record| Problem {
+            kind: ProblemKind::DeadSupervisor,
+            detail: if record.outcome == Some(Outcome::Abandoned) {
+                format!(
+                    "run {} (task {}) lost its supervisor; marked abandoned, branch {} kept",
+                    record.run, record.task, record.branch
+                )
+            } else {
+                format!(
+                    "run {} (task {}) lost its supervisor while filing its outcome; the filing was completed ({})",
+                    record.run,
+                    record.task,
+                    record.outcome.map_or("-", |o| o.as_str())
+                )
+            },
+            fixed: true,
+        })
+        .collect())
+}
+
+/// Integrations that died after their target moved: completed (or, when the target never
+/// moved, their notes taken back).
+fn unfinished_integrations(
+    repo: &crate::git::Repository,
+    repo_dir: &Path,
+    store: &RunStore,
+    fix: bool,
+) -> Vec<Problem> {
+    crate::run::integrate::unfinished(store)
+        .into_iter()
+        .map(|run| {
+            let fixed = fix
+                && crate::sys::lock::Lock::take(
+                    store.root(),
+                    "integrate",
+                    Duration::from_secs(600),
+                )
+                .is_ok_and(|_turn| {
+                    crate::run::integrate::resume(
+                        repo_dir,
+                        repo,
+                        store,
+                        &run,
+                        WorktreeCleanup::Never.as_str(),
+                    )
+                    .is_ok()
+                });
+            Problem {
+                kind: ProblemKind::IntegrationUnfinished,
+                detail: format!(
+                    "an integrate of run {run} died half-way; `git crew doctor --fix` or `git crew integrate {run}` finishes it"
+                ),
+                fixed,
+            }
+        })
+        .collect()
+}
+
+/// Worker processes of this repository's runs that are no longer live; `fix` kills their
+/// process groups.
+fn orphan_processes(store: &RunStore, live: &[RunRecord], fix: bool) -> Vec<Problem> {
+    let worktrees = store.worktrees_dir();
+    let live: Vec<&str> = live.iter().map(|r| r.run.as_str()).collect();
+    doctor::orphan_processes(&crew_processes(), &worktrees.to_string_lossy(), &live)
+        .into_iter()
+        .map(|(pid, run)| {
+            if fix {
+                process::kill_group(pid);
+            }
+            Problem {
+                kind: ProblemKind::OrphanProcess,
+                detail: format!("process {pid} still works for run {run}, which is not live"),
+                fixed: fix,
+            }
+        })
+        .collect()
+}
+
+/// Verify commands whose git-crew died (a killed `verify` or `integrate`): nothing will
+/// stop them. `fix` kills their process groups and waits (briefly) until they are gone,
+/// before their checkouts are looked at.
+fn orphan_verifiers(runs_dir: &Path, fix: bool) -> Vec<Problem> {
+    let me = process::own_exe();
+    doctor::orphan_verifiers(
+        &crew_processes(),
+        &runs_dir.to_string_lossy(),
+        me.as_deref(),
+    )
+    .into_iter()
+    .map(|(pgid, run)| {
+        if fix {
+            process::kill_group(pgid);
+            let until = Instant::now() + Duration::from_secs(2);
+            while !process::environ(pgid).is_empty() && Instant::now() < until {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        }
+        Problem {
+            kind: ProblemKind::OrphanVerify,
+            detail: format!(
+                "verify process group {pgid} of run {run} outlived the git-crew that started it"
+            ),
+            fixed: fix,
+        }
+    })
+    .collect()
+}
+
+/// Throwaway checkouts (verify, integrate) that a killed command left registered, of runs
+/// no process works for right now.
+fn stale_checkouts(repo_dir: &Path, runs_dir: &Path, fix: bool) -> Vec<Problem> {
+    let busy: Vec<String> = crew_processes().into_iter().filter_map(|p| p.run).collect();
+    crate::git::worktree::throwaways(repo_dir, runs_dir)
+        .into_iter()
+        .filter(|(_, run)| !busy.contains(run))
+        .map(|(path, run)| {
+            let fixed = fix && crate::git::worktree::remove_throwaway(repo_dir, &path).is_ok();
+            Problem {
+                kind: ProblemKind::StaleCheckout,
+                detail: format!(
+                    "{} (run {run}) was left by a verify or integrate that did not finish",
+                    path.display()
+                ),
+                fixed,
+            }
+        })
+        .collect()
+}
+
+/// Live pointers that cannot be read: named, never fixed by guesswork (their processes
+/// are left alone; the task and scope stay held).
+fn unreadable_pointers(store: &RunStore, live: &[RunRecord]) -> Vec<Problem> {
+    live.iter()
+        .filter(|r| r.unreadable.is_some())
+        .map(|record| Problem {
+            kind: ProblemKind::UnreadablePointer,
+            detail: format!(
+                "the live pointer of run {} cannot be read ({}); it still holds task `{}` and scope {}: repair or remove {} by hand",
+                record.run,
+                record.unreadable.as_deref().unwrap_or_default(),
+                record.task,
+                record.scope.join(" "),
+                store.live_path(&record.run).display()
+            ),
+            fixed: false,
+        })
+        .collect()
+}
+
+/// Live pointers whose worktree is gone; `fix` abandons their runs.
+fn stale_pointers(
+    store: &RunStore,
+    repo_dir: &Path,
+    live: &[RunRecord],
+    fix: bool,
+) -> Vec<Problem> {
+    live.iter()
+        .filter(|r| r.unreadable.is_none())
+        .filter(|r| r.phase != Phase::Queued && !Path::new(&r.worktree).exists())
+        .map(|record| {
+            let fixed = fix
+                && supervisor::abandon(
+                    store,
+                    repo_dir,
+                    record.clone(),
+                    "its worktree is gone (doctor)",
+                )
+                .is_ok_and(|r| r.is_some());
+            Problem {
+                kind: ProblemKind::StalePointer,
+                detail: format!(
+                    "run {} is live but its worktree {} is gone",
+                    record.run, record.worktree
+                ),
+                fixed,
+            }
+        })
+        .collect()
+}
+
+/// Worktrees no run knows: listed, never removed.
+fn orphan_worktrees(store: &RunStore, known: &[String]) -> Vec<Problem> {
+    let Ok(entries) = std::fs::read_dir(store.worktrees_dir()) else {
+        return Vec::new();
+    };
+    entries
+        .flatten()
+        .filter(|entry| !known.contains(&entry.file_name().to_string_lossy().into_owned()))
+        .map(|entry| Problem {
+            kind: ProblemKind::OrphanWorktree,
+            detail: format!(
+                "{} belongs to no run; inspect it, then `git worktree remove` it yourself",
+                entry.path().display()
+            ),
+            fixed: false,
+        })
+        .collect()
+}
+
+/// Hooks init installed that lost git-crew's block.
+fn missing_hooks(repo: &crate::git::Repository, store: &RunStore) -> Vec<Problem> {
+    let Ok(Some(record)) = crate::state::init_record::InitRecord::load(store.root()) else {
+        return Vec::new();
+    };
+    let dir = record
+        .hooks_dir
+        .clone()
+        .unwrap_or_else(|| crate::git::hooks_dir::hooks_dir(repo));
+    ["pre-commit", "post-merge"]
+        .into_iter()
+        .filter(|name| {
+            let text = std::fs::read_to_string(dir.join(name)).unwrap_or_default();
+            !text.contains(crate::core::hookblock::BEGIN)
+        })
+        .map(|name| Problem {
+            kind: ProblemKind::HookMissing,
+            detail: format!(
+                "{} has lost git-crew's block; run `git crew init` to put it back",
+                dir.join(name).display()
+            ),
+            fixed: false,
+        })
+        .collect()
+}
+
+/// Notes fetched from a remote that the local notes do not contain yet; `fix` merges them
+/// by line union.
+fn diverged_notes(repo: &crate::git::Repository, fix: bool) -> Vec<Problem> {
+    let Ok(tracking) = crate::git::refs::under(repo, "refs/notes/remotes/") else {
+        return Vec::new();
+    };
+    let mut problems = Vec::new();
+    for (name, _) in tracking {
+        let Some((remote, local)) = doctor::tracked_notes(&name, &crate::git::notes::ALL) else {
+            continue;
+        };
+        let theirs = crate::git::notes::tip(repo, &name).ok().flatten();
+        let ours = crate::git::notes::tip(repo, &local).ok().flatten();
+        let contained = match (ours, theirs) {
+            (_, None) => true,
+            (Some(o), Some(t)) => crate::git::merge::is_ancestor(repo, t, o),
+            (None, Some(_)) => false,
+        };
+        if contained {
+            continue;
+        }
+        let fixed = fix && crate::git::sync::merge_into(repo, &local, &name).is_ok();
+        problems.push(Problem {
+            kind: ProblemKind::NotesDiverged,
+            detail: format!(
+                "{local} does not contain the notes fetched from {remote}; `git crew sync {remote}` merges them by line union"
+            ),
+            fixed,
+        });
+    }
+    problems
+}
+
+/// The processes working for some run right now (a `CREW_RUN` in their environment), with
+/// what doctor asks of them.
+fn crew_processes() -> Vec<ProcessFacts> {
+    process::all_pids()
+        .into_iter()
+        .filter_map(|pid| {
+            let environ = process::environ(pid);
+            let var = |name: &str| process::env_var(&environ, name);
+            let run = var("CREW_RUN")?;
+            let verifier_dir = var("CREW_VERIFIER_DIR");
+            Some(ProcessFacts {
+                pid,
+                group: process::group_and_session(pid).map(|(group, _)| group),
+                run: Some(run),
+                worktree: var("CREW_WORKTREE"),
+                parent_exe: verifier_dir
+                    .as_ref()
+                    .and_then(|_| process::parent(pid))
+                    .and_then(process::exe),
+                verifier_dir,
+            })
+        })
+        .collect()
+}
