@@ -98,6 +98,24 @@ pub fn orphan_processes(
     groups
 }
 
+/// The runs of this repository some process works for right now: a `CREW_RUN` with a
+/// `CREW_WORKTREE` under `worktrees` or a `CREW_VERIFIER_DIR` under `runs_dir`. Another
+/// repository's run of the same id is not this one's.
+pub fn busy_runs(processes: &[ProcessFacts], worktrees: &str, runs_dir: &str) -> Vec<String> {
+    processes
+        .iter()
+        .filter(|p| {
+            p.worktree
+                .as_deref()
+                .is_some_and(|w| w.starts_with(worktrees))
+                || p.verifier_dir
+                    .as_deref()
+                    .is_some_and(|d| d.starts_with(runs_dir))
+        })
+        .filter_map(|p| p.run.clone())
+        .collect()
+}
+
 /// Verify commands of this repository's runs whose parent is no longer a git-crew
 /// process, as (process group, run): their group leader carries `CREW_VERIFIER_DIR`
 /// under `runs_dir` and `CREW_RUN`. Any git-crew parent counts: `me` (this binary), or
@@ -241,5 +259,25 @@ mod tests {
         );
         assert_eq!(tracked_notes("refs/notes/remotes/origin", &ours), None);
         assert_eq!(tracked_notes("refs/notes/crew", &ours), None);
+    }
+
+    #[test]
+    fn a_run_is_busy_only_by_a_process_of_this_repository() {
+        let p = |run: &str, worktree: Option<&str>, verifier: Option<&str>| ProcessFacts {
+            run: Some(run.into()),
+            worktree: worktree.map(String::from),
+            verifier_dir: verifier.map(String::from),
+            ..ProcessFacts::default()
+        };
+        let processes = [
+            p("a", Some("/r/.git/crew/worktrees/a"), None),
+            p("b", None, Some("/r/.git/crew/runs/b/verifier-again")),
+            p("c", Some("/other/.git/crew/worktrees/c"), None),
+            p("d", None, None),
+        ];
+        assert_eq!(
+            busy_runs(&processes, "/r/.git/crew/worktrees", "/r/.git/crew/runs"),
+            ["a", "b"]
+        );
     }
 }

@@ -46,7 +46,7 @@ pub fn check(
     problems.extend(orphan_processes(store, &live, fix));
     let runs_dir = store.runs_dir();
     problems.extend(orphan_verifiers(&runs_dir, fix));
-    problems.extend(stale_checkouts(repo_dir, &runs_dir, fix));
+    problems.extend(stale_checkouts(store, repo_dir, &runs_dir, fix));
     problems.extend(unreadable_pointers(store, &live));
     problems.extend(stale_pointers(store, repo_dir, &live, fix));
     problems.extend(orphan_worktrees(store, &known));
@@ -157,7 +157,8 @@ fn orphan_verifiers(runs_dir: &Path, fix: bool) -> Vec<Problem> {
         if fix {
             process::kill_group(pgid);
             let until = Instant::now() + Duration::from_secs(2);
-            while !process::environ(pgid).is_empty() && Instant::now() < until {
+            // Every member, not only the leader: a verify's children hold its checkout too.
+            while process::group_alive(pgid) && Instant::now() < until {
                 std::thread::sleep(Duration::from_millis(20));
             }
         }
@@ -174,8 +175,12 @@ fn orphan_verifiers(runs_dir: &Path, fix: bool) -> Vec<Problem> {
 
 /// Throwaway checkouts (verify, integrate) that a killed command left registered, of runs
 /// no process works for right now.
-fn stale_checkouts(repo_dir: &Path, runs_dir: &Path, fix: bool) -> Vec<Problem> {
-    let busy: Vec<String> = crew_processes().into_iter().filter_map(|p| p.run).collect();
+fn stale_checkouts(store: &RunStore, repo_dir: &Path, runs_dir: &Path, fix: bool) -> Vec<Problem> {
+    let busy = crate::core::doctor::busy_runs(
+        &crew_processes(),
+        &store.worktrees_dir().to_string_lossy(),
+        &runs_dir.to_string_lossy(),
+    );
     crate::git::worktree::throwaways(repo_dir, runs_dir)
         .into_iter()
         .filter(|(_, run)| !busy.contains(run))

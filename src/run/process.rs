@@ -133,8 +133,10 @@ pub fn kill_session(sid: u32) {
 /// Kills everything working for run `run`: every process whose environment carries
 /// `CREW_RUN=<run>` (the worker, its children, even ones that left its session), and the
 /// run's supervisor — but only a process that really is that supervisor, never whatever
-/// now holds a recycled pid.
-pub fn kill_run(run: &str, supervisor_pid: Option<u32>) {
+/// now holds a recycled pid. A process that names another repository's worktree or run
+/// folder (`CREW_WORKTREE`, `CREW_VERIFIER_DIR`) works for another run of the same id and
+/// is spared; one that names neither is not.
+pub fn kill_run(run: &str, supervisor_pid: Option<u32>, worktree: &str, run_dir: &Path) {
     if let Some(pid) = supervisor_pid
         && pid != std::process::id()
         && is_alive(pid, run)
@@ -147,9 +149,23 @@ pub fn kill_run(run: &str, supervisor_pid: Option<u32>) {
         kill_session(pid);
         sigkill(pid);
     }
-    let needle = format!("CREW_RUN={run}");
+    let run_dir = run_dir.to_string_lossy();
     for pid in all_pids() {
-        if environ(pid).iter().any(|kv| kv == needle.as_bytes()) {
+        let env = environ(pid);
+        if crate::sys::process::env_var(&env, "CREW_RUN").as_deref() != Some(run) {
+            continue;
+        }
+        let elsewhere = match (
+            crate::sys::process::env_var(&env, "CREW_WORKTREE"),
+            crate::sys::process::env_var(&env, "CREW_VERIFIER_DIR"),
+        ) {
+            (None, None) => false,
+            (wt, dir) => {
+                wt.as_deref() != Some(worktree)
+                    && !dir.is_some_and(|d| d.starts_with(run_dir.as_ref()))
+            }
+        };
+        if !elsewhere {
             sigkill(pid);
         }
     }

@@ -143,6 +143,14 @@ pub fn group_and_session(pid: u32) -> Option<(u32, u32)> {
     Some((fields.next()?.parse().ok()?, fields.next()?.parse().ok()?))
 }
 
+/// Whether any live (not zombie) process is still in process group `pgid`.
+pub fn group_alive(pgid: u32) -> bool {
+    all_pids().into_iter().any(|pid| {
+        group_and_session(pid).is_some_and(|(group, _)| group == pgid)
+            && state_and_parent(pid).is_some_and(|(state, _)| state != 'Z')
+    })
+}
+
 /// Every process id in `/proc` but this process's own.
 pub fn all_pids() -> Vec<u32> {
     let Ok(entries) = std::fs::read_dir("/proc") else {

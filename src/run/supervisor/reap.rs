@@ -25,7 +25,13 @@ pub(super) fn end_outside(
     outcome: Outcome,
     why: &str,
 ) -> anyhow::Result<Option<RunRecord>> {
-    process::kill_run(&record.run, record.supervisor_pid);
+    // Where the run's processes work comes from its id, never from the pointer.
+    process::kill_run(
+        &record.run,
+        record.supervisor_pid,
+        &store.worktree_path(&record.run).to_string_lossy(),
+        &store.run_dir(&record.run),
+    );
     // Its supervisor died while it filed the run: that filing is completed, never
     // overwritten — when the seal holds the same verdict.
     if let Some(done) = complete_filed(store, repo_dir, &record.run)? {
