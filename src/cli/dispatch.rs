@@ -21,7 +21,7 @@ const EXAMPLES: &str = "Examples:\n  git crew dispatch --task routes --scope 'sr
 /// supervisor and returns the run id at once. Refused (exit 4) when the task already has
 /// an in-flight run, when the scope overlaps an in-flight run's, or when the backend is at
 /// its concurrency limit.
-#[derive(Debug, Args)]
+#[derive(Debug, Default, Args)]
 #[command(after_help = EXAMPLES)]
 pub struct DispatchArgs {
     /// The task id (becomes part of the branch name).

@@ -198,6 +198,17 @@ pub fn clashes(tasks: &[Writer], flight: &[Writer]) -> Vec<String> {
     out
 }
 
+/// The run of `task` that passed and waits to be integrated, if its latest finished run
+/// did: a second run would only compete with it.
+pub fn awaiting_integration(finished: &[RunRecord], task: &str) -> Option<String> {
+    finished
+        .iter()
+        .rev()
+        .find(|r| r.task == task)
+        .filter(|r| r.outcome == Some(super::record::Outcome::Pass) && r.integration.is_none())
+        .map(|r| r.run.clone())
+}
+
 /// The scope clashes of the wave's `tasks` among themselves and with the runs in flight.
 pub fn clashes_with(tasks: &[&Task], live: &[RunRecord]) -> Vec<String> {
     let tasks: Vec<Writer> = tasks

@@ -1,0 +1,97 @@
+//! `git crew wave dispatch N` and `git crew wave status N`: one file per subcommand
+//! (`dispatch.rs`, `status.rs`); what they share is here.
+
+mod dispatch;
+mod status;
+
+use clap::{Args, Subcommand};
+
+use super::context::CommandContext;
+use super::error::{CrewError, ErrorKind, Result};
+use super::flight::{RoutingArgs, resolve};
+use super::runs;
+use super::ui::Report;
+use crate::core::plan::{Plan, TaskStatus};
+use crate::core::summary::WaveFacts;
+use crate::core::wave::FollowOn;
+
+/// Run a plan wave by wave.
+#[derive(Debug, Args)]
+pub struct WaveArgs {
+    #[command(subcommand)]
+    pub action: WaveAction,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum WaveAction {
+    /// Dispatch every ready task of wave N at once: refused up front (exit 4) when two of
+    /// its tasks' write scopes overlap, or one overlaps a run in flight; runs beyond a
+    /// backend's concurrency are queued. Prints the dispatch summary.
+    #[command(
+        after_help = "Examples:\n  git crew wave dispatch 1\n  git crew wave dispatch 2 --plan crew-v1"
+    )]
+    Dispatch {
+        wave: u32,
+        #[arg(long)]
+        plan: Option<String>,
+        /// Decide every task's run and print them; start nothing.
+        #[arg(long)]
+        dry_run: bool,
+        #[command(flatten)]
+        routing: RoutingArgs,
+    },
+    /// Report wave N: each task's status and run, the closing gate's verdict (a wave
+    /// whose gate has none reads as incomplete), and the Deferred / concerns of its
+    /// footers as candidate follow-ons.
+    #[command(after_help = "Examples:\n  git crew wave status 1 --human")]
+    Status {
+        wave: u32,
+        #[arg(long)]
+        plan: Option<String>,
+    },
+}
+
+pub fn run(ctx: &CommandContext, args: WaveArgs) -> Result<Report> {
+    match args.action {
+        WaveAction::Dispatch {
+            wave,
+            plan,
+            dry_run,
+            routing,
+        } => dispatch::run(ctx, wave, plan.as_deref(), dry_run, &routing),
+        WaveAction::Status { wave, plan } => status::run(ctx, wave, plan.as_deref()),
+    }
+}
+
+/// Exit 3 when the plan has no task in `wave`, naming the waves it has.
+pub fn wave_tasks(plan: &Plan, wave: u32) -> Result<()> {
+    if plan.tasks.iter().any(|t| t.wave == wave) {
+        Ok(())
+    } else {
+        Err(CrewError::new(
+            ErrorKind::NotFound,
+            "wave-not-found",
+            format!("plan {} has no task in wave {wave}", plan.id),
+        )
+        .hinted(format!(
+            "its waves: {}",
+            plan.waves()
+                .iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join(", ")
+        )))
+    }
+}
+
+/// What the summary and `wave status` say of wave `wave`, gathered
+/// (`run::wave::facts`).
+pub fn gather(
+    ctx: &CommandContext,
+    plan: &Plan,
+    wave: u32,
+) -> Result<(WaveFacts, Vec<TaskStatus>, Vec<FollowOn>)> {
+    let flight = resolve(ctx, &RoutingArgs::default())?.flight;
+    let store = runs::settled(ctx)?;
+    crate::run::wave::facts(ctx.repo()?, &store, plan, &flight, wave).map_err(CrewError::internal)
+}
