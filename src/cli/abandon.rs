@@ -51,7 +51,7 @@ pub fn abandon(ctx: &CommandContext, args: AbandonArgs) -> Result<Report> {
         "abandoned {} (task {}); branch {} kept",
         record.run, record.task, record.branch
     );
-    Ok(Report::of(&runs::RunOutput::of(&record), human))
+    Ok(Report::of(&runs::output(&record), human))
 }
 
 /// `supervise` (hidden): the run it drove. Its stdout goes to the supervisor's log.

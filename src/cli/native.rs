@@ -49,7 +49,7 @@ pub fn attach(ctx: &CommandContext, args: AttachArgs) -> Result<Report> {
         ));
     }
     let human = format!("run {} is bound to session {}", record.run, args.session);
-    Ok(Report::of(&runs::RunOutput::of(&record), human))
+    Ok(Report::of(&runs::output(&record), human))
 }
 
 /// Hand in the reply (or manifest) of a run; it goes through the footer and verify path.
@@ -98,7 +98,10 @@ pub fn deliver(ctx: &CommandContext, args: DeliverArgs) -> Result<Report> {
     match supervisor::deliver(repo, &store, &record.run, &reply).map_err(CrewError::internal)? {
         Delivered::Incomplete(problem) => {
             let record = runs::load(&store, &args.run)?;
-            let mut report = Report::of(&runs::RunOutput::of(&record), runs::result_block(&record));
+            let mut report = Report::of(
+                &runs::output(&record),
+                crate::core::result::result_block(&record),
+            );
             report.status = super::ui::Status::Failed(
                 CrewError::check(
                     "footer-rejected",
@@ -111,7 +114,10 @@ pub fn deliver(ctx: &CommandContext, args: DeliverArgs) -> Result<Report> {
             Ok(report)
         }
         Delivered::Settled(record) => {
-            let mut report = Report::of(&runs::RunOutput::of(&record), runs::result_block(&record));
+            let mut report = Report::of(
+                &runs::output(&record),
+                crate::core::result::result_block(&record),
+            );
             if record.phase == Phase::NeedsHelp {
                 report.status = super::ui::Status::Attention;
             } else if record.outcome != Some(Outcome::Pass) {

@@ -20,8 +20,8 @@ pub fn run(ctx: &CommandContext, args: ShowArgs) -> Result<Report> {
     let store = runs::settled(ctx)?;
     let record = runs::load(&store, &args.run)?;
     Ok(Report::of(
-        &runs::RunOutput::of(&record),
-        runs::result_block(&record),
+        &runs::output(&record),
+        crate::core::result::result_block(&record),
     ))
 }
 

@@ -29,7 +29,7 @@ pub struct StatusArgs {
 /// `status` / `ls`: the runs, oldest first (SPEC §2, `status`'s `"runs"`).
 #[derive(Debug, Serialize)]
 pub struct StatusOutput<'a> {
-    pub runs: Vec<runs::RunResult<'a>>,
+    pub runs: Vec<crate::core::result::RunResult<'a>>,
 }
 
 pub fn run(ctx: &CommandContext, args: StatusArgs) -> Result<Report> {

@@ -52,7 +52,7 @@ pub fn run(ctx: &CommandContext, args: WaitArgs) -> Result<Report> {
 /// timeout came first (SPEC §2, `wait`'s `"runs"`).
 #[derive(Debug, Serialize)]
 pub struct WaitOutput<'a> {
-    pub runs: Vec<runs::RunResult<'a>>,
+    pub runs: Vec<crate::core::result::RunResult<'a>>,
     pub timed_out: bool,
 }
 
@@ -113,7 +113,7 @@ pub fn wait_for(
     };
     let human = records
         .iter()
-        .map(runs::result_block)
+        .map(crate::core::result::result_block)
         .collect::<Vec<_>>()
         .join("\n\n");
     let mut report = Report::of(&output, human);

@@ -61,7 +61,7 @@ pub struct WatchFrame<'a> {
 #[derive(Debug, Serialize)]
 pub struct WatchRun<'a> {
     #[serde(flatten)]
-    pub result: runs::RunResult<'a>,
+    pub result: crate::core::result::RunResult<'a>,
     pub last_line: String,
 }
 

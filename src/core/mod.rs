@@ -15,6 +15,7 @@ pub mod ledger;
 pub mod plan;
 pub mod policy;
 pub mod record;
+pub mod result;
 pub mod routing;
 pub mod scope;
 pub mod seal;

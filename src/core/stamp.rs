@@ -65,6 +65,14 @@ pub fn seconds(millis: u64) -> String {
     .to_string()
 }
 
+/// Whole seconds between an RFC 3339 time and `now` (milliseconds since the epoch).
+pub fn elapsed_s(started_at: &str, now: u64) -> u64 {
+    humantime::parse_rfc3339(started_at)
+        .ok()
+        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+        .map_or(0, |d| now.saturating_sub(d.as_millis() as u64) / 1000)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -32,7 +32,6 @@ mod settle;
 
 use reap::end_outside;
 pub use reap::{abandon, reap_dead};
-pub use settle::elapsed_s;
 use settle::{file_ledger_row, seal};
 
 /// Drives run `run` to its end (or to `needs-help`). Any failure of the supervisor itself

@@ -367,7 +367,7 @@ pub(super) fn seal(record: &mut RunRecord, outcome: Outcome, repo_dir: &Path) {
 /// branch's diff since its base. The same for every path that files a row.
 pub(super) fn measure(record: &mut RunRecord, repo_dir: &Path, now: u64) {
     record.finished_at = Some(rfc3339(now));
-    record.elapsed_s = elapsed_s(&record.started_at, now);
+    record.elapsed_s = crate::core::stamp::elapsed_s(&record.started_at, now);
     if let Ok((files, insertions, deletions)) =
         worktree::numstat(repo_dir, &record.base, &record.branch)
     {
@@ -377,12 +377,4 @@ pub(super) fn measure(record: &mut RunRecord, repo_dir: &Path, now: u64) {
             deletions,
         };
     }
-}
-
-/// Whole seconds between an RFC 3339 time and `now` (milliseconds since the epoch).
-pub fn elapsed_s(started_at: &str, now: u64) -> u64 {
-    humantime::parse_rfc3339(started_at)
-        .ok()
-        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
-        .map_or(0, |d| now.saturating_sub(d.as_millis() as u64) / 1000)
 }

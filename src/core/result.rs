@@ -1,0 +1,359 @@
+//! The run result (SPEC §2, Stable JSON fields) as a type, and a run for people: one
+//! line, or a block. Pure: the caller gives the time a live run is measured at.
+
+use serde::Serialize;
+
+use super::footer::NeedsHelp;
+use super::record::{DiffStat, Footer, Integration, Outcome, Phase, RunRecord, Verify};
+
+/// A run result: `status` and `wait` (`"runs"`), `show`, `attach`, `deliver` and
+/// `abandon` (`"run"`), `watch` (each frame's `"runs"`) — SPEC §2, Stable JSON fields.
+///
+/// The SPEC's keys come in its order (`run` … `discrepancies`), among the keys the SPEC
+/// allows commands to add: every field the run record stores, in the record's order, never
+/// the transcript itself (`transcript` is its path). Optional fields are `null`, never
+/// absent; `elapsed_s` is counted up to now while the run is live.
+#[derive(Debug, Serialize)]
+pub struct RunResult<'a> {
+    pub run: &'a str,
+    pub task: &'a str,
+    pub role: &'a str,
+    pub phase: Phase,
+    pub outcome: Option<Outcome>,
+    pub backend: &'a str,
+    pub adapter: &'a str,
+    pub model: Option<&'a str>,
+    pub effort: Option<&'a str>,
+    pub tier: Option<&'a str>,
+    pub session: Option<&'a str>,
+    pub attempts: u32,
+    pub worktree: &'a str,
+    pub branch: &'a str,
+    pub base: &'a str,
+    pub scope: &'a [String],
+    pub started_at: &'a str,
+    pub finished_at: Option<&'a str>,
+    pub deadline: &'a str,
+    pub budget_s: u64,
+    pub idle_timeout_s: Option<u64>,
+    pub elapsed_s: u64,
+    pub last_activity_at: Option<&'a str>,
+    pub footer: Option<&'a Footer>,
+    pub needs_help: Option<&'a NeedsHelp>,
+    pub verify: Option<&'a Verify>,
+    pub verify_command: Option<&'a str>,
+    pub decision: Option<&'a str>,
+    pub diff: &'a DiffStat,
+    pub discrepancies: &'a [String],
+    /// The worker's process group while it runs.
+    pub pid: Option<u32>,
+    pub supervisor_pid: Option<u32>,
+    pub port: Option<u16>,
+    pub prompt_file: &'a str,
+    pub manifest: &'a str,
+    /// Where the raw output is archived (`null` when transcripts are disabled).
+    pub transcript: Option<&'a str>,
+    pub parked_at: Option<&'a str>,
+    pub continue_until_pass: bool,
+    pub base_ref: Option<&'a str>,
+    pub integration: Option<&'a Integration>,
+    pub plan: Option<&'a str>,
+    pub size_h: Option<f64>,
+    pub worker: Option<&'a str>,
+    pub verified_tip: Option<&'a str>,
+    pub scope_changed: bool,
+    pub fence: Option<&'a str>,
+    pub max_attempts: Option<u32>,
+    pub failure_threshold: Option<u32>,
+    pub max_output: Option<u64>,
+    pub manifest_required: Option<bool>,
+}
+
+impl<'a> RunResult<'a> {
+    /// The run result of `record` as of `now` (Unix milliseconds).
+    pub fn at(record: &'a RunRecord, now: u64) -> RunResult<'a> {
+        RunResult {
+            run: &record.run,
+            task: &record.task,
+            role: &record.role,
+            phase: record.phase,
+            outcome: record.outcome,
+            backend: &record.backend,
+            adapter: &record.adapter,
+            model: record.model.as_deref(),
+            effort: record.effort.as_deref(),
+            tier: record.tier.as_deref(),
+            session: record.session.as_deref(),
+            attempts: record.attempts,
+            worktree: &record.worktree,
+            branch: &record.branch,
+            base: &record.base,
+            scope: &record.scope,
+            started_at: &record.started_at,
+            finished_at: record.finished_at.as_deref(),
+            deadline: &record.deadline,
+            budget_s: record.budget_s,
+            idle_timeout_s: record.idle_timeout_s,
+            elapsed_s: elapsed_at(record, now),
+            last_activity_at: record.last_activity_at.as_deref(),
+            footer: record.footer.as_ref(),
+            needs_help: record.needs_help.as_ref(),
+            verify: record.verify.as_ref(),
+            verify_command: record.verify_command.as_deref(),
+            decision: record.decision.as_deref(),
+            diff: &record.diff,
+            discrepancies: &record.discrepancies,
+            pid: record.pid,
+            supervisor_pid: record.supervisor_pid,
+            port: record.port,
+            prompt_file: &record.prompt_file,
+            manifest: &record.manifest,
+            transcript: record.transcript.as_deref(),
+            parked_at: record.parked_at.as_deref(),
+            continue_until_pass: record.continue_until_pass,
+            base_ref: record.base_ref.as_deref(),
+            integration: record.integration.as_ref(),
+            plan: record.plan.as_deref(),
+            size_h: record.size_h,
+            worker: record.worker.as_deref(),
+            verified_tip: record.verified_tip.as_deref(),
+            scope_changed: record.scope_changed,
+            fence: record.fence.as_deref(),
+            max_attempts: record.max_attempts,
+            failure_threshold: record.failure_threshold,
+            max_output: record.max_output,
+            manifest_required: record.manifest_required,
+        }
+    }
+}
+
+/// `show`, `attach`, `deliver` and `abandon`: `{"run": run result}` (SPEC §2, `show`'s
+/// `"run"`).
+#[derive(Debug, Serialize)]
+pub struct RunOutput<'a> {
+    pub run: RunResult<'a>,
+}
+
+impl<'a> RunOutput<'a> {
+    pub fn at(record: &'a RunRecord, now: u64) -> RunOutput<'a> {
+        RunOutput {
+            run: RunResult::at(record, now),
+        }
+    }
+}
+
+/// The seconds a run has taken: its own count once finished, else up to `now`.
+fn elapsed_at(record: &RunRecord, now: u64) -> u64 {
+    if record.finished_at.is_none() {
+        super::stamp::elapsed_s(&record.started_at, now)
+    } else {
+        record.elapsed_s
+    }
+}
+
+/// One line per run for people.
+pub fn result_line(record: &RunRecord, now: u64) -> String {
+    let elapsed = elapsed_at(record, now);
+    format!(
+        "{}  {:<10} {:<14} {:<12} {}s/{}s  {}",
+        record.run,
+        record.task,
+        record.phase.as_str(),
+        record.backend,
+        elapsed,
+        record.budget_s,
+        record.decision.as_deref().unwrap_or("")
+    )
+}
+
+/// A run in full for people: fences, phase, attempts, footer, verify, decision.
+pub fn result_block(record: &RunRecord) -> String {
+    let mut out = vec![
+        format!(
+            "run {} (task {}, role {})",
+            record.run, record.task, record.role
+        ),
+        format!(
+            "phase {}{}, attempts {}",
+            record.phase.as_str(),
+            record
+                .outcome
+                .map(|o| format!(
+                    " ({})",
+                    serde_json::to_value(o)
+                        .unwrap_or_default()
+                        .as_str()
+                        .unwrap_or_default()
+                ))
+                .unwrap_or_default(),
+            record.attempts
+        ),
+        format!(
+            "backend {} model {} session {}",
+            record.backend,
+            record.model.as_deref().unwrap_or("-"),
+            record.session.as_deref().unwrap_or("-")
+        ),
+        format!("branch {} in {}", record.branch, record.worktree),
+        format!("scope {}", record.scope.join(", ")),
+        format!("budget {}s, deadline {}", record.budget_s, record.deadline),
+    ];
+    if let Some(decision) = &record.decision {
+        out.push(format!("decision: {decision}"));
+    }
+    if let Some(verify) = &record.verify {
+        out.push(format!(
+            "verify `{}`: reward {} ({})",
+            verify.command,
+            verify.reward,
+            if verify.passed { "pass" } else { "fail" }
+        ));
+    }
+    if let Some(help) = &record.needs_help {
+        out.push(format!(
+            "NEEDS-HELP: {}\n  tried: {}\n  options: {}\n  leaning: {}\n  cost-if-wrong: {}",
+            help.question, help.tried, help.options, help.leaning, help.cost_if_wrong
+        ));
+    }
+    if let Some(footer) = &record.footer {
+        out.push(format!(
+            "## Result\n{}\n\n## How to verify\n{}\n\n## Deferred / concerns\n{}",
+            footer.result, footer.how_to_verify, footer.deferred
+        ));
+    }
+    for d in &record.discrepancies {
+        out.push(format!("discrepancy: {d}"));
+    }
+    out.join("\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The keys of a serialized object, in order.
+    fn keys(value: &serde_json::Value) -> Vec<String> {
+        value.as_object().unwrap().keys().cloned().collect()
+    }
+
+    #[test]
+    fn a_finished_run_result_is_the_record_as_stored_key_for_key() {
+        // Every field set, so that none is left out or out of place.
+        let mut r = RunRecord::example();
+        r.model = Some("m".into());
+        r.effort = Some("high".into());
+        r.tier = Some("mid".into());
+        r.session = Some("s".into());
+        r.finished_at = Some("2026-01-01T00:10:00Z".into());
+        r.idle_timeout_s = Some(300);
+        r.elapsed_s = 600;
+        r.last_activity_at = Some("2026-01-01T00:09:00Z".into());
+        r.footer = Some(Footer {
+            result: "r".into(),
+            how_to_verify: "h".into(),
+            deferred: "d".into(),
+            truncated: false,
+        });
+        r.needs_help = Some(NeedsHelp {
+            question: "q".into(),
+            tried: "t".into(),
+            options: "o".into(),
+            leaning: "l".into(),
+            cost_if_wrong: "c".into(),
+        });
+        r.verify = Some(Verify {
+            command: "c".into(),
+            reward: 1.0,
+            passed: true,
+            problem: None,
+        });
+        r.verify_command = Some("c".into());
+        r.decision = Some("x".into());
+        r.diff.files = vec!["a".into()];
+        r.discrepancies = vec!["d".into()];
+        r.pid = Some(1);
+        r.supervisor_pid = Some(2);
+        r.port = Some(4100);
+        r.transcript = Some("t".into());
+        r.parked_at = Some("p".into());
+        r.continue_until_pass = true;
+        r.base_ref = Some("main".into());
+        r.integration = Some(Integration {
+            commit: "c".into(),
+            into: "main".into(),
+            at: "2026-01-01T00:11:00Z".into(),
+            by: "b".into(),
+            squash: false,
+            forced_unverified: false,
+        });
+        r.plan = Some("p".into());
+        r.size_h = Some(1.5);
+        r.worker = Some("w".into());
+        r.verified_tip = Some("abc".into());
+        r.scope_changed = true;
+        r.fence = Some("landlock-v7".into());
+        r.max_attempts = Some(5);
+        r.failure_threshold = Some(2);
+        r.max_output = Some(1 << 20);
+        r.manifest_required = Some(true);
+        // The stored record and the printed result agree, order included.
+        assert_eq!(
+            serde_json::to_string(&RunResult::at(&r, u64::MAX)).unwrap(),
+            serde_json::to_string(&r).unwrap()
+        );
+    }
+
+    #[test]
+    fn a_run_result_has_the_spec_keys_in_spec_order_and_null_for_what_is_not_known() {
+        let mut r = RunRecord::example();
+        r.phase = Phase::Working;
+        r.outcome = None;
+        r.started_at = "2026-01-01T00:00:00Z".into();
+        r.elapsed_s = 1;
+        // Ten minutes after the start, as a live run counts it.
+        let now = 1_767_225_600_000 + 600_000;
+        let value = serde_json::to_value(RunResult::at(&r, now)).unwrap();
+        let spec = [
+            "run",
+            "task",
+            "role",
+            "phase",
+            "outcome",
+            "backend",
+            "model",
+            "tier",
+            "session",
+            "attempts",
+            "worktree",
+            "branch",
+            "base",
+            "scope",
+            "started_at",
+            "finished_at",
+            "footer",
+            "needs_help",
+            "verify",
+            "decision",
+            "diff",
+            "discrepancies",
+        ];
+        let order = keys(&value);
+        let positions: Vec<usize> = spec
+            .iter()
+            .map(|k| order.iter().position(|x| x == k).expect(k))
+            .collect();
+        assert!(positions.is_sorted(), "{order:?}");
+        for key in [
+            "outcome",
+            "finished_at",
+            "footer",
+            "needs_help",
+            "verify",
+            "decision",
+        ] {
+            assert!(value[key].is_null(), "{key}");
+        }
+        assert_eq!(value["elapsed_s"], 600);
+        assert_eq!(keys(&value["diff"]), ["files", "insertions", "deletions"]);
+    }
+}
