@@ -9,7 +9,6 @@ use super::error::{CrewError, ErrorKind, Result};
 use super::flight::{RoutingArgs, resolve};
 use super::ui::Report;
 use crate::core::dispatch::{Dispatched, DryRun, Flags, PromptSource, prompt_source, request};
-use crate::core::plan::{Blocker, Plan};
 use crate::run::dispatch;
 
 const EXAMPLES: &str = "Examples:\n  git crew dispatch --task routes --scope 'src/routes/**' --prompt 'Add the /crew routes.'\n  git crew dispatch --task audit --role review --prompt-file docs/review.md --backend claude\n  git crew dispatch --task fix-login --scope src/auth/ --prompt-file task.md --verify 'cargo test auth' --wait";
@@ -89,15 +88,19 @@ pub fn run(ctx: &CommandContext, args: DispatchArgs) -> Result<Report> {
     let repo_dir = ctx.workdir()?.to_path_buf();
     let mut warnings: Vec<String> = Vec::new();
     let mut stale_days = None;
+    let store = super::runs::settled(ctx)?;
     let from_plan = match &args.plan {
-        Some(name) => Some(plan_task(
-            ctx,
-            name,
-            &args.task,
-            &flight,
-            &mut warnings,
-            &mut stale_days,
-        )?),
+        Some(name) => {
+            let plan = super::plan::load(ctx, Some(name))?;
+            let found = crate::run::plans::task_for_dispatch(
+                repo, &store, &repo_dir, &plan, &args.task, &flight,
+            )
+            .map_err(CrewError::internal)?
+            .map_err(CrewError::from)?;
+            warnings.extend(found.warnings);
+            stale_days = found.stale_days;
+            Some((plan, found.task))
+        }
         None => None,
     };
     let task = from_plan.as_ref().map(|(_, t)| t);
@@ -120,7 +123,6 @@ pub fn run(ctx: &CommandContext, args: DispatchArgs) -> Result<Report> {
     let base = crate::git::worktree::rev_parse(&repo_dir, &base_rev).map_err(|e| {
         CrewError::usage("bad-base", e.to_string()).hinted("--base takes a branch, tag or commit")
     })?;
-    let store = super::runs::settled(ctx)?;
     let flags = Flags {
         base_ref: base_branch(repo, args.base.as_deref()),
         task: args.task.clone(),
@@ -209,62 +211,6 @@ fn read_prompt(path: &std::path::Path) -> Result<String> {
             format!("cannot read {}: {e}", path.display()),
         )
     })
-}
-
-/// The plan and its task `id`, with the plan's gates enforced: under `strict` a task a
-/// gate holds is refused (exit 4), under `warn` it goes with a warning. Unfinished
-/// dependencies and a stale plan file are warnings.
-fn plan_task(
-    ctx: &CommandContext,
-    name: &str,
-    id: &str,
-    flight: &crate::core::flight::Flight,
-    warnings: &mut Vec<String>,
-    stale: &mut Option<i64>,
-) -> Result<(Plan, crate::core::plan::Task)> {
-    let plan = super::plan::load(ctx, Some(name))?;
-    let Some(task) = plan.task(id).cloned() else {
-        let ids: Vec<&str> = plan.tasks.iter().map(|t| t.id.as_str()).collect();
-        let mut err = CrewError::new(
-            ErrorKind::NotFound,
-            "task-not-found",
-            format!("plan {} has no task {id}", plan.id),
-        );
-        err = match crate::core::flight::did_you_mean(id, ids.iter().copied()) {
-            Some(s) => err.hinted(format!("did you mean `{s}`?")),
-            None => err.hinted(format!(
-                "`git crew plan status --plan {}` lists its tasks",
-                plan.id
-            )),
-        };
-        return Err(err);
-    };
-    let (statuses, facts) = super::plan::derive(ctx, &plan, flight)?;
-    let status = statuses.iter().find(|s| s.task == id);
-    let blockers: Vec<&Blocker> = status
-        .map(|s| s.blockers.iter().collect())
-        .unwrap_or_default();
-    // The gates are asked directly: a task that is done or in flight has no blockers in
-    // its status, but a gate still holds a new run of it.
-    if let Some(warning) = super::plan::check_gates(&plan, &task, &facts, "dispatched")? {
-        warnings.push(warning);
-    }
-    for dep in blockers
-        .iter()
-        .filter(|b| matches!(b, Blocker::Dependency { .. }))
-    {
-        warnings.push(format!("task {id} {dep}: dispatched ahead of it"));
-    }
-    if let Some(days) = crate::run::plans::stale_days(ctx.workdir()?, &plan.id)
-        && days > flight.plans.stale_after_days
-    {
-        warnings.push(format!(
-            "plan {} has not changed for {days} days (plans.stale_after_days = {}): its assumptions may have expired",
-            plan.id, flight.plans.stale_after_days
-        ));
-        *stale = Some(days);
-    }
-    Ok((plan, task))
 }
 
 /// The branch a run is cut from: HEAD's branch, or `--base` when it names a local branch.

@@ -8,7 +8,6 @@ use super::error::{CrewError, ErrorKind, Result};
 use super::flight::{RoutingArgs, resolve};
 use super::runs;
 use super::ui::Report;
-use crate::core::flight::Enforcement;
 use crate::core::plan::{self, Blocker, Facts, Gate, Plan, TaskStatus, Verdict};
 use crate::run::plans::{self, PlanError};
 
@@ -74,42 +73,14 @@ pub fn load(ctx: &CommandContext, name: Option<&str>) -> Result<Plan> {
     })
 }
 
-/// The gates that hold `task` under the flight's `[gates]` policy: refused (exit 4) under
-/// `strict`, a warning under `warn`, nothing under `off` or when no gate holds it.
-/// `doing` names what is held ("dispatched", "integrated"). `facts` needs the verdicts
-/// and the policy only.
+/// The gates that hold `task` (`core::plan::gate_hold`), a strict hold as its error.
 pub fn check_gates(
     plan: &Plan,
     task: &crate::core::plan::Task,
     facts: &Facts,
     doing: &str,
 ) -> Result<Option<String>> {
-    let held: Vec<String> = plan::gate_blockers(plan, facts, task)
-        .iter()
-        .map(ToString::to_string)
-        .collect();
-    if held.is_empty() {
-        return Ok(None);
-    }
-    if facts.enforce == Enforcement::Strict {
-        return Err(CrewError::new(
-            ErrorKind::Refused,
-            "blocked-by-gate",
-            format!(
-                "task {} is held by a gate on wave {}: nothing was {doing}",
-                task.id, task.wave
-            ),
-        )
-        .with_details(held)
-        .hinted(
-            "record the gate's verdict with `git crew gate record G --verdict pass --evidence ...`",
-        ));
-    }
-    Ok(Some(format!(
-        "task {} is held by a gate (gates.enforce = \"warn\"), {doing} anyway: {}",
-        task.id,
-        held.join("; ")
-    )))
+    plan::gate_hold(plan, task, facts, doing).map_err(CrewError::from)
 }
 
 /// `plan status`: the plan, every task's derived status and every gate with its latest

@@ -186,3 +186,46 @@ impl From<install::Refusal> for CrewError {
         }
     }
 }
+
+impl From<crate::core::plan::Held> for CrewError {
+    fn from(held: crate::core::plan::Held) -> CrewError {
+        CrewError::new(
+            ErrorKind::Refused,
+            "blocked-by-gate",
+            format!(
+                "task {} is held by a gate on wave {}: nothing was {}",
+                held.task, held.wave, held.doing
+            ),
+        )
+        .with_details(held.gates)
+        .hinted(
+            "record the gate's verdict with `git crew gate record G --verdict pass --evidence ...`",
+        )
+    }
+}
+
+impl From<crate::run::plans::TaskRefusal> for CrewError {
+    fn from(r: crate::run::plans::TaskRefusal) -> CrewError {
+        use crate::run::plans::TaskRefusal;
+        match r {
+            TaskRefusal::Held(held) => held.into(),
+            TaskRefusal::NotFound {
+                plan,
+                id,
+                suggestion,
+            } => {
+                let err = CrewError::new(
+                    ErrorKind::NotFound,
+                    "task-not-found",
+                    format!("plan {plan} has no task {id}"),
+                );
+                match suggestion {
+                    Some(s) => err.hinted(format!("did you mean `{s}`?")),
+                    None => err.hinted(format!(
+                        "`git crew plan status --plan {plan}` lists its tasks"
+                    )),
+                }
+            }
+        }
+    }
+}

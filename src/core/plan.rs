@@ -775,6 +775,48 @@ fn gate_blocks(facts: &Facts, gate: &Gate) -> Option<Blocker> {
     })
 }
 
+/// A task a gate holds under `gates.enforce = "strict"`: nothing is done to it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Held {
+    pub task: String,
+    pub wave: u32,
+    /// What was held: "dispatched", "integrated".
+    pub doing: String,
+    /// The gates that hold it, for people.
+    pub gates: Vec<String>,
+}
+
+/// The gates that hold `task` under the `[gates]` policy: `Err` under `strict`, a warning
+/// under `warn`, nothing under `off` or when no gate holds it. `doing` names what is held
+/// ("dispatched", "integrated"). `facts` needs the verdicts and the policy only.
+pub fn gate_hold(
+    plan: &Plan,
+    task: &Task,
+    facts: &Facts,
+    doing: &str,
+) -> Result<Option<String>, Held> {
+    let held: Vec<String> = gate_blockers(plan, facts, task)
+        .iter()
+        .map(ToString::to_string)
+        .collect();
+    if held.is_empty() {
+        return Ok(None);
+    }
+    if facts.enforce == crate::core::flight::Enforcement::Strict {
+        return Err(Held {
+            task: task.id.clone(),
+            wave: task.wave,
+            doing: doing.to_string(),
+            gates: held,
+        });
+    }
+    Ok(Some(format!(
+        "task {} is held by a gate (gates.enforce = \"warn\"), {doing} anyway: {}",
+        task.id,
+        held.join("; ")
+    )))
+}
+
 /// The gate blockers of one task.
 pub fn gate_blockers(plan: &Plan, facts: &Facts, task: &Task) -> Vec<Blocker> {
     plan.gates

@@ -184,3 +184,76 @@ pub fn stale_days(workdir: &Path, plan: &str) -> Option<i64> {
     };
     Some((now - changed).max(0) / 86_400)
 }
+
+/// Why a plan's task cannot be dispatched.
+#[derive(Debug)]
+pub enum TaskRefusal {
+    /// The plan has no such task; the closest id, if one is close.
+    NotFound {
+        plan: String,
+        id: String,
+        suggestion: Option<String>,
+    },
+    /// A gate holds it under `gates.enforce = "strict"`.
+    Held(crate::core::plan::Held),
+}
+
+/// A plan's task as a dispatch takes it, with what the lead should know.
+pub struct ForDispatch {
+    pub task: crate::core::plan::Task,
+    /// A gate that holds it under `warn`, dependencies it goes ahead of, a stale plan.
+    pub warnings: Vec<String>,
+    /// Days since the plan file changed, when beyond `plans.stale_after_days`.
+    pub stale_days: Option<i64>,
+}
+
+/// Task `id` of `plan` for a dispatch: the gates asked directly (a task that is done or
+/// in flight has no blockers in its status, but a gate still holds a new run of it), its
+/// unfinished dependencies and a stale plan file as warnings.
+pub fn task_for_dispatch(
+    repo: &crate::git::Repository,
+    store: &RunStore,
+    workdir: &Path,
+    plan: &Plan,
+    id: &str,
+    flight: &Flight,
+) -> anyhow::Result<Result<ForDispatch, TaskRefusal>> {
+    let Some(task) = plan.task(id).cloned() else {
+        return Ok(Err(TaskRefusal::NotFound {
+            plan: plan.id.clone(),
+            id: id.to_string(),
+            suggestion: crate::core::flight::did_you_mean(
+                id,
+                plan.tasks.iter().map(|t| t.id.as_str()),
+            ),
+        }));
+    };
+    let facts = facts(repo, store, plan, flight)?;
+    let mut warnings = Vec::new();
+    match crate::core::plan::gate_hold(plan, &task, &facts, "dispatched") {
+        Ok(warning) => warnings.extend(warning),
+        Err(held) => return Ok(Err(TaskRefusal::Held(held))),
+    }
+    let statuses = crate::core::plan::status(plan, &facts);
+    for dep in statuses
+        .iter()
+        .filter(|s| s.task == id)
+        .flat_map(|s| s.blockers.iter())
+        .filter(|b| matches!(b, crate::core::plan::Blocker::Dependency { .. }))
+    {
+        warnings.push(format!("task {id} {dep}: dispatched ahead of it"));
+    }
+    let stale_days =
+        stale_days(workdir, &plan.id).filter(|days| *days > flight.plans.stale_after_days);
+    if let Some(days) = stale_days {
+        warnings.push(format!(
+            "plan {} has not changed for {days} days (plans.stale_after_days = {}): its assumptions may have expired",
+            plan.id, flight.plans.stale_after_days
+        ));
+    }
+    Ok(Ok(ForDispatch {
+        task,
+        warnings,
+        stale_days,
+    }))
+}
