@@ -39,9 +39,10 @@ pub struct DispatchArgs {
     /// A glob the run may write (repeatable); required for implement and cleanup runs.
     #[arg(long, value_name = "GLOB")]
     pub scope: Vec<String>,
-    /// implement | review | investigate | cleanup (default implement).
-    #[arg(long)]
-    pub role: Option<String>,
+    /// What the run is for (default implement): review and investigate runs write a
+    /// manifest, never commits.
+    #[arg(long, value_enum)]
+    pub role: Option<crate::core::scope::Role>,
     /// The command that checks the work, run in the worktree.
     #[arg(long, value_name = "CMD")]
     pub verify: Option<String>,
@@ -127,7 +128,7 @@ pub fn run(ctx: &CommandContext, args: DispatchArgs) -> Result<Report> {
         base_ref: base_branch(repo, args.base.as_deref()),
         task: args.task.clone(),
         scope: args.scope.clone(),
-        role: args.role.clone(),
+        role: args.role,
         verify: args.verify.clone(),
         size_h: args.size,
         worker: args.worker.clone(),

@@ -204,7 +204,7 @@ pub fn worker_env(
     let mut env = vec![
         ("CREW_RUN".to_string(), record.run.clone()),
         ("CREW_TASK".into(), record.task.clone()),
-        ("CREW_ROLE".into(), record.role.clone()),
+        ("CREW_ROLE".into(), record.role.to_string()),
         ("CREW_ATTEMPT".into(), attempt.to_string()),
         ("CREW_WORKTREE".into(), record.worktree.clone()),
         ("CREW_SCOPE".into(), record.scope.join("\n")),

@@ -19,7 +19,7 @@ pub struct Request {
     pub task: String,
     pub prompt: String,
     pub scope: Vec<String>,
-    pub role: String,
+    pub role: Role,
     pub verify: Option<String>,
     pub backend: Option<String>,
     /// The invocation's routing flags: they beat the role's routing and the backend's.
@@ -113,7 +113,7 @@ pub type Missing = (String, &'static str);
 pub struct Flags {
     pub task: String,
     pub scope: Vec<String>,
-    pub role: Option<String>,
+    pub role: Option<Role>,
     pub verify: Option<String>,
     pub size_h: Option<f64>,
     pub worker: Option<String>,
@@ -179,10 +179,7 @@ pub fn request(
         } else {
             flags.scope
         },
-        role: flags
-            .role
-            .or(task.map(|t| t.role.clone()))
-            .unwrap_or_else(|| "implement".into()),
+        role: flags.role.or(task.map(|t| t.role)).unwrap_or_default(),
         verify: flags.verify.or(task.and_then(|t| t.verify.clone())),
         plan: from.map(|(p, _)| p.id.clone()),
         size_h: flags.size_h.or(task.and_then(|t| t.size)),
@@ -246,7 +243,7 @@ impl Directive {
 pub struct DryRun<'a> {
     pub dry_run: bool,
     pub task: &'a str,
-    pub role: &'a str,
+    pub role: Role,
     pub phase: Phase,
     pub fence: &'a Option<String>,
     pub branch: String,
@@ -269,7 +266,7 @@ pub struct DryRun<'a> {
 pub struct Dispatched<'a> {
     pub run: &'a str,
     pub task: &'a str,
-    pub role: &'a str,
+    pub role: Role,
     pub phase: Phase,
     pub fence: &'a Option<String>,
     pub worktree: &'a str,
@@ -307,7 +304,7 @@ impl<'a> DryRun<'a> {
         DryRun {
             dry_run: true,
             task: &record.task,
-            role: &record.role,
+            role: record.role,
             phase: record.phase,
             fence: &record.fence,
             branch: format!("crew/{}/<run>", record.task),
@@ -332,7 +329,7 @@ impl<'a> Dispatched<'a> {
         Dispatched {
             run: &record.run,
             task: &record.task,
-            role: &record.role,
+            role: record.role,
             phase: record.phase,
             fence: &record.fence,
             worktree: &record.worktree,
@@ -390,13 +387,7 @@ pub fn decide(flight: &Flight, request: &Request, facts: &Facts) -> Result<Plan,
     let evidence = facts.evidence;
     let run = facts.run.clone();
     check_task_id(&request.task)?;
-    let role = Role::parse(&request.role).ok_or_else(|| {
-        Refusal::Usage(format!(
-            "unknown role `{}` (expected one of {})",
-            request.role,
-            Role::NAMES.join(", ")
-        ))
-    })?;
+    let role = request.role;
     if role.may_commit() && request.scope.is_empty() {
         return Err(Refusal::Usage(format!(
             "a {} run needs a write scope: pass --scope GLOB (repeatable)",
@@ -526,10 +517,7 @@ pub fn decide(flight: &Flight, request: &Request, facts: &Facts) -> Result<Plan,
         )));
     }
     if role.may_commit() {
-        for other in live
-            .iter()
-            .filter(|r| Role::parse(&r.role).is_some_and(Role::may_commit))
-        {
+        for other in live.iter().filter(|r| r.role.may_commit()) {
             if let Some((mine, theirs)) = scope::scopes_overlap(&request.scope, &other.scope) {
                 return Err(Refusal::State(format!(
                     "the write scope `{mine}` overlaps `{theirs}` of in-flight run {} (task {})",
@@ -579,7 +567,7 @@ pub fn decide(flight: &Flight, request: &Request, facts: &Facts) -> Result<Plan,
     let record = RunRecord {
         run: run.clone(),
         task: request.task.clone(),
-        role: role.as_str().to_string(),
+        role,
         phase: if queued {
             Phase::Queued
         } else {
@@ -767,7 +755,7 @@ mod tests {
             task: task.into(),
             prompt: "do it".into(),
             scope: scope.iter().map(|s| s.to_string()).collect(),
-            role: "implement".into(),
+            role: Role::Implement,
             verify: None,
             backend: None,
             model: None,
@@ -882,7 +870,7 @@ mod tests {
             Err(Refusal::Usage(_))
         ));
         let mut review = request("look", &[]);
-        review.role = "review".into();
+        review.role = Role::Review;
         let plan = world.decide(&f, &review).unwrap();
         assert_eq!(plan.backend.sandbox, Some(SandboxMode::ReadOnly));
     }
@@ -937,10 +925,10 @@ mod tests {
         assert!(
             matches!(world.decide(&f, &ask), Err(Refusal::Usage(m)) if m.contains("IS_SANDBOX"))
         );
-        ask.role = "review".into();
+        ask.role = Role::Review;
         assert!(world.decide(&f, &ask).is_ok());
         let sandboxed = flight("env = { IS_SANDBOX = \"1\" }\n");
-        ask.role = "implement".into();
+        ask.role = Role::Implement;
         assert!(world.decide(&sandboxed, &ask).is_ok());
     }
 

@@ -23,7 +23,7 @@ pub const STATE_FILE: &str = "docs/state/crew.json";
 pub struct RunNote {
     pub run: String,
     pub task: String,
-    pub role: String,
+    pub role: crate::core::scope::Role,
     pub backend: Option<String>,
     pub model: Option<String>,
     pub effort: Option<String>,
@@ -52,7 +52,7 @@ impl RunNote {
         RunNote {
             run: record.run.clone(),
             task: record.task.clone(),
-            role: record.role.clone(),
+            role: record.role,
             backend: Some(record.backend.clone()),
             model: record.model.clone(),
             effort: record.effort.clone(),
@@ -470,7 +470,7 @@ mod tests {
     #[test]
     fn a_run_lands_only_with_commits_and_a_verdict_for_its_tip() {
         let mut record = RunRecord::example();
-        record.role = "review".into();
+        record.role = crate::core::scope::Role::Review;
         assert!(matches!(
             admit_commits(&record, true),
             Err(Refusal::Nothing(m)) if m.contains("its manifest")

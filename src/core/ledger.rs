@@ -17,7 +17,7 @@ pub struct Row {
     pub model: Option<String>,
     pub effort: Option<String>,
     pub tier: Option<String>,
-    pub role: String,
+    pub role: crate::core::scope::Role,
     pub worker: Option<String>,
     /// What the worker said: `done`, `help` or `none`.
     pub claimed: String,
@@ -53,7 +53,7 @@ impl Row {
             model: record.model.clone(),
             effort: record.effort.clone(),
             tier: record.tier.clone(),
-            role: record.role.clone(),
+            role: record.role,
             worker: record.worker.clone(),
             claimed: record.claimed().to_string(),
             outcome: record.outcome,

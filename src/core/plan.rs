@@ -15,7 +15,7 @@ use super::flight::{Diagnostic, Enforcement, OnFail, did_you_mean};
 pub struct Task {
     pub id: String,
     pub wave: u32,
-    pub role: String,
+    pub role: crate::core::scope::Role,
     pub scope: Vec<String>,
     pub prompt: Option<String>,
     pub prompt_file: Option<String>,
@@ -399,12 +399,14 @@ pub fn parse(name: &str, origin: &str, text: &str) -> Result<Plan, Vec<Diagnosti
             Some(item) => r.wave(&format!("{prefix}.wave"), item).unwrap_or(1),
             None => 1,
         };
-        let role = r
+        let role_text = r
             .string(&format!("{prefix}.role"), t.get("role"))
             .unwrap_or_else(|| "implement".into());
-        if !ROLES.contains(&role.as_str()) {
+        let role = super::scope::Role::parse(&role_text).unwrap_or_default();
+        if super::scope::Role::parse(&role_text).is_none() {
+            let role = &role_text;
             let at = t.get("role").map_or(at, |i| i.span().start);
-            let suggestion = did_you_mean(&role, ROLES.iter().copied());
+            let suggestion = did_you_mean(role, ROLES.iter().copied());
             r.report(
                 at,
                 &format!("{prefix}.role"),
@@ -418,7 +420,7 @@ pub fn parse(name: &str, origin: &str, text: &str) -> Result<Plan, Vec<Diagnosti
             .into_iter()
             .map(|(s, _)| s)
             .collect();
-        if matches!(role.as_str(), "implement" | "cleanup") && scope.is_empty() {
+        if role.may_commit() && scope.is_empty() {
             r.report(
                 scope_at,
                 &format!("{prefix}.scope"),

@@ -141,7 +141,7 @@ pub fn is_run_id(text: &str) -> bool {
 pub struct RunRecord {
     pub run: String,
     pub task: String,
-    pub role: String,
+    pub role: crate::core::scope::Role,
     pub phase: Phase,
     pub outcome: Option<Outcome>,
     pub backend: String,
@@ -238,7 +238,7 @@ impl RunRecord {
         RunRecord {
             run: run.to_string(),
             task: String::new(),
-            role: "implement".into(),
+            role: super::scope::Role::Implement,
             phase: Phase::Working,
             outcome: None,
             backend: String::new(),
@@ -295,7 +295,7 @@ impl RunRecord {
         super::scope::RunIdentity {
             run: self.run.clone(),
             task: self.task.clone(),
-            role: self.role.clone(),
+            role: self.role.to_string(),
             scope: self.scope.clone(),
         }
     }
@@ -486,7 +486,7 @@ mod tests {
             r.find_discrepancies(),
             ["the footer claims success, but verify gave reward 0"]
         );
-        r.role = "review".into();
+        r.role = crate::core::scope::Role::Review;
         r.verify = None;
         assert_eq!(
             r.find_discrepancies(),

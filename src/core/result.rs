@@ -5,6 +5,7 @@ use serde::Serialize;
 
 use super::footer::NeedsHelp;
 use super::record::{DiffStat, Footer, Integration, Outcome, Phase, RunRecord, Verify};
+use super::scope::Role;
 
 /// A run result: `status` and `wait` (`"runs"`), `show`, `attach`, `deliver` and
 /// `abandon` (`"run"`), `watch` (each frame's `"runs"`) — SPEC §2, Stable JSON fields.
@@ -17,7 +18,7 @@ use super::record::{DiffStat, Footer, Integration, Outcome, Phase, RunRecord, Ve
 pub struct RunResult<'a> {
     pub run: &'a str,
     pub task: &'a str,
-    pub role: &'a str,
+    pub role: Role,
     pub phase: Phase,
     pub outcome: Option<Outcome>,
     pub backend: &'a str,
@@ -75,7 +76,7 @@ impl<'a> RunResult<'a> {
         RunResult {
             run: &record.run,
             task: &record.task,
-            role: &record.role,
+            role: record.role,
             phase: record.phase,
             outcome: record.outcome,
             backend: &record.backend,

@@ -15,8 +15,21 @@ use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
 pub const PROTECTED_PATHS: &[&str] = &[".crew/", "docs/state/crew.json"];
 
 /// What a run is for; `review` and `investigate` runs produce a manifest, never commits.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Hash,
+    Default,
+    serde::Serialize,
+    serde::Deserialize,
+    clap::ValueEnum,
+)]
+#[serde(rename_all = "lowercase")]
 pub enum Role {
+    #[default]
     Implement,
     Review,
     Investigate,
@@ -49,6 +62,18 @@ impl Role {
     /// Whether runs of this role may commit at all.
     pub fn may_commit(self) -> bool {
         matches!(self, Role::Implement | Role::Cleanup)
+    }
+}
+
+impl fmt::Display for Role {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl PartialEq<&str> for Role {
+    fn eq(&self, other: &&str) -> bool {
+        self.as_str() == *other
     }
 }
 

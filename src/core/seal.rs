@@ -13,7 +13,7 @@ use super::record::{Outcome, RunRecord};
 pub struct Sealed {
     pub run: String,
     pub task: String,
-    pub role: String,
+    pub role: crate::core::scope::Role,
     pub scope: Vec<String>,
     pub base: String,
     /// The branch the run was cut from: integrate's default target.
@@ -35,12 +35,22 @@ pub struct Verdict {
 }
 
 impl Sealed {
+    /// Who the run is, for a scope check, as dispatch sealed it.
+    pub fn identity(&self) -> super::scope::RunIdentity {
+        super::scope::RunIdentity {
+            run: self.run.clone(),
+            task: self.task.clone(),
+            role: self.role.to_string(),
+            scope: self.scope.clone(),
+        }
+    }
+
     /// The facts of a run as dispatch decided them.
     pub fn of(record: &RunRecord) -> Sealed {
         Sealed {
             run: record.run.clone(),
             task: record.task.clone(),
-            role: record.role.clone(),
+            role: record.role,
             scope: record.scope.clone(),
             base: record.base.clone(),
             base_ref: record.base_ref.clone(),

@@ -166,13 +166,13 @@ pub fn incomplete_because(
 pub struct Writer<'a> {
     /// The task id, or `run <id> (task <task>)` for a run in flight.
     pub name: String,
-    pub role: &'a str,
+    pub role: Role,
     pub scope: &'a [String],
 }
 
 impl Writer<'_> {
     fn writes(&self) -> bool {
-        Role::parse(self.role).is_some_and(Role::may_commit)
+        self.role.may_commit()
     }
 }
 
@@ -215,7 +215,7 @@ pub fn clashes_with(tasks: &[&Task], live: &[RunRecord]) -> Vec<String> {
         .iter()
         .map(|t| Writer {
             name: t.id.clone(),
-            role: &t.role,
+            role: t.role,
             scope: &t.scope,
         })
         .collect();
@@ -223,7 +223,7 @@ pub fn clashes_with(tasks: &[&Task], live: &[RunRecord]) -> Vec<String> {
         .iter()
         .map(|r| Writer {
             name: format!("run {} (task {})", r.run, r.task),
-            role: &r.role,
+            role: r.role,
             scope: &r.scope,
         })
         .collect();
@@ -245,10 +245,10 @@ pub fn mark_started(facts: &mut WaveFacts, started: &[(String, String)]) {
 mod tests {
     use super::*;
 
-    fn w<'a>(name: &str, role: &'a str, scope: &'a [String]) -> Writer<'a> {
+    fn w<'a>(name: &str, role: &str, scope: &'a [String]) -> Writer<'a> {
         Writer {
             name: name.to_string(),
-            role,
+            role: Role::parse(role).unwrap(),
             scope,
         }
     }

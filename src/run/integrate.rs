@@ -15,7 +15,7 @@ pub use crate::core::integrate::Refusal;
 use crate::core::integrate::{self, RunNote, STATE_FILE};
 use crate::core::ledger::Row;
 use crate::core::record::{Integration, Outcome, RunRecord, Verify};
-use crate::core::scope::{self, RunIdentity};
+use crate::core::scope;
 use crate::git::{self, merge, notes};
 use crate::state::runs::RunStore;
 use crate::sys::lock::Lock;
@@ -150,12 +150,7 @@ pub fn integrate(
     let target_now = merge::branch_tip(repo, &into)?;
     let changes =
         git::diff::changed_paths(repo, own_base(repo, base, run_tip, target_now), run_tip)?;
-    let identity = RunIdentity {
-        run: record.run.clone(),
-        task: record.task.clone(),
-        role: record.role.clone(),
-        scope: record.scope.clone(),
-    };
+    let identity = record.identity();
     // A scope escape is named and counted once, whichever audit finds it.
     let refuse = |changes: &[scope::Change]| -> anyhow::Result<Option<Refusal>> {
         let violations: Vec<String> = scope::check_commit(&identity, changes)

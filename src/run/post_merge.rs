@@ -8,7 +8,7 @@ use std::path::Path;
 use serde::Serialize;
 
 use crate::core::integrate::RunNote;
-use crate::core::scope::{self, RunIdentity};
+use crate::core::scope;
 use crate::git::{self, repo::state_dir};
 
 /// A run branch the merge brought in (SPEC: `hook post-merge`).
@@ -73,12 +73,7 @@ pub fn audit(
         // The run's scope comes from its seal, never from its worktree's own config
         // (which the worker can rewrite).
         let identity = match git::seal::read(repo, &run_id).ok().flatten() {
-            Some(sealed) if branch == sealed.branch => Some(RunIdentity {
-                run: sealed.run,
-                task: sealed.task,
-                role: sealed.role,
-                scope: sealed.scope,
-            }),
+            Some(sealed) if branch == sealed.branch => Some(sealed.identity()),
             _ => None,
         };
         let Some(identity) = identity else {
@@ -135,7 +130,7 @@ pub fn audit(
             None => RunNote {
                 run: identity.run.clone(),
                 task: identity.task.clone(),
-                role: identity.role.clone(),
+                role: crate::core::scope::Role::parse(&identity.role).unwrap_or_default(),
                 backend: None,
                 model: None,
                 effort: None,

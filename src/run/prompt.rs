@@ -47,7 +47,7 @@ pub fn worker(record: &RunRecord, task_prompt: &str) -> String {
         &[
             ("run", record.run.clone()),
             ("task", record.task.clone()),
-            ("role", record.role.clone()),
+            ("role", record.role.to_string()),
             ("attempt", record.attempts.max(1).to_string()),
             ("base", short(&record.base)),
             ("branch", record.branch.clone()),

@@ -240,12 +240,7 @@ pub fn again(
     let worktree = PathBuf::from(&sealed.worktree);
     let in_worktree = if worktree.exists() {
         // The administration is put back as dispatch wrote it before git runs there.
-        let identity = crate::core::scope::RunIdentity {
-            run: sealed.run.clone(),
-            task: sealed.task.clone(),
-            role: sealed.role.clone(),
-            scope: sealed.scope.clone(),
-        };
+        let identity = sealed.identity();
         let tree =
             match crate::git::worktree::RunTree::restore(repo.common_dir(), &worktree, &identity) {
                 Ok(tree) => tree,

@@ -53,7 +53,7 @@ pub fn facts(
         let route = crate::core::routing::route(
             flight,
             &crate::core::routing::Ask {
-                role: &task.role,
+                role: task.role.as_str(),
                 worker: task.worker.as_deref(),
                 ..Default::default()
             },

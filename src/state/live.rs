@@ -11,14 +11,10 @@ pub struct LiveRun {
     pub run: String,
     #[serde(default)]
     pub task: String,
-    #[serde(default = "default_role")]
-    pub role: String,
+    #[serde(default)]
+    pub role: crate::core::scope::Role,
     #[serde(default)]
     pub scope: Vec<String>,
-}
-
-fn default_role() -> String {
-    "implement".into()
 }
 
 /// Every readable live pointer under `state_dir`; unreadable ones are reported through

@@ -461,7 +461,7 @@ fn bad_dispatches_are_usage_errors_and_leave_nothing_behind() {
             vec![
                 "dispatch", "--task", "t", "--prompt", "x", "--scope", "src/**", "--role", "boss",
             ],
-            "dispatch-invalid",
+            "usage",
         ),
         (
             vec![

@@ -105,7 +105,7 @@ pub(crate) mod tests {
     /// Runs `f` with an attempt of a read-only run on `adapter`.
     pub fn attempt_for(adapter: &str, f: impl FnOnce(&Attempt)) {
         let record = RunRecord {
-            role: "review".into(),
+            role: crate::core::scope::Role::Review,
             backend: adapter.into(),
             adapter: adapter.into(),
             model: Some("m1".into()),

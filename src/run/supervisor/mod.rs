@@ -20,7 +20,7 @@ use super::{prompt, verify};
 use crate::core::attempt::{AfterIncomplete, Continuation};
 use crate::core::flight::Backend as BackendConfig;
 use crate::core::record::{DiffStat, Outcome, Phase, RunRecord};
-use crate::core::scope::{self, RunIdentity};
+use crate::core::scope;
 use crate::git::{self, worktree};
 use crate::state::runs::RunStore;
 use crate::sys::clock::{now_millis, rfc3339};
@@ -225,8 +225,7 @@ impl<'a> Supervisor<'a> {
                         worktree: Path::new(&record.worktree),
                         task: &record.task,
                         run_dir: &run_dir,
-                        may_commit: scope::Role::parse(&record.role)
-                            .is_some_and(scope::Role::may_commit),
+                        may_commit: record.role.may_commit(),
                     },
                     base,
                     Path::new(&record.manifest),

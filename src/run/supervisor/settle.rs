@@ -66,7 +66,7 @@ impl Supervisor<'_> {
             Ok(tree) => tree,
             Err(why) => return tampered(why),
         };
-        let read_only = !scope::Role::parse(&self.record.role).is_some_and(scope::Role::may_commit);
+        let read_only = !self.record.role.may_commit();
         if read_only {
             let dirty = match tree.is_dirty() {
                 Ok(dirty) => dirty,
@@ -181,12 +181,7 @@ impl Supervisor<'_> {
         if changes.is_empty() {
             return Ok(None);
         }
-        let identity = RunIdentity {
-            run: self.record.run.clone(),
-            task: self.record.task.clone(),
-            role: self.record.role.clone(),
-            scope: self.record.scope.clone(),
-        };
+        let identity = self.record.identity();
         let violations = scope::check_commit(&identity, &changes);
         if violations.is_empty() {
             return Ok(None);
