@@ -41,8 +41,8 @@ pub enum GateAction {
     )]
     Record {
         gate: String,
-        #[arg(long, value_parser = ["pass", "fail"])]
-        verdict: String,
+        #[arg(long, value_enum)]
+        verdict: crate::core::plan::GateVerdict,
         /// What was measured (required when gates.require_evidence).
         #[arg(long)]
         evidence: Option<String>,

@@ -99,7 +99,7 @@ pub struct PlanStatusOutput<'a> {
 pub struct TaskOutput<'a> {
     pub task: &'a str,
     pub wave: u32,
-    pub status: &'a str,
+    pub status: crate::core::plan::TaskState,
     pub blockers: &'a [Blocker],
     /// The live or the integrated run.
     pub run: Option<&'a str>,
@@ -178,7 +178,7 @@ fn status(ctx: &CommandContext, name: Option<&str>) -> Result<Report> {
             let last = i + 1 == in_wave.len() && gate.is_none();
             let branch = if last { "└─" } else { "├─" };
             let detail = match (s.status, &s.run) {
-                ("blocked", _) => format!(": {}", s.blockers_text()),
+                (crate::core::plan::TaskState::Blocked, _) => format!(": {}", s.blockers_text()),
                 (_, Some(run)) => format!(" (run {run})"),
                 _ => String::new(),
             };

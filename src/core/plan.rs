@@ -4,6 +4,7 @@
 //! caller gathers. A status is never stored: a plan that stores one is rejected.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::fmt;
 
 use serde::Serialize;
 use toml::de::{DeTable, DeValue};
@@ -677,8 +678,7 @@ pub struct Verdict {
     pub at: String,
     pub plan: String,
     pub gate: String,
-    /// `pass` or `fail`.
-    pub verdict: String,
+    pub verdict: GateVerdict,
     pub evidence: String,
     #[serde(default)]
     pub link: Option<String>,
@@ -690,7 +690,7 @@ pub struct Verdict {
 
 impl Verdict {
     pub fn passed(&self) -> bool {
-        self.verdict == "pass"
+        self.verdict == GateVerdict::Pass
     }
 }
 
@@ -716,7 +716,7 @@ pub enum Blocker {
     /// A gate on the task's wave without a passing verdict.
     Gate {
         gate: String,
-        verdict: Option<String>,
+        verdict: Option<GateVerdict>,
     },
 }
 
@@ -736,13 +736,72 @@ impl std::fmt::Display for Blocker {
     }
 }
 
+/// What a gate's measurement came to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum GateVerdict {
+    Pass,
+    Fail,
+}
+
+impl GateVerdict {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            GateVerdict::Pass => "pass",
+            GateVerdict::Fail => "fail",
+        }
+    }
+}
+
+impl fmt::Display for GateVerdict {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Where a task stands, derived: never stored.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum TaskState {
+    /// Its run is integrated into HEAD.
+    Done,
+    /// It has a live run.
+    InFlight,
+    /// Nothing holds it.
+    Ready,
+    /// An unfinished dependency or a gate holds it.
+    Blocked,
+}
+
+impl TaskState {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TaskState::Done => "done",
+            TaskState::InFlight => "in-flight",
+            TaskState::Ready => "ready",
+            TaskState::Blocked => "blocked",
+        }
+    }
+}
+
+impl fmt::Display for TaskState {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl PartialEq<&str> for TaskState {
+    fn eq(&self, other: &&str) -> bool {
+        self.as_str() == *other
+    }
+}
+
 /// A task's derived status.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct TaskStatus {
     pub task: String,
     pub wave: u32,
-    /// `done`, `in-flight`, `ready` or `blocked`.
-    pub status: &'static str,
+    pub status: TaskState,
     pub blockers: Vec<Blocker>,
     /// The live or the integrated run.
     pub run: Option<String>,
@@ -773,7 +832,7 @@ fn gate_blocks(facts: &Facts, gate: &Gate) -> Option<Blocker> {
     };
     (!open).then(|| Blocker::Gate {
         gate: gate.id.clone(),
-        verdict: verdict.map(|v| v.verdict.clone()),
+        verdict: verdict.map(|v| v.verdict),
     })
 }
 
@@ -830,15 +889,18 @@ pub fn gate_blockers(plan: &Plan, facts: &Facts, task: &Task) -> Vec<Blocker> {
 
 /// Every task's status, in plan order.
 pub fn status(plan: &Plan, facts: &Facts) -> Vec<TaskStatus> {
-    let base = |t: &Task| -> Option<(&'static str, String)> {
+    let base = |t: &Task| -> Option<(TaskState, String)> {
         if let Some(run) = facts.done.get(&t.id) {
-            Some(("done", run.clone()))
+            Some((TaskState::Done, run.clone()))
         } else {
-            facts.live.get(&t.id).map(|run| ("in-flight", run.clone()))
+            facts
+                .live
+                .get(&t.id)
+                .map(|run| (TaskState::InFlight, run.clone()))
         }
     };
     let mut out = Vec::with_capacity(plan.tasks.len());
-    let settled: BTreeMap<&str, &'static str> = plan
+    let settled: BTreeMap<&str, TaskState> = plan
         .tasks
         .iter()
         .filter_map(|t| base(t).map(|(s, _)| (t.id.as_str(), s)))
@@ -857,10 +919,13 @@ pub fn status(plan: &Plan, facts: &Facts) -> Vec<TaskStatus> {
         let mut blockers: Vec<Blocker> = task
             .depends_on
             .iter()
-            .filter(|d| settled.get(d.as_str()) != Some(&"done"))
+            .filter(|d| settled.get(d.as_str()) != Some(&TaskState::Done))
             .map(|d| Blocker::Dependency {
                 task: d.clone(),
-                status: settled.get(d.as_str()).unwrap_or(&"not done").to_string(),
+                status: settled
+                    .get(d.as_str())
+                    .map_or("not done", |s| s.as_str())
+                    .to_string(),
             })
             .collect();
         blockers.extend(gate_blockers(plan, facts, task));
@@ -868,9 +933,9 @@ pub fn status(plan: &Plan, facts: &Facts) -> Vec<TaskStatus> {
             task: task.id.clone(),
             wave: task.wave,
             status: if blockers.is_empty() {
-                "ready"
+                TaskState::Ready
             } else {
-                "blocked"
+                TaskState::Blocked
             },
             blockers,
             run: None,
@@ -1016,12 +1081,12 @@ gates_waves = [2]
         }
     }
 
-    fn verdict(v: &str) -> Verdict {
+    fn verdict(v: GateVerdict) -> Verdict {
         Verdict {
             at: "t".into(),
             plan: "v1".into(),
             gate: "g1".into(),
-            verdict: v.into(),
+            verdict: v,
             evidence: "measured".into(),
             link: None,
             measured_at: None,
@@ -1052,14 +1117,18 @@ gates_waves = [2]
         assert_eq!(s[1].status, "done");
         facts.live.clear();
         facts.done.insert("routes".into(), "r1".into());
-        facts.verdicts.insert("g1".into(), verdict("fail"));
+        facts
+            .verdicts
+            .insert("g1".into(), verdict(GateVerdict::Fail));
         let s = status(&plan, &facts);
         assert_eq!(s[2].blockers[0].to_string(), "gate g1 last said fail");
         // on_fail = continue: a recorded verdict, even a failing one, lets the wave go.
         facts.on_fail = OnFail::Continue;
         assert_eq!(status(&plan, &facts)[2].status, "ready");
         facts.on_fail = OnFail::Hold;
-        facts.verdicts.insert("g1".into(), verdict("pass"));
+        facts
+            .verdicts
+            .insert("g1".into(), verdict(GateVerdict::Pass));
         assert_eq!(status(&plan, &facts)[2].status, "ready");
         facts.verdicts.clear();
         facts.enforce = Enforcement::Off;

@@ -423,7 +423,7 @@ mod tests {
                 at: "t".into(),
                 plan: "v1".into(),
                 gate: "g1".into(),
-                verdict: "pass".into(),
+                verdict: crate::core::plan::GateVerdict::Pass,
                 evidence: "2.1 s".into(),
                 link: None,
                 measured_at: None,

@@ -24,7 +24,7 @@ pub struct FollowOn {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Skipped {
     pub task: String,
-    pub status: &'static str,
+    pub status: crate::core::plan::TaskState,
     pub blockers: Vec<Blocker>,
     pub reason: String,
 }
