@@ -15,6 +15,7 @@ pub mod hook;
 pub mod init;
 pub mod integrate;
 pub mod ledger;
+pub mod manpages;
 pub mod native;
 pub mod plan;
 pub mod refusals;
@@ -103,6 +104,8 @@ pub enum Command {
     Summary(summary::SummaryArgs),
     Sync(sync::SyncArgs),
     Doctor(doctor::DoctorArgs),
+    InstallManPages(manpages::InstallManPagesArgs),
+    Completions(manpages::CompletionsArgs),
     Footer(footer::FooterArgs),
     #[command(hide = true)]
     Hook(hook::HookArgs),
@@ -159,11 +162,15 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> u8 {
         Command::Ledger(args) => ledger::ledger(&ctx, args),
         Command::ShouldStop(args) => ledger::should_stop(&ctx, args),
         Command::Doctor(args) => doctor::run(&ctx, args),
+        Command::InstallManPages(args) => manpages::install(&ctx, args),
+        Command::Completions(args) => manpages::completions(args),
         Command::Footer(args) => footer::run(&ctx, args),
         Command::Hook(args) => hook::run(&ctx, args),
         Command::Supervise(args) => abandon::supervise(&ctx, args),
     };
     match result {
+        // A raw report's data is its text: JSON only when asked for by name.
+        Ok(report) if report.raw && !cli.json => ui::emit(Format::Human, report),
         Ok(report) => ui::emit(format, report),
         Err(err) => ui::emit_error(format, &err),
     }

@@ -59,6 +59,9 @@ pub struct Report {
     pub status: Status,
     /// Put before every line of a human-rendered verdict (`crew: ` for hooks).
     pub prefix: &'static str,
+    /// The rendering is the data itself (a completion script): printed as it is unless
+    /// `--json` asks for the envelope.
+    pub raw: bool,
 }
 
 impl Report {
@@ -76,6 +79,15 @@ impl Report {
             human: human.into(),
             status: Status::Ok,
             prefix: "",
+            raw: false,
+        }
+    }
+
+    /// A report whose data is `text` itself; under `--json`, `{"text": ...}`.
+    pub fn raw(text: String) -> Report {
+        Report {
+            raw: true,
+            ..Report::new(serde_json::json!({ "text": text }), text)
         }
     }
 

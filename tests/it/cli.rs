@@ -234,3 +234,97 @@ fn no_bad_input_is_a_bug_no_command_exits_70_or_panics() {
     assert_eq!(out.code, 2, "{}\n{}", out.stdout, out.stderr);
     assert_eq!(out.json()["error"]["code"], "remote-notes-invalid");
 }
+
+/// Whether `man` is on this machine (the manual-page test needs it).
+fn has_man() -> bool {
+    std::process::Command::new("man")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success())
+}
+
+#[test]
+fn installed_man_pages_serve_git_help_and_every_command_has_one() {
+    let env = TestEnv::new();
+    let man = env.root().join("man");
+    let out = env.crew(env.root(), &["install-man-pages", man.to_str().unwrap()]);
+    out.expect_code(0);
+    let pages = out.json()["pages"].clone();
+    let pages: Vec<&str> = pages
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p.as_str().unwrap())
+        .collect();
+    // Every visible command of `git crew --help` has its page.
+    let help = env.crew(env.root(), &["help"]).stdout;
+    let commands: Vec<&str> = help
+        .split("Commands:")
+        .nth(1)
+        .unwrap()
+        .split("\n\n")
+        .next()
+        .unwrap()
+        .lines()
+        // A command starts its line; its description may wrap onto deeper ones.
+        .filter(|l| l.starts_with("  ") && !l.starts_with("   "))
+        .filter_map(|l| l.split_whitespace().next())
+        .map(|c| c.trim_end_matches(','))
+        .filter(|c| *c != "help")
+        .collect();
+    assert!(commands.len() > 20, "{help}");
+    for command in commands {
+        let page = format!("git-crew-{command}.1");
+        assert!(pages.contains(&page.as_str()), "{page} missing: {pages:?}");
+        assert!(man.join("man1").join(&page).is_file());
+    }
+    if !has_man() {
+        eprintln!("man is not installed: the pages are written, not read");
+        return;
+    }
+    // git's own help finds them, as it finds git's pages.
+    for args in [&["crew", "--help"][..], &["help", "crew"][..]] {
+        let out = run_with(
+            env.command("git")
+                .current_dir(env.root())
+                .args(args)
+                .env("MANPATH", &man)
+                .env("MANPAGER", "cat")
+                .env("PAGER", "cat"),
+        );
+        assert_eq!(out.0, 0, "git {args:?}: {}", out.1);
+        assert!(out.1.contains("git-crew"), "git {args:?}: {}", out.1);
+        assert!(out.1.contains("dispatch"), "git {args:?}: {}", out.1);
+    }
+}
+
+fn run_with(cmd: &mut std::process::Command) -> (i32, String) {
+    let out = cmd.output().unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr),
+    )
+}
+
+#[test]
+fn completions_are_scripts_even_when_piped() {
+    let env = TestEnv::new();
+    for (shell, marker) in [
+        ("bash", "complete -F"),
+        ("zsh", "#compdef git-crew"),
+        ("fish", "complete -c git-crew"),
+    ] {
+        let out = env.crew(env.root(), &["completions", shell]);
+        out.expect_code(0);
+        assert!(out.stdout.contains(marker), "{shell}: {}", out.stdout);
+        assert!(out.stdout.contains("dispatch"), "{shell}");
+        assert!(
+            !out.stdout.starts_with("{\"ok\""),
+            "{shell}: wrapped in JSON"
+        );
+    }
+    let out = env.crew(env.root(), &["completions", "bash", "--json"]);
+    assert!(out.json()["text"].as_str().unwrap().contains("complete -F"));
+    env.crew(env.root(), &["completions", "tcsh-nope"])
+        .expect_code(2);
+}
