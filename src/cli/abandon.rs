@@ -14,13 +14,13 @@ use crate::run::supervisor;
 #[derive(Debug, Args)]
 #[command(after_help = "Examples:\n  git crew abandon 20261202-101500-1a2b")]
 pub struct AbandonArgs {
-    #[arg(value_parser = super::runs::run_id)]
+    #[arg(value_parser = super::runs::run_address)]
     pub run: String,
 }
 
 pub fn abandon(ctx: &CommandContext, args: AbandonArgs) -> Result<Report> {
     let store = runs::settled(ctx)?;
-    let record = runs::load(&store, &args.run)?;
+    let record = runs::load(&store, &runs::resolve(&store, &args.run)?)?;
     if record.phase.is_final() {
         return Err(CrewError::new(
             ErrorKind::Refused,

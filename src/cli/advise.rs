@@ -29,7 +29,7 @@ pub struct AdviseOutput<'a> {
     after_help = "Examples:\n  git crew advise 20261202-101500-1a2b --text 'Use sqlite; it is already a dependency.'"
 )]
 pub struct AdviseArgs {
-    #[arg(value_parser = super::runs::run_id)]
+    #[arg(value_parser = super::runs::run_address)]
     pub run: String,
     /// The answer.
     #[arg(long)]
@@ -39,10 +39,11 @@ pub struct AdviseArgs {
 pub fn run(ctx: &CommandContext, args: AdviseArgs) -> Result<Report> {
     let store = runs::settled(ctx)?;
     // One answer at a time: a second advise waits here, then finds the run working.
+    let run = runs::resolve(&store, &args.run)?;
     let _lock = store
-        .run_lock(&args.run)
+        .run_lock(&run)
         .map_err(|e| CrewError::new(ErrorKind::Refused, "run-busy", e.to_string()))?;
-    let mut record = runs::load(&store, &args.run)?;
+    let mut record = runs::load(&store, &run)?;
     if record.phase != Phase::NeedsHelp {
         return Err(CrewError::new(
             ErrorKind::Refused,

@@ -21,7 +21,7 @@ use crate::run::integrate::{self, Request};
     after_help = "Examples:\n  git crew integrate 20261202-101500-1a2b\n  git crew integrate 20261202-101500-1a2b --into release --squash\n  git notes --ref=crew show main"
 )]
 pub struct IntegrateArgs {
-    #[arg(value_parser = super::runs::run_id)]
+    #[arg(value_parser = super::runs::run_address)]
     pub run: String,
     /// The branch to integrate into (default: the branch the run was cut from).
     #[arg(long, value_name = "BRANCH")]
@@ -59,7 +59,8 @@ pub fn run(ctx: &CommandContext, args: IntegrateArgs) -> Result<Report> {
     }
     let repo_dir = ctx.workdir()?.to_path_buf();
     let store = runs::settled(ctx)?;
-    let record = store.load(&args.run).ok().flatten();
+    let run = runs::resolve(&store, &args.run)?;
+    let record = store.load(&run).ok().flatten();
     let session_reuse = record
         .as_ref()
         .and_then(|r| flight.backends.get(&r.backend))
@@ -96,7 +97,7 @@ pub fn run(ctx: &CommandContext, args: IntegrateArgs) -> Result<Report> {
     }
     let request = Request {
         gates,
-        run: args.run.clone(),
+        run,
         into: args.into.clone(),
         squash: args.squash,
         force_unverified: args.force_unverified,

@@ -15,7 +15,7 @@ use crate::run::supervisor::{self, Delivered};
 #[derive(Debug, Args)]
 #[command(after_help = "Examples:\n  git crew attach 20261202-101500-1a2b --session task-7")]
 pub struct AttachArgs {
-    #[arg(value_parser = super::runs::run_id)]
+    #[arg(value_parser = super::runs::run_address)]
     pub run: String,
     /// The id of the lead's sub-task that works the run.
     #[arg(long)]
@@ -24,10 +24,11 @@ pub struct AttachArgs {
 
 pub fn attach(ctx: &CommandContext, args: AttachArgs) -> Result<Report> {
     let store = runs::settled(ctx)?;
+    let run = runs::resolve(&store, &args.run)?;
     let _lock = store
-        .run_lock(&args.run)
+        .run_lock(&run)
         .map_err(|e| CrewError::new(ErrorKind::Refused, "run-busy", e.to_string()))?;
-    let mut record = runs::load(&store, &args.run)?;
+    let mut record = runs::load(&store, &run)?;
     if record.phase != Phase::AwaitingAttach {
         return Err(CrewError::new(
             ErrorKind::Refused,
@@ -59,7 +60,7 @@ pub fn attach(ctx: &CommandContext, args: AttachArgs) -> Result<Report> {
 #[derive(Debug, Args)]
 #[command(after_help = "Examples:\n  git crew deliver 20261202-101500-1a2b --reply-file reply.md")]
 pub struct DeliverArgs {
-    #[arg(value_parser = super::runs::run_id)]
+    #[arg(value_parser = super::runs::run_address)]
     pub run: String,
     /// The reply, ending with the footer.
     #[arg(long, value_name = "FILE")]
@@ -68,10 +69,11 @@ pub struct DeliverArgs {
 
 pub fn deliver(ctx: &CommandContext, args: DeliverArgs) -> Result<Report> {
     let store = runs::settled(ctx)?;
+    let run = runs::resolve(&store, &args.run)?;
     let _lock = store
-        .run_lock(&args.run)
+        .run_lock(&run)
         .map_err(|e| CrewError::new(ErrorKind::Refused, "run-busy", e.to_string()))?;
-    let record = runs::load(&store, &args.run)?;
+    let record = runs::load(&store, &run)?;
     if !matches!(record.phase, Phase::Working | Phase::AwaitingAttach) || record.adapter != "native"
     {
         return Err(CrewError::new(
@@ -97,7 +99,7 @@ pub fn deliver(ctx: &CommandContext, args: DeliverArgs) -> Result<Report> {
     let repo = ctx.repo()?;
     match supervisor::deliver(repo, &store, &record.run, &reply).map_err(CrewError::internal)? {
         Delivered::Incomplete(problem) => {
-            let record = runs::load(&store, &args.run)?;
+            let record = runs::load(&store, &run)?;
             let mut report = Report::of(
                 &runs::output(&record),
                 crate::core::result::result_block(&record),

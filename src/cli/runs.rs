@@ -21,8 +21,54 @@ pub fn settled(ctx: &CommandContext) -> Result<RunStore> {
     Ok(store)
 }
 
-/// The parser of every RUN argument: a run id as dispatch makes them, or a usage error
-/// (exit 2) — a run id is never a path.
+/// The parser of every RUN argument: a run address (a run id, `@last`, a task id, a
+/// unique part of a run id; see [`resolve`]), or a usage error (exit 2) for what could
+/// only be a path — an address is never used as one.
+pub fn run_address(text: &str) -> std::result::Result<String, String> {
+    let path_like = text.is_empty()
+        || text.starts_with('/')
+        || text
+            .split('/')
+            .any(|c| c.is_empty() || c == "." || c == "..");
+    if path_like {
+        return Err(format!(
+            "`{text}` is not a run: give a run id (20261202-101500-1a2b), a task id, @last or a unique part of a run id (`git crew status` lists them)"
+        ));
+    }
+    Ok(text.to_string())
+}
+
+/// The run an address names among this repository's runs, live or finished: exit 3 when
+/// none, exit 2 listing the candidates when several.
+pub fn resolve(store: &RunStore, address: &str) -> Result<String> {
+    let mut records = store.live().map_err(CrewError::internal)?;
+    records.extend(store.finished().map_err(CrewError::internal)?);
+    let known: Vec<crate::core::address::Known> = records
+        .iter()
+        .map(|r| crate::core::address::Known {
+            run: &r.run,
+            task: &r.task,
+            started_at: &r.started_at,
+        })
+        .collect();
+    crate::core::address::resolve(address, &known).map_err(|u| match u {
+        crate::core::address::Unresolved::NotFound(m) => {
+            CrewError::new(ErrorKind::NotFound, "run-not-found", m)
+                .hinted("`git crew status` lists the runs")
+        }
+        crate::core::address::Unresolved::Ambiguous {
+            address,
+            candidates,
+        } => CrewError::usage(
+            "run-ambiguous",
+            format!("`{address}` names {} runs", candidates.len()),
+        )
+        .with_details(candidates)
+        .hinted("give more of the run id, or the whole id"),
+    })
+}
+
+/// The parser of the hidden entry points' RUN: a whole run id only.
 pub fn run_id(text: &str) -> std::result::Result<String, String> {
     if crate::core::record::is_run_id(text) {
         Ok(text.to_string())

@@ -12,13 +12,13 @@ use super::ui::Report;
 #[derive(Debug, Args)]
 #[command(after_help = "Examples:\n  git crew show 20261202-101500-1a2b")]
 pub struct ShowArgs {
-    #[arg(value_parser = super::runs::run_id)]
+    #[arg(value_parser = super::runs::run_address)]
     pub run: String,
 }
 
 pub fn run(ctx: &CommandContext, args: ShowArgs) -> Result<Report> {
     let store = runs::settled(ctx)?;
-    let record = runs::load(&store, &args.run)?;
+    let record = runs::load(&store, &runs::resolve(&store, &args.run)?)?;
     Ok(Report::of(
         &runs::output(&record),
         crate::core::result::result_block(&record),
@@ -41,13 +41,13 @@ pub struct TranscriptOutput<'a> {
 #[derive(Debug, Args)]
 #[command(after_help = "Examples:\n  git crew transcript 20261202-101500-1a2b | less")]
 pub struct TranscriptArgs {
-    #[arg(value_parser = super::runs::run_id)]
+    #[arg(value_parser = super::runs::run_address)]
     pub run: String,
 }
 
 pub fn transcript(ctx: &CommandContext, args: TranscriptArgs) -> Result<Report> {
     let store = runs::settled(ctx)?;
-    let record = runs::load(&store, &args.run)?;
+    let record = runs::load(&store, &runs::resolve(&store, &args.run)?)?;
     let Some(path) = record.transcript.clone().map(std::path::PathBuf::from) else {
         return Err(CrewError::new(
             super::error::ErrorKind::NotFound,

@@ -16,7 +16,7 @@ const EXAMPLES: &str =
 #[command(after_help = EXAMPLES)]
 pub struct StatusArgs {
     /// Only this run.
-    #[arg(value_parser = super::runs::run_id)]
+    #[arg(value_parser = super::runs::run_address)]
     pub run: Option<String>,
     /// How many finished runs to include (most recent first).
     #[arg(long, default_value_t = 20)]
@@ -35,7 +35,7 @@ pub struct StatusOutput<'a> {
 pub fn run(ctx: &CommandContext, args: StatusArgs) -> Result<Report> {
     let store = runs::settled(ctx)?;
     let mut records = match &args.run {
-        Some(run) => vec![runs::load(&store, run)?],
+        Some(run) => vec![runs::load(&store, &runs::resolve(&store, run)?)?],
         None => {
             let mut live = store.live().map_err(CrewError::internal)?;
             let finished = if args.all {

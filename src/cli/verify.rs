@@ -18,7 +18,7 @@ use crate::run::verify::{self, Verified};
     after_help = "Examples:\n  git crew verify 20261202-101500-1a2b\n  git crew verify 20261202-101500-1a2b --command 'cargo test routes'"
 )]
 pub struct VerifyArgs {
-    #[arg(value_parser = super::runs::run_id)]
+    #[arg(value_parser = super::runs::run_address)]
     pub run: String,
     /// The verify command to use (and keep) instead of the run's own.
     #[arg(long, value_name = "CMD")]
@@ -27,7 +27,7 @@ pub struct VerifyArgs {
 
 pub fn run(ctx: &CommandContext, args: VerifyArgs) -> Result<Report> {
     let store = runs::settled(ctx)?;
-    let record = runs::load(&store, &args.run)?;
+    let record = runs::load(&store, &runs::resolve(&store, &args.run)?)?;
     if !record.phase.is_final() {
         return Err(CrewError::new(
             ErrorKind::Refused,

@@ -22,7 +22,7 @@ const EXAMPLES: &str = "Examples:\n  git crew wait 20261202-101500-1a2b\n  git c
 #[command(after_help = EXAMPLES)]
 pub struct WaitArgs {
     /// The runs to wait for.
-    #[arg(required = true, value_parser = super::runs::run_id)]
+    #[arg(required = true, value_parser = super::runs::run_address)]
     pub runs: Vec<String>,
     /// Return as soon as one of them finishes.
     #[arg(long)]
@@ -42,10 +42,13 @@ pub fn run(ctx: &CommandContext, args: WaitArgs) -> Result<Report> {
         })
         .transpose()?;
     let store = runs::settled(ctx)?;
+    let mut resolved = Vec::new();
     for run in &args.runs {
-        runs::load(&store, run)?;
+        let run = runs::resolve(&store, run)?;
+        runs::load(&store, &run)?;
+        resolved.push(run);
     }
-    wait_for(&store, Some(ctx.workdir()?), &args.runs, args.any, timeout)
+    wait_for(&store, Some(ctx.workdir()?), &resolved, args.any, timeout)
 }
 
 /// `wait` (and `dispatch --wait`): every run waited for, settled or not, and whether the

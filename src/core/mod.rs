@@ -2,6 +2,7 @@
 //! decisions go out as values (a plan, a refusal, a verdict), so each is unit-tested
 //! here and `--dry-run` can print one without applying it.
 
+pub mod address;
 pub mod attempt;
 pub mod dispatch;
 pub mod doctor;

@@ -509,7 +509,7 @@ fn a_run_id_is_never_a_path() {
     // A JSON file outside the repository that looks like a run record.
     let outside = env.root().join("x.json");
     std::fs::write(&outside, r#"{"run": "x"}"#).unwrap();
-    for bad in ["../../../x", "nope", "20260101-000000-000g", "/tmp/x", ""] {
+    for bad in ["../../../x", "a/../b", "/tmp/x", ""] {
         for command in [
             &["show", bad][..],
             &["wait", bad],
@@ -524,6 +524,44 @@ fn a_run_id_is_never_a_path() {
             assert_eq!(out.json()["ok"], false, "{command:?}");
         }
     }
+}
+
+#[test]
+fn a_run_is_named_by_its_id_a_part_of_it_its_task_or_last() {
+    let env = TestEnv::new();
+    let repo = crew_repo(&env);
+    let first = env.finished_run(&repo, "routes", "ok", &["--scope", "src/routes/**"]);
+    let second = env.finished_run(&repo, "docs", "ok", &["--scope", "docs/**"]);
+    let shown = |address: &str| {
+        let out = env.crew(&repo, &["show", address]);
+        out.expect_code(0);
+        out.json()["run"]["run"].as_str().unwrap().to_string()
+    };
+    assert_eq!(shown(&first), first);
+    assert_eq!(shown("@last"), second);
+    assert_eq!(shown("routes"), first);
+    assert_eq!(shown(&second[second.len() - 4..]), second);
+    // Both ids start alike: ambiguous, with both named.
+    let out = env.crew(&repo, &["show", &first[..9]]);
+    out.expect_code(2);
+    let error = &out.json()["error"];
+    assert_eq!(error["code"], "run-ambiguous", "{error}");
+    let details = error["details"].to_string();
+    assert!(details.contains(&first) && details.contains(&second), "{details}");
+    // Nothing by that name: not found.
+    let out = env.crew(&repo, &["show", "nope"]);
+    out.expect_code(3);
+    assert_eq!(out.json()["error"]["code"], "run-not-found");
+    // wait takes addresses too (the docs run's worker wrote outside its scope: exit 1).
+    let out = env.crew(&repo, &["wait", "docs", "routes"]);
+    out.expect_code(1);
+    let runs: Vec<String> = out.json()["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["run"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(runs, [second.clone(), first.clone()]);
 }
 
 #[test]
