@@ -19,7 +19,7 @@ pub struct AdviseOutput<'a> {
     pub phase: Phase,
     pub session: Option<&'a str>,
     pub supervisor_pid: Option<u32>,
-    pub deadline: &'a str,
+    pub deadline: String,
     pub advice_file: &'a std::path::Path,
 }
 
@@ -59,17 +59,16 @@ pub fn run(ctx: &CommandContext, args: AdviseArgs) -> Result<Report> {
     let file = crate::core::layout::advice(&run_dir, record.attempts + 1);
     std::fs::write(&file, prompt::advice(&record, &args.text)).map_err(CrewError::internal)?;
     // The budget did not run while the run waited for the lead.
-    if let (Some(parked), Ok(deadline)) = (
-        record
-            .parked_at
-            .as_deref()
-            .and_then(|p| humantime::parse_rfc3339(p).ok()),
-        humantime::parse_rfc3339(&record.deadline),
-    ) {
+    if let Some(parked) = record.parked_at {
         let waited = crate::sys::clock::now()
             .duration_since(parked)
-            .unwrap_or_default();
-        record.deadline = humantime::format_rfc3339_seconds(deadline + waited).to_string();
+            .max(jiff::SignedDuration::ZERO);
+        record.deadline = crate::core::stamp::whole_second(
+            record
+                .deadline
+                .checked_add(waited)
+                .unwrap_or(jiff::Timestamp::MAX),
+        );
     }
     record.parked_at = None;
     record.needs_help = None;
@@ -114,7 +113,7 @@ pub fn run(ctx: &CommandContext, args: AdviseArgs) -> Result<Report> {
         phase: record.phase,
         session: record.session.as_deref(),
         supervisor_pid: pid,
-        deadline: &record.deadline,
+        deadline: crate::core::stamp::format_seconds(record.deadline),
         advice_file: &file,
     };
     Ok(Report::of(&output, human))

@@ -48,7 +48,7 @@ pub fn resolve(store: &RunStore, address: &str) -> Result<String> {
         .map(|r| crate::core::address::Known {
             run: &r.run,
             task: &r.task,
-            started_at: &r.started_at,
+            started_at: r.started_at,
         })
         .collect();
     crate::core::address::resolve(address, &known).map_err(|u| match u {

@@ -78,14 +78,17 @@ fn render(live: &[RunRecord]) -> String {
     let mut lines = vec![format!(
         "git crew watch — {} in flight — {}",
         live.len(),
-        crate::sys::clock::rfc3339(now_millis())
+        crate::core::stamp::seconds_of_millis(now_millis())
     )];
     for record in live {
         lines.push(format!(
             "{}  session {}  last activity {}",
             runs::result_line(record),
             record.session.as_deref().unwrap_or("-"),
-            record.last_activity_at.as_deref().unwrap_or("-"),
+            record.last_activity_at.map_or_else(
+                || "-".to_string(),
+                |at| crate::core::result::shown(record, at)
+            ),
         ));
         let last = last_line(record);
         if !last.is_empty() {

@@ -7,8 +7,7 @@
 pub struct Known<'a> {
     pub run: &'a str,
     pub task: &'a str,
-    /// RFC 3339, as the record keeps it.
-    pub started_at: &'a str,
+    pub started_at: jiff::Timestamp,
 }
 
 /// Why an address names no single run.
@@ -25,7 +24,7 @@ pub enum Unresolved {
 
 /// The newest run first: by start, then by id.
 fn newest_first(runs: &mut [&Known]) {
-    runs.sort_by(|a, b| crate::core::stamp::cmp(b.started_at, a.started_at).then(b.run.cmp(a.run)));
+    runs.sort_by(|a, b| b.started_at.cmp(&a.started_at).then(b.run.cmp(a.run)));
 }
 
 /// Resolves `address` among `runs`: a whole run id; `@last` (the run started last); a
@@ -76,17 +75,17 @@ mod tests {
             Known {
                 run: "20260101-100000-1a2b",
                 task: "api",
-                started_at: "2026-01-01T10:00:00Z",
+                started_at: "2026-01-01T10:00:00Z".parse().unwrap(),
             },
             Known {
                 run: "20260101-110000-3c4d",
                 task: "api",
-                started_at: "2026-01-01T11:00:00Z",
+                started_at: "2026-01-01T11:00:00Z".parse().unwrap(),
             },
             Known {
                 run: "20260101-120000-5e6f",
                 task: "docs",
-                started_at: "2026-01-01T12:00:00Z",
+                started_at: "2026-01-01T12:00:00Z".parse().unwrap(),
             },
         ]
     }

@@ -210,7 +210,10 @@ pub fn worker_env(
         ("CREW_SCOPE".into(), record.scope.join("\n")),
         ("CREW_MANIFEST".into(), record.manifest.clone()),
         ("CREW_SESSION_FILE".into(), paths.session_file.clone()),
-        ("CREW_DEADLINE".into(), record.deadline.clone()),
+        (
+            "CREW_DEADLINE".into(),
+            super::stamp::format_seconds(record.deadline),
+        ),
     ];
     if let Some(port) = record.port {
         env.push(("CREW_PORT".into(), port.to_string()));

@@ -228,7 +228,7 @@ impl Directive {
             fences: DirectiveFences {
                 scope: record.scope.clone(),
                 time_budget_s: record.budget_s,
-                deadline: record.deadline.clone(),
+                deadline: super::stamp::format_seconds(record.deadline),
                 delivery: "end the reply with ## Result, ## How to verify, ## Deferred / concerns",
                 needs_help: "first line NEEDS-HELP: with tried:, options:, leaning:, cost-if-wrong:",
             },
@@ -277,7 +277,7 @@ pub struct Dispatched<'a> {
     pub effort: &'a Option<String>,
     pub tier: &'a Option<String>,
     pub scope: &'a [String],
-    pub deadline: &'a str,
+    pub deadline: String,
     /// Days since the plan file changed, when it is stale.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub stale_days: Option<i64>,
@@ -340,7 +340,7 @@ impl<'a> Dispatched<'a> {
             effort: &record.effort,
             tier: &record.tier,
             scope: &record.scope,
-            deadline: &record.deadline,
+            deadline: super::stamp::format_seconds(record.deadline),
             stale_days: None,
             worker: &record.worker,
             session_plan: None,
@@ -585,9 +585,11 @@ pub fn decide(flight: &Flight, request: &Request, facts: &Facts) -> Result<Plan,
         branch: format!("crew/{}/{run}", request.task),
         base: facts.base.clone(),
         scope: request.scope.clone(),
-        started_at: crate::core::stamp::seconds(now),
+        started_at: crate::core::stamp::whole_second(crate::core::stamp::from_millis(now)),
         finished_at: None,
-        deadline: crate::core::stamp::seconds(now + budget.as_millis() as u64),
+        deadline: crate::core::stamp::whole_second(crate::core::stamp::from_millis(
+            now.saturating_add(u64::try_from(budget.as_millis()).unwrap_or(u64::MAX)),
+        )),
         budget_s: budget.as_secs(),
         idle_timeout_s: idle.map(|d| d.as_secs()),
         elapsed_s: 0,
@@ -847,7 +849,10 @@ mod tests {
         assert_eq!(r.fence.as_deref(), Some("none"));
         assert_eq!(r.worktree, "/r/worktrees/x");
         assert_eq!(r.transcript.as_deref(), Some("/r/transcripts/k.log"));
-        assert_eq!(r.started_at, "1970-01-01T00:16:40Z");
+        assert_eq!(
+            crate::core::stamp::format_seconds(r.started_at),
+            "1970-01-01T00:16:40Z"
+        );
         assert!(plan.escalated_from.is_none());
         world.abi = Some(7);
         let plan = world.decide(&f, &request("api", &["src/**"])).unwrap();

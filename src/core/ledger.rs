@@ -42,10 +42,7 @@ impl Row {
     /// The row for a finished run.
     pub fn of(record: &RunRecord) -> Row {
         Row {
-            at: record
-                .finished_at
-                .clone()
-                .unwrap_or_else(|| record.started_at.clone()),
+            at: super::stamp::format_seconds(record.finished_at.unwrap_or(record.started_at)),
             run: record.run.clone(),
             attempt: record.attempts,
             task: record.task.clone(),
@@ -292,7 +289,7 @@ mod tests {
     #[test]
     fn rows_put_at_first_and_round_trip() {
         let mut record = RunRecord::example();
-        record.finished_at = Some("2026-01-01T00:10:00Z".into());
+        record.finished_at = Some("2026-01-01T00:10:00Z".parse().unwrap());
         record.outcome = Some(Outcome::ScopeReject);
         let row = Row::of(&record);
         let line = serde_json::to_string(&row).unwrap();

@@ -2,6 +2,7 @@
 //! run record store it and as `status`, `show` and `wait` print it (SPEC §2 "run result").
 //! Pure data; `state::runs` reads and writes it.
 
+use jiff::Timestamp;
 use serde::{Deserialize, Serialize};
 
 use super::footer::NeedsHelp;
@@ -155,13 +156,17 @@ pub struct RunRecord {
     pub branch: String,
     pub base: String,
     pub scope: Vec<String>,
-    pub started_at: String,
-    pub finished_at: Option<String>,
-    pub deadline: String,
+    #[serde(with = "crate::core::stamp::seconds")]
+    pub started_at: Timestamp,
+    #[serde(default, with = "crate::core::stamp::seconds::option")]
+    pub finished_at: Option<Timestamp>,
+    #[serde(with = "crate::core::stamp::seconds")]
+    pub deadline: Timestamp,
     pub budget_s: u64,
     pub idle_timeout_s: Option<u64>,
     pub elapsed_s: u64,
-    pub last_activity_at: Option<String>,
+    #[serde(default, with = "crate::core::stamp::seconds::option")]
+    pub last_activity_at: Option<Timestamp>,
     pub footer: Option<Footer>,
     pub needs_help: Option<NeedsHelp>,
     pub verify: Option<Verify>,
@@ -179,8 +184,8 @@ pub struct RunRecord {
     #[serde(default)]
     pub transcript: Option<String>,
     /// When the run parked in `needs-help` (its budget does not run while the lead thinks).
-    #[serde(default)]
-    pub parked_at: Option<String>,
+    #[serde(default, with = "crate::core::stamp::seconds::option")]
+    pub parked_at: Option<Timestamp>,
     /// `dispatch --continue-until-pass`: a failed verify is tried again while the budget
     /// and the two-failure rule allow.
     #[serde(default)]
@@ -233,7 +238,7 @@ pub struct RunRecord {
 
 impl RunRecord {
     /// A record of run `run` with nothing known yet: the start for a stand-in (and for
-    /// tests).
+    /// tests). Its times are the epoch, which sorts before every run's.
     pub fn blank(run: &str) -> RunRecord {
         RunRecord {
             run: run.to_string(),
@@ -252,9 +257,9 @@ impl RunRecord {
             branch: String::new(),
             base: String::new(),
             scope: Vec::new(),
-            started_at: String::new(),
+            started_at: Timestamp::UNIX_EPOCH,
             finished_at: None,
-            deadline: String::new(),
+            deadline: Timestamp::UNIX_EPOCH,
             budget_s: 0,
             idle_timeout_s: None,
             elapsed_s: 0,
@@ -376,8 +381,8 @@ impl RunRecord {
             branch: "crew/t/r".into(),
             base: "abc".into(),
             scope: vec!["src/**".into()],
-            started_at: "2026-01-01T00:00:00Z".into(),
-            deadline: "2026-01-01T00:25:00Z".into(),
+            started_at: "2026-01-01T00:00:00Z".parse().unwrap(),
+            deadline: "2026-01-01T00:25:00Z".parse().unwrap(),
             budget_s: 1500,
             ..RunRecord::blank("r")
         }
@@ -395,9 +400,9 @@ mod tests {
         r.effort = Some("high".into());
         r.tier = Some("mid".into());
         r.session = Some("s".into());
-        r.finished_at = Some("2026-01-01T00:10:00Z".into());
+        r.finished_at = Some("2026-01-01T00:10:00Z".parse().unwrap());
         r.idle_timeout_s = Some(300);
-        r.last_activity_at = Some("2026-01-01T00:09:00Z".into());
+        r.last_activity_at = Some("2026-01-01T00:09:00Z".parse().unwrap());
         r.footer = Some(Footer {
             result: "r".into(),
             how_to_verify: "h".into(),
@@ -418,7 +423,7 @@ mod tests {
         r.supervisor_pid = Some(2);
         r.port = Some(4100);
         r.transcript = Some("t".into());
-        r.parked_at = Some("p".into());
+        r.parked_at = Some("2026-01-01T00:05:00Z".parse().unwrap());
         r.continue_until_pass = true;
         r.base_ref = Some("main".into());
         r.plan = Some("p".into());

@@ -32,13 +32,13 @@ pub struct RunResult<'a> {
     pub branch: &'a str,
     pub base: &'a str,
     pub scope: &'a [String],
-    pub started_at: &'a str,
-    pub finished_at: Option<&'a str>,
-    pub deadline: &'a str,
+    pub started_at: String,
+    pub finished_at: Option<String>,
+    pub deadline: String,
     pub budget_s: u64,
     pub idle_timeout_s: Option<u64>,
     pub elapsed_s: u64,
-    pub last_activity_at: Option<&'a str>,
+    pub last_activity_at: Option<String>,
     pub footer: Option<&'a Footer>,
     pub needs_help: Option<&'a NeedsHelp>,
     pub verify: Option<&'a Verify>,
@@ -54,7 +54,7 @@ pub struct RunResult<'a> {
     pub manifest: &'a str,
     /// Where the raw output is archived (`null` when transcripts are disabled).
     pub transcript: Option<&'a str>,
-    pub parked_at: Option<&'a str>,
+    pub parked_at: Option<String>,
     pub continue_until_pass: bool,
     pub base_ref: Option<&'a str>,
     pub integration: Option<&'a Integration>,
@@ -90,13 +90,13 @@ impl<'a> RunResult<'a> {
             branch: &record.branch,
             base: &record.base,
             scope: &record.scope,
-            started_at: &record.started_at,
-            finished_at: record.finished_at.as_deref(),
-            deadline: &record.deadline,
+            started_at: shown(record, record.started_at),
+            finished_at: record.finished_at.map(|at| shown(record, at)),
+            deadline: shown(record, record.deadline),
             budget_s: record.budget_s,
             idle_timeout_s: record.idle_timeout_s,
             elapsed_s: elapsed_at(record, now),
-            last_activity_at: record.last_activity_at.as_deref(),
+            last_activity_at: record.last_activity_at.map(|at| shown(record, at)),
             footer: record.footer.as_ref(),
             needs_help: record.needs_help.as_ref(),
             verify: record.verify.as_ref(),
@@ -110,7 +110,7 @@ impl<'a> RunResult<'a> {
             prompt_file: &record.prompt_file,
             manifest: &record.manifest,
             transcript: record.transcript.as_deref(),
-            parked_at: record.parked_at.as_deref(),
+            parked_at: record.parked_at.map(|at| shown(record, at)),
             continue_until_pass: record.continue_until_pass,
             base_ref: record.base_ref.as_deref(),
             integration: record.integration.as_ref(),
@@ -143,10 +143,23 @@ impl<'a> RunOutput<'a> {
     }
 }
 
-/// The seconds a run has taken: its own count once finished, else up to `now`.
+/// A time of `record` as it is shown: RFC 3339 to the second, and nothing for a
+/// stand-in, which knows no times.
+pub fn shown(record: &RunRecord, at: jiff::Timestamp) -> String {
+    if record.unreadable.is_some() {
+        String::new()
+    } else {
+        super::stamp::format_seconds(at)
+    }
+}
+
+/// The seconds a run has taken: its own count once finished, else up to `now` (none for
+/// a stand-in, which knows no start).
 fn elapsed_at(record: &RunRecord, now: u64) -> u64 {
-    if record.finished_at.is_none() {
-        super::stamp::elapsed_s(&record.started_at, now)
+    if record.unreadable.is_some() {
+        0
+    } else if record.finished_at.is_none() {
+        super::stamp::elapsed_s(record.started_at, now)
     } else {
         record.elapsed_s
     }
@@ -197,7 +210,11 @@ pub fn result_block(record: &RunRecord) -> String {
         ),
         format!("branch {} in {}", record.branch, record.worktree),
         format!("scope {}", record.scope.join(", ")),
-        format!("budget {}s, deadline {}", record.budget_s, record.deadline),
+        format!(
+            "budget {}s, deadline {}",
+            record.budget_s,
+            shown(record, record.deadline)
+        ),
     ];
     if let Some(decision) = &record.decision {
         out.push(format!("decision: {decision}"));
@@ -245,10 +262,10 @@ mod tests {
         r.effort = Some("high".into());
         r.tier = Some("mid".into());
         r.session = Some("s".into());
-        r.finished_at = Some("2026-01-01T00:10:00Z".into());
+        r.finished_at = Some("2026-01-01T00:10:00Z".parse().unwrap());
         r.idle_timeout_s = Some(300);
         r.elapsed_s = 600;
-        r.last_activity_at = Some("2026-01-01T00:09:00Z".into());
+        r.last_activity_at = Some("2026-01-01T00:09:00Z".parse().unwrap());
         r.footer = Some(Footer {
             result: "r".into(),
             how_to_verify: "h".into(),
@@ -276,7 +293,7 @@ mod tests {
         r.supervisor_pid = Some(2);
         r.port = Some(4100);
         r.transcript = Some("t".into());
-        r.parked_at = Some("p".into());
+        r.parked_at = Some("2026-01-01T00:05:00Z".parse().unwrap());
         r.continue_until_pass = true;
         r.base_ref = Some("main".into());
         r.integration = Some(Integration {
@@ -309,7 +326,7 @@ mod tests {
         let mut r = RunRecord::example();
         r.phase = Phase::Working;
         r.outcome = None;
-        r.started_at = "2026-01-01T00:00:00Z".into();
+        r.started_at = "2026-01-01T00:00:00Z".parse().unwrap();
         r.elapsed_s = 1;
         // Ten minutes after the start, as a live run counts it.
         let now = 1_767_225_600_000 + 600_000;

@@ -123,7 +123,7 @@ pub fn audit(
         // and on every worker commit, the record marked integrated, a ledger row.
         let store = crate::state::runs::RunStore::new(&state);
         let record = store.load(&identity.run).ok().flatten();
-        let at = crate::sys::clock::rfc3339(crate::sys::clock::now_millis());
+        let at = crate::core::stamp::format_seconds(crate::sys::clock::now());
         let by = "post-merge (a plain git merge)";
         let mut note = match &record {
             Some(record) => RunNote::of(record, &at, by),

@@ -55,7 +55,10 @@ pub fn worker(record: &RunRecord, task_prompt: &str) -> String {
             ("scope", scope),
             ("role_rule", role_rule),
             ("budget", budget),
-            ("deadline", record.deadline.clone()),
+            (
+                "deadline",
+                crate::core::stamp::format_seconds(record.deadline),
+            ),
             ("manifest", record.manifest.clone()),
             ("verify", verify),
         ],
@@ -82,7 +85,10 @@ pub fn advice(record: &RunRecord, advice: &str) -> String {
             ("run", record.run.clone()),
             ("task", record.task.clone()),
             ("advice", advice.trim().to_string()),
-            ("deadline", record.deadline.clone()),
+            (
+                "deadline",
+                crate::core::stamp::format_seconds(record.deadline),
+            ),
         ],
     )
 }

@@ -11,8 +11,9 @@ use anyhow::Context;
 use crate::core::dispatch::{occupies_slot, slot_limit};
 use crate::core::flight::Backend as BackendConfig;
 use crate::core::record::{Phase, RunRecord};
+use crate::core::stamp;
 use crate::state::runs::RunStore;
-use crate::sys::clock::{now_millis, rfc3339};
+use crate::sys::clock::now_millis;
 
 /// Brings the store up to date before a command reads it: runs whose supervisor died are
 /// filed as abandoned, and queued runs start where slots are free.
@@ -93,8 +94,10 @@ pub fn promote(store: &RunStore, repo_dir: &Path) -> anyhow::Result<Vec<String>>
         // The budget counts from the start, not from the queue.
         let now = now_millis();
         next.phase = Phase::Preparing;
-        next.started_at = rfc3339(now);
-        next.deadline = rfc3339(now + next.budget_s * 1000);
+        next.started_at = stamp::whole_second(stamp::from_millis(now));
+        next.deadline = stamp::whole_second(stamp::from_millis(
+            now.saturating_add(next.budget_s.saturating_mul(1000)),
+        ));
         if let Ok(task_prompt) = std::fs::read_to_string(crate::core::layout::task_prompt(&run_dir))
         {
             std::fs::write(

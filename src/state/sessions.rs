@@ -17,7 +17,8 @@ pub struct WorkerSession {
     pub session: String,
     /// The run that used it last.
     pub run: String,
-    pub updated_at: String,
+    #[serde(with = "crate::core::stamp::seconds")]
+    pub updated_at: jiff::Timestamp,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]

@@ -59,7 +59,7 @@ impl Pin {
         };
         let instant = match instant.trim().parse::<u64>() {
             Ok(millis) => millis,
-            Err(_) => millis_of(humantime::parse_rfc3339_weak(instant.trim()).ok()?),
+            Err(_) => crate::core::stamp::millis(crate::core::stamp::parse(instant)?),
         };
         let anchor = match anchor {
             Some(anchor) => anchor.parse().ok()?,
@@ -94,15 +94,27 @@ fn millis_of(at: SystemTime) -> u64 {
         .map_or(0, |d| d.as_millis() as u64)
 }
 
-/// Now.
-pub fn now() -> SystemTime {
+/// Now, as the system's time.
+fn now_system() -> SystemTime {
     let real = SystemTime::now();
     pin().map_or(real, |pin| pin.shift(real))
 }
 
+/// Now.
+pub fn now() -> jiff::Timestamp {
+    jiff::Timestamp::try_from(now_system())
+        .unwrap_or_else(|_| crate::core::stamp::from_millis(now_millis()))
+}
+
+/// Now, cut to the whole second: what a run's `started_at`, `deadline`, `finished_at`
+/// and `parked_at` hold.
+pub fn now_s() -> jiff::Timestamp {
+    crate::core::stamp::whole_second(now())
+}
+
 /// Milliseconds since the epoch.
 pub fn now_millis() -> u64 {
-    millis_of(now())
+    millis_of(now_system())
 }
 
 /// Now, as a row's `at`: RFC 3339 UTC with microseconds.
@@ -110,14 +122,9 @@ pub fn stamp_now() -> String {
     crate::core::stamp::format(now())
 }
 
-/// RFC 3339 UTC, to the second.
-pub fn rfc3339(millis: u64) -> String {
-    crate::core::stamp::seconds(millis)
-}
-
 /// `YYYYMMDD-HHMMSS`, the head of a run id.
 fn id_stamp(millis: u64) -> String {
-    let stamp = rfc3339(millis).replace(['-', ':'], "");
+    let stamp = crate::core::stamp::seconds_of_millis(millis).replace(['-', ':'], "");
     stamp.trim_end_matches('Z').replace('T', "-")
 }
 
@@ -179,7 +186,10 @@ mod tests {
         assert_eq!(at(anchor + 90_500), JAN_1 + 90_500);
         // A process whose real clock is behind the anchor is behind the instant too.
         assert_eq!(at(anchor - 1_000), JAN_1 - 1_000);
-        assert_eq!(rfc3339(at(anchor + 30_000)), "2026-01-01T00:00:30Z");
+        assert_eq!(
+            crate::core::stamp::seconds_of_millis(at(anchor + 30_000)),
+            "2026-01-01T00:00:30Z"
+        );
     }
 
     #[test]

@@ -547,7 +547,10 @@ fn a_run_is_named_by_its_id_a_part_of_it_its_task_or_last() {
     let error = &out.json()["error"];
     assert_eq!(error["code"], "run-ambiguous", "{error}");
     let details = error["details"].to_string();
-    assert!(details.contains(&first) && details.contains(&second), "{details}");
+    assert!(
+        details.contains(&first) && details.contains(&second),
+        "{details}"
+    );
     // Nothing by that name: not found.
     let out = env.crew(&repo, &["show", "nope"]);
     out.expect_code(3);

@@ -19,7 +19,7 @@ impl Supervisor<'_> {
         let record = &mut self.record;
         let pid = running.pid;
         let ended = running.watch(self.deadline, idle, &mut |activity| {
-            record.last_activity_at = Some(rfc3339(activity));
+            record.last_activity_at = Some(stamp::whole_second(stamp::from_millis(activity)));
             if let Ok(false) = store.update_live(record) {
                 // Ended from outside: stop the worker; the next save reports it.
                 crate::sys::process::kill_group(pid);

@@ -129,7 +129,7 @@ impl Supervisor<'_> {
                 self.record.task,
                 self.record.backend,
                 self.record.model.as_deref().unwrap_or("-"),
-                rfc3339(now_millis()),
+                stamp::seconds_of_millis(now_millis()),
                 session
                     .as_deref()
                     .map(|s| format!(" resuming {s}"))
@@ -171,7 +171,9 @@ impl Supervisor<'_> {
         };
         let running = process::start(&spec)?;
         self.record.pid = Some(running.pid);
-        self.record.last_activity_at = Some(rfc3339(running.last_activity()));
+        self.record.last_activity_at = Some(stamp::whole_second(stamp::from_millis(
+            running.last_activity(),
+        )));
         self.save()?;
         Ok(Launched {
             running,

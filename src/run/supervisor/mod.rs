@@ -21,9 +21,10 @@ use crate::core::attempt::{AfterIncomplete, Continuation};
 use crate::core::flight::Backend as BackendConfig;
 use crate::core::record::{DiffStat, Outcome, Phase, RunRecord};
 use crate::core::scope;
+use crate::core::stamp;
 use crate::git::{self, worktree};
 use crate::state::runs::RunStore;
-use crate::sys::clock::{now_millis, rfc3339};
+use crate::sys::clock::now_millis;
 
 mod capture;
 mod launch;
@@ -201,10 +202,7 @@ impl<'a> Supervisor<'a> {
         // comes back to this process when its parent dies, and ends with the attempt.
         crate::sys::process::become_subreaper();
         let adapter = backends::adapter(&record.adapter).map_err(anyhow::Error::msg)?;
-        let deadline_ms = humantime::parse_rfc3339(&record.deadline)
-            .ok()
-            .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
-            .map_or(now_millis(), |d| d.as_millis() as u64);
+        let deadline_ms = crate::core::stamp::millis(record.deadline);
         let deadline =
             Instant::now() + Duration::from_millis(deadline_ms.saturating_sub(now_millis()));
         record.supervisor_pid = Some(std::process::id());

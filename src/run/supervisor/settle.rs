@@ -27,7 +27,7 @@ impl Supervisor<'_> {
             // This supervisor exits now: a pid kept here could be recycled by the time
             // someone abandons the run.
             self.record.supervisor_pid = None;
-            self.record.parked_at = Some(rfc3339(now_millis()));
+            self.record.parked_at = Some(crate::sys::clock::now_s());
             self.record.decision = Some("the worker asked for help".into());
             self.save()?;
             // Parked, it holds no slot: a queued run may start.
@@ -318,7 +318,7 @@ impl Supervisor<'_> {
                     backend: self.record.backend.clone(),
                     session: session.clone(),
                     run: self.record.run.clone(),
-                    updated_at: rfc3339(now_millis()),
+                    updated_at: crate::sys::clock::now_s(),
                 },
             );
         }
@@ -361,8 +361,8 @@ pub(super) fn seal(record: &mut RunRecord, outcome: Outcome, repo_dir: &Path) {
 /// What an attempt's row reports when it ends at `now`: the time, the wall clock and the
 /// branch's diff since its base. The same for every path that files a row.
 pub(super) fn measure(record: &mut RunRecord, repo_dir: &Path, now: u64) {
-    record.finished_at = Some(rfc3339(now));
-    record.elapsed_s = crate::core::stamp::elapsed_s(&record.started_at, now);
+    record.finished_at = Some(stamp::whole_second(stamp::from_millis(now)));
+    record.elapsed_s = stamp::elapsed_s(record.started_at, now);
     if let Ok((files, insertions, deletions)) =
         worktree::numstat(repo_dir, &record.base, &record.branch)
     {
