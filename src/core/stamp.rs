@@ -123,6 +123,22 @@ pub mod seconds {
         super::parse(&text).ok_or_else(|| super::unreadable(&text))
     }
 
+    /// Written the same; an unreadable stamp reads as the epoch (the oldest time), so a
+    /// file of many entries is never lost to one hand-edited stamp.
+    pub mod lenient {
+        use jiff::Timestamp;
+        use serde::{Deserialize, Deserializer, Serializer};
+
+        pub fn serialize<S: Serializer>(at: &Timestamp, s: S) -> Result<S::Ok, S::Error> {
+            super::serialize(at, s)
+        }
+
+        pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Timestamp, D::Error> {
+            let text = std::borrow::Cow::<str>::deserialize(d)?;
+            Ok(super::super::parse(&text).unwrap_or(Timestamp::UNIX_EPOCH))
+        }
+    }
+
     /// The same for an `Option` (`null` when absent).
     pub mod option {
         use jiff::Timestamp;

@@ -17,7 +17,7 @@ pub struct WorkerSession {
     pub session: String,
     /// The run that used it last.
     pub run: String,
-    #[serde(with = "crate::core::stamp::seconds")]
+    #[serde(with = "crate::core::stamp::seconds::lenient")]
     pub updated_at: jiff::Timestamp,
 }
 
@@ -57,4 +57,14 @@ pub fn record(state_dir: &Path, worker: &str, session: WorkerSession) -> anyhow:
 /// only from the directory a session started in.
 pub fn resumable_across_worktrees(adapter: &str) -> bool {
     !matches!(adapter, "claude" | "native")
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_hand_edited_stamp_loses_no_session() {
+        let text = r#"{"workers": {"w": {"backend": "b", "session": "s", "run": "r", "updated_at": "yesterday"}}}"#;
+        let sessions: super::Sessions = serde_json::from_str(text).unwrap();
+        assert_eq!(sessions.workers["w"].session, "s");
+    }
 }
