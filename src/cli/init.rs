@@ -5,7 +5,7 @@
 use clap::Args;
 
 use super::context::CommandContext;
-use super::error::{CrewError, Result};
+use super::error::{CrewError, ErrorKind, Result};
 use super::ui::Report;
 use crate::git::hooks_dir::HookAction;
 use crate::run::install::{self, Setup};
@@ -71,5 +71,34 @@ fn action_word(action: HookAction) -> &'static str {
         HookAction::Deleted => "removed (git-crew had created it)",
         HookAction::Restored => "original hook restored",
         HookAction::Absent => "nothing of git-crew's",
+    }
+}
+
+/// Why init does nothing, as the error SPEC §2 names for it.
+impl From<install::Refusal> for CrewError {
+    fn from(r: install::Refusal) -> CrewError {
+        use install::Refusal;
+        match r {
+            Refusal::InsideRunWorktree { workdir, main } => CrewError::new(
+                ErrorKind::Refused,
+                "inside-run-worktree",
+                format!(
+                    "{} is the worktree of a git-crew run: init works on the repository, not on a run",
+                    workdir.display()
+                ),
+            )
+            .hinted(format!(
+                "run it in the main checkout: git -C {} crew init",
+                main.display()
+            )),
+            Refusal::HookInTheWay(taken) => {
+                CrewError::new(ErrorKind::Refused, "hook-in-the-way", taken.to_string()).hinted(
+                    format!(
+                        "move or remove {} by hand, then run git crew init again",
+                        taken.moved.display()
+                    ),
+                )
+            }
+        }
     }
 }

@@ -1,12 +1,11 @@
-//! How the refusals of `run/` render as errors: each with the kind that gives its exit
-//! code (SPEC §2), its error code and a hint that says what to do next. One place, so a
-//! refusal means the same wherever a command meets it.
+//! How the refusals that several commands meet render as errors (a dispatch's, also met
+//! by a wave; an integrate's; a gate's hold; a plan's task): each with the kind that gives
+//! its exit code (SPEC §2), its error code and a hint that says what to do next. A
+//! refusal only one command meets renders beside it (verify's, init's).
 
 use super::error::{CrewError, ErrorKind};
 use crate::core::dispatch;
 use crate::core::integrate;
-use crate::run::install;
-use crate::run::verify;
 
 /// A dispatch refusal as the error SPEC §2 names for it.
 impl From<dispatch::Refusal> for CrewError {
@@ -114,79 +113,6 @@ impl From<integrate::Refusal> for CrewError {
 }
 
 /// Why a verify cannot run, as the error SPEC §2 names for it.
-impl From<verify::Refusal> for CrewError {
-    fn from(r: verify::Refusal) -> CrewError {
-        use verify::Refusal;
-        let fresh = "remove the run's worktree; verify then checks the commit out afresh";
-        match r {
-        Refusal::NoSeal(run) => CrewError::check(
-            "record-tampered",
-            format!("run {run} has no seal: nothing vouches for its record"),
-        ),
-        Refusal::Tampered { run, differs } => CrewError::check(
-            "record-tampered",
-            format!(
-                "run {run}'s record disagrees with its seal on {}",
-                differs.join(", ")
-            ),
-        ),
-        Refusal::BranchGone { run, branch } => CrewError::new(
-            ErrorKind::NotFound,
-            "branch-gone",
-            format!("run {run}'s branch {branch} is gone"),
-        ),
-        Refusal::Administration { run, why } => CrewError::check(
-            "worktree-tampered",
-            format!("run {run}'s worktree administration cannot be restored: {why}"),
-        )
-        .hinted(fresh),
-        Refusal::Unreadable { run, why } => CrewError::check(
-            "worktree-tampered",
-            format!("git cannot read run {run}'s worktree: {why}"),
-        )
-        .hinted(fresh),
-        Refusal::Dirty { run, worktree } => CrewError::new(
-            ErrorKind::Refused,
-            "worktree-dirty",
-            format!(
-                "run {run}'s worktree {} has uncommitted changes: what would be verified is not the commit",
-                worktree.display()
-            ),
-        )
-        .hinted("commit them to the run's branch or discard them, then verify again"),
-    }
-    }
-}
-
-/// Why init does nothing, as the error SPEC §2 names for it.
-impl From<install::Refusal> for CrewError {
-    fn from(r: install::Refusal) -> CrewError {
-        use install::Refusal;
-        match r {
-            Refusal::InsideRunWorktree { workdir, main } => CrewError::new(
-                ErrorKind::Refused,
-                "inside-run-worktree",
-                format!(
-                    "{} is the worktree of a git-crew run: init works on the repository, not on a run",
-                    workdir.display()
-                ),
-            )
-            .hinted(format!(
-                "run it in the main checkout: git -C {} crew init",
-                main.display()
-            )),
-            Refusal::HookInTheWay(taken) => {
-                CrewError::new(ErrorKind::Refused, "hook-in-the-way", taken.to_string()).hinted(
-                    format!(
-                        "move or remove {} by hand, then run git crew init again",
-                        taken.moved.display()
-                    ),
-                )
-            }
-        }
-    }
-}
-
 impl From<crate::core::plan::Held> for CrewError {
     fn from(held: crate::core::plan::Held) -> CrewError {
         CrewError::new(

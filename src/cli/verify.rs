@@ -114,3 +114,47 @@ struct Output<'a> {
     phase: crate::core::record::Phase,
     outcome: Option<Outcome>,
 }
+
+impl From<verify::Refusal> for CrewError {
+    fn from(r: verify::Refusal) -> CrewError {
+        use verify::Refusal;
+        let fresh = "remove the run's worktree; verify then checks the commit out afresh";
+        match r {
+        Refusal::NoSeal(run) => CrewError::check(
+            "record-tampered",
+            format!("run {run} has no seal: nothing vouches for its record"),
+        ),
+        Refusal::Tampered { run, differs } => CrewError::check(
+            "record-tampered",
+            format!(
+                "run {run}'s record disagrees with its seal on {}",
+                differs.join(", ")
+            ),
+        ),
+        Refusal::BranchGone { run, branch } => CrewError::new(
+            ErrorKind::NotFound,
+            "branch-gone",
+            format!("run {run}'s branch {branch} is gone"),
+        ),
+        Refusal::Administration { run, why } => CrewError::check(
+            "worktree-tampered",
+            format!("run {run}'s worktree administration cannot be restored: {why}"),
+        )
+        .hinted(fresh),
+        Refusal::Unreadable { run, why } => CrewError::check(
+            "worktree-tampered",
+            format!("git cannot read run {run}'s worktree: {why}"),
+        )
+        .hinted(fresh),
+        Refusal::Dirty { run, worktree } => CrewError::new(
+            ErrorKind::Refused,
+            "worktree-dirty",
+            format!(
+                "run {run}'s worktree {} has uncommitted changes: what would be verified is not the commit",
+                worktree.display()
+            ),
+        )
+        .hinted("commit them to the run's branch or discard them, then verify again"),
+    }
+    }
+}
