@@ -368,6 +368,68 @@ fn claims_pass(result: &str) -> bool {
 
 #[cfg(test)]
 impl RunRecord {
+    /// A record with every field set, so that a test sees none left out.
+    pub(crate) fn full() -> RunRecord {
+        let mut r = RunRecord::example();
+        r.model = Some("m".into());
+        r.effort = Some("high".into());
+        r.tier = Some("mid".into());
+        r.session = Some("s".into());
+        r.finished_at = Some("2026-01-01T00:10:00Z".parse().unwrap());
+        r.idle_timeout_s = Some(300);
+        r.elapsed_s = 600;
+        r.last_activity_at = Some("2026-01-01T00:09:00Z".parse().unwrap());
+        r.footer = Some(Footer {
+            result: "r".into(),
+            how_to_verify: "h".into(),
+            deferred: "d".into(),
+            truncated: true,
+        });
+        r.needs_help = Some(NeedsHelp {
+            question: "q".into(),
+            tried: "t".into(),
+            options: "o".into(),
+            leaning: "l".into(),
+            cost_if_wrong: "c".into(),
+        });
+        r.verify = Some(Verify {
+            command: "c".into(),
+            reward: 0.25,
+            passed: false,
+            problem: Some("p".into()),
+        });
+        r.verify_command = Some("c".into());
+        r.decision = Some("x".into());
+        r.diff.files = vec!["a".into()];
+        r.discrepancies = vec!["d".into()];
+        r.pid = Some(1);
+        r.supervisor_pid = Some(2);
+        r.port = Some(4100);
+        r.transcript = Some("t".into());
+        r.parked_at = Some("2026-01-01T00:05:00Z".parse().unwrap());
+        r.continue_until_pass = true;
+        r.base_ref = Some("main".into());
+        r.integration = Some(Integration {
+            commit: "c".into(),
+            into: "main".into(),
+            at: "2026-01-01T00:11:00Z".into(),
+            by: "b".into(),
+            squash: false,
+            forced_unverified: false,
+        });
+        r.plan = Some("p".into());
+        r.size_h = Some(1.5);
+        r.worker = Some("w".into());
+        r.verified_tip = Some("abc".into());
+        r.scope_changed = true;
+        r.fence = Some("landlock-v7".into());
+        r.max_attempts = Some(5);
+        r.failure_threshold = Some(2);
+        r.max_output = Some(1 << 20);
+        r.manifest_required = Some(true);
+        r
+    }
+
     /// A plain record for tests to adjust.
     pub(crate) fn example() -> RunRecord {
         RunRecord {
@@ -395,45 +457,7 @@ mod tests {
 
     #[test]
     fn every_field_of_a_record_round_trips() {
-        let mut r = RunRecord::example();
-        r.model = Some("m".into());
-        r.effort = Some("high".into());
-        r.tier = Some("mid".into());
-        r.session = Some("s".into());
-        r.finished_at = Some("2026-01-01T00:10:00Z".parse().unwrap());
-        r.idle_timeout_s = Some(300);
-        r.last_activity_at = Some("2026-01-01T00:09:00Z".parse().unwrap());
-        r.footer = Some(Footer {
-            result: "r".into(),
-            how_to_verify: "h".into(),
-            deferred: "d".into(),
-            truncated: true,
-        });
-        r.verify = Some(Verify {
-            command: "c".into(),
-            reward: 0.25,
-            passed: false,
-            problem: Some("p".into()),
-        });
-        r.verify_command = Some("c".into());
-        r.decision = Some("x".into());
-        r.diff.files = vec!["a".into()];
-        r.discrepancies = vec!["d".into()];
-        r.pid = Some(1);
-        r.supervisor_pid = Some(2);
-        r.port = Some(4100);
-        r.transcript = Some("t".into());
-        r.parked_at = Some("2026-01-01T00:05:00Z".parse().unwrap());
-        r.continue_until_pass = true;
-        r.base_ref = Some("main".into());
-        r.plan = Some("p".into());
-        r.size_h = Some(1.5);
-        r.worker = Some("w".into());
-        r.verified_tip = Some("abc".into());
-        r.scope_changed = true;
-        r.fence = Some("landlock-v7".into());
-        r.max_attempts = Some(5);
-        r.failure_threshold = Some(2);
+        let r = RunRecord::full();
         let text = serde_json::to_string(&r).unwrap();
         let back: RunRecord = serde_json::from_str(&text).unwrap();
         assert_eq!(back, r);

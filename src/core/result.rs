@@ -257,63 +257,7 @@ mod tests {
     #[test]
     fn a_finished_run_result_is_the_record_as_stored_key_for_key() {
         // Every field set, so that none is left out or out of place.
-        let mut r = RunRecord::example();
-        r.model = Some("m".into());
-        r.effort = Some("high".into());
-        r.tier = Some("mid".into());
-        r.session = Some("s".into());
-        r.finished_at = Some("2026-01-01T00:10:00Z".parse().unwrap());
-        r.idle_timeout_s = Some(300);
-        r.elapsed_s = 600;
-        r.last_activity_at = Some("2026-01-01T00:09:00Z".parse().unwrap());
-        r.footer = Some(Footer {
-            result: "r".into(),
-            how_to_verify: "h".into(),
-            deferred: "d".into(),
-            truncated: false,
-        });
-        r.needs_help = Some(NeedsHelp {
-            question: "q".into(),
-            tried: "t".into(),
-            options: "o".into(),
-            leaning: "l".into(),
-            cost_if_wrong: "c".into(),
-        });
-        r.verify = Some(Verify {
-            command: "c".into(),
-            reward: 1.0,
-            passed: true,
-            problem: None,
-        });
-        r.verify_command = Some("c".into());
-        r.decision = Some("x".into());
-        r.diff.files = vec!["a".into()];
-        r.discrepancies = vec!["d".into()];
-        r.pid = Some(1);
-        r.supervisor_pid = Some(2);
-        r.port = Some(4100);
-        r.transcript = Some("t".into());
-        r.parked_at = Some("2026-01-01T00:05:00Z".parse().unwrap());
-        r.continue_until_pass = true;
-        r.base_ref = Some("main".into());
-        r.integration = Some(Integration {
-            commit: "c".into(),
-            into: "main".into(),
-            at: "2026-01-01T00:11:00Z".into(),
-            by: "b".into(),
-            squash: false,
-            forced_unverified: false,
-        });
-        r.plan = Some("p".into());
-        r.size_h = Some(1.5);
-        r.worker = Some("w".into());
-        r.verified_tip = Some("abc".into());
-        r.scope_changed = true;
-        r.fence = Some("landlock-v7".into());
-        r.max_attempts = Some(5);
-        r.failure_threshold = Some(2);
-        r.max_output = Some(1 << 20);
-        r.manifest_required = Some(true);
+        let r = RunRecord::full();
         // The stored record and the printed result agree, order included.
         assert_eq!(
             serde_json::to_string(&RunResult::at(&r, u64::MAX)).unwrap(),
