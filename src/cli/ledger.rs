@@ -181,12 +181,16 @@ pub fn should_stop(ctx: &CommandContext, args: ShouldStopArgs) -> Result<Report>
         }
     };
     let report_path = if verdict.decision == Decision::HumanReport {
-        let dir = crate::git::repo::state_dir(repo).join("reports");
-        std::fs::create_dir_all(&dir).map_err(CrewError::internal)?;
-        let path = dir.join(format!("{}.md", args.task.replace('/', "_")));
-        std::fs::write(&path, policy::human_report(&args.task, &args.model, &rows))
-            .map_err(CrewError::internal)?;
-        Some(path)
+        let store = crate::state::runs::RunStore::new(&crate::git::repo::state_dir(repo));
+        let report = policy::human_report(&args.task, &args.model, &rows);
+        Some(
+            crate::run::dispatch::file_report(&store, &args.task, &report).ok_or_else(|| {
+                CrewError::internal(format!(
+                    "cannot write the human report of task {}",
+                    args.task
+                ))
+            })?,
+        )
     } else {
         None
     };

@@ -112,7 +112,7 @@ impl From<integrate::Refusal> for CrewError {
     }
 }
 
-/// Why a verify cannot run, as the error SPEC §2 names for it.
+/// A task a gate holds under `strict`, as the error SPEC §2 names for it.
 impl From<crate::core::plan::Held> for CrewError {
     fn from(held: crate::core::plan::Held) -> CrewError {
         CrewError::new(

@@ -1,5 +1,6 @@
-//! What the run-reading commands share: opening the run store, reaping runs whose
-//! supervisor died, and the run result as SPEC §2 prints it.
+//! What the run-reading commands share: opening the run store (plainly, or settled by
+//! `run::queue`), resolving a RUN address to a run, loading a run, and the run result
+//! measured now.
 
 use super::context::CommandContext;
 use super::error::{CrewError, ErrorKind, Result};
@@ -41,6 +42,11 @@ pub fn run_address(text: &str) -> std::result::Result<String, String> {
 /// The run an address names among this repository's runs, live or finished: exit 3 when
 /// none, exit 2 listing the candidates when several.
 pub fn resolve(store: &RunStore, address: &str) -> Result<String> {
+    // A whole run id names itself: `load` reports it missing or unreadable, and no other
+    // record is read for it.
+    if crate::core::record::is_run_id(address) {
+        return Ok(address.to_string());
+    }
     let mut records = store.live().map_err(CrewError::internal)?;
     records.extend(store.finished().map_err(CrewError::internal)?);
     let known: Vec<crate::core::address::Known> = records

@@ -94,10 +94,16 @@ impl Report {
     /// A report whose data is a typed output struct: its fields are the JSON object the
     /// struct serializes to (a struct that is not an object is a bug, caught in tests).
     pub fn of<T: serde::Serialize>(data: &T, human: impl Into<String>) -> Report {
-        let fields = serde_json::to_value(data).unwrap_or_else(
-            |e| serde_json::json!({"error": format!("cannot render the output: {e}")}),
-        );
-        Report::new(fields, human)
+        match serde_json::to_value(data) {
+            Ok(fields) => Report::new(fields, human),
+            // An output that cannot be rendered is git-crew's bug (exit 70).
+            Err(e) => Report {
+                status: Status::Failed(CrewError::internal(format!(
+                    "cannot render the output: {e}"
+                ))),
+                ..Report::new(Value::Object(Map::new()), "")
+            },
+        }
     }
 
     pub fn exit_code(&self) -> u8 {

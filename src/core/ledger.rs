@@ -17,6 +17,7 @@ pub struct Row {
     pub model: Option<String>,
     pub effort: Option<String>,
     pub tier: Option<String>,
+    #[serde(deserialize_with = "crate::core::scope::role_or_implement")]
     pub role: crate::core::scope::Role,
     pub worker: Option<String>,
     /// What the worker said: `done`, `help` or `none`.

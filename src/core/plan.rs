@@ -741,6 +741,8 @@ impl std::fmt::Display for Blocker {
 #[serde(rename_all = "lowercase")]
 pub enum GateVerdict {
     Pass,
+    /// Also what a recorded verdict that is neither reads as: a gate it cannot read holds.
+    #[serde(other)]
     Fail,
 }
 
@@ -1133,5 +1135,13 @@ gates_waves = [2]
         facts.verdicts.clear();
         facts.enforce = Enforcement::Off;
         assert_eq!(status(&plan, &facts)[2].status, "ready");
+    }
+
+    #[test]
+    fn a_verdict_that_is_neither_pass_nor_fail_reads_as_fail() {
+        let v: GateVerdict = serde_json::from_str("\"maybe\"").unwrap();
+        assert_eq!(v, GateVerdict::Fail);
+        let v: GateVerdict = serde_json::from_str("\"pass\"").unwrap();
+        assert_eq!(v, GateVerdict::Pass);
     }
 }

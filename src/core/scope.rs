@@ -65,6 +65,13 @@ impl Role {
     }
 }
 
+/// A role read from metadata (a ledger row): one it does not know reads as `implement`, so
+/// no row is lost to it.
+pub fn role_or_implement<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Role, D::Error> {
+    let text = <std::borrow::Cow<str> as serde::Deserialize>::deserialize(d)?;
+    Ok(Role::parse(&text).unwrap_or_default())
+}
+
 impl fmt::Display for Role {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.as_str())

@@ -1,6 +1,6 @@
 //! A wave, decided in pure code: which of its tasks start and which are held or skipped
 //! (and why), which write scopes clash, what each task's line in the summary says, the
-//! follow-ons its runs deferred, and whether it is complete. `cli/wave.rs` gathers the
+//! follow-ons its runs deferred, and whether it is complete. `run::wave` gathers the
 //! plan's statuses, the runs and the routing, and applies the answer.
 
 use serde::Serialize;

@@ -1,12 +1,13 @@
-//! Dispatch: decide (refusals, routing, fences) and then apply (worktree, identity,
-//! hooks, prompt, live pointer, detached supervisor), returning at once.
+//! Dispatch, applied: gathering the facts `core::dispatch` decides on, then carrying the
+//! plan out (worktree, identity, hooks, prompt, live pointer, detached supervisor),
+//! returning at once.
 
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 
 use super::prompt;
-pub use crate::core::dispatch::{Plan, Refusal, Request};
+use crate::core::dispatch::{Plan, Refusal, Request};
 use crate::core::flight::Flight;
 use crate::core::ledger::Row;
 use crate::core::record::{Phase, RunRecord};

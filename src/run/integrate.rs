@@ -11,7 +11,7 @@ use crate::git::ObjectId;
 use anyhow::Context;
 
 use super::verify;
-pub use crate::core::integrate::Refusal;
+use crate::core::integrate::Refusal;
 use crate::core::integrate::{self, RunNote, STATE_FILE};
 use crate::core::ledger::Row;
 use crate::core::record::{Integration, Outcome, RunRecord, Verify};

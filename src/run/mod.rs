@@ -2,7 +2,7 @@
 //! and carrying it out), the scheduler, the supervisor that drives the worker, the
 //! backends that know each worker CLI, verify, integrate, post-merge recording, the
 //! ledger and plans on disk; beside a run's life, `doctor`'s checks and repairs and
-//! `init`'s install and uninstall. It never renders: `cli` does.
+//! `init`'s install and uninstall. It renders nothing but a warning on stderr: `cli` renders.
 
 pub mod backends;
 pub mod dispatch;

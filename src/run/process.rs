@@ -149,7 +149,15 @@ pub fn kill_run(run: &str, supervisor_pid: Option<u32>, worktree: &str, run_dir:
         kill_session(pid);
         sigkill(pid);
     }
-    let run_dir = run_dir.to_string_lossy();
+    // Compared as the filesystem resolves them: a repository reached through a symlink
+    // names the same folders.
+    let canon = |p: &str| {
+        std::fs::canonicalize(p)
+            .map(|c| c.to_string_lossy().into_owned())
+            .unwrap_or_else(|_| p.to_string())
+    };
+    let worktree = canon(worktree);
+    let run_dir = canon(&run_dir.to_string_lossy());
     for pid in all_pids() {
         let env = environ(pid);
         if crate::sys::process::env_var(&env, "CREW_RUN").as_deref() != Some(run) {
@@ -161,8 +169,8 @@ pub fn kill_run(run: &str, supervisor_pid: Option<u32>, worktree: &str, run_dir:
         ) {
             (None, None) => false,
             (wt, dir) => {
-                wt.as_deref() != Some(worktree)
-                    && !dir.is_some_and(|d| d.starts_with(run_dir.as_ref()))
+                wt.map(|w| canon(&w)).as_deref() != Some(worktree.as_str())
+                    && !dir.is_some_and(|d| canon(&d).starts_with(&run_dir))
             }
         };
         if !elsewhere {

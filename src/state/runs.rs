@@ -40,12 +40,12 @@ impl RunStore {
         self.root.join("runs").join(format!("{run}.json"))
     }
 
-    /// The folder holding a run's prompt, manifest and supervisor log.
     /// Every run's folder lives here.
     pub fn runs_dir(&self) -> PathBuf {
         self.root.join("runs")
     }
 
+    /// The folder holding a run's prompt, manifest and supervisor log.
     pub fn run_dir(&self, run: &str) -> PathBuf {
         self.root.join("runs").join(run)
     }

@@ -1,7 +1,7 @@
 //! The operating system beneath `git/`, `state/` and `run/`: the clock and id source,
 //! atomic writes, file locks, signals, process groups and the kernel write fence. Nothing
-//! here knows about runs, git or the contract; `unsafe` lives here only where no safe call
-//! exists.
+//! here knows about git or the contract (the clock only knows a run id's shape);
+//! `unsafe` lives here only where no safe call exists.
 
 pub mod clock;
 pub mod failpoint;

@@ -163,11 +163,6 @@ pub fn all_pids() -> Vec<u32> {
         .collect()
 }
 
-/// A process's command line, its words split.
-pub fn cmdline(pid: u32) -> Option<Vec<u8>> {
-    std::fs::read(format!("/proc/{pid}/cmdline")).ok()
-}
-
 /// A process's environment as `KEY=value` entries.
 pub fn environ(pid: u32) -> Vec<Vec<u8>> {
     std::fs::read(format!("/proc/{pid}/environ"))

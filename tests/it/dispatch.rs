@@ -527,6 +527,17 @@ fn a_run_id_is_never_a_path() {
 }
 
 #[test]
+fn an_unreadable_finished_record_is_named_not_lost() {
+    let env = TestEnv::new();
+    let repo = crew_repo(&env);
+    let run = env.finished_run(&repo, "routes", "ok", &["--scope", "src/routes/**"]);
+    std::fs::write(repo.join(format!(".git/crew/runs/{run}.json")), "{not json").unwrap();
+    let out = env.crew(&repo, &["show", &run]);
+    out.expect_code(4);
+    assert_eq!(out.json()["error"]["code"], "run-unreadable");
+}
+
+#[test]
 fn a_run_is_named_by_its_id_a_part_of_it_its_task_or_last() {
     let env = TestEnv::new();
     let repo = crew_repo(&env);
