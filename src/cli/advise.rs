@@ -74,7 +74,7 @@ pub fn run(ctx: &CommandContext, args: AdviseArgs) -> Result<Report> {
     record.needs_help = None;
     record.decision = None;
     record.supervisor_pid = None;
-    let native = record.adapter == "native";
+    let native = record.adapter == crate::core::flight::AdapterKind::Native;
     if native {
         // The lead works a native run itself: the answer is in the advice file.
         record.phase = Phase::Working;

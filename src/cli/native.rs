@@ -8,6 +8,7 @@ use super::context::CommandContext;
 use super::error::{CrewError, ErrorKind, Result};
 use super::runs;
 use super::ui::Report;
+use crate::core::flight::AdapterKind;
 use crate::core::record::{Outcome, Phase};
 use crate::run::supervisor::{self, Delivered};
 
@@ -74,7 +75,8 @@ pub fn deliver(ctx: &CommandContext, args: DeliverArgs) -> Result<Report> {
         .run_lock(&run)
         .map_err(|e| CrewError::new(ErrorKind::Refused, "run-busy", e.to_string()))?;
     let record = runs::load(&store, &run)?;
-    if !matches!(record.phase, Phase::Working | Phase::AwaitingAttach) || record.adapter != "native"
+    if !matches!(record.phase, Phase::Working | Phase::AwaitingAttach)
+        || record.adapter != AdapterKind::Native
     {
         return Err(CrewError::new(
             ErrorKind::Refused,

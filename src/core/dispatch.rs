@@ -347,7 +347,7 @@ impl<'a> Dispatched<'a> {
             split_advice: None,
             warnings: &[],
             escalated_from,
-            directive: (record.adapter == "native").then(|| Directive::of(record)),
+            directive: (record.adapter == AdapterKind::Native).then(|| Directive::of(record)),
         }
     }
 }
@@ -575,7 +575,7 @@ pub fn decide(flight: &Flight, request: &Request, facts: &Facts) -> Result<Plan,
         },
         outcome: None,
         backend: backend_name,
-        adapter: adapter.to_string(),
+        adapter,
         model: route.model.clone(),
         effort: route.effort.clone(),
         tier: backend.tier.clone(),

@@ -187,9 +187,9 @@ pub fn session_plan(store: &RunStore, flight: &Flight, record: &RunRecord) -> Op
         .unwrap_or(true);
     Some(crate::core::dispatch::session_plan(
         worker,
-        &record.adapter,
+        record.adapter.as_str(),
         &record.backend,
-        crate::state::sessions::resumable_across_worktrees(&record.adapter),
+        record.adapter.resumes_across_worktrees(),
         reuse,
         last.as_deref(),
     ))
@@ -253,7 +253,7 @@ pub fn apply(
             crate::core::layout::fence_extra(&run_dir),
             serde_json::to_vec(&plan.writable)?,
         )?;
-        if record.adapter == "native" {
+        if record.adapter == crate::core::flight::AdapterKind::Native {
             // No process: the lead binds its own sub-task with `attach`.
             let mut waiting = record.clone();
             waiting.phase = Phase::AwaitingAttach;

@@ -14,6 +14,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 
+use crate::core::flight::AdapterKind;
 use crate::sys::fence::Fence;
 
 /// Tool state and build caches under the home folder that workers may write by default
@@ -100,15 +101,10 @@ pub fn check_writable(entry: &Path, repo_dir: &Path, common_dir: &Path) -> Resul
 
 /// The shared part of every fence: device nodes, tool state and caches under `home`
 /// (the adapter's own state folder created), and the extra `writable` paths.
-pub fn base(home: Option<&Path>, adapter: &str, extra: &[PathBuf]) -> Fence {
+pub fn base(home: Option<&Path>, adapter: AdapterKind, extra: &[PathBuf]) -> Fence {
     let mut fence = Fence::with_devices();
     if let Some(home) = home {
-        let own = match adapter {
-            "codex" => Some(".codex"),
-            "claude" => Some(".claude"),
-            _ => None,
-        };
-        if let Some(own) = own {
+        if let Some(own) = adapter.home_state() {
             let _ = std::fs::create_dir_all(home.join(own));
         }
         for rel in HOME_DEFAULTS {
@@ -229,5 +225,5 @@ pub fn base_for(
         }
     }
     let home = std::env::var_os("HOME").map(PathBuf::from);
-    Ok(Some(base(home.as_deref(), &record.adapter, &extra)))
+    Ok(Some(base(home.as_deref(), record.adapter, &extra)))
 }

@@ -52,13 +52,6 @@ pub fn record(state_dir: &Path, worker: &str, session: WorkerSession) -> anyhow:
     )
 }
 
-/// Whether a backend's sessions can be resumed from another worktree: codex resumes by
-/// thread id anywhere, a command backend with `resume_argv` is trusted to; claude resumes
-/// only from the directory a session started in.
-pub fn resumable_across_worktrees(adapter: &str) -> bool {
-    !matches!(adapter, "claude" | "native")
-}
-
 #[cfg(test)]
 mod tests {
     #[test]

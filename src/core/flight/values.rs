@@ -63,6 +63,24 @@ closed_set! {
     }
 }
 
+impl AdapterKind {
+    /// Whether a session of this adapter can be resumed from another worktree: codex
+    /// resumes by thread id anywhere, a command backend with `resume_argv` is trusted to;
+    /// claude resumes only from the directory a session started in.
+    pub fn resumes_across_worktrees(self) -> bool {
+        !matches!(self, AdapterKind::Claude | AdapterKind::Native)
+    }
+
+    /// The CLI's own state folder under the home folder, which its worker must write.
+    pub fn home_state(self) -> Option<&'static str> {
+        match self {
+            AdapterKind::Codex => Some(".codex"),
+            AdapterKind::Claude => Some(".claude"),
+            AdapterKind::Command | AdapterKind::Native => None,
+        }
+    }
+}
+
 closed_set! {
     /// What a worker may write (`backends.<name>.sandbox`, `roles.<role>.sandbox`).
     pub enum SandboxMode {

@@ -58,17 +58,6 @@ pub fn driver(kind: AdapterKind) -> Box<dyn Adapter> {
     }
 }
 
-/// The adapter a run record names.
-pub fn adapter(name: &str) -> Result<Box<dyn Adapter>, String> {
-    let kind = name.parse().map_err(|_| {
-        format!(
-            "unknown adapter `{name}` ({})",
-            AdapterKind::NAMES.join(", ")
-        )
-    })?;
-    Ok(driver(kind))
-}
-
 /// The JSON lines of a stream; lines that are not JSON are skipped.
 pub fn jsonl(stdout: &[u8]) -> impl Iterator<Item = serde_json::Value> + '_ {
     stdout
@@ -107,7 +96,7 @@ pub(crate) mod tests {
         let record = RunRecord {
             role: crate::core::scope::Role::Review,
             backend: adapter.into(),
-            adapter: adapter.into(),
+            adapter: adapter.parse().unwrap(),
             model: Some("m1".into()),
             effort: Some("high".into()),
             worktree: "/w".into(),

@@ -57,7 +57,7 @@ impl Supervisor<'_> {
         let worker = self.record.worker.as_ref()?;
         if self.record.session.is_some()
             || !self.config.session_reuse.unwrap_or(true)
-            || !crate::state::sessions::resumable_across_worktrees(&self.record.adapter)
+            || !self.record.adapter.resumes_across_worktrees()
             || !self.adapter_resumes()
         {
             return None;

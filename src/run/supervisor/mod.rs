@@ -201,7 +201,7 @@ impl<'a> Supervisor<'a> {
         // Whatever a worker starts — double-forked, `setsid`, its environment dropped —
         // comes back to this process when its parent dies, and ends with the attempt.
         crate::sys::process::become_subreaper();
-        let adapter = backends::adapter(&record.adapter).map_err(anyhow::Error::msg)?;
+        let adapter = backends::driver(record.adapter);
         let deadline_ms = crate::core::stamp::millis(record.deadline);
         let deadline =
             Instant::now() + Duration::from_millis(deadline_ms.saturating_sub(now_millis()));

@@ -125,7 +125,7 @@ pub fn reap_dead(
         if matches!(
             record.phase,
             Phase::NeedsHelp | Phase::AwaitingAttach | Phase::Queued
-        ) || record.adapter == "native"
+        ) || record.adapter == crate::core::flight::AdapterKind::Native
             // A run whose pointer cannot be read is never judged, nor its processes
             // killed: nothing says which they are.
             || record.unreadable.is_some()

@@ -229,7 +229,7 @@ impl Supervisor<'_> {
                 self.record.verify = Some(result);
                 if !passed
                     && self.record.continue_until_pass
-                    && self.record.adapter != "native"
+                    && self.record.adapter != crate::core::flight::AdapterKind::Native
                     && let Some(next) = self.continuation(&dir)?
                 {
                     self.retry = Some(next);
