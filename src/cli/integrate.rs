@@ -101,7 +101,7 @@ pub fn run(ctx: &CommandContext, args: IntegrateArgs) -> Result<Report> {
         into: args.into.clone(),
         squash: args.squash,
         force_unverified: args.force_unverified,
-        cleanup: flight.worktree.cleanup.to_string(),
+        cleanup: flight.worktree.cleanup,
         session_reuse,
         by: identity(repo),
         dry_run: args.dry_run,

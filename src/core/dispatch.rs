@@ -527,10 +527,7 @@ pub fn decide(flight: &Flight, request: &Request, facts: &Facts) -> Result<Plan,
         }
     }
     let limit = slot_limit(&backend);
-    let busy = live
-        .iter()
-        .filter(|r| r.backend == backend_name && occupies_slot(r))
-        .count();
+    let busy = slots_in_use(live, &backend_name, None);
     let worker_busy = request.worker.as_ref().and_then(|w| {
         live.iter()
             .find(|r| r.worker.as_ref() == Some(w))
@@ -657,6 +654,14 @@ pub fn decide(flight: &Flight, request: &Request, facts: &Facts) -> Result<Plan,
 /// How many runs a backend may have working at once (`concurrency`, at least one).
 pub fn slot_limit(backend: &BackendConfig) -> usize {
     backend.concurrency.unwrap_or(1).max(1) as usize
+}
+
+/// How many of `backend`'s concurrency slots the live runs hold, leaving out run `except`
+/// (one that asks for its slot back).
+pub fn slots_in_use(live: &[RunRecord], backend: &str, except: Option<&str>) -> usize {
+    live.iter()
+        .filter(|r| r.backend == backend && Some(r.run.as_str()) != except && occupies_slot(r))
+        .count()
 }
 
 /// Whether a live run takes one of its backend's concurrency slots (a queued run waits

@@ -105,11 +105,7 @@ pub fn start(
     base: String,
     dry_run: bool,
 ) -> anyhow::Result<Result<Started, Refusal>> {
-    let _guard = match crate::sys::lock::Lock::take(
-        store.root(),
-        "dispatch",
-        std::time::Duration::from_secs(30),
-    ) {
+    let _guard = match store.dispatch_lock(std::time::Duration::from_secs(30)) {
         Ok(guard) => guard,
         Err(e) => return Ok(Err(Refusal::Busy(e.to_string()))),
     };

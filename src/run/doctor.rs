@@ -96,18 +96,15 @@ fn unfinished_integrations(
         .into_iter()
         .map(|run| {
             let fixed = fix
-                && crate::sys::lock::Lock::take(
-                    store.root(),
-                    "integrate",
-                    Duration::from_secs(600),
-                )
+                && store
+                    .integrate_lock(Duration::from_secs(600))
                 .is_ok_and(|_turn| {
                     crate::run::integrate::resume(
                         repo_dir,
                         repo,
                         store,
                         &run,
-                        WorktreeCleanup::Never.as_str(),
+                        WorktreeCleanup::Never,
                     )
                     .is_ok()
                 });

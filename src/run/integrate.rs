@@ -11,6 +11,7 @@ use crate::git::ObjectId;
 use anyhow::Context;
 
 use super::verify;
+use crate::core::flight::WorktreeCleanup;
 use crate::core::integrate::Refusal;
 use crate::core::integrate::{self, RunNote, STATE_FILE};
 use crate::core::ledger::Row;
@@ -18,7 +19,6 @@ use crate::core::record::{Integration, Outcome, RunRecord, Verify};
 use crate::core::scope;
 use crate::git::{self, merge, notes};
 use crate::state::runs::RunStore;
-use crate::sys::lock::Lock;
 
 /// The variable `git merge --ff-only` carries into the hooks while integrate advances a
 /// checked-out branch: the post-merge hook leaves that run to integrate.
@@ -31,7 +31,7 @@ pub struct Request {
     pub squash: bool,
     pub force_unverified: bool,
     /// `worktree.cleanup`.
-    pub cleanup: String,
+    pub cleanup: WorktreeCleanup,
     /// Whether the run's backend keeps sessions (for the roster).
     pub session_reuse: bool,
     /// Who integrates (`Name <email>`).
@@ -77,8 +77,8 @@ pub fn integrate(
     let run = &request.run;
     // An integrate of this run that died half-way is finished first.
     if !request.dry_run && journal_path(store, run).exists() {
-        let _turn = Lock::take(store.root(), "integrate", Duration::from_secs(1800))?;
-        if let Some(done) = resume(repo_dir, repo, store, run, &request.cleanup)? {
+        let _turn = store.integrate_lock(Duration::from_secs(1800))?;
+        if let Some(done) = resume(repo_dir, repo, store, run, request.cleanup)? {
             return Ok(Ok(done));
         }
     }
@@ -175,7 +175,7 @@ pub fn integrate(
     };
 
     // One integration at a time: the others wait their turn here.
-    let _turn = Lock::take(store.root(), "integrate", Duration::from_secs(1800))?;
+    let _turn = store.integrate_lock(Duration::from_secs(1800))?;
     // Whoever held the lock before may have integrated this very run.
     if let Some(done) = store.load(run)?.and_then(|r| r.integration) {
         return Ok(Err(already(run, &done)));
@@ -368,7 +368,7 @@ pub fn integrate(
             store,
             &mut record,
             &journal,
-            &request.cleanup,
+            request.cleanup,
         )?;
         let links_outside_scope = scope::Scope::new(&record.scope)
             .map(|s| scope::links_leaving_scope(&s, &applied))
@@ -488,7 +488,7 @@ fn land(
     store: &RunStore,
     record: &mut RunRecord,
     journal: &Journal,
-    cleanup: &str,
+    cleanup: WorktreeCleanup,
 ) -> anyhow::Result<(&'static str, &'static str, Option<String>)> {
     let run_tip = crate::git::refs::oid(&journal.run_tip)?;
     record_landed(
@@ -521,7 +521,7 @@ pub fn resume(
     repo: &crate::git::Repository,
     store: &RunStore,
     run: &str,
-    cleanup: &str,
+    cleanup: WorktreeCleanup,
 ) -> anyhow::Result<Option<Done>> {
     let path = journal_path(store, run);
     let Ok(bytes) = std::fs::read(&path) else {
@@ -703,7 +703,7 @@ fn clean_up(
     repo: &crate::git::Repository,
     record: &RunRecord,
     run_tip: ObjectId,
-    policy: &str,
+    policy: WorktreeCleanup,
 ) -> (&'static str, &'static str, Option<String>) {
     let wt = PathBuf::from(&record.worktree);
     if !wt.exists() {
@@ -721,10 +721,6 @@ fn clean_up(
         .ok()
         .and_then(|t| t.head(repo))
         .is_some_and(|head| merge::is_ancestor(repo, head, run_tip));
-    // An unknown policy keeps everything.
-    let policy = policy
-        .parse()
-        .unwrap_or(crate::core::flight::WorktreeCleanup::Never);
     let plan = integrate::cleanup(policy, clean, head_kept);
     let reason = if !clean {
         Some("the worktree has uncommitted changes (or a repository checked out in it)".to_string())

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 
-use crate::core::dispatch::{occupies_slot, slot_limit};
+use crate::core::dispatch::{slot_limit, slots_in_use};
 use crate::core::flight::Backend as BackendConfig;
 use crate::core::record::{Phase, RunRecord};
 use crate::core::stamp;
@@ -37,10 +37,7 @@ pub fn readmit(store: &RunStore, record: &RunRecord) -> anyhow::Result<Phase> {
     .ok()
     .and_then(|b| serde_json::from_slice(&b).ok())
     .unwrap_or_default();
-    let busy = live
-        .iter()
-        .filter(|r| r.backend == record.backend && r.run != record.run && occupies_slot(r))
-        .count();
+    let busy = slots_in_use(&live, &record.backend, Some(&record.run));
     Ok(if busy >= slot_limit(&config) {
         Phase::Queued
     } else {
@@ -52,13 +49,10 @@ pub fn readmit(store: &RunStore, record: &RunRecord) -> anyhow::Result<Phase> {
 /// run ends (by its supervisor) and by every command that reads runs, so a queue never
 /// stalls for long even when a supervisor died.
 pub fn promote(store: &RunStore, repo_dir: &Path) -> anyhow::Result<Vec<String>> {
-    let _lock = crate::sys::lock::Lock::take(store.root(), "dispatch", Duration::from_secs(30))?;
+    let _lock = store.dispatch_lock(Duration::from_secs(30))?;
     let live = store.live()?;
     let mut started = Vec::new();
     let mut busy: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
-    for record in live.iter().filter(|r| occupies_slot(r)) {
-        *busy.entry(record.backend.clone()).or_default() += 1;
-    }
     // A worker's session serves one run at a time.
     let mut busy_workers: std::collections::HashSet<String> = live
         .iter()
@@ -80,7 +74,9 @@ pub fn promote(store: &RunStore, repo_dir: &Path) -> anyhow::Result<Vec<String>>
                 Err(_) => continue,
             };
         let limit = slot_limit(&config);
-        let used = busy.entry(record.backend.clone()).or_default();
+        let used = busy
+            .entry(record.backend.clone())
+            .or_insert_with(|| slots_in_use(&live, &record.backend, None));
         if *used >= limit {
             continue;
         }

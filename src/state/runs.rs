@@ -89,6 +89,17 @@ impl RunStore {
         )
     }
 
+    /// The turn of a dispatch or a queue promotion: their check-then-act on slots and
+    /// scopes never interleaves.
+    pub fn dispatch_lock(&self, wait: Duration) -> anyhow::Result<Lock> {
+        Lock::take(&self.root, "dispatch", wait)
+    }
+
+    /// The turn of an integration: one at a time, across processes.
+    pub fn integrate_lock(&self, wait: Duration) -> anyhow::Result<Lock> {
+        Lock::take(&self.root, "integrate", wait)
+    }
+
     /// Serialises every change to live pointers across processes.
     fn pointer_lock(&self) -> anyhow::Result<Lock> {
         Lock::take(&self.root, "pointers", Duration::from_secs(30))
