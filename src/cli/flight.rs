@@ -3,7 +3,6 @@
 use std::path::{Path, PathBuf};
 
 use clap::{Args, Subcommand};
-use serde_json::json;
 
 use super::context::CommandContext;
 use super::error::{CrewError, Result};
@@ -104,11 +103,22 @@ pub fn run(ctx: &CommandContext, args: FlightArgs) -> Result<Report> {
         crate::sys::fence::kernel_abi().filter(|_| resolved.flight.sandbox.enabled),
     );
     human.push_str(&format!("# fence: {fence}\n"));
-    let mut fields = json!({ "flight": resolved.flight, "fence": fence });
-    if args.explain {
-        fields["sources"] = serde_json::to_value(&sources).map_err(CrewError::internal)?;
-    }
-    Ok(Report::new(fields, human))
+    let output = FlightOutput {
+        flight: &resolved.flight,
+        fence,
+        sources: args.explain.then_some(&sources),
+    };
+    Ok(Report::of(&output, human))
+}
+
+/// What `flight` prints: the resolved config, the fence a worker would get, and (with
+/// `--explain`) each value's layer.
+#[derive(serde::Serialize)]
+struct FlightOutput<'a, S: serde::Serialize> {
+    flight: &'a crate::core::flight::Flight,
+    fence: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    sources: Option<&'a S>,
 }
 
 /// Resolves the routing config for this invocation: reads the user and project layers

@@ -2,7 +2,6 @@
 //! Output is for the person running git (prefixed `crew:` on stderr) unless `--json`.
 
 use clap::{Args, Subcommand};
-use serde_json::json;
 
 use super::context::CommandContext;
 use super::error::{CrewError, Result};
@@ -37,7 +36,13 @@ pub fn run(ctx: &CommandContext, args: HookArgs) -> Result<Report> {
             // An observer never breaks the user's merge.
             let message = format!("post-merge audit skipped: {err}");
             say(ctx, &format!("warning: {message}"));
-            Report::new(json!({"runs": [], "warnings": [message]}), "")
+            Report::of(
+                &PostMerge {
+                    runs: Vec::new(),
+                    warnings: vec![message],
+                },
+                "",
+            )
         })),
     }
 }
@@ -137,7 +142,13 @@ fn plain_checkout(ctx: &CommandContext, repo: &crate::git::Repository) -> Report
     for warning in &warnings {
         say(ctx, &format!("warning: {warning}"));
     }
-    Report::new(json!({"run": null, "warnings": warnings}), "")
+    Report::of(
+        &PlainCheckout {
+            run: None,
+            warnings,
+        },
+        "",
+    )
 }
 
 /// After a plain `git merge`: every crew run branch the merge brought in is audited and
@@ -146,11 +157,27 @@ fn post_merge(ctx: &CommandContext) -> anyhow::Result<Report> {
     let repo = ctx.repo()?;
     let repo_dir = ctx.workdir()?.to_path_buf();
     let runs = crate::run::post_merge::audit(repo, &repo_dir, &mut |line| say(ctx, line))?;
-    Ok(Report::of(&PostMerge { runs }, ""))
+    Ok(Report::of(
+        &PostMerge {
+            runs,
+            warnings: Vec::new(),
+        },
+        "",
+    ))
 }
 
 /// What `hook post-merge` prints: the run branches the merge brought in.
 #[derive(serde::Serialize)]
 struct PostMerge {
     runs: Vec<crate::run::post_merge::Merged>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    warnings: Vec<String>,
+}
+
+/// What `hook pre-commit` prints outside crew worktrees: no run, and the staged paths
+/// live runs hold.
+#[derive(serde::Serialize)]
+struct PlainCheckout {
+    run: Option<String>,
+    warnings: Vec<String>,
 }

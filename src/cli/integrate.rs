@@ -134,19 +134,17 @@ pub fn run(ctx: &CommandContext, args: IntegrateArgs) -> Result<Report> {
             done.applied_as,
             done.files.len()
         );
-        return Ok(Report::new(
-            json!({
-                "dry_run": true,
-                "run": done.record.run,
-                "task": done.record.task,
-                "into": done.into,
-                "parents": done.parents.iter().map(ToString::to_string).collect::<Vec<_>>(),
-                "applied_as": done.applied_as,
-                "files": done.files,
-                "links_outside_scope": done.links_outside_scope,
-            }),
-            human,
-        ));
+        let output = WouldLand {
+            dry_run: true,
+            run: &done.record.run,
+            task: &done.record.task,
+            into: &done.into,
+            parents: done.parents.iter().map(ToString::to_string).collect(),
+            applied_as: done.applied_as,
+            files: &done.files,
+            links_outside_scope: &done.links_outside_scope,
+        };
+        return Ok(Report::of(&output, human));
     }
     let human = format!(
         "integrated run {} (task {}) into {} as {}{forced}{}\n  notes: {} commits; worktree {}; branch {}{}",
@@ -166,26 +164,73 @@ pub fn run(ctx: &CommandContext, args: IntegrateArgs) -> Result<Report> {
             .map(|r| format!(" ({r})"))
             .unwrap_or_default(),
     );
-    Ok(Report::new(
-        json!({
-            "run": done.record.run,
-            "task": done.record.task,
-            "into": done.into,
-            "commit": done.commit.to_string(),
-            "parents": done.parents.iter().map(ToString::to_string).collect::<Vec<_>>(),
-            "squash": done.applied_as != "merge",
-            "applied_as": done.applied_as,
-            "completed": done.completed,
-            "links_outside_scope": done.links_outside_scope,
-            "forced_unverified": done.record.integration.as_ref().is_some_and(|i| i.forced_unverified),
-            "merged_verify": done.merged_verify,
-            "files": done.files,
-            "noted": done.noted.iter().map(ToString::to_string).collect::<Vec<_>>(),
-            "attempts_ref": done.attempts_ref,
-            "cleanup": {"worktree": done.worktree, "branch": done.branch, "kept_because": done.kept_because},
-        }),
-        human,
-    ))
+    let output = Landed {
+        run: &done.record.run,
+        task: &done.record.task,
+        into: &done.into,
+        commit: done.commit.to_string(),
+        parents: done.parents.iter().map(ToString::to_string).collect(),
+        squash: done.applied_as != "merge",
+        applied_as: done.applied_as,
+        completed: done.completed,
+        links_outside_scope: &done.links_outside_scope,
+        forced_unverified: done
+            .record
+            .integration
+            .as_ref()
+            .is_some_and(|i| i.forced_unverified),
+        merged_verify: done.merged_verify.as_ref(),
+        files: &done.files,
+        noted: done.noted.iter().map(ToString::to_string).collect(),
+        attempts_ref: &done.attempts_ref,
+        cleanup: Cleanup {
+            worktree: done.worktree,
+            branch: done.branch,
+            kept_because: done.kept_because.as_deref(),
+        },
+    };
+    Ok(Report::of(&output, human))
+}
+
+/// What `integrate --dry-run` prints: what would land, nothing changed.
+#[derive(serde::Serialize)]
+struct WouldLand<'a> {
+    dry_run: bool,
+    run: &'a str,
+    task: &'a str,
+    into: &'a str,
+    parents: Vec<String>,
+    applied_as: &'static str,
+    files: &'a [String],
+    links_outside_scope: &'a [String],
+}
+
+/// What `integrate` prints (SPEC §2 `integrate`).
+#[derive(serde::Serialize)]
+struct Landed<'a> {
+    run: &'a str,
+    task: &'a str,
+    into: &'a str,
+    commit: String,
+    parents: Vec<String>,
+    squash: bool,
+    applied_as: &'static str,
+    completed: bool,
+    links_outside_scope: &'a [String],
+    forced_unverified: bool,
+    merged_verify: Option<&'a crate::core::record::Verify>,
+    files: &'a [String],
+    noted: Vec<String>,
+    attempts_ref: &'a str,
+    cleanup: Cleanup<'a>,
+}
+
+/// What cleanup removed and kept, and why it kept it.
+#[derive(serde::Serialize)]
+struct Cleanup<'a> {
+    worktree: &'static str,
+    branch: &'static str,
+    kept_because: Option<&'a str>,
 }
 
 /// `Name <email>` of whoever integrates (the configured committer).

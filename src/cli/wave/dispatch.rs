@@ -1,7 +1,5 @@
 //! `git crew wave dispatch N`: every ready task of a wave, all or nothing.
 
-use serde_json::json;
-
 use crate::cli::context::CommandContext;
 use crate::cli::dispatch::DispatchArgs;
 use crate::cli::error::{CrewError, ErrorKind, Result};
@@ -57,10 +55,14 @@ pub(super) fn run(
                 .collect::<Vec<_>>()
                 .join("; ")
         );
-        return Ok(Report::new(
-            json!({"plan": plan.id, "wave": wave, "dispatched": [], "skipped": skipped, "summary": null}),
-            human,
-        ));
+        let output = Dispatched {
+            plan: &plan.id,
+            wave,
+            dispatched: &[],
+            skipped: &skipped,
+            summary: None,
+        };
+        return Ok(Report::of(&output, human));
     }
     // Up front, before anything starts: no two write scopes of the wave may overlap, nor
     // overlap a run in flight.
@@ -140,10 +142,14 @@ pub(super) fn run(
             })
             .collect::<Vec<_>>()
             .join("\n");
-        return Ok(Report::new(
-            json!({"plan": plan.id, "wave": wave, "dry_run": true, "planned": planned, "skipped": skipped}),
-            human,
-        ));
+        let output = WouldDispatch {
+            plan: &plan.id,
+            wave,
+            dry_run: true,
+            planned: &planned,
+            skipped: &skipped,
+        };
+        return Ok(Report::of(&output, human));
     }
     let (mut facts, _, _) = gather(ctx, &plan, wave)?;
     // What was just started, whether or not a fast worker has already finished.
@@ -176,14 +182,33 @@ pub(super) fn run(
     for s in &skipped {
         human.push_str(&format!("\n(not dispatched: {} {})", s.task, s.reason));
     }
-    Ok(Report::new(
-        json!({
-            "plan": plan.id,
-            "wave": wave,
-            "dispatched": dispatched,
-            "skipped": skipped,
-            "summary": summary,
-        }),
-        human,
-    ))
+    let output = Dispatched {
+        plan: &plan.id,
+        wave,
+        dispatched: &dispatched,
+        skipped: &skipped,
+        summary: summary.as_ref(),
+    };
+    Ok(Report::of(&output, human))
+}
+
+/// What `wave dispatch` prints: each started task's dispatch output, the tasks left out
+/// and why, and the dispatch summary when `summary.at` asks for it.
+#[derive(serde::Serialize)]
+struct Dispatched<'a> {
+    plan: &'a str,
+    wave: u32,
+    dispatched: &'a [serde_json::Value],
+    skipped: &'a [wave::Skipped],
+    summary: Option<&'a summary::Summary>,
+}
+
+/// What `wave dispatch --dry-run` prints: each task's dispatch decision, nothing started.
+#[derive(serde::Serialize)]
+struct WouldDispatch<'a> {
+    plan: &'a str,
+    wave: u32,
+    dry_run: bool,
+    planned: &'a [serde_json::Value],
+    skipped: &'a [wave::Skipped],
 }
