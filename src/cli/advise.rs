@@ -8,7 +8,6 @@ use super::error::{CrewError, ErrorKind, Result};
 use super::runs;
 use super::ui::Report;
 use crate::core::record::Phase;
-use crate::run::prompt;
 
 /// `advise`: the run as it resumes — its phase (`working`, or `queued` when its backend is
 /// full), session, new supervisor (null when none was started), deadline moved by the
@@ -55,54 +54,16 @@ pub fn run(ctx: &CommandContext, args: AdviseArgs) -> Result<Report> {
             ),
         ));
     }
-    let run_dir = store.run_dir(&record.run);
-    let file = crate::core::layout::advice(&run_dir, record.attempts + 1);
-    std::fs::write(&file, prompt::advice(&record, &args.text)).map_err(CrewError::internal)?;
-    // The budget did not run while the run waited for the lead.
-    if let Some(parked) = record.parked_at {
-        let waited = crate::sys::clock::now()
-            .duration_since(parked)
-            .max(jiff::SignedDuration::ZERO);
-        record.deadline = crate::core::stamp::whole_second(
-            record
-                .deadline
-                .checked_add(waited)
-                .unwrap_or(jiff::Timestamp::MAX),
-        );
-    }
-    record.parked_at = None;
-    record.needs_help = None;
-    record.decision = None;
-    record.supervisor_pid = None;
-    let native = record.adapter == crate::core::flight::AdapterKind::Native;
-    if native {
-        // The lead works a native run itself: the answer is in the advice file.
-        record.phase = Phase::Working;
-    } else {
-        std::fs::write(
-            crate::core::layout::next_prompt(&run_dir),
-            file.to_string_lossy().as_bytes(),
-        )
-        .map_err(CrewError::internal)?;
-        // Parked, the run held no slot; it waits in the queue when its backend is full.
-        record.phase = crate::run::queue::readmit(&store, &record).map_err(CrewError::internal)?;
-    }
-    if !store.update_live(&record).map_err(CrewError::internal)? {
-        return Err(CrewError::new(
-            ErrorKind::Refused,
-            "run-ended",
-            format!("run {} has ended", record.run),
-        ));
-    }
     let repo_dir = ctx.workdir()?.to_path_buf();
-    let pid = if record.phase == Phase::Working && !native {
-        Some(
-            crate::run::queue::start_supervisor(&repo_dir, &record.run, &run_dir)
-                .map_err(CrewError::internal)?,
-        )
-    } else {
-        None
-    };
+    let advised = crate::run::queue::advise(&store, &repo_dir, &mut record, &args.text)
+        .map_err(CrewError::internal)?
+        .ok_or_else(|| {
+            CrewError::new(
+                ErrorKind::Refused,
+                "run-ended",
+                format!("run {} has ended", record.run),
+            )
+        })?;
     let human = format!(
         "advised {}; its session {} resumes",
         record.run,
@@ -112,9 +73,9 @@ pub fn run(ctx: &CommandContext, args: AdviseArgs) -> Result<Report> {
         run: &record.run,
         phase: record.phase,
         session: record.session.as_deref(),
-        supervisor_pid: pid,
+        supervisor_pid: advised.supervisor_pid,
         deadline: crate::core::stamp::format_seconds(record.deadline),
-        advice_file: &file,
+        advice_file: &advised.advice_file,
     };
     Ok(Report::of(&output, human))
 }

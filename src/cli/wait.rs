@@ -9,7 +9,7 @@ use super::context::CommandContext;
 use super::error::{CrewError, Result, exit};
 use super::runs;
 use super::ui::Report;
-use crate::core::record::{Outcome, Phase, RunRecord};
+use crate::core::record::{Phase, RunRecord};
 use crate::state::runs::RunStore;
 
 const EXAMPLES: &str = "Examples:\n  git crew wait 20261202-101500-1a2b\n  git crew wait RUN1 RUN2 --any --timeout 10m";
@@ -97,18 +97,10 @@ pub fn wait_for(
     };
     // With --any, the runs that settled are the answer; the others are still going.
     let judged: Vec<&RunRecord> = records.iter().filter(|r| !any || settled(r)).collect();
-    let failed = judged
-        .iter()
-        .any(|r| r.phase.is_final() && r.outcome != Some(Outcome::Pass));
-    let help = judged.iter().any(|r| r.phase == Phase::NeedsHelp);
-    let code = if timed_out {
-        exit::ATTENTION
-    } else if judged.iter().all(|r| r.outcome == Some(Outcome::Pass)) {
-        exit::OK
-    } else if help && !failed {
-        exit::ATTENTION
-    } else {
-        exit::CHECK
+    let code = match crate::core::result::awaited(&judged, timed_out) {
+        crate::core::result::Awaited::Passed => exit::OK,
+        crate::core::result::Awaited::NeedsLead => exit::ATTENTION,
+        crate::core::result::Awaited::Failed => exit::CHECK,
     };
     let output = WaitOutput {
         runs: records.iter().map(runs::result).collect(),

@@ -8,7 +8,6 @@ use super::error::{CrewError, Result};
 use super::flight::{RoutingArgs, resolve};
 use super::runs;
 use super::ui::Report;
-use crate::core::record::Outcome;
 
 /// `workers`: the roster, in the flight config's order (SPEC §2 `workers`, §3 "The
 /// roster").
@@ -68,22 +67,7 @@ pub fn run(ctx: &CommandContext, _args: WorkersArgs) -> Result<Report> {
                 r.worker.as_deref() == Some(name) && r.phase == crate::core::record::Phase::Queued
             })
             .count();
-        let mine: Vec<_> = rows
-            .iter()
-            .filter(|r| {
-                r.worker.as_deref() == Some(name)
-                    && r.integrated.is_none()
-                    && !matches!(
-                        r.outcome,
-                        None | Some(Outcome::Abandoned) | Some(Outcome::Error)
-                    )
-            })
-            .collect();
-        let passes = mine
-            .iter()
-            .filter(|r| r.outcome == Some(Outcome::Pass))
-            .count();
-        let pass_rate = (!mine.is_empty()).then(|| passes as f64 / mine.len() as f64);
+        let (measured, passes, pass_rate) = crate::core::ledger::worker_pass_rate(&rows, name);
         human.push(format!(
             "{name}: backend {}{}; {}; session {}; {} runs, pass rate {}{}",
             worker.backend,
@@ -93,7 +77,7 @@ pub fn run(ctx: &CommandContext, _args: WorkersArgs) -> Result<Report> {
                 .unwrap_or_default(),
             busy.map_or("idle".to_string(), |r| format!("busy with run {}", r.run)),
             session.map_or("none yet", |s| s.session.as_str()),
-            mine.len(),
+            measured,
             pass_rate.map_or("-".to_string(), |p| format!("{:.0}%", p * 100.0)),
             if queued > 0 {
                 format!("; {queued} queued")
@@ -113,7 +97,7 @@ pub fn run(ctx: &CommandContext, _args: WorkersArgs) -> Result<Report> {
             session: session.map(|s| s.session.as_str()),
             busy_run: busy.map(|r| r.run.as_str()),
             queued,
-            runs: mine.len(),
+            runs: measured,
             passes,
             pass_rate,
         });

@@ -167,8 +167,11 @@ pub fn request(
     let task = from.map(|(_, t)| t);
     let prompt = match from {
         Some((plan, t)) => format!(
-            "Plan {} (.crew/plans/{}.toml), task {}, wave {}.\n\n{prompt}",
-            plan.id, plan.id, t.id, t.wave
+            "Plan {} ({}), task {}, wave {}.\n\n{prompt}",
+            plan.id,
+            crate::core::layout::plan_file(&plan.id),
+            t.id,
+            t.wave
         ),
         None => prompt,
     };

@@ -3,6 +3,10 @@
 
 use std::path::{Path, PathBuf};
 
+/// A plan's file, relative to the work tree (`.crew/plans/<plan>.toml`).
+pub fn plan_file(plan: &str) -> String {
+    format!(".crew/plans/{plan}.toml")
+}
 /// The worker prompt dispatch renders.
 pub fn prompt(dir: &Path) -> PathBuf {
     dir.join("prompt.md")

@@ -134,16 +134,33 @@ pub struct ConfigStats {
     pub excluded_scope_changed: usize,
 }
 
-/// Whether a row is an attempt that counts in the stats: integration events, handoffs
-/// and the lead's own abandons are not measurements of the worker.
 /// Whether a row measured the configuration: not an integration event, an abandoned run
-/// or an infrastructure error.
-fn measured(row: &Row) -> bool {
+/// or an infrastructure error (the lead's own abandons and handoffs are not measurements
+/// of the worker).
+pub fn measured(row: &Row) -> bool {
     row.integrated.is_none()
         && !matches!(
             row.outcome,
             None | Some(Outcome::Abandoned) | Some(Outcome::Error)
         )
+}
+
+/// A standing worker's measured rows: how many, how many passed, and the pass rate when
+/// it has any.
+pub fn worker_pass_rate(rows: &[Row], worker: &str) -> (usize, usize, Option<f64>) {
+    let mine: Vec<&Row> = rows
+        .iter()
+        .filter(|r| r.worker.as_deref() == Some(worker) && measured(r))
+        .collect();
+    let passes = mine
+        .iter()
+        .filter(|r| r.outcome == Some(Outcome::Pass))
+        .count();
+    (
+        mine.len(),
+        passes,
+        (!mine.is_empty()).then(|| passes as f64 / mine.len() as f64),
+    )
 }
 
 fn ratio(a: usize, b: usize) -> f64 {

@@ -245,6 +245,34 @@ pub fn result_block(record: &RunRecord) -> String {
     out.join("\n")
 }
 
+/// What a set of awaited runs came to (`wait`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Awaited {
+    /// Every run passed.
+    Passed,
+    /// One needs the lead (and none failed), or the wait timed out.
+    NeedsLead,
+    /// One failed.
+    Failed,
+}
+
+/// `wait`'s verdict on the runs it judged.
+pub fn awaited(judged: &[&RunRecord], timed_out: bool) -> Awaited {
+    let failed = judged
+        .iter()
+        .any(|r| r.phase.is_final() && r.outcome != Some(Outcome::Pass));
+    let help = judged.iter().any(|r| r.phase == Phase::NeedsHelp);
+    if timed_out {
+        Awaited::NeedsLead
+    } else if judged.iter().all(|r| r.outcome == Some(Outcome::Pass)) {
+        Awaited::Passed
+    } else if help && !failed {
+        Awaited::NeedsLead
+    } else {
+        Awaited::Failed
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -317,5 +345,20 @@ mod tests {
         }
         assert_eq!(value["elapsed_s"], 600);
         assert_eq!(keys(&value["diff"]), ["files", "insertions", "deletions"]);
+    }
+
+    #[test]
+    fn wait_passes_only_when_every_run_did_and_help_is_attention_unless_one_failed() {
+        let pass = RunRecord::example();
+        let mut fail = RunRecord::example();
+        fail.outcome = Some(Outcome::Fail);
+        fail.phase = Phase::Failed;
+        let mut help = RunRecord::example();
+        help.outcome = None;
+        help.phase = Phase::NeedsHelp;
+        assert_eq!(awaited(&[&pass], false), Awaited::Passed);
+        assert_eq!(awaited(&[&pass, &help], false), Awaited::NeedsLead);
+        assert_eq!(awaited(&[&fail, &help], false), Awaited::Failed);
+        assert_eq!(awaited(&[&pass], true), Awaited::NeedsLead);
     }
 }

@@ -54,11 +54,11 @@ pub fn load(workdir: &Path, name: Option<&str>) -> Result<Plan, PlanError> {
             }
         }
     };
-    let path = plans_dir(workdir).join(format!("{name}.toml"));
+    let origin = crate::core::layout::plan_file(&name);
+    let path = workdir.join(&origin);
     let text = std::fs::read_to_string(&path).map_err(|_| {
         PlanError::NotFound(format!("no plan {name} (looked for {})", path.display()))
     })?;
-    let origin = format!(".crew/plans/{name}.toml");
     plan::parse(&name, &origin, &text).map_err(PlanError::Invalid)
 }
 
@@ -168,7 +168,7 @@ pub fn facts(
 /// Days since the plan file last changed: its last commit, or its modification time
 /// when it has uncommitted changes or none.
 pub fn stale_days(workdir: &Path, plan: &str) -> Option<i64> {
-    let rel = format!(".crew/plans/{plan}.toml");
+    let rel = crate::core::layout::plan_file(plan);
     let dirty = crate::git::worktree::path_is_dirty(workdir, &rel);
     let now = crate::sys::clock::now_millis() as i64 / 1000;
     let changed = if dirty {

@@ -137,3 +137,67 @@ pub fn start_supervisor(repo_dir: &Path, run: &str, run_dir: &Path) -> anyhow::R
     super::process::spare(child.id());
     Ok(child.id())
 }
+
+/// An answered run, on its way again.
+pub struct Advised {
+    /// The advice as the worker reads it.
+    pub advice_file: std::path::PathBuf,
+    /// The supervisor started for it, when its backend had a slot (else it is queued, or
+    /// the lead works it: a native run).
+    pub supervisor_pid: Option<u32>,
+}
+
+/// Answers a run waiting for help with `text`: the advice is filed for the next attempt,
+/// the time it waited is given back to its budget, and it goes back to work — resuming
+/// its session — where its backend has a free slot, else to the queue. `None` when the
+/// run ended meanwhile.
+pub fn advise(
+    store: &RunStore,
+    repo_dir: &Path,
+    record: &mut RunRecord,
+    text: &str,
+) -> anyhow::Result<Option<Advised>> {
+    let run_dir = store.run_dir(&record.run);
+    let file = crate::core::layout::advice(&run_dir, record.attempts + 1);
+    std::fs::write(&file, super::prompt::advice(record, text))?;
+    // The budget did not run while the run waited for the lead.
+    if let Some(parked) = record.parked_at {
+        let waited = crate::sys::clock::now()
+            .duration_since(parked)
+            .max(jiff::SignedDuration::ZERO);
+        record.deadline = crate::core::stamp::whole_second(
+            record
+                .deadline
+                .checked_add(waited)
+                .unwrap_or(jiff::Timestamp::MAX),
+        );
+    }
+    record.parked_at = None;
+    record.needs_help = None;
+    record.decision = None;
+    record.supervisor_pid = None;
+    let native = record.adapter == crate::core::flight::AdapterKind::Native;
+    if native {
+        // The lead works a native run itself: the answer is in the advice file.
+        record.phase = Phase::Working;
+    } else {
+        std::fs::write(
+            crate::core::layout::next_prompt(&run_dir),
+            file.to_string_lossy().as_bytes(),
+        )?;
+        // Parked, the run held no slot; it waits in the queue when its backend is full.
+        record.phase = readmit(store, record)?;
+    }
+    if !store.update_live(record)? {
+        return Ok(None);
+    }
+    let supervisor_pid = if record.phase == Phase::Working && !native {
+        Some(start_supervisor(repo_dir, &record.run, &run_dir)?)
+    } else {
+        None
+    };
+    Ok(Some(Advised {
+        advice_file: file,
+        supervisor_pid,
+    }))
+}
