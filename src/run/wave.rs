@@ -101,21 +101,25 @@ pub enum WaveFailure<E> {
     },
 }
 
+/// One task's dispatch: its output, and the run it started (none for a dry run).
+pub type Dispatched = (serde_json::Value, Option<String>);
+
 /// Dispatches a wave's `tasks` all or nothing: each is decided first (`start(i, task,
 /// true)`, a dry run), then — unless `dry_run` — each is started (`start(i, task,
-/// false)`); when one fails to start, those started before it are rolled back. Returns
-/// each task's dispatch output (the dry runs' under `dry_run`).
+/// false)`, which gives the dispatch's output and the run it started); when one fails to
+/// start, those started before it are rolled back. Returns each task's dispatch output
+/// (the dry runs' under `dry_run`).
 pub fn start_all<E>(
     store: &RunStore,
     repo_dir: &Path,
     tasks: &[String],
     dry_run: bool,
-    start: &mut dyn FnMut(usize, &str, bool) -> Result<serde_json::Value, E>,
+    start: &mut dyn FnMut(usize, &str, bool) -> Result<Dispatched, E>,
 ) -> Result<Vec<serde_json::Value>, WaveFailure<E>> {
     let mut planned = Vec::new();
     for (i, task) in tasks.iter().enumerate() {
         match start(i, task, true) {
-            Ok(plan) => planned.push(plan),
+            Ok((plan, _)) => planned.push(plan),
             Err(error) => {
                 return Err(WaveFailure::Planning {
                     task: task.clone(),
@@ -128,14 +132,14 @@ pub fn start_all<E>(
         return Ok(planned);
     }
     let mut started = Vec::new();
+    let mut runs: Vec<(String, String)> = Vec::new();
     for (i, task) in tasks.iter().enumerate() {
         match start(i, task, false) {
-            Ok(output) => started.push(output),
+            Ok((output, run)) => {
+                started.push(output);
+                runs.extend(run.map(|run| (run, task.clone())));
+            }
             Err(error) => {
-                let runs: Vec<(String, String)> = started
-                    .iter()
-                    .filter_map(|d| Some((d["run"].as_str()?.into(), d["task"].as_str()?.into())))
-                    .collect();
                 let rolled_back = roll_back(store, repo_dir, &runs, task);
                 return Err(WaveFailure::Starting {
                     task: task.clone(),

@@ -93,8 +93,14 @@ pub(super) fn run(
         if !dry_run && i == 1 && fail_second {
             return Err(CrewError::internal("a failure injected for tests"));
         }
-        crate::cli::dispatch::run(ctx, args_for(task, dry_run))
-            .map(|report| serde_json::Value::Object(report.fields))
+        crate::cli::dispatch::run(ctx, args_for(task, dry_run)).map(|report| {
+            let run = report
+                .fields
+                .get("run")
+                .and_then(|r| r.as_str())
+                .map(String::from);
+            (serde_json::Value::Object(report.fields), run)
+        })
     };
     let store = runs::settled(ctx)?;
     let outcome = crate::run::wave::start_all(&store, ctx.workdir()?, &names, dry_run, &mut start);
