@@ -1,5 +1,7 @@
-//! The layout of a run's folder (`<git-common-dir>/crew/runs/<run>/`): every file git-crew
-//! keeps for a run is named here and nowhere else.
+//! The names of git-crew's files: a run's folder (`<git-common-dir>/crew/runs/<run>/`),
+//! the state folder's shared files (run hooks, human reports, the ledger cache) and a
+//! plan's file. `RunStore` (`state::runs`) owns the rest of the state folder's layout
+//! (live pointers, records, worktrees, transcripts, locks).
 
 use std::path::{Path, PathBuf};
 
@@ -20,10 +22,22 @@ pub fn task_prompt(dir: &Path) -> PathBuf {
 pub fn verify_log(dir: &Path) -> PathBuf {
     dir.join("verify.log")
 }
+/// Where integrate archives the verify of a merged tree when the run keeps no transcript.
+pub fn verify_merged_log(dir: &Path) -> PathBuf {
+    dir.join("verify-merged.log")
+}
+/// A verify's stdout and stderr while it runs, beside its `$CREW_VERIFIER_DIR`.
+pub fn verifier_output(verifier_dir: &Path, stream: &str) -> PathBuf {
+    verifier_dir.with_extension(stream)
+}
 /// The hooks of run worktrees, under `<git-common-dir>/crew/` (`core.hooksPath` of every
 /// run's worktree config).
 pub fn run_hooks(state_dir: &Path) -> PathBuf {
     state_dir.join("hooks")
+}
+/// The ledger's stats and estimates, cached by the notes tip they were learnt at.
+pub fn ledger_cache(state_dir: &Path) -> PathBuf {
+    state_dir.join("cache").join("ledger-learnt.json")
 }
 /// A task's human report, under `<git-common-dir>/crew/`.
 pub fn human_report(state_dir: &Path, task: &str) -> PathBuf {

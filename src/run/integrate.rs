@@ -678,10 +678,10 @@ fn verify_merged(
     commit: ObjectId,
 ) -> anyhow::Result<verify::Verified> {
     let dir = store.run_dir(&record.run);
-    let transcript = record
-        .transcript
-        .clone()
-        .map_or_else(|| dir.join("verify-merged.log"), PathBuf::from);
+    let transcript = record.transcript.clone().map_or_else(
+        || crate::core::layout::verify_merged_log(&dir),
+        PathBuf::from,
+    );
     let deadline = Instant::now() + Duration::from_secs(record.budget_s.max(60));
     verify::in_throwaway(
         &record.run,

@@ -63,9 +63,7 @@ pub struct Learnt {
 /// The stats and estimates of the ledger as it is now.
 pub fn learnt(repo: &crate::git::Repository) -> anyhow::Result<Learnt> {
     let tip = notes::tip(repo, notes::LEDGER)?.map(|id| id.to_string());
-    let path = crate::git::repo::state_dir(repo)
-        .join("cache")
-        .join("ledger-learnt.json");
+    let path = crate::core::layout::ledger_cache(&crate::git::repo::state_dir(repo));
     if let Ok(bytes) = std::fs::read(&path)
         && let Ok(cached) = serde_json::from_slice::<Learnt>(&bytes)
         && cached.tip == tip

@@ -45,8 +45,8 @@ pub fn run(
             ("CREW_RUN".into(), run_id.to_string()),
         ],
         transcript: transcript.to_path_buf(),
-        stdout_file: verifier_dir.with_extension("out"),
-        stderr_file: verifier_dir.with_extension("err"),
+        stdout_file: crate::core::layout::verifier_output(verifier_dir, "out"),
+        stderr_file: crate::core::layout::verifier_output(verifier_dir, "err"),
         max_output: super::output::DEFAULT_CAP,
         fence: fence.map(|f| {
             let mut f = f.clone();
