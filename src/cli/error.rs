@@ -131,7 +131,7 @@ impl CrewError {
         let mut value = serde_json::json!({
             "code": self.code,
             "message": message,
-            "hint": self.hints.join("\n"),
+            "hint": self.all_hints().join("\n"),
         });
         if !self.details.is_empty() {
             value["details"] = self.details.clone().into();
@@ -145,10 +145,36 @@ impl CrewError {
         for detail in &self.details {
             out.push_str(&format!("{prefix}  {detail}\n"));
         }
-        for hint in &self.hints {
+        for hint in self.all_hints() {
             out.push_str(&format!("{prefix}hint: {hint}\n"));
         }
         out
+    }
+
+    /// The hints given, or — so that no error leaves the reader without a next step —
+    /// the one its kind always has.
+    fn all_hints(&self) -> Vec<String> {
+        if !self.hints.is_empty() {
+            return self.hints.clone();
+        }
+        vec![
+            match self.kind {
+                ErrorKind::Check => {
+                    "`git crew show RUN` shows what was measured; `git crew transcript RUN` what was printed"
+                }
+                ErrorKind::Usage => "`git crew help COMMAND` shows its flags",
+                ErrorKind::NotFound => "`git crew status` lists the runs",
+                ErrorKind::Refused => "`git crew status` shows what is in flight",
+                ErrorKind::Attention => {
+                    "`git crew status` shows the runs that need you; `git crew advise RUN --text ...` answers one"
+                }
+                ErrorKind::Internal => {
+                    "this is a bug in git-crew: report it with the command that printed it"
+                }
+                ErrorKind::Interrupted => "nothing was recorded; run the command again",
+            }
+            .to_string(),
+        ]
     }
 }
 

@@ -77,7 +77,10 @@ pub fn run(ctx: &CommandContext, args: FlightArgs) -> Result<Report> {
     if let Some(FlightAction::Schema) = args.action {
         let schema = flight::json_schema();
         let human = serde_json::to_string_pretty(&schema).map_err(CrewError::internal)?;
-        return Ok(Report::new(schema, human));
+        // The document itself, with no envelope: it is what an editor loads.
+        let mut report = Report::new(schema, human);
+        report.raw = true;
+        return Ok(report);
     }
     let resolved = resolve(ctx, &args.routing)?;
     let sources = resolved.sources();

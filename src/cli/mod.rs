@@ -204,8 +204,16 @@ fn usage_error(args: &[OsString], err: clap::Error) -> u8 {
                     .trim_start_matches("error: ")
                     .to_string()
             };
-            let usage = CrewError::new(ErrorKind::Usage, "usage", message)
-                .hinted("run `git crew --help` for the commands and their flags");
+            // clap's own suggestion ("a similar subcommand exists: 'status'") first.
+            let mut usage = CrewError::new(ErrorKind::Usage, "usage", message);
+            for tip in err.render().to_string().lines().filter_map(|l| {
+                l.trim()
+                    .strip_prefix("tip: a similar ")?
+                    .split_once(" exists: ")
+            }) {
+                usage = usage.hinted(format!("did you mean {}?", tip.1.replace('\'', "`")));
+            }
+            let usage = usage.hinted("run `git crew --help` for the commands and their flags");
             ui::emit_error(format, &usage)
         }
     }

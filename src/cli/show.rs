@@ -72,5 +72,8 @@ pub fn transcript(ctx: &CommandContext, args: TranscriptArgs) -> Result<Report> 
         path: &path,
         transcript: &text,
     };
-    Ok(Report::of(&output, text.as_str()))
+    // Piped, the data is the transcript itself; `--json` still wraps it.
+    let mut report = Report::of(&output, text.as_str());
+    report.raw = true;
+    Ok(report)
 }

@@ -328,3 +328,21 @@ fn completions_are_scripts_even_when_piped() {
     env.crew(env.root(), &["completions", "tcsh-nope"])
         .expect_code(2);
 }
+
+#[test]
+fn a_mistyped_command_or_flag_gets_clap_s_suggestion_as_its_hint() {
+    let env = TestEnv::new();
+    let out = env.crew(env.root(), &["statsu", "--json"]);
+    out.expect_code(2);
+    let hint = out.json()["error"]["hint"].as_str().unwrap().to_string();
+    assert!(hint.starts_with("did you mean `status`?"), "{hint}");
+    let out = env.crew(env.root(), &["status", "--alll", "--json"]);
+    out.expect_code(2);
+    let hint = out.json()["error"]["hint"].as_str().unwrap().to_string();
+    assert!(hint.starts_with("did you mean `--all`?"), "{hint}");
+    // An error that names no next step of its own still gets its kind's.
+    let repo = env.fixture("crew-repo.sh", "repo", &[]);
+    let out = env.crew(&repo, &["show", "nope"]);
+    out.expect_code(3);
+    assert!(!out.json()["error"]["hint"].as_str().unwrap().is_empty());
+}

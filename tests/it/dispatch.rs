@@ -924,6 +924,23 @@ fn transcripts_can_go_elsewhere_or_nowhere() {
             .contains("Working on routes")
     );
 
+    // Piped, a transcript is printed as it is; --json wraps it.
+    let piped = env.crew(&repo, &["transcript", &run]);
+    piped.expect_code(0);
+    assert!(!piped.stdout.starts_with('{'), "{}", piped.stdout);
+    assert!(
+        piped.stdout.contains("===== git-crew run"),
+        "{}",
+        piped.stdout
+    );
+    let wrapped = env.crew(&repo, &["transcript", &run, "--json"]).json();
+    assert!(
+        wrapped["transcript"]
+            .as_str()
+            .unwrap()
+            .contains("===== git-crew run")
+    );
+
     let run = dispatched(&env, &repo, "routes2", "ok", &["--transcripts", ""]);
     wait(&env, &repo, &run).0.expect_code(0);
     let out = env.crew(&repo, &["transcript", &run]);
