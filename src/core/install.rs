@@ -15,6 +15,24 @@ pub const SHIMS: &[(&str, &str)] = &[
 /// The commented starter written to `.crew/flight.toml` when there is none.
 pub const STARTER_FLIGHT: &str = include_str!("../../templates/flight.toml");
 
+/// The line of the starter that names the default backend.
+const DEFAULT_BACKEND_LINE: &str =
+    "# default_backend = \"codex\"          # codex | claude | native | any [backends.X] name";
+
+/// The starter flight file for a machine where the `codex` and `claude` CLIs are (or are
+/// not) installed: `default_backend` names one that exists (codex, else claude), so the
+/// first dispatch works without an edit; with neither, it stays a commented choice.
+pub fn starter_flight(codex: bool, claude: bool) -> String {
+    let line = match (codex, claude) {
+        (true, _) => "default_backend = \"codex\"            # found on this machine; codex | claude | native | any [backends.X] name".to_string(),
+        (false, true) => "default_backend = \"claude\"           # found on this machine (codex was not); codex | claude | native | any [backends.X] name".to_string(),
+        (false, false) => format!(
+            "{DEFAULT_BACKEND_LINE}\n# (neither codex nor claude was found on PATH at init: install one, or route to a [backends.X] of your own)"
+        ),
+    };
+    STARTER_FLIGHT.replacen(DEFAULT_BACKEND_LINE, &line, 1)
+}
+
 /// The notes ref that carries run records.
 pub const NOTES_REF: &str = "refs/notes/crew";
 
@@ -141,6 +159,32 @@ mod tests {
 
     fn values(list: &[&str]) -> Vec<String> {
         list.iter().map(|v| v.to_string()).collect()
+    }
+
+    #[test]
+    fn the_starter_names_a_default_backend_that_exists_here() {
+        let parse = |text: String| {
+            parse_layer(&LayerSource {
+                layer: Layer::Project,
+                origin: "starter".into(),
+                text,
+                has_lines: true,
+            })
+            .unwrap()
+            .table
+        };
+        assert_eq!(
+            parse(starter_flight(true, true))["default_backend"].as_str(),
+            Some("codex")
+        );
+        assert_eq!(
+            parse(starter_flight(false, true))["default_backend"].as_str(),
+            Some("claude")
+        );
+        let neither = starter_flight(false, false);
+        assert!(parse(neither.clone()).get("default_backend").is_none());
+        assert!(neither.contains("neither codex nor claude"), "{neither}");
+        assert!(STARTER_FLIGHT.contains(DEFAULT_BACKEND_LINE));
     }
 
     #[test]

@@ -11,9 +11,7 @@ use anyhow::anyhow;
 use serde::Serialize;
 
 use crate::core::hookblock;
-use crate::core::install::{
-    self, CONFIG, ConfigAction, FlightAction, SHIMS, STARTER_FLIGHT, StarterUndo,
-};
+use crate::core::install::{self, CONFIG, ConfigAction, FlightAction, SHIMS, StarterUndo};
 use crate::git::hooks_dir::{self, ChainTargetTaken, HookAction};
 use crate::git::repo::state_dir;
 use crate::git::run::GitRunner;
@@ -199,9 +197,12 @@ fn install(
         FlightAction::Kept
     } else {
         std::fs::create_dir_all(flight_path.parent().expect("has a parent"))?;
-        record.flight_created = Some(STARTER_FLIGHT.to_string());
+        let path = std::env::var_os("PATH");
+        let found = |program| super::backends::program_exists(program, path.as_deref());
+        let starter = install::starter_flight(found("codex"), found("claude"));
+        record.flight_created = Some(starter.clone());
         checkpoint(&record)?;
-        crate::sys::fs::write_atomic(&flight_path, STARTER_FLIGHT, 0o644)?;
+        crate::sys::fs::write_atomic(&flight_path, &starter, 0o644)?;
         FlightAction::Created
     };
 

@@ -415,3 +415,39 @@ fn init_inside_a_runs_worktree_is_refused_and_changes_nothing() {
         before
     );
 }
+
+#[test]
+fn init_names_a_default_backend_this_machine_has_and_uninstall_takes_it_back() {
+    let env = TestEnv::new();
+    let repo = env.fixture("plain.sh", "repo", &[]);
+    // A `claude` on PATH and no `codex`: the starter routes to claude.
+    let tools = env.root().join("tools");
+    std::fs::create_dir_all(&tools).unwrap();
+    let claude = tools.join("claude");
+    std::fs::write(&claude, "#!/bin/sh\nexit 0\n").unwrap();
+    std::fs::set_permissions(&claude, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let path = env
+        .vars()
+        .into_iter()
+        .find(|(k, _)| *k == "PATH")
+        .map(|(_, v)| v)
+        .unwrap();
+    let mut with_claude = std::ffi::OsString::from(&tools);
+    with_claude.push(":");
+    with_claude.push(&path);
+    env.crew_env(&repo, &["init"], &[("PATH", &with_claude)])
+        .expect_code(0);
+    let flight = std::fs::read_to_string(repo.join(".crew/flight.toml")).unwrap();
+    assert!(
+        flight
+            .lines()
+            .any(|l| l.starts_with("default_backend = \"claude\"")),
+        "{flight}"
+    );
+    let out = env.crew_env(&repo, &["flight"], &[("PATH", &with_claude)]);
+    out.expect_code(0);
+    assert_eq!(out.json()["flight"]["default_backend"], "claude");
+    // Unedited, it is init's to take back.
+    env.crew(&repo, &["init", "--uninstall"]).expect_code(0);
+    assert!(!repo.join(".crew/flight.toml").exists());
+}
