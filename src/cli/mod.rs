@@ -5,6 +5,7 @@
 pub mod abandon;
 pub mod advise;
 pub mod context;
+pub mod diff;
 pub mod dispatch;
 pub mod doctor;
 pub mod error;
@@ -87,6 +88,7 @@ pub enum Command {
     #[command(visible_alias = "ls")]
     Status(status::StatusArgs),
     Show(show::ShowArgs),
+    Diff(diff::DiffArgs),
     Transcript(show::TranscriptArgs),
     Abandon(abandon::AbandonArgs),
     Advise(advise::AdviseArgs),
@@ -145,6 +147,7 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> u8 {
         Command::Wait(args) => wait::run(&ctx, args),
         Command::Status(args) => status::run(&ctx, args),
         Command::Show(args) => show::run(&ctx, args),
+        Command::Diff(args) => diff::run(&ctx, args),
         Command::Transcript(args) => show::transcript(&ctx, args),
         Command::Abandon(args) => abandon::abandon(&ctx, args),
         Command::Advise(args) => advise::run(&ctx, args),

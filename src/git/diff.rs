@@ -236,3 +236,41 @@ mod tests {
         assert_eq!(resolve(&looped, "l", "a"), None);
     }
 }
+
+/// How `git crew diff` shows a change.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Shown {
+    Patch,
+    Stat,
+    NameStatus,
+}
+
+/// `git diff from to` as git renders it (no renames: the audit sees paths, not moves).
+/// On a terminal (`page`), git prints it through the user's pager with colour and
+/// `None` is returned; else the text.
+pub fn show(
+    repo_dir: &std::path::Path,
+    from: ObjectId,
+    to: ObjectId,
+    shown: Shown,
+    page: bool,
+) -> anyhow::Result<Option<String>> {
+    let mode = match shown {
+        Shown::Patch => "--patch",
+        Shown::Stat => "--stat",
+        Shown::NameStatus => "--name-status",
+    };
+    let (from, to) = (from.to_string(), to.to_string());
+    let args = ["diff", "--no-renames", mode, &from, &to];
+    if page {
+        let status = std::process::Command::new("git")
+            .arg("-C")
+            .arg(repo_dir)
+            .args(args)
+            .status()
+            .context("cannot run git diff")?;
+        anyhow::ensure!(status.success(), "git diff failed");
+        return Ok(None);
+    }
+    Ok(Some(super::run::GitRunner::new(repo_dir).output(&args)?))
+}

@@ -623,6 +623,29 @@ pub fn own_base(
         .unwrap_or(base)
 }
 
+/// The change integrate would apply and audit for a run, as (from, to): from its own base
+/// (its base, or where it last merged the target in) to its branch's tip (or, once the
+/// branch is gone, the commits `refs/crew/attempts/<run>` keeps). `None` when neither is
+/// there.
+pub fn audit_range(
+    repo: &crate::git::Repository,
+    record: &RunRecord,
+) -> anyhow::Result<Option<(ObjectId, ObjectId)>> {
+    let tip = match merge::branch_tip(repo, &record.branch)? {
+        Some(tip) => tip,
+        None => match crate::git::refs::tip(repo, &attempts_ref(&record.run))? {
+            Some(tip) => tip,
+            None => return Ok(None),
+        },
+    };
+    let base = crate::git::refs::oid(&record.base).context("the run's base")?;
+    let target = match &record.base_ref {
+        Some(target) => merge::branch_tip(repo, target)?,
+        None => None,
+    };
+    Ok(Some((own_base(repo, base, tip, target), tip)))
+}
+
 /// `refs/crew/attempts/<run>`: keeps a run's commits reachable once its branch is gone.
 pub fn attempts_ref(run: &str) -> String {
     format!("refs/crew/attempts/{run}")

@@ -683,3 +683,35 @@ fn integrate_dry_run_says_what_would_land_and_changes_nothing() {
     // Then for real.
     env.crew(&repo, &["integrate", &run]).expect_code(0);
 }
+
+#[test]
+fn diff_shows_what_integrate_would_apply() {
+    let env = TestEnv::new();
+    let repo = env.fixture("crew-repo.sh", "repo", &[]);
+    let run = env.finished_run(&repo, "routes", "ok", &["--scope", "src/routes/**"]);
+    // Piped, the diff itself: the paths the dry run of integrate names.
+    let out = env.crew(&repo, &["diff", "routes", "--name-status"]);
+    out.expect_code(0);
+    let would = env.crew(&repo, &["integrate", &run, "--dry-run"]).json();
+    let files: Vec<&str> = would["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f.as_str().unwrap())
+        .collect();
+    let shown: Vec<&str> = out
+        .stdout
+        .lines()
+        .map(|l| l.split('\t').nth(1).unwrap())
+        .collect();
+    assert_eq!(shown, files, "{}", out.stdout);
+    assert!(out.stdout.starts_with("A\tsrc/routes/crew.rs"), "{}", out.stdout);
+    let patch = env.crew(&repo, &["diff", &run]);
+    assert!(patch.stdout.contains("+++ b/src/routes/crew.rs"), "{}", patch.stdout);
+    let stat = env.crew(&repo, &["diff", &run, "--stat"]);
+    assert!(stat.stdout.contains("1 file changed"), "{}", stat.stdout);
+    let json = env.crew(&repo, &["diff", &run, "--json"]).json();
+    assert_eq!(json["run"], run.as_str());
+    assert!(json["text"].as_str().unwrap().contains("src/routes/crew.rs"));
+    env.crew(&repo, &["diff", &run, "--stat", "--patch"]).expect_code(2);
+}
