@@ -242,7 +242,41 @@ pub fn result_block(record: &RunRecord) -> String {
     for d in &record.discrepancies {
         out.push(format!("discrepancy: {d}"));
     }
+    match &record.integration {
+        Some(i) => out.push(format!(
+            "integrated into {} as {} ({})",
+            i.into,
+            short(&i.commit),
+            i.at
+        )),
+        None if record.phase.is_final() => out.push("not integrated".to_string()),
+        None => {}
+    }
+    if let Some(next) = next_step(record) {
+        out.push(format!("next: {next}"));
+    }
     out.join("\n")
+}
+
+fn short(commit: &str) -> &str {
+    commit.get(..12).unwrap_or(commit)
+}
+
+/// The command a lead runs next for a run, if any: wait for it, answer it, integrate a
+/// pass, or look at why it did not pass.
+pub fn next_step(record: &RunRecord) -> Option<String> {
+    let run = &record.run;
+    match record.phase {
+        Phase::NeedsHelp => Some(format!("git crew advise {run} --text '...'")),
+        Phase::AwaitingAttach => Some(format!("git crew attach {run} --session ID")),
+        Phase::Queued | Phase::Preparing | Phase::Working | Phase::Verifying => {
+            Some(format!("git crew wait {run}"))
+        }
+        Phase::Done if record.integration.is_none() => Some(format!("git crew integrate {run}")),
+        Phase::Done | Phase::Abandoned => None,
+        // What it did, before the task is dispatched again.
+        Phase::Failed | Phase::TimedOut | Phase::Rejected => Some(format!("git crew diff {run}")),
+    }
 }
 
 /// What a set of awaited runs came to (`wait`).
@@ -360,5 +394,22 @@ mod tests {
         assert_eq!(awaited(&[&pass, &help], false), Awaited::NeedsLead);
         assert_eq!(awaited(&[&fail, &help], false), Awaited::Failed);
         assert_eq!(awaited(&[&pass], true), Awaited::NeedsLead);
+    }
+
+    #[test]
+    fn the_next_step_follows_the_phase_and_the_integration() {
+        let mut r = RunRecord::example();
+        assert_eq!(
+            next_step(&r).unwrap(),
+            format!("git crew integrate {}", r.run)
+        );
+        r.integration = RunRecord::full().integration;
+        assert_eq!(next_step(&r), None);
+        r.phase = Phase::NeedsHelp;
+        assert!(next_step(&r).unwrap().starts_with("git crew advise"));
+        r.phase = Phase::Working;
+        assert!(next_step(&r).unwrap().starts_with("git crew wait"));
+        r.phase = Phase::Rejected;
+        assert!(next_step(&r).unwrap().starts_with("git crew diff"));
     }
 }

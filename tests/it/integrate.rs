@@ -705,13 +705,27 @@ fn diff_shows_what_integrate_would_apply() {
         .map(|l| l.split('\t').nth(1).unwrap())
         .collect();
     assert_eq!(shown, files, "{}", out.stdout);
-    assert!(out.stdout.starts_with("A\tsrc/routes/crew.rs"), "{}", out.stdout);
+    assert!(
+        out.stdout.starts_with("A\tsrc/routes/crew.rs"),
+        "{}",
+        out.stdout
+    );
     let patch = env.crew(&repo, &["diff", &run]);
-    assert!(patch.stdout.contains("+++ b/src/routes/crew.rs"), "{}", patch.stdout);
+    assert!(
+        patch.stdout.contains("+++ b/src/routes/crew.rs"),
+        "{}",
+        patch.stdout
+    );
     let stat = env.crew(&repo, &["diff", &run, "--stat"]);
     assert!(stat.stdout.contains("1 file changed"), "{}", stat.stdout);
     let json = env.crew(&repo, &["diff", &run, "--json"]).json();
     assert_eq!(json["run"], run.as_str());
-    assert!(json["text"].as_str().unwrap().contains("src/routes/crew.rs"));
-    env.crew(&repo, &["diff", &run, "--stat", "--patch"]).expect_code(2);
+    assert!(
+        json["text"]
+            .as_str()
+            .unwrap()
+            .contains("src/routes/crew.rs")
+    );
+    env.crew(&repo, &["diff", &run, "--stat", "--patch"])
+        .expect_code(2);
 }
