@@ -81,7 +81,9 @@ pub fn run(ctx: &CommandContext, args: IntegrateArgs) -> Result<Report> {
             on_fail: flight.gates.on_fail,
             ..Default::default()
         };
-        if let Some(warning) = super::plan::check_gates(&plan, task, &facts, "integrated")? {
+        if let Some(warning) = crate::core::plan::gate_hold(&plan, task, &facts, "integrated")
+            .map_err(CrewError::from)?
+        {
             warnings.push(warning);
         }
         for gate in plan

@@ -73,16 +73,6 @@ pub fn load(ctx: &CommandContext, name: Option<&str>) -> Result<Plan> {
     })
 }
 
-/// The gates that hold `task` (`core::plan::gate_hold`), a strict hold as its error.
-pub fn check_gates(
-    plan: &Plan,
-    task: &crate::core::plan::Task,
-    facts: &Facts,
-    doing: &str,
-) -> Result<Option<String>> {
-    plan::gate_hold(plan, task, facts, doing).map_err(CrewError::from)
-}
-
 /// `plan status`: the plan, every task's derived status and every gate with its latest
 /// verdict (SPEC §2 `plan status`, §7).
 #[derive(Debug, Serialize)]

@@ -230,11 +230,11 @@ pub fn clashes_with(tasks: &[&Task], live: &[RunRecord]) -> Vec<String> {
     clashes(&tasks, &in_flight)
 }
 
-/// Marks the tasks a wave dispatch just started (task, run) as in flight, whether or not
+/// Marks the tasks a wave dispatch just started, given as (run, task), as in flight, whether or not
 /// a fast worker has already finished.
 pub fn mark_started(facts: &mut WaveFacts, started: &[(String, String)]) {
     for task in &mut facts.tasks {
-        if let Some((_, run)) = started.iter().find(|(t, _)| *t == task.id) {
+        if let Some((run, _)) = started.iter().find(|(_, t)| *t == task.id) {
             task.status = "in-flight".into();
             task.run = Some(run.clone());
         }

@@ -42,15 +42,10 @@ pub const HOME_DEFAULTS: &[&str] = &[
 /// Variables that name a CLI's state folder.
 const STATE_VARS: &[&str] = &["CODEX_HOME", "CLAUDE_CONFIG_DIR"];
 
-/// A run's object quarantine: git inside the fence writes new objects here, never into
-/// the repository's store (which it could otherwise corrupt in place: nothing checks a
-/// loose object's name against its content on read). git-crew imports them, each hashed
-/// again, when an attempt ends.
-pub fn quarantine(run_dir: &Path) -> PathBuf {
-    crate::core::layout::quarantine(run_dir)
-}
-
-/// Sends git's new objects to `quarantine`, reading the repository's from
+/// Sends git's new objects to the run's quarantine (`core::layout::quarantine`), never
+/// into the repository's store, which they could otherwise corrupt in place (nothing
+/// checks a loose object's name against its content on read); git-crew imports them,
+/// each hashed again, when an attempt ends. The repository's objects are read from
 /// `common_dir/objects`.
 fn quarantine_objects(
     fence: &mut Fence,
@@ -154,7 +149,11 @@ pub fn for_run(
             .file_name()
             .context("a worktree path has a name")?;
         fence.add_repo_dir(&paths.common_dir.join("worktrees").join(name));
-        quarantine_objects(&mut fence, &quarantine(paths.run_dir), paths.common_dir)?;
+        quarantine_objects(
+            &mut fence,
+            &crate::core::layout::quarantine(paths.run_dir),
+            paths.common_dir,
+        )?;
         for folder in ["refs/heads/crew", "logs/refs/heads/crew"] {
             let dir = paths.common_dir.join(folder).join(paths.task);
             // git cannot make these under the fence: they are made before it goes up.
@@ -183,7 +182,11 @@ pub fn for_checkout(
     let run_dir = verifier_dir
         .parent()
         .context("a verifier folder lies in its run's folder")?;
-    quarantine_objects(&mut fence, &quarantine(run_dir), common_dir)?;
+    quarantine_objects(
+        &mut fence,
+        &crate::core::layout::quarantine(run_dir),
+        common_dir,
+    )?;
     fence.add(verifier_dir);
     Ok(fence)
 }

@@ -101,6 +101,14 @@ pub enum WaveFailure<E> {
     },
 }
 
+/// What a wave dispatch did: each task's dispatch output (the dry runs' under
+/// `dry_run`), and the runs it started as (run, task).
+#[derive(Default)]
+pub struct Started {
+    pub outputs: Vec<serde_json::Value>,
+    pub runs: Vec<(String, String)>,
+}
+
 /// One task's dispatch: its output, and the run it started (none for a dry run).
 pub type Dispatched = (serde_json::Value, Option<String>);
 
@@ -115,7 +123,7 @@ pub fn start_all<E>(
     tasks: &[String],
     dry_run: bool,
     start: &mut dyn FnMut(usize, &str, bool) -> Result<Dispatched, E>,
-) -> Result<Vec<serde_json::Value>, WaveFailure<E>> {
+) -> Result<Started, WaveFailure<E>> {
     let mut planned = Vec::new();
     for (i, task) in tasks.iter().enumerate() {
         match start(i, task, true) {
@@ -129,7 +137,10 @@ pub fn start_all<E>(
         }
     }
     if dry_run {
-        return Ok(planned);
+        return Ok(Started {
+            outputs: planned,
+            runs: Vec::new(),
+        });
     }
     let mut started = Vec::new();
     let mut runs: Vec<(String, String)> = Vec::new();
@@ -153,7 +164,10 @@ pub fn start_all<E>(
             }
         }
     }
-    Ok(started)
+    Ok(Started {
+        outputs: started,
+        runs,
+    })
 }
 
 /// Abandons the runs a wave dispatch started before one of its tasks failed; returns

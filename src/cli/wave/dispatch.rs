@@ -104,8 +104,14 @@ pub(super) fn run(
     };
     let store = runs::settled(ctx)?;
     let outcome = crate::run::wave::start_all(&store, ctx.workdir()?, &names, dry_run, &mut start);
-    let (planned, dispatched) = match outcome {
-        Ok(started) if dry_run => (started, Vec::new()),
+    let (
+        planned,
+        crate::run::wave::Started {
+            outputs: dispatched,
+            runs,
+        },
+    ) = match outcome {
+        Ok(started) if dry_run => (started.outputs, Default::default()),
         Ok(started) => (Vec::new(), started),
         Err(WaveFailure::Planning { task, error }) => {
             return Err(CrewError {
@@ -159,11 +165,7 @@ pub(super) fn run(
     }
     let (mut facts, _, _) = gather(ctx, &plan, wave)?;
     // What was just started, whether or not a fast worker has already finished.
-    let started: Vec<(String, String)> = dispatched
-        .iter()
-        .filter_map(|d| Some((d["task"].as_str()?.into(), d["run"].as_str()?.into())))
-        .collect();
-    wave::mark_started(&mut facts, &started);
+    wave::mark_started(&mut facts, &runs);
     // `summary.at` says whether the dispatch summary is printed.
     let summary = flight
         .summary
@@ -174,13 +176,8 @@ pub(super) fn run(
         Some(summary) => summary.render(100),
         None => format!(
             "dispatched wave {wave}: {}",
-            dispatched
-                .iter()
-                .map(|d| format!(
-                    "{} (run {})",
-                    d["task"].as_str().unwrap_or_default(),
-                    d["run"].as_str().unwrap_or_default()
-                ))
+            runs.iter()
+                .map(|(run, task)| format!("{task} (run {run})"))
                 .collect::<Vec<_>>()
                 .join(", ")
         ),

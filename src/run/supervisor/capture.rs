@@ -81,7 +81,7 @@ impl Supervisor<'_> {
             return Ok(());
         }
         let imported =
-            git::objects::import(self.repo, &crate::run::fence::quarantine(&self.run_dir))?;
+            git::objects::import(self.repo, &crate::core::layout::quarantine(&self.run_dir))?;
         self.rejected_objects.extend(imported.rejected);
         Ok(())
     }

@@ -56,7 +56,7 @@ pub(super) fn end_outside(
         // hashed again.
         let _ = git::objects::import(
             repo,
-            &crate::run::fence::quarantine(&store.run_dir(&record.run)),
+            &crate::core::layout::quarantine(&store.run_dir(&record.run)),
         );
         // Its processes are gone: what it wrote into its worktree's administration goes
         // too, so no later git command there runs it or chokes on it.
