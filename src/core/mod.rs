@@ -9,6 +9,7 @@ pub mod doctor;
 pub mod flight;
 pub mod footer;
 pub mod hookblock;
+pub mod human;
 pub mod install;
 pub mod integrate;
 pub mod layout;
