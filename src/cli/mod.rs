@@ -25,6 +25,7 @@ pub mod show;
 pub mod status;
 pub mod summary;
 pub mod sync;
+pub mod table;
 pub mod ui;
 pub mod verify;
 pub mod wait;

@@ -102,10 +102,7 @@ pub fn deliver(ctx: &CommandContext, args: DeliverArgs) -> Result<Report> {
     match supervisor::deliver(repo, &store, &record.run, &reply).map_err(CrewError::internal)? {
         Delivered::Incomplete(problem) => {
             let record = runs::load(&store, &run)?;
-            let mut report = Report::of(
-                &runs::output(&record),
-                crate::core::result::result_block(&record),
-            );
+            let mut report = Report::of(&runs::output(&record), runs::result_block(&record));
             report.status = super::ui::Status::Failed(
                 CrewError::check(
                     "footer-rejected",
@@ -118,10 +115,7 @@ pub fn deliver(ctx: &CommandContext, args: DeliverArgs) -> Result<Report> {
             Ok(report)
         }
         Delivered::Settled(record) => {
-            let mut report = Report::of(
-                &runs::output(&record),
-                crate::core::result::result_block(&record),
-            );
+            let mut report = Report::of(&runs::output(&record), runs::result_block(&record));
             if record.phase == Phase::NeedsHelp {
                 report.status = super::ui::Status::Attention;
             } else if record.outcome != Some(Outcome::Pass) {

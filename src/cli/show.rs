@@ -21,7 +21,7 @@ pub fn run(ctx: &CommandContext, args: ShowArgs) -> Result<Report> {
     let record = runs::load(&store, &runs::resolve(&store, &args.run)?)?;
     Ok(Report::of(
         &runs::output(&record),
-        crate::core::result::result_block(&record),
+        runs::result_block(&record),
     ))
 }
 

@@ -6,12 +6,18 @@ use serde::Serialize;
 use super::context::CommandContext;
 use super::error::{CrewError, Result};
 use super::runs;
+use super::table::{Cell, Column, Fit, Table, tone};
 use super::ui::Report;
+use crate::core::human::{self, IntegrationState, Tone};
+use crate::core::record::{Phase, RunRecord};
 
 const EXAMPLES: &str =
     "Examples:\n  git crew status\n  git crew status 20261202-101500-1a2b\n  git crew ls --all";
 
-/// List in-flight and recent runs: phase, elapsed/budget, session, last activity.
+/// List in-flight and recent runs: phase, elapsed/budget, last activity, integration.
+///
+/// For people it is a table sized to the terminal (or to COLUMNS), coloured by phase on a
+/// terminal; NO_COLOR turns colour off and CLICOLOR_FORCE turns it on when piped.
 #[derive(Debug, Args)]
 #[command(after_help = EXAMPLES)]
 pub struct StatusArgs {
@@ -26,40 +32,92 @@ pub struct StatusArgs {
     pub all: bool,
 }
 
-/// `status` / `ls`: the runs, oldest first (SPEC §2, `status`'s `"runs"`).
+/// `status` / `ls`: the runs, oldest first (SPEC §2, `status`'s `"runs"`), and how many
+/// older finished runs were left out (`--all` shows them).
 #[derive(Debug, Serialize)]
 pub struct StatusOutput<'a> {
     pub runs: Vec<crate::core::result::RunResult<'a>>,
+    pub hidden: usize,
 }
 
 pub fn run(ctx: &CommandContext, args: StatusArgs) -> Result<Report> {
     let store = runs::settled(ctx)?;
-    let mut records = match &args.run {
-        Some(run) => vec![runs::load(&store, &runs::resolve(&store, run)?)?],
+    let (mut records, hidden) = match &args.run {
+        Some(run) => (vec![runs::load(&store, &runs::resolve(&store, run)?)?], 0),
         None => {
             let mut live = store.live().map_err(CrewError::internal)?;
-            let finished = if args.all {
-                store.finished()
+            let (finished, hidden) = if args.all {
+                (store.finished().map_err(CrewError::internal)?, 0)
             } else {
-                store.finished_recent(args.recent)
-            }
-            .map_err(CrewError::internal)?;
+                store
+                    .finished_recent(args.recent)
+                    .map_err(CrewError::internal)?
+            };
             live.extend(finished);
-            live
+            (live, hidden)
         }
     };
     records.sort_by(|a, b| a.started_at.cmp(&b.started_at).then(a.run.cmp(&b.run)));
-    let human = if records.is_empty() {
+    let mut human = if records.is_empty() {
         "no runs".to_string()
     } else {
-        records
-            .iter()
-            .map(runs::result_line)
-            .collect::<Vec<_>>()
-            .join("\n")
+        let now = crate::sys::clock::now_millis();
+        table(&records, now).render(crate::sys::term::stdout_width(), super::ui::colour())
     };
+    if hidden > 0 {
+        let older = human::count(hidden, "older run", "older runs");
+        human.push_str(&format!("\n{older} hidden (--all shows them)"));
+    }
     let output = StatusOutput {
         runs: records.iter().map(runs::result).collect(),
+        hidden,
     };
     Ok(Report::of(&output, human))
+}
+
+/// The runs as a table for people, measured at `now` (Unix milliseconds).
+pub fn table(records: &[RunRecord], now: u64) -> Table {
+    let columns = vec![
+        Column::new("RUN", Fit::Fixed),
+        Column::new("TASK", Fit::Shrink { min: 8 }),
+        Column::new("PHASE", Fit::Fixed),
+        Column::new("WORKER", Fit::Shrink { min: 6 }).dropped_at(1),
+        Column::new("TIME", Fit::Fixed),
+        Column::new("ACTIVITY", Fit::Fixed).dropped_at(2),
+        Column::new("INTEGRATION", Fit::Fixed).dropped_at(3),
+        Column::new("NOTE", Fit::Fill { min: 16 }).dropped_at(0),
+    ];
+    let rows = records.iter().map(|r| row(r, now)).collect();
+    Table { columns, rows }
+}
+
+fn row(record: &RunRecord, now: u64) -> Vec<Cell> {
+    let result = runs::result(record);
+    let activity = match (record.finished_at, record.last_activity_at) {
+        _ if record.unreadable.is_some() => None,
+        (Some(at), _) | (None, Some(at)) => Some(at),
+        (None, None) => Some(record.started_at),
+    };
+    let integration = IntegrationState::of(record).map(|s| match s {
+        // The header says what it awaits; the full words are in `show`.
+        IntegrationState::AwaitingIntegration => "awaiting",
+        other => other.as_str(),
+    });
+    let note = match (&record.needs_help, record.phase) {
+        (Some(help), Phase::NeedsHelp) => format!("asks: {}", help.question),
+        _ => record.decision.clone().unwrap_or_default(),
+    };
+    vec![
+        record.run.as_str().into(),
+        record.task.as_str().into(),
+        Cell::styled(record.phase.as_str(), tone(Tone::of(record.phase))),
+        record.backend.as_str().into(),
+        human::elapsed_of_budget(result.elapsed_s, record.budget_s).into(),
+        activity
+            .map(|at| human::ago(human::millis(at), now))
+            .unwrap_or_default()
+            .into(),
+        integration.unwrap_or("").into(),
+        note.into(),
+    ]
 }

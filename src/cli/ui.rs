@@ -38,6 +38,12 @@ impl Format {
     }
 }
 
+/// Whether a human rendering on stdout is coloured: never with `NO_COLOR`, always with
+/// `CLICOLOR_FORCE`, else on a terminal that takes colour (`CLICOLOR=0` turns it off).
+pub fn colour() -> bool {
+    anstream::AutoStream::choice(&std::io::stdout()) != anstream::ColorChoice::Never
+}
+
 /// How a command came out — the one thing its exit code is derived from.
 #[derive(Debug, Default)]
 pub enum Status {

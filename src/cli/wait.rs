@@ -108,7 +108,7 @@ pub fn wait_for(
     };
     let human = records
         .iter()
-        .map(crate::core::result::result_block)
+        .map(runs::result_block)
         .collect::<Vec<_>>()
         .join("\n\n");
     let mut report = Report::of(&output, human);

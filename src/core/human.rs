@@ -114,6 +114,32 @@ impl Tone {
     }
 }
 
+/// A diff stat as git's `--shortstat` words it: `1 file changed, 3 insertions(+),
+/// 1 deletion(-)`; `no change` for none.
+pub fn diff_stat(diff: &super::record::DiffStat) -> String {
+    if diff.files.is_empty() {
+        return "no change".to_string();
+    }
+    let mut parts = vec![format!(
+        "{} changed",
+        count(diff.files.len(), "file", "files")
+    )];
+    let n = |x: u64| usize::try_from(x).unwrap_or(usize::MAX);
+    if diff.insertions > 0 {
+        parts.push(format!(
+            "{}(+)",
+            count(n(diff.insertions), "insertion", "insertions")
+        ));
+    }
+    if diff.deletions > 0 {
+        parts.push(format!(
+            "{}(-)",
+            count(n(diff.deletions), "deletion", "deletions")
+        ));
+    }
+    parts.join(", ")
+}
+
 /// `n` things, with the plural people expect: `1 run`, `2 runs`, `0 workers`.
 pub fn count(n: usize, one: &str, many: &str) -> String {
     format!("{n} {}", if n == 1 { one } else { many })
@@ -208,5 +234,21 @@ mod tests {
         assert_eq!(truncate("add-login-form", 8), "add-log…");
         assert_eq!(truncate("routes", 8), "routes");
         assert_eq!(truncate("routes", 0), "");
+    }
+
+    #[test]
+    fn a_diff_stat_reads_like_gits_shortstat() {
+        let mut diff = crate::core::record::DiffStat::default();
+        assert_eq!(diff_stat(&diff), "no change");
+        diff.files = vec!["a".into()];
+        diff.insertions = 1;
+        assert_eq!(diff_stat(&diff), "1 file changed, 1 insertion(+)");
+        diff.files.push("b".into());
+        diff.insertions = 3;
+        diff.deletions = 1;
+        assert_eq!(
+            diff_stat(&diff),
+            "2 files changed, 3 insertions(+), 1 deletion(-)"
+        );
     }
 }

@@ -4,6 +4,7 @@
 use serde::Serialize;
 
 use super::footer::NeedsHelp;
+use super::human::{self, IntegrationState};
 use super::record::{DiffStat, Footer, Integration, Outcome, Phase, RunRecord, Verify};
 use super::scope::Role;
 
@@ -153,15 +154,18 @@ pub fn shown(record: &RunRecord, at: jiff::Timestamp) -> String {
     }
 }
 
-/// The seconds a run has taken: its own count once finished, else up to `now` (none for
-/// a stand-in, which knows no start).
+/// The seconds a run has taken: its own count once finished, up to the moment it parked
+/// while it waits for the lead (its budget does not run then), else up to `now` (none
+/// for a stand-in, which knows no start).
 fn elapsed_at(record: &RunRecord, now: u64) -> u64 {
     if record.unreadable.is_some() {
         0
-    } else if record.finished_at.is_none() {
-        super::stamp::elapsed_s(record.started_at, now)
-    } else {
+    } else if record.finished_at.is_some() {
         record.elapsed_s
+    } else if let Some(parked) = record.parked_at {
+        super::stamp::elapsed_s(record.started_at, super::human::millis(parked))
+    } else {
+        super::stamp::elapsed_s(record.started_at, now)
     }
 }
 
@@ -180,8 +184,9 @@ pub fn result_line(record: &RunRecord, now: u64) -> String {
     )
 }
 
-/// A run in full for people: fences, phase, attempts, footer, verify, decision.
-pub fn result_block(record: &RunRecord) -> String {
+/// A run in full for people, as of `now` (Unix milliseconds): fences, phase, attempts,
+/// times, diff stat, footer, verify, decision, integration and the next command.
+pub fn result_block(record: &RunRecord, now: u64) -> String {
     let mut out = vec![
         format!(
             "run {} (task {}, role {})",
@@ -210,11 +215,15 @@ pub fn result_block(record: &RunRecord) -> String {
         ),
         format!("branch {} in {}", record.branch, record.worktree),
         format!("scope {}", record.scope.join(", ")),
-        format!(
-            "budget {}s, deadline {}",
-            record.budget_s,
-            shown(record, record.deadline)
-        ),
+        times(record, now),
+        match record.diff.files.is_empty() {
+            true => "diff: no change".to_string(),
+            false => format!(
+                "diff: {} (git crew diff {})",
+                human::diff_stat(&record.diff),
+                record.run
+            ),
+        },
     ];
     if let Some(decision) = &record.decision {
         out.push(format!("decision: {decision}"));
@@ -242,20 +251,49 @@ pub fn result_block(record: &RunRecord) -> String {
     for d in &record.discrepancies {
         out.push(format!("discrepancy: {d}"));
     }
-    match &record.integration {
-        Some(i) => out.push(format!(
+    match (&record.integration, IntegrationState::of(record)) {
+        (Some(i), _) => out.push(format!(
             "integrated into {} as {} ({})",
             i.into,
             short(&i.commit),
             i.at
         )),
-        None if record.phase.is_final() => out.push("not integrated".to_string()),
-        None => {}
+        (None, Some(state)) => out.push(state.as_str().to_string()),
+        (None, None) if record.phase.is_final() => out.push("not integrated".to_string()),
+        (None, None) => {}
     }
     if let Some(next) = next_step(record) {
         out.push(format!("next: {next}"));
     }
     out.join("\n")
+}
+
+/// When the run started and finished, relative to `now`, and the time it took (or has
+/// taken) of its budget; a live run's deadline.
+fn times(record: &RunRecord, now: u64) -> String {
+    if record.unreadable.is_some() {
+        return format!("budget {}", human::duration(record.budget_s));
+    }
+    let when = |at: jiff::Timestamp| {
+        format!(
+            "{} ({})",
+            shown(record, at),
+            human::ago(human::millis(at), now)
+        )
+    };
+    let took = human::elapsed_of_budget(elapsed_at(record, now), record.budget_s);
+    match record.finished_at {
+        Some(finished) => format!(
+            "started {}, finished {}, took {took}",
+            when(record.started_at),
+            when(finished)
+        ),
+        None => format!(
+            "started {}, {took} so far, deadline {}",
+            when(record.started_at),
+            shown(record, record.deadline)
+        ),
+    }
 }
 
 fn short(commit: &str) -> &str {
@@ -379,6 +417,21 @@ mod tests {
         }
         assert_eq!(value["elapsed_s"], 600);
         assert_eq!(keys(&value["diff"]), ["files", "insertions", "deletions"]);
+    }
+
+    #[test]
+    fn a_parked_run_counts_its_time_up_to_when_it_parked() {
+        let mut r = RunRecord::example();
+        r.phase = Phase::NeedsHelp;
+        r.outcome = None;
+        r.finished_at = None;
+        r.started_at = "2026-01-01T00:00:00Z".parse().unwrap();
+        r.parked_at = Some("2026-01-01T00:05:00Z".parse().unwrap());
+        // An hour after the start, the run has still taken the five minutes it worked.
+        let later = 1_767_225_600_000 + 3_600_000;
+        assert_eq!(RunResult::at(&r, later).elapsed_s, 300);
+        r.parked_at = None;
+        assert_eq!(RunResult::at(&r, later).elapsed_s, 3600);
     }
 
     #[test]

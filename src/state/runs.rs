@@ -250,12 +250,13 @@ impl RunStore {
         list(&self.root.join("runs"))
     }
 
-    /// The `n` most recent finished runs, oldest first. Run ids sort by time, so only
-    /// those `n` records are read, however many are on file.
-    pub fn finished_recent(&self, n: usize) -> anyhow::Result<Vec<RunRecord>> {
+    /// The `n` most recent finished runs, oldest first, and how many older ones were
+    /// left out. Run ids sort by time, so only those `n` records are read, however many
+    /// are on file.
+    pub fn finished_recent(&self, n: usize) -> anyhow::Result<(Vec<RunRecord>, usize)> {
         let dir = self.root.join("runs");
         let Ok(entries) = std::fs::read_dir(&dir) else {
-            return Ok(Vec::new());
+            return Ok((Vec::new(), 0));
         };
         let mut names: Vec<String> = entries
             .flatten()
@@ -270,7 +271,7 @@ impl RunStore {
                 records.push(record);
             }
         }
-        Ok(records)
+        Ok((records, skip))
     }
 }
 

@@ -9,3 +9,4 @@ pub mod fence;
 pub mod fs;
 pub mod lock;
 pub mod process;
+pub mod term;

@@ -311,7 +311,6 @@ impl TestEnv {
             dir: dir.to_path_buf(),
             runs: vec![run.into()],
             timeout: "60s".into(),
-            human: false,
         }
     }
 
@@ -375,13 +374,15 @@ impl TestEnv {
     /// `text` with everything that changes from one run of the suite to the next
     /// replaced: the temp dir (`[TMP]`), the fixtures folder (`[FIXTURES]`), full object
     /// ids (`[OID]`), short commit hashes after ` @ ` (`[HASH]`), RFC 3339 times
-    /// (`[TIME]`), the elapsed seconds of `elapsed/budget` (`[N]s/30s`) and the kernel's
+    /// (`[TIME]`), the elapsed seconds of `elapsed/budget` (`[N]s/30s`), the seconds of a
+    /// relative time (`[N]s ago`, `just now` included) and the kernel's
     /// fence (`fence: [FENCE]`). Run ids need none: the tests pin them
     /// (`GIT_CREW_TEST_RUN_IDS`).
     pub fn normalize(&self, text: &str) -> String {
         let text = self
             .redact(text)
-            .replace(&fixtures().display().to_string(), "[FIXTURES]");
+            .replace(&fixtures().display().to_string(), "[FIXTURES]")
+            .replace("(just now)", "([N]s ago)");
         let mut out = String::with_capacity(text.len());
         let mut rest = text.as_str();
         while let Some(c) = rest.chars().next() {
@@ -390,7 +391,7 @@ impl TestEnv {
                 .next_back()
                 .is_none_or(|p| !p.is_ascii_alphanumeric());
             let found = if word_start {
-                [time_at, oid_at, elapsed_at, fence_at, short_hash_at]
+                [time_at, oid_at, elapsed_at, ago_at, fence_at, short_hash_at]
                     .iter()
                     .find_map(|m| m(rest))
             } else {
@@ -475,6 +476,12 @@ fn oid_at(text: &str) -> Option<(usize, String)> {
 fn elapsed_at(text: &str) -> Option<(usize, String)> {
     let n = digits(text);
     (n > 0 && text[n..].starts_with("s/") && digits(&text[n + 2..]) > 0).then(|| (n, "[N]".into()))
+}
+
+/// The seconds of a relative time (`12s ago`), which the speed of the machine decides.
+fn ago_at(text: &str) -> Option<(usize, String)> {
+    let n = digits(text);
+    (n > 0 && text[n..].starts_with("s ago")).then(|| (n, "[N]".into()))
 }
 
 /// The fence `fence: ` names, which the kernel decides: `landlock-v7`, `none`.
@@ -615,7 +622,6 @@ pub struct Wait<'a> {
     dir: PathBuf,
     runs: Vec<String>,
     timeout: String,
-    human: bool,
 }
 
 impl Wait<'_> {
@@ -631,21 +637,12 @@ impl Wait<'_> {
         self
     }
 
-    /// `--human`.
-    pub fn human(mut self) -> Self {
-        self.human = true;
-        self
-    }
-
     /// Runs it; whatever it exits with.
     #[track_caller]
     pub fn run(self) -> Out {
         let mut args = vec!["wait"];
         args.extend(self.runs.iter().map(String::as_str));
         args.extend(["--timeout", &self.timeout]);
-        if self.human {
-            args.push("--human");
-        }
         self.env.crew(&self.dir, &args)
     }
 

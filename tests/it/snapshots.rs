@@ -8,7 +8,8 @@
 //! the `.snap` files. Under CI (`CI=true`) a changed rendering fails and nothing is
 //! written.
 
-use std::path::PathBuf;
+use std::ffi::OsStr;
+use std::path::{Path, PathBuf};
 
 use crate::common::{TestEnv, write};
 
@@ -42,28 +43,97 @@ fn status_with_no_runs() {
     ");
 }
 
+/// `args` rendered for people at 80 and 160 columns, plain (`NO_COLOR`) and coloured
+/// (`CLICOLOR_FORCE`), each [snapshotted](TestEnv::snapshot) with escape codes shown as
+/// `␛`; variants that print the same are shown once, under all their names.
+fn renderings(env: &TestEnv, dir: &Path, args: &[&str]) -> String {
+    let mut sections: Vec<(Vec<String>, String)> = Vec::new();
+    for (columns, colour) in [("80", false), ("160", false), ("80", true), ("160", true)] {
+        let switch = if colour { "CLICOLOR_FORCE" } else { "NO_COLOR" };
+        let vars = [("COLUMNS", OsStr::new(columns)), (switch, OsStr::new("1"))];
+        let text = env
+            .snapshot(&env.crew_env(dir, args, &vars))
+            .replace('\u{1b}', "␛");
+        let name = format!(
+            "{columns} columns, {}",
+            if colour { "colour" } else { "plain" }
+        );
+        match sections.iter_mut().find(|(_, seen)| *seen == text) {
+            Some((names, _)) => names.push(name),
+            None => sections.push((vec![name], text)),
+        }
+    }
+    sections
+        .iter()
+        .map(|(names, text)| format!("===== {} =====\n{text}\n", names.join("; ")))
+        .collect()
+}
+
+/// The runs of [`with_a_finished_run`], then: the same task integrated, a task with a long
+/// name that passed, one rejected for its scope and one that asks for help. The clock is
+/// then an hour and a half on, so that every time shown is whole.
+fn with_runs_in_many_states(env: &TestEnv) -> PathBuf {
+    let (repo, run) = with_a_finished_run(env);
+    env.crew(&repo, &["integrate", &run]).expect_code(0);
+    env.dispatch(&repo, "add-the-login-form-with-remember-me")
+        .backend("ok")
+        .scope("src/routes/**")
+        .verify("true")
+        .finished();
+    env.dispatch(&repo, "docs")
+        .backend("out-of-scope")
+        .scope("docs/**")
+        .finished();
+    env.dispatch(&repo, "db")
+        .backend("needs-help")
+        .scope("src/db/**")
+        .finished();
+    env.set_clock("2026-01-01T01:30:00Z");
+    repo
+}
+
 #[test]
 fn status_with_a_finished_run() {
     let env = TestEnv::new();
     let (repo, _) = with_a_finished_run(&env);
+    env.set_clock("2026-01-01T01:30:00Z");
     let out = env.crew(&repo, &["status", "--human"]);
     insta::assert_snapshot!(env.snapshot(&out));
+}
+
+#[test]
+fn status_of_runs_in_many_states_at_80_and_160_columns() {
+    let env = TestEnv::new();
+    let repo = with_runs_in_many_states(&env);
+    insta::assert_snapshot!(renderings(&env, &repo, &["status", "--human"]));
+}
+
+#[test]
+fn status_says_how_many_older_runs_it_hides() {
+    let env = TestEnv::new();
+    let repo = with_runs_in_many_states(&env);
+    let out = env.crew_env(
+        &repo,
+        &["status", "--human", "--recent", "1"],
+        &[("COLUMNS", OsStr::new("160"))],
+    );
+    insta::assert_snapshot!(env.snapshot(&out));
+    let json = env.crew(&repo, &["status", "--recent", "1"]).json();
+    assert_eq!(json["hidden"], 2);
 }
 
 #[test]
 fn show_of_a_finished_run() {
     let env = TestEnv::new();
     let (repo, run) = with_a_finished_run(&env);
-    let out = env.crew(&repo, &["show", &run, "--human"]);
-    insta::assert_snapshot!(env.snapshot(&out));
+    insta::assert_snapshot!(renderings(&env, &repo, &["show", &run, "--human"]));
 }
 
 #[test]
 fn wait_for_a_finished_run() {
     let env = TestEnv::new();
     let (repo, run) = with_a_finished_run(&env);
-    let out = env.wait(&repo, &run).human().run();
-    insta::assert_snapshot!(env.snapshot(&out));
+    insta::assert_snapshot!(renderings(&env, &repo, &["wait", &run, "--human"]));
 }
 
 #[test]
@@ -128,10 +198,11 @@ fn ledger_and_its_stats() {
         .backend("out-of-scope")
         .scope("docs/**")
         .finished();
-    let out = env.crew(&repo, &["ledger", "--human"]);
-    insta::assert_snapshot!("ledger", env.snapshot(&out));
-    let out = env.crew(&repo, &["ledger", "stats", "--human"]);
-    insta::assert_snapshot!("ledger_stats", env.snapshot(&out));
+    insta::assert_snapshot!("ledger", renderings(&env, &repo, &["ledger", "--human"]));
+    insta::assert_snapshot!(
+        "ledger_stats",
+        renderings(&env, &repo, &["ledger", "stats", "--human"])
+    );
 }
 
 #[test]
@@ -167,9 +238,9 @@ fn the_completion_summary_of_a_wave() {
         ],
     )
     .expect_code(0);
-    let out = env.crew(
+    insta::assert_snapshot!(renderings(
+        &env,
         &repo,
         &["summary", "--wave", "1", "--at", "completion", "--human"],
-    );
-    insta::assert_snapshot!(env.snapshot(&out));
+    ));
 }
