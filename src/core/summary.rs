@@ -4,6 +4,7 @@
 
 use serde::Serialize;
 
+use super::human::count;
 use super::plan::{Gate, Verdict};
 
 crate::core::flight::closed_set! {
@@ -125,34 +126,32 @@ fn hours(h: f64) -> String {
     }
 }
 
-fn plural(n: usize, one: &str, many: &str) -> String {
-    format!("{n} {}", if n == 1 { one } else { many })
-}
-
 /// The summary of a wave at `at`.
 pub fn summarize(f: &WaveFacts, at: At) -> Summary {
     let n = f.tasks.len();
     let title = match at {
         At::Dispatch => {
             let working = f.tasks.iter().filter(|t| t.status == "in-flight").count();
-            format!(
-                "Dispatching wave {} — {}",
-                f.wave,
-                plural(working, "worker", "workers")
-            )
+            let ready = f.tasks.iter().filter(|t| t.status == "ready").count();
+            // Before the dispatch nobody works yet: say what is about to start.
+            let who = match working {
+                0 => format!("{} ready, none started yet", count(ready, "task", "tasks")),
+                n => count(n, "worker", "workers"),
+            };
+            format!("Dispatching wave {} — {who}", f.wave)
         }
         At::Completion => {
             let done = f.tasks.iter().filter(|t| t.status == "done").count();
             format!(
                 "Wave {} completion — {done} of {} done",
                 f.wave,
-                plural(n, "task", "tasks")
+                count(n, "task", "tasks")
             )
         }
         At::MicroPlan => format!(
             "Micro-plan for wave {} — {}",
             f.wave,
-            plural(n, "task", "tasks")
+            count(n, "task", "tasks")
         ),
     };
     let what = f
@@ -305,7 +304,7 @@ pub fn summarize(f: &WaveFacts, at: At) -> Summary {
             if unknown > 0 && !estimates.is_empty() {
                 text.push_str(&format!(
                     ", {} without a size",
-                    plural(unknown, "task", "tasks")
+                    count(unknown, "task", "tasks")
                 ));
             }
             format!("{text}; {gate_name}")
@@ -389,6 +388,15 @@ mod tests {
         assert_eq!(
             when,
             "about 2.0 h (the longest lane: runs go in parallel, one worker's in turn); closed by gate g1"
+        );
+        // Before the dispatch, nobody works yet: the title counts what is ready.
+        let mut before = facts();
+        for t in &mut before.tasks {
+            t.status = "ready".into();
+        }
+        assert_eq!(
+            summarize(&before, At::Dispatch).title,
+            "Dispatching wave 1 — 2 tasks ready, none started yet"
         );
         // Two tasks of one standing worker run in turn: their estimates add up.
         let mut same = facts();
