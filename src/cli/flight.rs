@@ -55,6 +55,13 @@ pub struct RoutingArgs {
     /// The time budget of a run of the chosen backend (e.g. 25m, 1h 30m).
     #[arg(long, value_name = "DURATION")]
     pub time_budget: Option<String>,
+    /// The spend fence in dollars: the run ends once it has spent this much (sets
+    /// `fences.max_cost_usd`).
+    #[arg(long, value_name = "USD")]
+    pub max_cost: Option<String>,
+    /// The spend fence in tokens, in and out (sets `fences.max_tokens`).
+    #[arg(long, value_name = "N")]
+    pub max_tokens: Option<String>,
     /// Set any key: dotted.key=value (value in TOML syntax, or a plain string).
     #[arg(long = "set", value_name = "KEY=VALUE")]
     pub set: Vec<String>,
@@ -68,6 +75,8 @@ impl RoutingArgs {
             effort: self.effort.clone(),
             concurrency: self.concurrency.clone(),
             time_budget: self.time_budget.clone(),
+            max_cost: self.max_cost.clone(),
+            max_tokens: self.max_tokens.clone(),
             set: self.set.clone(),
         }
     }

@@ -187,6 +187,8 @@ pub fn verify_decision(result: &VerifyResult) -> String {
 #[derive(Debug, Clone, Default)]
 pub struct WorkerPaths {
     pub session_file: String,
+    /// Where a `command` worker may write its usage.
+    pub usage_file: String,
     /// The run's `TMPDIR`, when it has one.
     pub tmp: Option<String>,
 }
@@ -210,6 +212,7 @@ pub fn worker_env(
         ("CREW_SCOPE".into(), record.scope.join("\n")),
         ("CREW_MANIFEST".into(), record.manifest.clone()),
         ("CREW_SESSION_FILE".into(), paths.session_file.clone()),
+        ("CREW_USAGE_FILE".into(), paths.usage_file.clone()),
         (
             "CREW_DEADLINE".into(),
             super::stamp::format_seconds(record.deadline),
@@ -338,6 +341,7 @@ mod tests {
             2,
             &WorkerPaths {
                 session_file: "/s".into(),
+                usage_file: "/u".into(),
                 tmp: Some("/t".into()),
             },
             Some("sess"),

@@ -624,6 +624,14 @@ pub fn decide(flight: &Flight, request: &Request, facts: &Facts) -> Result<Plan,
         failure_threshold: Some(flight.fences.needs_help_after_failures.clamp(1, 100) as u32),
         manifest_required: Some(flight.fences.manifest_required),
         max_output: Some(flight.fences.max_output.max(4096) as u64),
+        max_cost_usd: flight.fences.max_cost_usd,
+        max_tokens: flight.fences.max_tokens.map(|n| n.max(1) as u64),
+        price: route
+            .model
+            .as_deref()
+            .and_then(|model| flight.prices.get(model))
+            .and_then(|p| p.price()),
+        usage: None,
         unreadable: None,
         transcript: match &request.transcripts {
             None => Some(facts.transcript.to_string_lossy().into_owned()),

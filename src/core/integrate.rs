@@ -44,6 +44,9 @@ pub struct RunNote {
     /// What an audit found outside the run's fences (a plain merge is never refused).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub violations: Vec<String>,
+    /// What the run spent (tokens and dollars, every attempt together).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub usage: Option<crate::core::usage::Usage>,
 }
 
 impl RunNote {
@@ -68,6 +71,7 @@ impl RunNote {
             fence: record.fence.clone(),
             forced_unverified: false,
             violations: Vec::new(),
+            usage: record.usage.as_ref().map(|u| u.total),
         }
     }
 

@@ -65,6 +65,10 @@ pub fn next_prompt(dir: &Path) -> PathBuf {
 pub fn session(dir: &Path) -> PathBuf {
     dir.join("session")
 }
+/// Where a `command` worker may write what its attempt has spent (`CREW_USAGE_FILE`).
+pub fn usage(dir: &Path) -> PathBuf {
+    dir.join("usage.json")
+}
 /// The run's `TMPDIR`.
 pub fn tmp(dir: &Path) -> PathBuf {
     dir.join("tmp")

@@ -37,6 +37,10 @@ pub struct Row {
     /// event, not another attempt.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub integrated: Option<String>,
+    /// What the run spent, every attempt together: tokens and dollars, numbers only
+    /// (`cost_usd` null when unpriced); absent when the worker reported nothing.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usage: Option<crate::core::usage::Usage>,
 }
 
 impl Row {
@@ -62,6 +66,7 @@ impl Row {
             scope_changed: record.scope_changed,
             key: Some(failure_key(record.model.as_deref(), &record.backend)),
             integrated: None,
+            usage: record.usage.as_ref().map(|u| u.total),
         }
     }
 

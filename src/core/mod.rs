@@ -23,4 +23,5 @@ pub mod scope;
 pub mod seal;
 pub mod stamp;
 pub mod summary;
+pub mod usage;
 pub mod wave;

@@ -231,6 +231,22 @@ pub struct RunRecord {
     /// even when the worker did not write it.
     #[serde(default)]
     pub manifest_required: Option<bool>,
+    /// `fences.max_cost_usd` at dispatch (`--max-cost`): the run ends once it has spent
+    /// this many dollars.
+    #[serde(default)]
+    pub max_cost_usd: Option<f64>,
+    /// `fences.max_tokens` at dispatch (`--max-tokens`): the run ends once it has spent
+    /// this many tokens, in and out.
+    #[serde(default)]
+    pub max_tokens: Option<u64>,
+    /// The price of the run's model at dispatch (`[prices."<model>"]`), per million
+    /// tokens: what prices a stream that reports tokens only.
+    #[serde(default)]
+    pub price: Option<crate::core::usage::Price>,
+    /// What each attempt spent and the total, as the worker reported it; none until it
+    /// reports anything.
+    #[serde(default)]
+    pub usage: Option<crate::core::usage::RunUsage>,
     /// Set on a stand-in for a live run whose pointer cannot be read: why. Never stored.
     #[serde(skip)]
     pub unreadable: Option<String>,
@@ -291,6 +307,10 @@ impl RunRecord {
             failure_threshold: None,
             manifest_required: None,
             max_output: None,
+            max_cost_usd: None,
+            max_tokens: None,
+            price: None,
+            usage: None,
             unreadable: None,
         }
     }
@@ -427,6 +447,25 @@ impl RunRecord {
         r.failure_threshold = Some(2);
         r.max_output = Some(1 << 20);
         r.manifest_required = Some(true);
+        r.max_cost_usd = Some(2.5);
+        r.max_tokens = Some(100_000);
+        r.price = Some(crate::core::usage::Price {
+            input: 1.25,
+            cached_input: 0.125,
+            output: 10.0,
+        });
+        let mut usage = crate::core::usage::RunUsage::default();
+        usage.set(
+            1,
+            crate::core::usage::Usage {
+                input_tokens: 100,
+                cached_input_tokens: 10,
+                output_tokens: 5,
+                reasoning_tokens: 1,
+                cost_usd: Some(0.01),
+            },
+        );
+        r.usage = Some(usage);
         r
     }
 

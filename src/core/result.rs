@@ -69,6 +69,11 @@ pub struct RunResult<'a> {
     pub failure_threshold: Option<u32>,
     pub max_output: Option<u64>,
     pub manifest_required: Option<bool>,
+    pub max_cost_usd: Option<f64>,
+    pub max_tokens: Option<u64>,
+    pub price: Option<&'a crate::core::usage::Price>,
+    /// What each attempt spent and the total (`null` until the worker reports any).
+    pub usage: Option<&'a crate::core::usage::RunUsage>,
 }
 
 impl<'a> RunResult<'a> {
@@ -125,6 +130,10 @@ impl<'a> RunResult<'a> {
             failure_threshold: record.failure_threshold,
             max_output: record.max_output,
             manifest_required: record.manifest_required,
+            max_cost_usd: record.max_cost_usd,
+            max_tokens: record.max_tokens,
+            price: record.price.as_ref(),
+            usage: record.usage.as_ref(),
         }
     }
 }

@@ -123,19 +123,18 @@ pub struct RunPaths<'a> {
 
 /// The fence of a run's worker: for a run that commits, its worktree, its private git
 /// dir, the object store, its branch's ref and reflog folders; for any run, its temp
-/// folder (`TMPDIR`), its manifest and session file (created empty if missing). Returns
-/// the fence and the temp folder.
+/// folder (`TMPDIR`), and the files it hands in (its manifest, session and usage files,
+/// created empty if missing). Returns the fence and the temp folder.
 pub fn for_run(
     paths: &RunPaths,
     base: Fence,
-    manifest: &Path,
-    session: &Path,
+    handed_in: &[&Path],
 ) -> anyhow::Result<(Fence, PathBuf)> {
     let mut fence = base;
     let tmp = crate::core::layout::tmp(paths.run_dir);
     std::fs::create_dir_all(&tmp).context("cannot create the run's temp folder")?;
     fence.add(&tmp);
-    for file in [manifest, session] {
+    for &file in handed_in {
         if !file.exists() {
             std::fs::write(file, "")
                 .with_context(|| format!("cannot create {}", file.display()))?;

@@ -146,6 +146,7 @@ pub fn audit(
                 fence: None,
                 forced_unverified: false,
                 violations: Vec::new(),
+                usage: None,
             },
         };
         note.forced_unverified = record

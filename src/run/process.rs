@@ -5,7 +5,7 @@ use std::io::Read;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -217,7 +217,13 @@ pub enum Ended {
     Deadline,
     /// Silent longer than the idle watchdog allows; the group was killed.
     Idle,
+    /// Stopped by what watched it (its output's observer, or its tick); the group was
+    /// killed.
+    Stopped,
 }
+
+/// Sees each piece of a worker's stdout as it arrives; `true` stops the worker.
+pub type Observer = Box<dyn FnMut(&[u8]) -> bool + Send>;
 
 /// A started worker.
 pub struct Running {
@@ -228,11 +234,14 @@ pub struct Running {
     stdout_file: PathBuf,
     stderr_file: PathBuf,
     last_activity: Arc<AtomicU64>,
+    /// Set by the stdout observer to stop the worker.
+    stop: Arc<AtomicBool>,
     pub pid: u32,
 }
 
-/// Starts a process in its own process group, stdin closed, output archived.
-pub fn start(spec: &Spec) -> anyhow::Result<Running> {
+/// Starts a process in its own process group, stdin closed, output archived; `observe`
+/// sees its stdout as it comes.
+pub fn start(spec: &Spec, observe: Option<Observer>) -> anyhow::Result<Running> {
     let sinks = [
         Arc::new(Mutex::new(Capped::create(
             &spec.stdout_file,
@@ -266,8 +275,15 @@ pub fn start(spec: &Spec) -> anyhow::Result<Running> {
     let mut readers = Vec::new();
     let stdout = child.stdout.take().context("stdout is piped")?;
     let stderr = child.stderr.take().context("stderr is piped")?;
-    readers.push(pump(stdout, sinks[0].clone(), last_activity.clone()));
-    readers.push(pump(stderr, sinks[1].clone(), last_activity.clone()));
+    let stop = Arc::new(AtomicBool::new(false));
+    let watcher = observe.map(|observer| (observer, stop.clone()));
+    readers.push(pump(
+        stdout,
+        sinks[0].clone(),
+        last_activity.clone(),
+        watcher,
+    ));
+    readers.push(pump(stderr, sinks[1].clone(), last_activity.clone(), None));
     let pid = child.id();
     Ok(Running {
         child,
@@ -277,15 +293,18 @@ pub fn start(spec: &Spec) -> anyhow::Result<Running> {
         stdout_file: spec.stdout_file.clone(),
         stderr_file: spec.stderr_file.clone(),
         last_activity,
+        stop,
         pid,
     })
 }
 
-/// Copies a stream into its capped file as it comes, a buffer at a time.
+/// Copies a stream into its capped file as it comes, a buffer at a time, showing each
+/// buffer to the observer, if any, which may raise the stop flag.
 fn pump(
     mut from: impl Read + Send + 'static,
     sink: Arc<Mutex<Capped>>,
     activity: Arc<AtomicU64>,
+    mut watcher: Option<(Observer, Arc<AtomicBool>)>,
 ) -> std::thread::JoinHandle<()> {
     std::thread::spawn(move || {
         let mut buf = [0u8; 8192];
@@ -296,6 +315,11 @@ fn pump(
                     activity.store(now_millis(), Ordering::Relaxed);
                     if let Ok(mut sink) = sink.lock() {
                         sink.write(&buf[..n]);
+                    }
+                    if let Some((observe, stop)) = &mut watcher
+                        && observe(&buf[..n])
+                    {
+                        stop.store(true, Ordering::Relaxed);
                     }
                 }
             }
@@ -309,13 +333,14 @@ impl Running {
         self.last_activity.load(Ordering::Relaxed)
     }
 
-    /// Waits for the process, killing its group at `deadline` or after `idle` of silence.
-    /// `tick` runs about once a second while waiting (to refresh the live pointer).
+    /// Waits for the process, killing its group at `deadline`, after `idle` of silence,
+    /// or when its observer or `tick` says stop. `tick` runs about once a second while
+    /// waiting (to refresh the live pointer) and returns whether to stop.
     pub fn watch(
         mut self,
         deadline: Instant,
         idle: Option<Duration>,
-        tick: &mut dyn FnMut(u64),
+        tick: &mut dyn FnMut(u64) -> bool,
     ) -> anyhow::Result<Ended> {
         let mut last_tick = Instant::now();
         let ended = loop {
@@ -328,6 +353,9 @@ impl Running {
             }
             if Instant::now() >= deadline {
                 break Ended::Deadline;
+            }
+            if self.stop.load(Ordering::Relaxed) {
+                break Ended::Stopped;
             }
             if interrupted() {
                 kill_group(self.pid);
@@ -343,8 +371,10 @@ impl Running {
                 }
             }
             if last_tick.elapsed() >= Duration::from_secs(1) {
-                tick(self.last_activity());
                 last_tick = Instant::now();
+                if tick(self.last_activity()) {
+                    break Ended::Stopped;
+                }
             }
             std::thread::sleep(Duration::from_millis(50));
         };

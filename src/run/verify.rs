@@ -57,14 +57,15 @@ pub fn run(
     // While the verify runs, Ctrl-C stops it (and what it started) and lets the caller
     // clean up; before and after, it interrupts as usual.
     crate::sys::process::catch_interrupts();
-    let watched = start(&spec).and_then(|running| running.watch(deadline, None, &mut |_| {}));
+    let watched =
+        start(&spec, None).and_then(|running| running.watch(deadline, None, &mut |_| false));
     crate::sys::process::default_interrupts();
     if crate::sys::process::interrupted() {
         anyhow::bail!(super::process::Interrupted);
     }
     let code = match watched? {
         Ended::Exited(code) => code,
-        Ended::Deadline | Ended::Idle => return Ok(Verified::Timeout),
+        Ended::Deadline | Ended::Idle | Ended::Stopped => return Ok(Verified::Timeout),
     };
     let by_exit = if code == Some(0) { 1.0 } else { 0.0 };
     Ok(Verified::Done(match read_reward(verifier_dir) {

@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 use crate::sys::lock::Lock;
 
 /// A standing worker's last session.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct WorkerSession {
     pub backend: String,
     pub session: String,
@@ -19,9 +19,13 @@ pub struct WorkerSession {
     pub run: String,
     #[serde(with = "crate::core::stamp::seconds::lenient")]
     pub updated_at: jiff::Timestamp,
+    /// The session's cumulative usage as its stream last reported it (codex threads
+    /// carry their total over): the next run's spend is measured from it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub thread_usage: Option<crate::core::usage::Usage>,
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Sessions {
     #[serde(default)]
     pub workers: BTreeMap<String, WorkerSession>,

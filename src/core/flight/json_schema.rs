@@ -40,6 +40,7 @@ fn kind_schema(kind: Kind) -> serde_json::Value {
         Kind::Enum(values) => json!({"type": "string", "enum": values}),
         Kind::Bool => json!({"type": "boolean"}),
         Kind::Int { min, max } => json!({"type": "integer", "minimum": min, "maximum": max}),
+        Kind::Number => json!({"type": "number", "minimum": 0}),
         Kind::Duration => {
             json!({"type": "string", "pattern": "^\\s*[0-9]+\\s*[a-zA-Zµ]+(\\s*[0-9]+\\s*[a-zA-Zµ]+)*\\s*$"})
         }

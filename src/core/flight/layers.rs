@@ -75,6 +75,9 @@ pub struct Invocation {
     pub effort: Option<String>,
     pub concurrency: Option<String>,
     pub time_budget: Option<String>,
+    /// `--max-cost` and `--max-tokens`: the run's spend fence (`fences.*`).
+    pub max_cost: Option<String>,
+    pub max_tokens: Option<String>,
     /// `dotted.key=value` pairs, applied in order.
     pub set: Vec<String>,
 }
@@ -137,6 +140,17 @@ fn flag_sources(inv: &Invocation, backend: Option<&str>) -> Vec<LayerSource> {
             format!("--backend {b}"),
             set_document("default_backend", &toml_string(b)),
         ));
+    }
+    for (flag, key, value) in [
+        ("--max-cost", "fences.max_cost_usd", &inv.max_cost),
+        ("--max-tokens", "fences.max_tokens", &inv.max_tokens),
+    ] {
+        if let Some(v) = value {
+            out.push(invocation_source(
+                format!("{flag} {v}"),
+                set_document(key, v),
+            ));
+        }
     }
     let Some(backend) = backend else {
         return out;
@@ -367,6 +381,18 @@ fn check_references(resolved: &Resolved) -> Vec<Diagnostic> {
             );
         }
     }
+    // A price that names no input or no output price would price half a stream.
+    for (model, price) in &flight.prices {
+        if price.price().is_none() {
+            report(
+                &format!("prices.{model}"),
+                format!(
+                    "the price of `{model}` needs both `input` and `output` (dollars per million tokens)"
+                ),
+                None,
+            );
+        }
+    }
     out
 }
 
@@ -389,6 +415,51 @@ mod tests {
             .iter()
             .map(|d| d.to_string())
             .collect()
+    }
+
+    #[test]
+    fn a_price_needs_input_and_output_and_a_number_is_finite_and_not_negative() {
+        let text = "[prices.\"gpt-x\"]\ninput = 1.25\noutput = 10\n[prices.half]\ninput = 1\n[fences]\nmax_cost_usd = 2\nmax_tokens = 50000\n";
+        let errs = errors(
+            &[file(Layer::Project, "p.toml", text)],
+            &Invocation::default(),
+        );
+        assert_eq!(errs.len(), 1, "{errs:?}");
+        assert!(
+            errs[0].contains("`prices.half`") && errs[0].contains("needs both"),
+            "{errs:?}"
+        );
+        let ok = "[prices.\"gpt-x\"]\ninput = 1.25\ncached_input = 0.125\noutput = 10\n[fences]\nmax_cost_usd = 2\nmax_tokens = 50000\n";
+        let r = resolve(
+            &[file(Layer::Project, "p.toml", ok)],
+            &Invocation::default(),
+        )
+        .unwrap();
+        let price = r.flight.prices["gpt-x"].price().unwrap();
+        assert_eq!(
+            (price.input, price.cached_input, price.output),
+            (1.25, 0.125, 10.0)
+        );
+        assert_eq!(r.flight.fences.max_cost_usd, Some(2.0));
+        assert_eq!(r.flight.fences.max_tokens, Some(50000));
+        let bad = "[fences]\nmax_cost_usd = -1.5\n";
+        let errs = errors(
+            &[file(Layer::Project, "p.toml", bad)],
+            &Invocation::default(),
+        );
+        assert!(
+            errs[0].contains("`fences.max_cost_usd`: must be a finite number, at least 0"),
+            "{errs:?}"
+        );
+        let nan = "[fences]\nmax_cost_usd = nan\n";
+        assert_eq!(
+            errors(
+                &[file(Layer::Project, "p.toml", nan)],
+                &Invocation::default()
+            )
+            .len(),
+            1
+        );
     }
 
     #[test]

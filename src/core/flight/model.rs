@@ -24,12 +24,38 @@ pub struct Flight {
     pub workers: BTreeMap<String, Worker>,
     #[serde(default)]
     pub roles: Roles,
+    /// Prices by model name (`[prices."<model>"]`).
+    #[serde(default)]
+    pub prices: BTreeMap<String, ModelPrice>,
     pub gates: Gates,
     pub fences: Fences,
     pub worktree: WorktreePolicy,
     pub plans: PlansPolicy,
     pub summary: SummaryPolicy,
     pub sandbox: SandboxPolicy,
+}
+
+/// A model's price per million tokens.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ModelPrice {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub input: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cached_input: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output: Option<f64>,
+}
+
+impl ModelPrice {
+    /// The price, when it names both input and output (cached input defaults to input).
+    pub fn price(&self) -> Option<crate::core::usage::Price> {
+        Some(crate::core::usage::Price {
+            input: self.input?,
+            cached_input: self.cached_input.or(self.input)?,
+            output: self.output?,
+        })
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -151,6 +177,10 @@ pub struct Fences {
     pub max_attempts: i64,
     pub max_output: i64,
     pub manifest_required: bool,
+    #[serde(default)]
+    pub max_cost_usd: Option<f64>,
+    #[serde(default)]
+    pub max_tokens: Option<i64>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -220,6 +250,7 @@ mod tests {
             "" => fields_of::<Flight>(),
             "backends.*" => fields_of::<Backend>(),
             "workers.*" => fields_of::<Worker>(),
+            "prices.*" => fields_of::<ModelPrice>(),
             "roles" => fields_of::<Roles>(),
             "roles.implement" | "roles.review" | "roles.investigate" | "roles.cleanup" => {
                 fields_of::<RoleRouting>()
@@ -258,6 +289,7 @@ mod tests {
                 Kind::Enum(values) => Value::String(values[n % values.len()].to_string()),
                 Kind::Bool => Value::Boolean(even),
                 Kind::Int { min, max } => Value::Integer(if even { min } else { max }),
+                Kind::Number => Value::Float(if even { 0.0 } else { 2.5 }),
                 Kind::Duration => Value::String(format!("{}m", n + 1)),
                 Kind::StrArray => Value::Array(vec![Value::String(format!("a{n}"))]),
                 Kind::EnumArray(values) => Value::Array(

@@ -50,6 +50,8 @@ pub enum Kind {
         min: i64,
         max: i64,
     },
+    /// A finite number (integer or float), at least zero.
+    Number,
     /// A duration such as `25m`, `90s`, `1h 30m`.
     Duration,
     StrArray,
@@ -66,6 +68,7 @@ impl Kind {
             Kind::Str | Kind::Enum(_) => "a string",
             Kind::Bool => "a boolean",
             Kind::Int { .. } => "an integer",
+            Kind::Number => "a number",
             Kind::Duration => "a duration string such as \"25m\"",
             Kind::StrArray | Kind::EnumArray(_) => "an array of strings",
             Kind::StrMap => "a table of strings",
@@ -298,6 +301,37 @@ const FENCES: &[Field] = &[
         "Whether a reply must be delivered as a manifest.",
     )
     .defaults_to(Bool(true)),
+    field(
+        "max_cost_usd",
+        Kind::Number,
+        "The spend fence in dollars: a run that has spent this much ends (unset: no limit). A run whose cost is unknown (unpriced) is held by max_tokens only.",
+    ),
+    field(
+        "max_tokens",
+        Kind::Int {
+            min: 1,
+            max: 1 << 50,
+        },
+        "The spend fence in tokens (input and output, every attempt of the run): a run that has spent this many ends (unset: no limit).",
+    ),
+];
+
+const PRICE: &[Field] = &[
+    field(
+        "input",
+        Kind::Number,
+        "Dollars per million input tokens (those not read from a cache).",
+    ),
+    field(
+        "cached_input",
+        Kind::Number,
+        "Dollars per million input tokens read from a cache (unset: priced as input).",
+    ),
+    field(
+        "output",
+        Kind::Number,
+        "Dollars per million output tokens (reasoning included).",
+    ),
 ];
 
 const WORKTREE: &[Field] = &[
@@ -426,6 +460,11 @@ pub const ROOT: &[Field] = &[
         "fences",
         Kind::Table(FENCES),
         "The fences every dispatch carries.",
+    ),
+    field(
+        "prices",
+        Kind::Named(PRICE),
+        "Prices by model name, for streams that report tokens only; none is shipped.",
     ),
     field("worktree", Kind::Table(WORKTREE), "Worktree lifecycle."),
     field("plans", Kind::Table(PLANS), "Plans in .crew/plans."),

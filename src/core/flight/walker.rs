@@ -142,6 +142,27 @@ impl<'a> Walker<'a> {
                     }
                 }
             }
+            (Kind::Number, DeValue::Integer(_) | DeValue::Float(_)) => {
+                let number = match value.get_ref() {
+                    DeValue::Integer(i) => i64::from_str_radix(i.as_str(), i.radix())
+                        .ok()
+                        .map(|n| n as f64),
+                    DeValue::Float(f) => f.as_str().parse::<f64>().ok(),
+                    _ => None,
+                };
+                match number.filter(|n| n.is_finite() && *n >= 0.0) {
+                    Some(n) => Some(Value::Float(n)),
+                    None => {
+                        self.report(
+                            at,
+                            dotted,
+                            "must be a finite number, at least 0".into(),
+                            None,
+                        );
+                        None
+                    }
+                }
+            }
             (Kind::Duration, DeValue::String(s)) => match humantime::parse_duration(s) {
                 Ok(d) if d > MAX_DURATION => {
                     self.report(

@@ -13,6 +13,7 @@ impl Supervisor<'_> {
             session_file,
             stdout_file,
             stderr_file,
+            spend,
         } = launched;
         let idle = self.record.idle_timeout_s.map(Duration::from_secs);
         let store = self.store;
@@ -20,10 +21,17 @@ impl Supervisor<'_> {
         let pid = running.pid;
         let ended = running.watch(self.deadline, idle, &mut |activity| {
             record.last_activity_at = Some(stamp::whole_second(stamp::from_millis(activity)));
+            // The spend so far shows on the live run; the fence may stop it.
+            let spent = spend.lock().map(|mut s| {
+                let spent = s.look();
+                super::spend::file(record, &s);
+                spent
+            });
             if let Ok(false) = store.update_live(record) {
                 // Ended from outside: stop the worker; the next save reports it.
                 crate::sys::process::kill_group(pid);
             }
+            spent.unwrap_or(false)
         })?;
         self.record.pid = None;
         self.import_objects()?;
@@ -41,6 +49,10 @@ impl Supervisor<'_> {
         if let Some(id) = self.adapter.session(&stdout, &session_file) {
             self.record.session = Some(id);
             self.session_confirmed = true;
+        }
+        if let Ok(mut s) = spend.lock() {
+            s.look();
+            super::spend::file(&mut self.record, &s);
         }
         self.warnings.extend(self.adapter.warnings(&stdout));
         self.last_stdout = stdout;

@@ -9,6 +9,7 @@ pub(super) struct Launched {
     pub session_file: PathBuf,
     pub stdout_file: PathBuf,
     pub stderr_file: PathBuf,
+    pub spend: super::spend::Shared,
 }
 
 impl Supervisor<'_> {
@@ -120,6 +121,15 @@ impl Supervisor<'_> {
             None => self.adapter.launch(&attempt)?,
         };
         let session_file = crate::core::layout::session(&self.run_dir);
+        let usage_file = crate::core::layout::usage(&self.run_dir);
+        let spend = super::spend::Spend::start(
+            &self.record,
+            usage_file.clone(),
+            session.as_deref(),
+            session
+                .as_deref()
+                .and_then(|s| self.thread_usage_elsewhere(s)),
+        );
         let mut header = process::open_append(&self.transcript)?;
         std::io::Write::write_all(
             &mut header,
@@ -142,6 +152,7 @@ impl Supervisor<'_> {
             n,
             &crate::core::attempt::WorkerPaths {
                 session_file: session_file.to_string_lossy().into_owned(),
+                usage_file: usage_file.to_string_lossy().into_owned(),
                 tmp: self.tmp.as_ref().map(|t| t.to_string_lossy().into_owned()),
             },
             session.as_deref(),
@@ -169,7 +180,11 @@ impl Supervisor<'_> {
                 .unwrap_or(crate::run::output::DEFAULT_CAP),
             fence: self.fence.clone(),
         };
-        let running = process::start(&spec)?;
+        let observed = spend.clone();
+        let observer: process::Observer = Box::new(move |bytes: &[u8]| {
+            observed.lock().map(|mut s| s.feed(bytes)).unwrap_or(false)
+        });
+        let running = process::start(&spec, Some(observer))?;
         self.record.pid = Some(running.pid);
         self.record.last_activity_at = Some(stamp::whole_second(stamp::from_millis(
             running.last_activity(),
@@ -180,6 +195,16 @@ impl Supervisor<'_> {
             session_file,
             stdout_file,
             stderr_file,
+            spend,
         })
+    }
+
+    /// The last total a standing worker's earlier run saw for codex thread `session`.
+    fn thread_usage_elsewhere(&self, session: &str) -> Option<crate::core::usage::Usage> {
+        crate::state::sessions::load(self.store.root())
+            .workers
+            .values()
+            .find(|w| w.session == session)
+            .and_then(|w| w.thread_usage)
     }
 }

@@ -30,6 +30,7 @@ mod capture;
 mod launch;
 mod reap;
 mod settle;
+mod spend;
 
 use reap::end_outside;
 pub use reap::{abandon, reap_dead};
@@ -226,8 +227,11 @@ impl<'a> Supervisor<'a> {
                         may_commit: record.role.may_commit(),
                     },
                     base,
-                    Path::new(&record.manifest),
-                    &crate::core::layout::session(&run_dir),
+                    &[
+                        Path::new(&record.manifest),
+                        &crate::core::layout::session(&run_dir),
+                        &crate::core::layout::usage(&run_dir),
+                    ],
                 )?;
                 (Some(fence), Some(tmp))
             }
@@ -266,12 +270,25 @@ impl<'a> Supervisor<'a> {
         }
     }
 
+    /// Why the run is past its spend fence, if it is.
+    fn spent(&self) -> Option<String> {
+        let total = self.record.usage.as_ref()?.total;
+        spend::fence_of(&self.record).breached(&total)
+    }
+
     fn drive(&mut self) -> anyhow::Result<()> {
         self.record.phase = Phase::Working;
         self.save()?;
         let mut next = self.first_prompt()?;
         let mut corrected = false;
         loop {
+            // A run past its spend fence starts no other attempt: no continuation, no
+            // corrective retry, no resume.
+            if let Some(reason) = self.spent() {
+                let _ = self.settle_work();
+                self.record.decision = Some(reason);
+                return self.finish(Outcome::Timeout);
+            }
             let ended = self.attempt(&next)?;
             match ended {
                 Ended::Deadline => {
@@ -285,6 +302,14 @@ impl<'a> Supervisor<'a> {
                     let idle = self.record.idle_timeout_s.unwrap_or_default();
                     self.record.decision =
                         Some(format!("the worker was silent for {idle}s (idle watchdog)"));
+                    return self.finish(Outcome::Timeout);
+                }
+                Ended::Stopped => {
+                    let _ = self.settle_work();
+                    self.record.decision = Some(
+                        self.spent()
+                            .unwrap_or_else(|| "the spend fence was reached".into()),
+                    );
                     return self.finish(Outcome::Timeout);
                 }
                 Ended::Exited(_) => {}

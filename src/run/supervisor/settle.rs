@@ -319,6 +319,13 @@ impl Supervisor<'_> {
                     session: session.clone(),
                     run: self.record.run.clone(),
                     updated_at: crate::sys::clock::now_s(),
+                    thread_usage: self
+                        .record
+                        .usage
+                        .as_ref()
+                        .and_then(|u| u.thread.as_ref())
+                        .filter(|t| &t.session == session)
+                        .map(|t| t.usage),
                 },
             );
         }

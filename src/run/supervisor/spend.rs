@@ -1,0 +1,127 @@
+//! The spend fence: what an attempt spends, read off its stream as it arrives (and, for a
+//! `command` worker, from the usage file it keeps), priced from the lead's configuration
+//! and held against the run's `fences.max_cost_usd` and `fences.max_tokens`.
+
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+
+use crate::core::flight::AdapterKind;
+use crate::core::record::RunRecord;
+use crate::core::usage::{Meter, Price, Reading, RunUsage, SpendFence, ThreadTotal, Usage};
+
+/// One attempt's spend as it runs.
+pub(super) struct Spend {
+    meter: Meter,
+    adapter: AdapterKind,
+    usage_file: PathBuf,
+    /// What the usage file said at the last look.
+    reported: Option<Usage>,
+    /// The codex thread's total before this attempt (none for a fresh thread).
+    thread_before: Usage,
+    /// What the run spent before this attempt.
+    run_before: Usage,
+    price: Option<Price>,
+    fence: SpendFence,
+}
+
+/// A spend shared by the stream's reader and the supervisor's watch.
+pub(super) type Shared = Arc<Mutex<Spend>>;
+
+impl Spend {
+    /// The spend of attempt `record.attempts` (already counted), resuming `session` if
+    /// it does; `thread` is that session's total as last known elsewhere (a standing
+    /// worker's previous run).
+    pub(super) fn start(
+        record: &RunRecord,
+        usage_file: PathBuf,
+        session: Option<&str>,
+        thread: Option<Usage>,
+    ) -> Shared {
+        // The file holds this attempt's spend only: what an earlier one wrote goes.
+        let _ = std::fs::write(&usage_file, "");
+        let run = record.usage.clone().unwrap_or_default();
+        let thread_before = match run.thread_before(session) {
+            known if known != Usage::default() => known,
+            _ => thread.filter(|_| session.is_some()).unwrap_or_default(),
+        };
+        Arc::new(Mutex::new(Spend {
+            meter: Meter::new(record.adapter),
+            adapter: record.adapter,
+            usage_file,
+            reported: None,
+            thread_before,
+            run_before: run.total,
+            price: record.price,
+            fence: fence_of(record),
+        }))
+    }
+
+    /// Takes in a piece of the stream; whether the fence is now reached.
+    pub(super) fn feed(&mut self, bytes: &[u8]) -> bool {
+        self.meter.feed(bytes);
+        self.fence.is_set() && self.breached().is_some()
+    }
+
+    /// Looks at the usage file again (a `command` worker's); whether the fence is now
+    /// reached.
+    pub(super) fn look(&mut self) -> bool {
+        if self.adapter == AdapterKind::Command {
+            self.reported = std::fs::read_to_string(&self.usage_file)
+                .ok()
+                .and_then(|text| Usage::from_file(&text));
+        }
+        self.fence.is_set() && self.breached().is_some()
+    }
+
+    /// What the attempt has spent so far, priced; none when nothing was reported.
+    pub(super) fn attempt(&self) -> Option<Usage> {
+        let streamed = self
+            .meter
+            .reading()
+            .map(|reading| reading.attempt(&self.thread_before));
+        streamed
+            .or(self.reported)
+            .filter(|u| !u.is_empty())
+            .map(|u| u.priced(self.price.as_ref()))
+    }
+
+    /// The thread's total as the stream last reported it (codex).
+    pub(super) fn thread_total(&self) -> Option<Usage> {
+        match self.meter.reading() {
+            Some(Reading::ThreadTotal(total)) => Some(total),
+            _ => None,
+        }
+    }
+
+    /// Why the run is past its fence, counting this attempt, if it is.
+    pub(super) fn breached(&self) -> Option<String> {
+        let attempt = self.attempt().unwrap_or_default();
+        self.fence.breached(&self.run_before.plus(&attempt))
+    }
+}
+
+/// The spend fence the lead set on the run at dispatch.
+pub(super) fn fence_of(record: &RunRecord) -> SpendFence {
+    SpendFence {
+        max_cost_usd: record.max_cost_usd,
+        max_tokens: record.max_tokens,
+    }
+}
+
+/// Files what attempt `record.attempts` spent in the record, with the thread's total
+/// for the session it ran in.
+pub(super) fn file(record: &mut RunRecord, spend: &Spend) {
+    let Some(usage) = spend.attempt() else {
+        return;
+    };
+    let attempt = record.attempts;
+    let mut run: RunUsage = record.usage.take().unwrap_or_default();
+    run.set(attempt, usage);
+    if let (Some(total), Some(session)) = (spend.thread_total(), &record.session) {
+        run.thread = Some(ThreadTotal {
+            session: session.clone(),
+            usage: total,
+        });
+    }
+    record.usage = Some(run);
+}
