@@ -231,6 +231,9 @@ pub struct RunRecord {
     /// even when the worker did not write it.
     #[serde(default)]
     pub manifest_required: Option<bool>,
+    /// The run this one retries (`git crew retry`).
+    #[serde(default)]
+    pub retry_of: Option<String>,
     /// Set on a stand-in for a live run whose pointer cannot be read: why. Never stored.
     #[serde(skip)]
     pub unreadable: Option<String>,
@@ -291,6 +294,7 @@ impl RunRecord {
             failure_threshold: None,
             manifest_required: None,
             max_output: None,
+            retry_of: None,
             unreadable: None,
         }
     }
@@ -427,6 +431,7 @@ impl RunRecord {
         r.failure_threshold = Some(2);
         r.max_output = Some(1 << 20);
         r.manifest_required = Some(true);
+        r.retry_of = Some("20260101-000000-0000".into());
         r
     }
 

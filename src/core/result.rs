@@ -68,6 +68,8 @@ pub struct RunResult<'a> {
     pub failure_threshold: Option<u32>,
     pub max_output: Option<u64>,
     pub manifest_required: Option<bool>,
+    /// The run this one retries.
+    pub retry_of: Option<&'a str>,
 }
 
 impl<'a> RunResult<'a> {
@@ -124,6 +126,7 @@ impl<'a> RunResult<'a> {
             failure_threshold: record.failure_threshold,
             max_output: record.max_output,
             manifest_required: record.manifest_required,
+            retry_of: record.retry_of.as_deref(),
         }
     }
 }
@@ -216,6 +219,9 @@ pub fn result_block(record: &RunRecord) -> String {
             shown(record, record.deadline)
         ),
     ];
+    if let Some(of) = &record.retry_of {
+        out.push(format!("retry of run {of}"));
+    }
     if let Some(decision) = &record.decision {
         out.push(format!("decision: {decision}"));
     }
