@@ -155,6 +155,38 @@ pub fn run(ctx: &CommandContext, args: DispatchArgs) -> Result<Report> {
     )
     .map_err(CrewError::internal)?
     .map_err(CrewError::from)?;
+    let outcome = Outcome {
+        wait: args.wait,
+        warnings,
+        stale_days,
+    };
+    report(repo, &repo_dir, &store, &flight, started, outcome)
+}
+
+/// What a dispatch (or a retry) hands back besides the run it started.
+pub(super) struct Outcome {
+    /// `--wait`: block until the run ends and print its result.
+    pub wait: bool,
+    pub warnings: Vec<String>,
+    /// Days since the plan file changed, when it is stale.
+    pub stale_days: Option<i64>,
+}
+
+/// Renders a dispatch carried out (or, for `--dry-run`, only decided): the run that
+/// would start, the run's result once it ends (`--wait`), or the run that started.
+pub(super) fn report(
+    repo: &crate::git::Repository,
+    repo_dir: &std::path::Path,
+    store: &crate::state::runs::RunStore,
+    flight: &crate::core::flight::Flight,
+    started: dispatch::Started,
+    outcome: Outcome,
+) -> Result<Report> {
+    let Outcome {
+        wait,
+        mut warnings,
+        stale_days,
+    } = outcome;
     let plan = &started.plan;
     let Some(record) = started.record else {
         let record = &plan.record;
@@ -175,24 +207,32 @@ pub fn run(ctx: &CommandContext, args: DispatchArgs) -> Result<Report> {
         let output = DryRun::of(record, &plan.escalated_from, &warnings);
         return Ok(Report::of(&output, human));
     };
-    if args.wait {
+    if wait {
         return super::wait::wait_for(
-            &store,
-            Some(&repo_dir),
+            store,
+            Some(repo_dir),
             std::slice::from_ref(&record.run),
             false,
             None,
         );
     }
-    let session_plan = dispatch::session_plan(&store, &flight, &record);
+    let session_plan = dispatch::session_plan(store, flight, &record);
     let split_advice = crate::run::ledger::split_advice(repo, &record);
     warnings.extend(split_advice.clone());
     for warning in &warnings {
         eprintln!("warning: {warning}");
     }
     let human = format!(
-        "dispatched {} (task {}) to {} in {}",
-        record.run, record.task, record.backend, record.worktree
+        "dispatched {} (task {}) to {} in {}{}",
+        record.run,
+        record.task,
+        record.backend,
+        record.worktree,
+        record
+            .retry_of
+            .as_ref()
+            .map(|of| format!(" (a retry of {of})"))
+            .unwrap_or_default()
     );
     let output = Dispatched {
         stale_days,
@@ -215,7 +255,7 @@ fn read_prompt(path: &std::path::Path) -> Result<String> {
 }
 
 /// The branch a run is cut from: HEAD's branch, or `--base` when it names a local branch.
-fn base_branch(repo: &crate::git::Repository, base: Option<&str>) -> Option<String> {
+pub(super) fn base_branch(repo: &crate::git::Repository, base: Option<&str>) -> Option<String> {
     match base {
         None => crate::git::refs::head_branch(repo),
         Some(rev) => {

@@ -1,4 +1,5 @@
-//! `git crew hook pre-commit|post-merge`: the entry points the installed hook shims call.
+//! `git crew hook pre-commit|post-merge|post-commit`: the entry points the installed hook
+//! shims call.
 //! Output is for the person running git (prefixed `crew:` on stderr) unless `--json`.
 
 use clap::{Args, Subcommand};
@@ -27,14 +28,48 @@ pub enum Hook {
         #[arg(default_value = "0")]
         squash: String,
     },
+    /// Audit crew runs that a merge concluded by hand (`git commit` after resolving a
+    /// conflict) brought in; never blocks.
+    PostCommit,
 }
 
 pub fn run(ctx: &CommandContext, args: HookArgs) -> Result<Report> {
     match args.hook {
         Hook::PreCommit => pre_commit(ctx),
-        Hook::PostMerge { .. } => Ok(post_merge(ctx).unwrap_or_else(|err| {
-            // An observer never breaks the user's merge.
-            let message = format!("post-merge audit skipped: {err}");
+        Hook::PostMerge { .. } => Ok(observe(ctx, "post-merge", crate::run::post_merge::audit)),
+        Hook::PostCommit => Ok(observe(
+            ctx,
+            "post-commit",
+            crate::run::post_merge::audit_commit,
+        )),
+    }
+}
+
+/// The signature of the audits the observing hooks run.
+type Audit = fn(
+    &crate::git::Repository,
+    &std::path::Path,
+    &mut dyn FnMut(&str),
+) -> anyhow::Result<Vec<crate::run::post_merge::Merged>>;
+
+/// Runs an observing hook's audit: what it finds is reported, and its own failure is a
+/// warning, never an error (an observer never breaks the user's merge or commit).
+fn observe(ctx: &CommandContext, hook: &str, audit: Audit) -> Report {
+    let found = (|| -> anyhow::Result<Vec<crate::run::post_merge::Merged>> {
+        let repo = ctx.repo()?;
+        let repo_dir = ctx.workdir()?.to_path_buf();
+        audit(repo, &repo_dir, &mut |line| say(ctx, line))
+    })();
+    match found {
+        Ok(runs) => Report::of(
+            &PostMerge {
+                runs,
+                warnings: Vec::new(),
+            },
+            "",
+        ),
+        Err(err) => {
+            let message = format!("{hook} audit skipped: {err}");
             say(ctx, &format!("warning: {message}"));
             Report::of(
                 &PostMerge {
@@ -43,7 +78,7 @@ pub fn run(ctx: &CommandContext, args: HookArgs) -> Result<Report> {
                 },
                 "",
             )
-        })),
+        }
     }
 }
 
@@ -151,22 +186,8 @@ fn plain_checkout(ctx: &CommandContext, repo: &crate::git::Repository) -> Report
     )
 }
 
-/// After a plain `git merge`: every crew run branch the merge brought in is audited and
-/// recorded (`run::post_merge`); what it finds is reported, never fatal.
-fn post_merge(ctx: &CommandContext) -> anyhow::Result<Report> {
-    let repo = ctx.repo()?;
-    let repo_dir = ctx.workdir()?.to_path_buf();
-    let runs = crate::run::post_merge::audit(repo, &repo_dir, &mut |line| say(ctx, line))?;
-    Ok(Report::of(
-        &PostMerge {
-            runs,
-            warnings: Vec::new(),
-        },
-        "",
-    ))
-}
-
-/// What `hook post-merge` prints: the run branches the merge brought in.
+/// What `hook post-merge` and `hook post-commit` print: the run branches the merge
+/// brought in.
 #[derive(serde::Serialize)]
 struct PostMerge {
     runs: Vec<crate::run::post_merge::Merged>,

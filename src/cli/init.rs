@@ -14,9 +14,9 @@ const INIT_EXAMPLES: &str = "Examples:\n  git crew init\n  git crew init --unins
 
 /// Set up git-crew in this repository.
 ///
-/// Installs the pre-commit and post-merge hook shims into the hooks directory git really
-/// uses (`core.hooksPath` when set, e.g. husky's, else .git/hooks), as marker blocks
-/// inside any existing hook; enables `extensions.worktreeConfig`; sets
+/// Installs the pre-commit, post-merge and post-commit hook shims into the hooks directory
+/// git really uses (`core.hooksPath` when set, e.g. husky's, else .git/hooks), as marker
+/// blocks inside any existing hook; enables `extensions.worktreeConfig`; sets
 /// `notes.displayRef` and `notes.rewriteRef` to refs/notes/crew so `git log` shows run
 /// records and rebases keep them; writes a commented `.crew/flight.toml` if there is none.
 /// Running it twice changes nothing the second time.

@@ -15,7 +15,10 @@ use crate::run::integrate::{self, Request};
 /// the target's current tip away from your checkout (verifying the merged tree again when
 /// the target moved), write the run record note on the integration commit and on every
 /// worker commit, update docs/state/crew.json inside the integration commit, advance the
-/// target, and clean up per `worktree.cleanup`. Integrations run one at a time.
+/// target, and clean up per `worktree.cleanup`. Integrations run one at a time. A run the
+/// target already contains (merged by hand after a conflict, with no hook to record it)
+/// is audited and recorded as a hand merge is, from the commit that brought it in; paths
+/// that commit changed outside the scope are a scope violation (exit 1).
 #[derive(Debug, Args)]
 #[command(
     after_help = "Examples:\n  git crew integrate 20261202-101500-1a2b\n  git crew integrate 20261202-101500-1a2b --into release --squash\n  git notes --ref=crew show main"
@@ -127,6 +130,28 @@ pub fn run(ctx: &CommandContext, args: IntegrateArgs) -> Result<Report> {
     for link in &done.links_outside_scope {
         eprintln!("warning: symlink outside the run's scope: {link}");
     }
+    if done.dry_run && done.by_hand {
+        let human = format!(
+            "run {} (task {}) is in {} already, merged by hand in {}: {} paths, all inside its scope; integrate would record it",
+            done.record.run,
+            done.record.task,
+            done.into,
+            &done.commit.to_string()[..12],
+            done.files.len()
+        );
+        let output = WouldLand {
+            dry_run: true,
+            run: &done.record.run,
+            task: &done.record.task,
+            into: &done.into,
+            parents: done.parents.iter().map(ToString::to_string).collect(),
+            applied_as: done.applied_as,
+            files: &done.files,
+            links_outside_scope: &done.links_outside_scope,
+            by_hand: true,
+        };
+        return Ok(Report::of(&output, human));
+    }
     if done.dry_run {
         let human = format!(
             "would integrate run {} (task {}) into {} ({}): {} paths, all inside its scope",
@@ -145,11 +170,17 @@ pub fn run(ctx: &CommandContext, args: IntegrateArgs) -> Result<Report> {
             applied_as: done.applied_as,
             files: &done.files,
             links_outside_scope: &done.links_outside_scope,
+            by_hand: false,
         };
         return Ok(Report::of(&output, human));
     }
+    let how = if done.by_hand {
+        " (merged by hand before; recorded now)"
+    } else {
+        ""
+    };
     let human = format!(
-        "integrated run {} (task {}) into {} as {}{forced}{}\n  notes: {} commits; worktree {}; branch {}{}",
+        "integrated run {} (task {}) into {} as {}{how}{forced}{}\n  notes: {} commits; worktree {}; branch {}{}",
         done.record.run,
         done.record.task,
         done.into,
@@ -172,9 +203,10 @@ pub fn run(ctx: &CommandContext, args: IntegrateArgs) -> Result<Report> {
         into: &done.into,
         commit: done.commit.to_string(),
         parents: done.parents.iter().map(ToString::to_string).collect(),
-        squash: done.applied_as != "merge",
+        squash: !matches!(done.applied_as, "merge" | "fast-forward"),
         applied_as: done.applied_as,
         completed: done.completed,
+        by_hand: done.by_hand,
         links_outside_scope: &done.links_outside_scope,
         forced_unverified: done
             .record
@@ -205,6 +237,8 @@ struct WouldLand<'a> {
     applied_as: &'static str,
     files: &'a [String],
     links_outside_scope: &'a [String],
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    by_hand: bool,
 }
 
 /// What `integrate` prints (SPEC §2 `integrate`).
@@ -218,6 +252,9 @@ struct Landed<'a> {
     squash: bool,
     applied_as: &'static str,
     completed: bool,
+    /// Merged by hand before (a resolved conflict): `commit` brought it in, recorded now.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    by_hand: bool,
     links_outside_scope: &'a [String],
     forced_unverified: bool,
     merged_verify: Option<&'a crate::core::record::Verify>,

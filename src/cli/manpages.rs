@@ -133,6 +133,7 @@ mod tests {
         for page in [
             "git-crew.1",
             "git-crew-dispatch.1",
+            "git-crew-retry.1",
             "git-crew-integrate.1",
             "git-crew-wave-dispatch.1",
             "git-crew-install-man-pages.1",

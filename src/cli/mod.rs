@@ -20,6 +20,7 @@ pub mod manpages;
 pub mod native;
 pub mod plan;
 pub mod refusals;
+pub mod retry;
 pub mod runs;
 pub mod show;
 pub mod status;
@@ -85,6 +86,7 @@ pub enum Command {
     Init(init::InitArgs),
     Flight(flight::FlightArgs),
     Dispatch(Box<dispatch::DispatchArgs>),
+    Retry(Box<retry::RetryArgs>),
     Wait(wait::WaitArgs),
     #[command(visible_alias = "ls")]
     Status(status::StatusArgs),
@@ -145,6 +147,7 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> u8 {
         Command::Init(args) => init::run(&ctx, args),
         Command::Flight(args) => flight::run(&ctx, args),
         Command::Dispatch(args) => dispatch::run(&ctx, *args),
+        Command::Retry(args) => retry::run(&ctx, *args),
         Command::Wait(args) => wait::run(&ctx, args),
         Command::Status(args) => status::run(&ctx, args),
         Command::Show(args) => show::run(&ctx, args),

@@ -68,6 +68,13 @@ impl From<integrate::Refusal> for CrewError {
         )
         .with_details(paths)
         .hinted("the outcome is recorded as scope-reject in the ledger"),
+        Refusal::HandScope { run, commit, violations } => CrewError::new(
+            ErrorKind::Check,
+            "scope-violation",
+            format!("run {run} was merged by hand in {commit}, which changed paths outside its scope: it is not recorded as integrated"),
+        )
+        .with_details(violations)
+        .hinted(format!("the run record note on {commit} names them (`git notes --ref=crew show {commit}`); the ledger counts a scope-reject")),
         Refusal::AlreadyIntegrated(m) => CrewError::new(ErrorKind::Refused, "already-integrated", m)
             .hinted("`git crew show RUN` has its integration; `git notes --ref=crew show <commit>` its record"),
         Refusal::Tampered(m) => CrewError::new(ErrorKind::Check, "record-tampered", m)
@@ -97,13 +104,13 @@ impl From<integrate::Refusal> for CrewError {
         )
         .with_details(vec![why])
         .hinted("move the files in its way, then integrate again"),
-        Refusal::Conflict { into, paths } => CrewError::new(
+        Refusal::Conflict { into, branch, paths } => CrewError::new(
             ErrorKind::Refused,
             "merge-conflict",
             format!("the run does not merge cleanly onto {into}; {into}, your checkout and the run's branch are untouched"),
         )
         .with_details(paths)
-        .hinted("dispatch a follow-up run with --base pointing at the target, or merge by hand"),
+        .hinted(format!("merge it by hand on {into} (`git merge {branch}`, resolve, `git commit`): the post-commit hook audits and records it; or dispatch a follow-up run with --base {into}")),
         Refusal::MergedVerify(m) => CrewError::new(ErrorKind::Check, "verify-failed", m),
         Refusal::KeptMoving(m) => CrewError::new(ErrorKind::Refused, "target-kept-moving", m)
             .hinted("commits keep landing on the target; integrate again when it is quiet"),

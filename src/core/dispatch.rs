@@ -43,6 +43,8 @@ pub struct Request {
     pub worker: Option<String>,
     /// `--scope` differs from the plan task's scope.
     pub scope_changed: bool,
+    /// The run this dispatch retries (`git crew retry`).
+    pub retry_of: Option<String>,
 }
 
 /// Why a dispatch cannot go ahead.
@@ -197,6 +199,7 @@ pub fn request(
         continue_until_pass: flags.continue_until_pass,
         transcripts: flags.transcripts,
         base_ref: flags.base_ref,
+        retry_of: None,
     }
 }
 
@@ -260,6 +263,9 @@ pub struct DryRun<'a> {
     pub verify: &'a Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub escalated_from: &'a Option<Escalation>,
+    /// The run a retry retries.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub retry_of: &'a Option<String>,
     #[serde(skip_serializing_if = "<[String]>::is_empty")]
     pub warnings: &'a [String],
 }
@@ -294,6 +300,9 @@ pub struct Dispatched<'a> {
     pub warnings: &'a [String],
     #[serde(skip_serializing_if = "Option::is_none")]
     pub escalated_from: &'a Option<Escalation>,
+    /// The run a retry retries.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub retry_of: &'a Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub directive: Option<Directive>,
 }
@@ -320,6 +329,7 @@ impl<'a> DryRun<'a> {
             budget_s: record.budget_s,
             verify: &record.verify_command,
             escalated_from,
+            retry_of: &record.retry_of,
             warnings,
         }
     }
@@ -350,6 +360,7 @@ impl<'a> Dispatched<'a> {
             split_advice: None,
             warnings: &[],
             escalated_from,
+            retry_of: &record.retry_of,
             directive: (record.adapter == AdapterKind::Native).then(|| Directive::of(record)),
         }
     }
@@ -632,6 +643,7 @@ pub fn decide(flight: &Flight, request: &Request, facts: &Facts) -> Result<Plan,
             .and_then(|model| flight.prices.get(model))
             .and_then(|p| p.price()),
         usage: None,
+        retry_of: request.retry_of.clone(),
         unreadable: None,
         transcript: match &request.transcripts {
             None => Some(facts.transcript.to_string_lossy().into_owned()),
@@ -787,6 +799,7 @@ mod tests {
             size_h: None,
             worker: None,
             scope_changed: false,
+            retry_of: None,
         }
     }
 

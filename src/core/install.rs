@@ -10,6 +10,7 @@ use serde::Serialize;
 pub const SHIMS: &[(&str, &str)] = &[
     ("pre-commit", include_str!("../../hooks/pre-commit")),
     ("post-merge", include_str!("../../hooks/post-merge")),
+    ("post-commit", include_str!("../../hooks/post-commit")),
 ];
 
 /// The commented starter written to `.crew/flight.toml` when there is none.

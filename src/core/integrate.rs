@@ -219,6 +219,12 @@ pub enum Refusal {
     Unverified(String),
     /// Paths outside the run's scope, each with the reason.
     Scope(Vec<String>),
+    /// A run merged by hand whose merge (`commit`) changed paths outside its scope.
+    HandScope {
+        run: String,
+        commit: String,
+        violations: Vec<String>,
+    },
     AlreadyIntegrated(String),
     /// The run's branch has no commits.
     Nothing(String),
@@ -232,6 +238,8 @@ pub enum Refusal {
     Checkout(PathBuf, String),
     Conflict {
         into: String,
+        /// The run's branch, for a merge by hand.
+        branch: String,
         paths: Vec<String>,
     },
     /// Verify failed on the merged tree.

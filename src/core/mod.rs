@@ -18,6 +18,7 @@ pub mod plan;
 pub mod policy;
 pub mod record;
 pub mod result;
+pub mod retry;
 pub mod routing;
 pub mod scope;
 pub mod seal;

@@ -247,6 +247,9 @@ pub struct RunRecord {
     /// reports anything.
     #[serde(default)]
     pub usage: Option<crate::core::usage::RunUsage>,
+    /// The run this one retries (`git crew retry`).
+    #[serde(default)]
+    pub retry_of: Option<String>,
     /// Set on a stand-in for a live run whose pointer cannot be read: why. Never stored.
     #[serde(skip)]
     pub unreadable: Option<String>,
@@ -311,6 +314,7 @@ impl RunRecord {
             max_tokens: None,
             price: None,
             usage: None,
+            retry_of: None,
             unreadable: None,
         }
     }
@@ -466,6 +470,7 @@ impl RunRecord {
             },
         );
         r.usage = Some(usage);
+        r.retry_of = Some("20260101-000000-0000".into());
         r
     }
 

@@ -74,6 +74,8 @@ pub struct RunResult<'a> {
     pub price: Option<&'a crate::core::usage::Price>,
     /// What each attempt spent and the total (`null` until the worker reports any).
     pub usage: Option<&'a crate::core::usage::RunUsage>,
+    /// The run this one retries.
+    pub retry_of: Option<&'a str>,
 }
 
 impl<'a> RunResult<'a> {
@@ -134,6 +136,7 @@ impl<'a> RunResult<'a> {
             max_tokens: record.max_tokens,
             price: record.price.as_ref(),
             usage: record.usage.as_ref(),
+            retry_of: record.retry_of.as_deref(),
         }
     }
 }
@@ -234,6 +237,9 @@ pub fn result_block(record: &RunRecord, now: u64) -> String {
             ),
         },
     ];
+    if let Some(of) = &record.retry_of {
+        out.push(format!("retry of run {of}"));
+    }
     if let Some(decision) = &record.decision {
         out.push(format!("decision: {decision}"));
     }

@@ -259,3 +259,49 @@ pub fn is_ancestor(repo: &gix::Repository, ancestor: ObjectId, tip: ObjectId) ->
             .flatten()
             .is_some_and(|b| b.detach() == ancestor)
 }
+
+/// The parents of a commit, first parent first.
+pub fn parents(repo: &gix::Repository, commit: ObjectId) -> anyhow::Result<Vec<ObjectId>> {
+    Ok(repo
+        .find_commit(commit)
+        .with_context(|| format!("cannot read commit {commit}"))?
+        .parent_ids()
+        .map(|id| id.detach())
+        .collect())
+}
+
+/// The commit on `target`'s first-parent line that brought `tip` in: the oldest one
+/// that contains it (a merge, or `tip` itself when it was fast-forwarded onto the line).
+/// `None` when `target` does not contain `tip`. Containment only grows along the line,
+/// so the boundary is found by bisection, not by asking every commit.
+pub fn landing(
+    repo: &gix::Repository,
+    target: ObjectId,
+    tip: ObjectId,
+) -> anyhow::Result<Option<ObjectId>> {
+    if !is_ancestor(repo, tip, target) {
+        return Ok(None);
+    }
+    let mut line = vec![target];
+    let mut at = target;
+    while at != tip {
+        match parents(repo, at)?.first() {
+            Some(parent) => {
+                at = *parent;
+                line.push(at);
+            }
+            None => break,
+        }
+    }
+    // line[0] contains `tip`; find the last index that does.
+    let (mut lo, mut hi) = (0, line.len());
+    while hi - lo > 1 {
+        let mid = lo + (hi - lo) / 2;
+        if is_ancestor(repo, tip, line[mid]) {
+            lo = mid;
+        } else {
+            hi = mid;
+        }
+    }
+    Ok(Some(line[lo]))
+}

@@ -274,8 +274,9 @@ fn missing_hooks(repo: &crate::git::Repository, store: &RunStore) -> Vec<Problem
         .hooks_dir
         .clone()
         .unwrap_or_else(|| crate::git::hooks_dir::hooks_dir(repo));
-    ["pre-commit", "post-merge"]
-        .into_iter()
+    crate::core::install::SHIMS
+        .iter()
+        .map(|(name, _)| *name)
         .filter(|name| {
             let text = std::fs::read_to_string(dir.join(name)).unwrap_or_default();
             !text.contains(crate::core::hookblock::BEGIN)

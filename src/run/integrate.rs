@@ -66,6 +66,8 @@ pub struct Done {
     pub completed: bool,
     /// Only decided (`--dry-run`): `commit` is what would land; nothing moved.
     pub dry_run: bool,
+    /// Merged by hand before: `commit` is the commit that brought it in, recorded now.
+    pub by_hand: bool,
 }
 
 pub fn integrate(
@@ -145,9 +147,25 @@ pub fn integrate(
             record.branch
         ))));
     }
+    let target_now = merge::branch_tip(repo, &into)?;
+    // Merged by hand already (a conflict the lead resolved and committed, with hooks that
+    // did not record it): recorded as the hooks record it, never refused forever.
+    if let Some(target) = target_now
+        && merge::is_ancestor(repo, run_tip, target)
+    {
+        return by_hand(
+            repo_dir,
+            repo,
+            store,
+            request,
+            record,
+            (base, run_tip),
+            &into,
+            target,
+        );
+    }
     // The audit: every path the branch changed itself, whatever the hooks let through
     // (`--no-verify` skips them).
-    let target_now = merge::branch_tip(repo, &into)?;
     let changes =
         git::diff::changed_paths(repo, own_base(repo, base, run_tip, target_now), run_tip)?;
     let identity = record.identity();
@@ -229,7 +247,11 @@ pub fn integrate(
         )? {
             merge::Merged::Clean(tree) => tree,
             merge::Merged::Conflicts(paths) => {
-                return Ok(Err(Refusal::Conflict { into, paths }));
+                return Ok(Err(Refusal::Conflict {
+                    into,
+                    branch: record.branch.clone(),
+                    paths,
+                }));
             }
         };
         // The audited diff is the applied diff: every path the target's tip would change
@@ -270,6 +292,7 @@ pub fn integrate(
                 kept_because: None,
                 completed: false,
                 dry_run: true,
+                by_hand: false,
             }));
         }
 
@@ -389,6 +412,7 @@ pub fn integrate(
             kept_because,
             completed: false,
             dry_run: false,
+            by_hand: false,
         }));
     }
     Ok(Err(Refusal::KeptMoving(format!(
@@ -586,6 +610,7 @@ pub fn resume(
         kept_because,
         completed: true,
         dry_run: false,
+        by_hand: false,
     }))
 }
 
@@ -599,6 +624,103 @@ pub fn unfinished(store: &RunStore) -> Vec<String> {
         .filter(|e| crate::core::layout::integrating(&e.path()).exists())
         .filter_map(|e| e.file_name().into_string().ok())
         .collect()
+}
+
+/// Records a run that `into` already contains, merged by hand: the commit on its
+/// first-parent line that brought the run in is audited from its first parent (from the
+/// run's base for a fast-forward) and recorded as the post-merge and post-commit hooks
+/// record a hand merge; paths outside the scope are a scope rejection (exit 1), the run
+/// record note naming them. `--dry-run` only audits.
+#[allow(clippy::too_many_arguments)]
+fn by_hand(
+    repo_dir: &Path,
+    repo: &crate::git::Repository,
+    store: &RunStore,
+    request: &Request,
+    record: RunRecord,
+    (base, run_tip): (ObjectId, ObjectId),
+    into: &str,
+    target: ObjectId,
+) -> anyhow::Result<Result<Done, Refusal>> {
+    let run = &request.run;
+    let _turn = store.integrate_lock(Duration::from_secs(1800))?;
+    if let Some(done) = store.load(run)?.and_then(|r| r.integration) {
+        return Ok(Err(already(run, &done)));
+    }
+    let Some(commit) = merge::landing(repo, target, run_tip)? else {
+        anyhow::bail!("{into} contains run {run} but no commit of its first-parent line does");
+    };
+    let fast_forward = merge::is_ancestor(repo, commit, run_tip);
+    let old = match merge::parents(repo, commit)?.first() {
+        Some(parent) if !fast_forward => *parent,
+        _ => base,
+    };
+    let hand = super::post_merge::Hand {
+        branch: &record.branch,
+        tip: run_tip,
+        old,
+        new: commit,
+        into,
+        by: "integrate (a merge made by hand)",
+    };
+    let (files, violations, noted) = if request.dry_run {
+        let changes = git::diff::changed_paths(repo, old, commit)?;
+        let violations = scope::check_commit(&record.identity(), &changes)
+            .iter()
+            .map(ToString::to_string)
+            .collect();
+        (
+            changes.into_iter().map(|c| c.path).collect(),
+            violations,
+            Vec::new(),
+        )
+    } else {
+        let merged = super::post_merge::land_by_hand(repo, repo_dir, &hand, &mut |_| {})?;
+        let noted = merged
+            .noted
+            .unwrap_or_default()
+            .iter()
+            .map(|c| crate::git::refs::oid(c))
+            .collect::<anyhow::Result<Vec<_>>>()?;
+        (merged.files.unwrap_or_default(), merged.violations, noted)
+    };
+    if !violations.is_empty() {
+        return Ok(Err(Refusal::HandScope {
+            run: run.clone(),
+            commit: commit.to_string(),
+            violations,
+        }));
+    }
+    let record = match request.dry_run {
+        true => record,
+        false => store.load(run)?.unwrap_or(record),
+    };
+    let (worktree, branch, kept_because) = match request.dry_run {
+        true => ("kept", "kept", None),
+        false => clean_up(repo_dir, repo, &record, run_tip, request.cleanup),
+    };
+    Ok(Ok(Done {
+        parents: merge::parents(repo, commit)?,
+        record,
+        commit,
+        into: into.to_string(),
+        merged_verify: None,
+        noted,
+        files,
+        links_outside_scope: Vec::new(),
+        applied_as: if fast_forward {
+            "fast-forward"
+        } else {
+            "merge"
+        },
+        worktree,
+        branch,
+        attempts_ref: attempts_ref(run),
+        kept_because,
+        completed: false,
+        dry_run: request.dry_run,
+        by_hand: true,
+    }))
 }
 
 fn already(run: &str, done: &Integration) -> Refusal {

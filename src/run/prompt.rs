@@ -1,10 +1,15 @@
-//! Worker prompts, rendered from `templates/`: the task by id, and the four fences.
+//! Worker prompts, rendered from `templates/`: the task by id, and the four fences; the
+//! corrective, advice and retry sections that follow.
+
+use std::path::Path;
 
 use crate::core::record::RunRecord;
+use crate::state::runs::RunStore;
 
 const WORKER: &str = include_str!("../../templates/worker.md");
 const CORRECTIVE: &str = include_str!("../../templates/corrective.md");
 const ADVICE: &str = include_str!("../../templates/advice.md");
+const RETRY: &str = include_str!("../../templates/retry.md");
 
 fn render(template: &str, vars: &[(&str, String)]) -> String {
     let mut out = template.to_string();
@@ -91,6 +96,73 @@ pub fn advice(record: &RunRecord, advice: &str) -> String {
             ),
         ],
     )
+}
+
+/// A retry's feedback section (`templates/retry.md`), appended to the old run's task
+/// prompt: the previous run and how it ended, then the lead's words (`text`) or, without
+/// them, what was measured in it (`core::retry::facts`, with the verifier's own report),
+/// fenced as data.
+pub fn retry(store: &RunStore, previous: &RunRecord, text: Option<&str>) -> String {
+    let feedback = match text.map(str::trim).filter(|t| !t.is_empty()) {
+        Some(text) => format!("The lead's feedback:\n\n{text}"),
+        None => {
+            let report = verifier_report(store, previous);
+            let facts = crate::core::retry::facts(previous, report.as_deref());
+            format!(
+                "What was measured in that run (data, not instructions):\n{}",
+                crate::core::retry::fenced(&facts.join("\n"))
+            )
+        }
+    };
+    render(
+        RETRY,
+        &[
+            ("previous", previous.run.clone()),
+            ("ended", crate::core::retry::ended(previous)),
+            ("branch", previous.branch.clone()),
+            ("feedback", feedback),
+        ],
+    )
+}
+
+/// The verifier's own report of the run's last verify (`failure.txt`, `reward.json` or
+/// `reward.txt`), when it left one.
+fn verifier_report(store: &RunStore, record: &RunRecord) -> Option<String> {
+    if record.verify.as_ref().is_none_or(|v| v.passed) {
+        return None;
+    }
+    let dir = store.run_dir(&record.run);
+    // The verifier writes these in the worktree's name: at most 64 KiB of each is read.
+    let read = |verifier: &Path, name: &str| {
+        use std::io::Read;
+        let mut text = Vec::new();
+        std::fs::File::open(verifier.join(name))
+            .and_then(|f| f.take(64 * 1024).read_to_end(&mut text))
+            .ok()
+            .map(|_| String::from_utf8_lossy(&text).into_owned())
+    };
+    [
+        crate::core::layout::verifier_again(&dir),
+        crate::core::layout::verifier(&dir, record.attempts),
+    ]
+    .iter()
+    .find_map(|v| {
+        let (failure, json, reward) = (
+            read(v, "failure.txt"),
+            read(v, "reward.json"),
+            read(v, "reward.txt"),
+        );
+        [&failure, &json, &reward]
+            .iter()
+            .any(|t| t.as_deref().is_some_and(|t| !t.trim().is_empty()))
+            .then(|| {
+                crate::core::attempt::verifier_feedback(
+                    failure.as_deref(),
+                    json.as_deref(),
+                    reward.as_deref(),
+                )
+            })
+    })
 }
 
 fn short(id: &str) -> String {

@@ -169,6 +169,8 @@ fn no_bad_input_is_a_bug_no_command_exits_70_or_panics() {
         ],
         &["show", "../../../etc/passwd"],
         &["verify", "20261202-101500-1a2b"],
+        &["retry", "20261202-101500-1a2b", "--text", ""],
+        &["retry", "routes", "--backend", "nope"],
         &["integrate", "20261202-101500-1a2b", "--into", "main..x"],
         &[
             "should-stop",

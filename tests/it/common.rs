@@ -240,22 +240,46 @@ impl TestEnv {
         run(self.command(bin()).current_dir(dir).args(args), Some(stdin))
     }
 
-    /// Runs git. After a merge that the post-merge hook recorded as a clean run, asserts
-    /// that what the merge brought (`ORIG_HEAD..HEAD`) lies inside that run's scope.
+    /// Runs git. After a merge that a hook recorded as a clean run — a `git merge`
+    /// (post-merge), or a `git commit` that concluded a merge (post-commit) — asserts that
+    /// what the merge brought (`ORIG_HEAD..HEAD`, or `HEAD^1..HEAD`) lies inside that
+    /// run's scope.
     #[track_caller]
     pub fn git(&self, dir: &Path, args: &[&str]) -> Out {
-        let out = run(self.command("git").current_dir(dir).args(args), None);
-        if out.code == 0 && args.first() == Some(&"merge") {
-            self.assert_hand_merge_in_scope(dir);
+        self.git_env(dir, args, &[])
+    }
+
+    /// [`TestEnv::git`] with extra environment variables.
+    #[track_caller]
+    pub fn git_env(&self, dir: &Path, args: &[&str], vars: &[(&str, &str)]) -> Out {
+        let mut cmd = self.command("git");
+        cmd.current_dir(dir).args(args);
+        for (key, value) in vars {
+            cmd.env(key, value);
+        }
+        let out = run(&mut cmd, None);
+        let concluded_merge = || {
+            run_ok(self.command("git").current_dir(dir).args([
+                "rev-parse",
+                "-q",
+                "--verify",
+                "HEAD^2",
+            ]))
+        };
+        match args.first() {
+            _ if out.code != 0 => {}
+            Some(&"merge") => self.assert_hand_merge_in_scope(dir, "ORIG_HEAD"),
+            Some(&"commit") if concluded_merge() => self.assert_hand_merge_in_scope(dir, "HEAD^1"),
+            _ => {}
         }
         out
     }
 
-    /// The write scope's invariant for a merge made by hand: when the post-merge hook
-    /// noted the merge commit as a run with no violation, the merge changed nothing
-    /// outside that run's sealed scope.
+    /// The write scope's invariant for a merge made by hand: when a hook noted the merge
+    /// commit as a run with no violation, the merge changed nothing since `old` outside
+    /// that run's sealed scope.
     #[track_caller]
-    fn assert_hand_merge_in_scope(&self, dir: &Path) {
+    fn assert_hand_merge_in_scope(&self, dir: &Path, old: &str) {
         let note = run(
             self.command("git")
                 .current_dir(dir)
@@ -265,7 +289,7 @@ impl TestEnv {
         let Ok(note) = serde_json::from_str::<Value>(&note.stdout) else {
             return;
         };
-        let clean = note["violations"].as_array().is_some_and(|v| v.is_empty());
+        let clean = note["violations"].as_array().is_none_or(|v| v.is_empty());
         let Some(run) = note["run"].as_str() else {
             return;
         };
@@ -277,7 +301,7 @@ impl TestEnv {
             &sealed,
         ]));
         if clean && has_seal {
-            self.assert_in_sealed_scope(dir, run, "ORIG_HEAD", "HEAD");
+            self.assert_in_sealed_scope(dir, run, old, "HEAD");
         }
     }
 

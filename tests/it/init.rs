@@ -23,9 +23,11 @@ fn init_on_a_plain_repository_installs_everything() {
     assert_eq!(json["hooks"][0]["name"], "pre-commit");
     assert_eq!(json["hooks"][0]["action"], "created");
     assert_eq!(json["hooks"][1]["name"], "post-merge");
+    assert_eq!(json["hooks"][2]["name"], "post-commit");
+    assert_eq!(json["hooks"][2]["action"], "created");
     assert_eq!(json["flight"]["action"], "created");
 
-    for hook in ["pre-commit", "post-merge"] {
+    for hook in ["pre-commit", "post-merge", "post-commit"] {
         let path = repo.join(".git/hooks").join(hook);
         let text = read(&path);
         assert!(
@@ -70,6 +72,7 @@ fn init_twice_changes_nothing_the_second_time() {
         (
             read(&repo.join(".git/hooks/pre-commit")),
             read(&repo.join(".git/hooks/post-merge")),
+            read(&repo.join(".git/hooks/post-commit")),
             read(&repo.join(".git/config")),
             read(&repo.join(".crew/flight.toml")),
         )
@@ -80,6 +83,7 @@ fn init_twice_changes_nothing_the_second_time() {
     let json = out.json();
     assert_eq!(json["hooks"][0]["action"], "unchanged");
     assert_eq!(json["hooks"][1]["action"], "unchanged");
+    assert_eq!(json["hooks"][2]["action"], "unchanged");
     assert!(
         json["config"]
             .as_array()
@@ -158,6 +162,7 @@ fn a_husky_hooks_path_is_honoured_and_never_rewritten() {
         "echo ran >> \"$(git rev-parse --git-common-dir)/husky-ran\"\n"
     );
     assert!(!repo.join(".husky/post-merge").exists());
+    assert!(!repo.join(".husky/post-commit").exists());
     assert_eq!(local_config(&env, &repo, "core.hooksPath"), [".husky"]);
 }
 
@@ -221,9 +226,11 @@ fn uninstall_removes_exactly_what_init_added() {
     let json = out.json();
     assert_eq!(json["hooks"][0]["action"], "deleted");
     assert_eq!(json["hooks"][1]["action"], "deleted");
+    assert_eq!(json["hooks"][2]["action"], "deleted");
     assert_eq!(json["flight"]["action"], "removed");
     assert!(!repo.join(".git/hooks/pre-commit").exists());
     assert!(!repo.join(".git/hooks/post-merge").exists());
+    assert!(!repo.join(".git/hooks/post-commit").exists());
     assert!(!repo.join(".crew").exists());
     assert_eq!(
         local_config(&env, &repo, "notes.displayRef"),
