@@ -624,6 +624,7 @@ pub fn decide(flight: &Flight, request: &Request, facts: &Facts) -> Result<Plan,
         failure_threshold: Some(flight.fences.needs_help_after_failures.clamp(1, 100) as u32),
         manifest_required: Some(flight.fences.manifest_required),
         max_output: Some(flight.fences.max_output.max(4096) as u64),
+        pruned: None,
         unreadable: None,
         transcript: match &request.transcripts {
             None => Some(facts.transcript.to_string_lossy().into_owned()),

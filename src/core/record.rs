@@ -231,6 +231,9 @@ pub struct RunRecord {
     /// even when the worker did not write it.
     #[serde(default)]
     pub manifest_required: Option<bool>,
+    /// What `prune` (or integrate's cleanup) removed of the finished run, once it did.
+    #[serde(default)]
+    pub pruned: Option<Pruning>,
     /// Set on a stand-in for a live run whose pointer cannot be read: why. Never stored.
     #[serde(skip)]
     pub unreadable: Option<String>,
@@ -291,6 +294,7 @@ impl RunRecord {
             failure_threshold: None,
             manifest_required: None,
             max_output: None,
+            pruned: None,
             unreadable: None,
         }
     }
@@ -304,6 +308,16 @@ impl RunRecord {
             scope: self.scope.clone(),
         }
     }
+}
+
+/// What was removed of a finished run: its worktree, its branch, and the files git
+/// ignored that went with the worktree (named, never removed silently).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Pruning {
+    pub at: String,
+    pub worktree: bool,
+    pub branch: bool,
+    pub ignored: Vec<String>,
 }
 
 /// An integrated run: the commit that brought it in, and on what terms.
@@ -427,6 +441,12 @@ impl RunRecord {
         r.failure_threshold = Some(2);
         r.max_output = Some(1 << 20);
         r.manifest_required = Some(true);
+        r.pruned = Some(Pruning {
+            at: "2026-01-02T00:00:00Z".into(),
+            worktree: true,
+            branch: false,
+            ignored: vec!["target/".into()],
+        });
         r
     }
 

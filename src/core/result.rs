@@ -4,7 +4,7 @@
 use serde::Serialize;
 
 use super::footer::NeedsHelp;
-use super::record::{DiffStat, Footer, Integration, Outcome, Phase, RunRecord, Verify};
+use super::record::{DiffStat, Footer, Integration, Outcome, Phase, Pruning, RunRecord, Verify};
 use super::scope::Role;
 
 /// A run result: `status` and `wait` (`"runs"`), `show`, `attach`, `deliver` and
@@ -68,6 +68,8 @@ pub struct RunResult<'a> {
     pub failure_threshold: Option<u32>,
     pub max_output: Option<u64>,
     pub manifest_required: Option<bool>,
+    /// What prune or integrate's cleanup removed (`null` while nothing was).
+    pub pruned: Option<&'a Pruning>,
 }
 
 impl<'a> RunResult<'a> {
@@ -124,6 +126,7 @@ impl<'a> RunResult<'a> {
             failure_threshold: record.failure_threshold,
             max_output: record.max_output,
             manifest_required: record.manifest_required,
+            pruned: record.pruned.as_ref(),
         }
     }
 }
@@ -208,7 +211,17 @@ pub fn result_block(record: &RunRecord) -> String {
             record.model.as_deref().unwrap_or("-"),
             record.session.as_deref().unwrap_or("-")
         ),
-        format!("branch {} in {}", record.branch, record.worktree),
+        match &record.pruned {
+            Some(p) => format!(
+                "branch {} ({}) in {} ({}, {})",
+                record.branch,
+                if p.branch { "deleted" } else { "kept" },
+                record.worktree,
+                if p.worktree { "pruned" } else { "kept" },
+                p.at
+            ),
+            None => format!("branch {} in {}", record.branch, record.worktree),
+        },
         format!("scope {}", record.scope.join(", ")),
         format!(
             "budget {}s, deadline {}",

@@ -11,6 +11,7 @@ mod init;
 mod integrate;
 mod ledger;
 mod plan;
+mod prune;
 mod real_clis;
 mod roster;
 mod snapshots;
