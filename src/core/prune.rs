@@ -56,8 +56,9 @@ pub struct Facts {
     /// `refs/crew/attempts/<run>` nor its target reaches; `None` when they could not be
     /// counted (then they are not known to be kept).
     pub unkept_commits: Option<u64>,
-    /// Where the lead has its branch checked out, if anywhere: that branch stays.
-    pub checked_out_in: Option<String>,
+    /// Why its branch must stay even when the run goes (the lead has it checked out; it
+    /// is not the run's own `crew/<task>/<run>`).
+    pub branch_stays: Option<String>,
 }
 
 /// Why a run is left alone although nothing in it is at risk.
@@ -133,11 +134,10 @@ pub fn decide(facts: &Facts, options: &Options) -> Verdict {
     if !facts.integrated && !options.all {
         return Verdict::Left(Left::NotIntegrated);
     }
-    let branch_kept_because = facts
-        .checked_out_in
-        .as_ref()
-        .filter(|_| facts.branch)
-        .map(|at| format!("it is checked out in {at}"));
+    let branch_kept_because = facts.branch_stays.clone().filter(|_| facts.branch);
+    if !has_tree && branch_kept_because.is_some() {
+        return Verdict::Nothing;
+    }
     Verdict::Remove {
         worktree: has_tree,
         branch: facts.branch && branch_kept_because.is_none(),
@@ -221,7 +221,7 @@ mod tests {
             tree: Tree::Clean,
             branch: true,
             unkept_commits: Some(0),
-            checked_out_in: None,
+            branch_stays: None,
         }
     }
 
@@ -358,7 +358,7 @@ mod tests {
     fn a_branch_checked_out_by_the_lead_stays_and_nothing_left_is_nothing() {
         let mut f = facts(Phase::Done, Some(Outcome::Pass));
         f.integrated = true;
-        f.checked_out_in = Some("/repo".into());
+        f.branch_stays = Some("it is checked out in /repo".into());
         assert_eq!(
             decide(&f, &options(false)),
             Verdict::Remove {
@@ -367,8 +367,11 @@ mod tests {
                 branch_kept_because: Some("it is checked out in /repo".into()),
             }
         );
+        // Once its worktree is gone, there is nothing more to do.
         f.tree = Tree::Absent;
+        assert_eq!(decide(&f, &options(true)), Verdict::Nothing);
         f.branch = false;
+        f.branch_stays = None;
         assert_eq!(decide(&f, &options(true)), Verdict::Nothing);
     }
 

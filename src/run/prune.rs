@@ -117,8 +117,9 @@ pub fn prune(
         if live.iter().any(|l| l.run == record.run) {
             continue;
         }
-        // The run's worktree and branch as dispatch sealed them, whatever its record says.
-        crate::git::seal::restore(repo, &mut record)?;
+        // The run's worktree and branch as dispatch sealed them, whatever its record says
+        // (without a readable seal, the guards in `look` and `worktree` still hold).
+        let _ = crate::git::seal::restore(repo, &mut record);
         let seen = look(repo, repo_dir, store, &record);
         match prune::decide(&seen.facts, &options) {
             Verdict::Nothing => {}
@@ -191,7 +192,7 @@ pub fn stranded_work(
         if live.iter().any(|l| l.run == record.run) {
             continue;
         }
-        crate::git::seal::restore(repo, &mut record)?;
+        let _ = crate::git::seal::restore(repo, &mut record);
         let seen = look(repo, repo_dir, store, &record);
         if let Verdict::Stranded { why, next } = prune::decide(&seen.facts, &options) {
             out.push(stranded(repo, &record, &seen, why, next, options.now_ms));
@@ -228,10 +229,17 @@ fn look(repo: &crate::git::Repository, repo_dir: &Path, store: &RunStore, r: &Ru
         .collect();
     let tips = unique(tip.into_iter().chain(head));
     let unkept_commits = merge::unreached(repo_dir, &tips, &keepers).ok();
-    let checked_out_in = merge::checked_out_in(repo, &r.branch)
-        .ok()
-        .flatten()
-        .map(|p| p.display().to_string());
+    // Only the run's own branch is ever deleted (a record a worker could write names no
+    // other), and not while the lead has it checked out.
+    let own = format!("crew/{}/{}", r.task, r.run);
+    let branch_stays = if r.branch != own {
+        Some(format!("{} is not the run's own branch {own}", r.branch))
+    } else {
+        merge::checked_out_in(repo, &r.branch)
+            .ok()
+            .flatten()
+            .map(|p| format!("it is checked out in {}", p.display()))
+    };
     Seen {
         facts: Facts {
             run: r.run.clone(),
@@ -244,7 +252,7 @@ fn look(repo: &crate::git::Repository, repo_dir: &Path, store: &RunStore, r: &Ru
             tree: state,
             branch: tip.is_some(),
             unkept_commits,
-            checked_out_in,
+            branch_stays,
         },
         tree,
         tip,

@@ -483,6 +483,31 @@ fn commits_made_after_integration_and_repositories_inside_are_never_lost() {
     out.expect_code(4);
     assert_eq!(out.json()["error"]["code"], "worktree-unreadable");
 
+    // A record rewritten to name another branch, its seal gone: that branch is never
+    // deleted.
+    let tampered = finished(&env, &repo, "tampered", "own-file", "work/**", &[]);
+    integrate_keeping_all(&env, &repo, &tampered);
+    let record = repo.join(format!(".git/crew/runs/{tampered}.json"));
+    let text = read(&record).replace(&format!("\"crew/tampered/{tampered}\""), "\"main\"");
+    write(&record, &text);
+    env.git_ok(
+        &repo,
+        &["update-ref", "-d", &format!("refs/crew/sealed/{tampered}")],
+    );
+    let out = env.crew(&repo, &["prune"]);
+    out.expect_code(0);
+    let json = out.json();
+    let t = entry(&json, "removed", &tampered);
+    assert_eq!(t["branch"], Value::Null, "{t}");
+    assert!(
+        t["branch_kept_because"]
+            .as_str()
+            .unwrap()
+            .contains("not the run's own branch")
+    );
+    env.git_ok(&repo, &["rev-parse", "--verify", "refs/heads/main"]);
+    assert!(branch_exists(&env, &repo, "tampered", &tampered));
+
     env.crew(&repo, &["abandon", &late]).expect_code(0);
     let out = env.crew(&repo, &["prune", "--all"]);
     out.expect_code(0);
