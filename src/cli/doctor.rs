@@ -13,7 +13,9 @@ use crate::state::runs::RunStore;
 /// worktrees, missing hooks, notes that diverged from a remote's. With --fix, repair what can be repaired without losing work.
 ///
 /// Runs whose supervisor died are marked abandoned by every command (their commits are
-/// kept); doctor reports them. Orphan worktrees are listed, never removed.
+/// kept); doctor reports them. Orphan worktrees are listed, never removed. Stranded work
+/// — finished runs holding commits or changes nothing else keeps — is listed with the
+/// command that settles it, as `git crew prune` lists it; it is not a problem.
 #[derive(Debug, Args)]
 #[command(after_help = "Examples:\n  git crew doctor\n  git crew doctor --fix")]
 pub struct DoctorArgs {
@@ -22,10 +24,13 @@ pub struct DoctorArgs {
     pub fix: bool,
 }
 
-/// What doctor prints: every problem found (fixed or not) and the kernel's write fence.
+/// What doctor prints: every problem found (fixed or not), the stranded work (finished
+/// runs holding work nothing else keeps: not rot, so it never fails the check) and the
+/// kernel's write fence.
 #[derive(Serialize)]
 struct Checkup<'a> {
     problems: &'a [Problem],
+    stranded: &'a [crate::run::prune::Stranded],
     fence: &'a str,
 }
 
@@ -51,9 +56,14 @@ pub fn run(ctx: &CommandContext, args: DoctorArgs) -> Result<Report> {
             .collect::<Vec<_>>()
             .join("\n")
     };
-    let human = format!("{human}\nfence: {}", checkup.fence);
+    let stranded =
+        crate::run::prune::stranded_work(repo, &repo_dir, &store).map_err(CrewError::internal)?;
+    let mut human = vec![human];
+    human.extend(super::prune::stranded_lines(&stranded));
+    let human = format!("{}\nfence: {}", human.join("\n"), checkup.fence);
     let output = Checkup {
         problems,
+        stranded: &stranded,
         fence: &checkup.fence,
     };
     let mut report = Report::of(&output, human);

@@ -10,7 +10,8 @@ use super::ui::Report;
 use crate::git::hooks_dir::HookAction;
 use crate::run::install::{self, Setup};
 
-const INIT_EXAMPLES: &str = "Examples:\n  git crew init\n  git crew init --uninstall";
+const INIT_EXAMPLES: &str =
+    "Examples:\n  git crew init\n  git crew init --uninstall\n  git crew init --uninstall --purge";
 
 /// Set up git-crew in this repository.
 ///
@@ -27,16 +28,41 @@ pub struct InitArgs {
     /// flight.toml), and nothing else.
     #[arg(long)]
     pub uninstall: bool,
+    /// With --uninstall: also remove what every finished run left behind, as
+    /// `git crew prune --all` does — never anything unkept (that is listed as stranded
+    /// work); live runs are left alone.
+    #[arg(long, requires = "uninstall")]
+    pub purge: bool,
 }
 
 pub fn run(ctx: &CommandContext, args: InitArgs) -> Result<Report> {
     let repo = ctx.repo()?;
     let workdir = ctx.workdir()?.to_path_buf();
+    // The runs' worktrees go first, so that the uninstall can take back the config they
+    // no longer need (`extensions.worktreeConfig`); a refusal of init stops both.
+    install::refusal(repo, &workdir).map_or(Ok(()), |r| Err(CrewError::from(r)))?;
+    let pruned = if args.purge {
+        let request = crate::run::prune::Request {
+            all: true,
+            older_than_s: None,
+            dry_run: false,
+        };
+        Some(super::prune::apply(ctx, request)?)
+    } else {
+        None
+    };
     let setup = install::init(repo, &workdir, args.uninstall)?.map_err(CrewError::from)?;
     for warning in &setup.warnings {
         super::ui::warn(warning);
     }
-    Ok(Report::of(&setup, human(&setup)))
+    let mut human = human(&setup);
+    let mut report_fields = serde_json::to_value(&setup).map_err(CrewError::internal)?;
+    if let Some(pruned) = &pruned {
+        human.push('\n');
+        human.push_str(&super::prune::human(pruned));
+        report_fields["pruned"] = serde_json::to_value(pruned).map_err(CrewError::internal)?;
+    }
+    Ok(Report::new(report_fields, human))
 }
 
 /// One line per hook, config value and the flight file.

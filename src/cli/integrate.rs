@@ -180,7 +180,7 @@ pub fn run(ctx: &CommandContext, args: IntegrateArgs) -> Result<Report> {
         ""
     };
     let human = format!(
-        "integrated run {} (task {}) into {} as {}{how}{forced}{}\n  notes: {} commits; worktree {}; branch {}{}",
+        "integrated run {} (task {}) into {} as {}{how}{forced}{}\n  notes: {} commits; worktree {}; branch {}{}{}",
         done.record.run,
         done.record.task,
         done.into,
@@ -190,12 +190,14 @@ pub fn run(ctx: &CommandContext, args: IntegrateArgs) -> Result<Report> {
             .map(|v| format!(" (verified again on the merge, reward {})", v.reward))
             .unwrap_or_default(),
         done.noted.len(),
-        done.worktree,
-        done.branch,
-        done.kept_because
+        done.cleanup.worktree,
+        done.cleanup.branch,
+        done.cleanup
+            .kept_because
             .as_ref()
             .map(|r| format!(" ({r})"))
             .unwrap_or_default(),
+        super::prune::ignored_note(&done.cleanup.ignored),
     );
     let output = Landed {
         run: &done.record.run,
@@ -217,11 +219,7 @@ pub fn run(ctx: &CommandContext, args: IntegrateArgs) -> Result<Report> {
         files: &done.files,
         noted: done.noted.iter().map(ToString::to_string).collect(),
         attempts_ref: &done.attempts_ref,
-        cleanup: Cleanup {
-            worktree: done.worktree,
-            branch: done.branch,
-            kept_because: done.kept_because.as_deref(),
-        },
+        cleanup: &done.cleanup,
     };
     Ok(Report::of(&output, human))
 }
@@ -261,15 +259,7 @@ struct Landed<'a> {
     files: &'a [String],
     noted: Vec<String>,
     attempts_ref: &'a str,
-    cleanup: Cleanup<'a>,
-}
-
-/// What cleanup removed and kept, and why it kept it.
-#[derive(serde::Serialize)]
-struct Cleanup<'a> {
-    worktree: &'static str,
-    branch: &'static str,
-    kept_because: Option<&'a str>,
+    cleanup: &'a integrate::Cleaned,
 }
 
 /// `Name <email>` of whoever integrates (the configured committer).

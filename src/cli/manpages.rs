@@ -135,6 +135,7 @@ mod tests {
             "git-crew-dispatch.1",
             "git-crew-retry.1",
             "git-crew-integrate.1",
+            "git-crew-prune.1",
             "git-crew-wave-dispatch.1",
             "git-crew-install-man-pages.1",
         ] {

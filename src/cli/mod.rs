@@ -19,6 +19,7 @@ pub mod ledger;
 pub mod manpages;
 pub mod native;
 pub mod plan;
+pub mod prune;
 pub mod refusals;
 pub mod retry;
 pub mod runs;
@@ -97,6 +98,7 @@ pub enum Command {
     Advise(advise::AdviseArgs),
     Verify(verify::VerifyArgs),
     Integrate(integrate::IntegrateArgs),
+    Prune(prune::PruneArgs),
     Attach(native::AttachArgs),
     Deliver(native::DeliverArgs),
     Watch(watch::WatchArgs),
@@ -157,6 +159,7 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> u8 {
         Command::Advise(args) => advise::run(&ctx, args),
         Command::Verify(args) => verify::run(&ctx, args),
         Command::Integrate(args) => integrate::run(&ctx, args),
+        Command::Prune(args) => prune::run(&ctx, args),
         Command::Plan(args) => plan::run(&ctx, args),
         Command::Gate(args) => gate::run(&ctx, args),
         Command::Wave(args) => wave::run(&ctx, args),

@@ -644,6 +644,7 @@ pub fn decide(flight: &Flight, request: &Request, facts: &Facts) -> Result<Plan,
             .and_then(|p| p.price()),
         usage: None,
         retry_of: request.retry_of.clone(),
+        pruned: None,
         unreadable: None,
         transcript: match &request.transcripts {
             None => Some(facts.transcript.to_string_lossy().into_owned()),

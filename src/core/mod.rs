@@ -16,6 +16,7 @@ pub mod layout;
 pub mod ledger;
 pub mod plan;
 pub mod policy;
+pub mod prune;
 pub mod record;
 pub mod result;
 pub mod retry;

@@ -250,6 +250,9 @@ pub struct RunRecord {
     /// The run this one retries (`git crew retry`).
     #[serde(default)]
     pub retry_of: Option<String>,
+    /// What `prune` (or integrate's cleanup) removed of the finished run, once it did.
+    #[serde(default)]
+    pub pruned: Option<Pruning>,
     /// Set on a stand-in for a live run whose pointer cannot be read: why. Never stored.
     #[serde(skip)]
     pub unreadable: Option<String>,
@@ -315,6 +318,7 @@ impl RunRecord {
             price: None,
             usage: None,
             retry_of: None,
+            pruned: None,
             unreadable: None,
         }
     }
@@ -328,6 +332,16 @@ impl RunRecord {
             scope: self.scope.clone(),
         }
     }
+}
+
+/// What was removed of a finished run: its worktree, its branch, and the files git
+/// ignored that went with the worktree (named, never removed silently).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Pruning {
+    pub at: String,
+    pub worktree: bool,
+    pub branch: bool,
+    pub ignored: Vec<String>,
 }
 
 /// An integrated run: the commit that brought it in, and on what terms.
@@ -471,6 +485,12 @@ impl RunRecord {
         );
         r.usage = Some(usage);
         r.retry_of = Some("20260101-000000-0000".into());
+        r.pruned = Some(Pruning {
+            at: "2026-01-02T00:00:00Z".into(),
+            worktree: true,
+            branch: false,
+            ignored: vec!["target/".into()],
+        });
         r
     }
 

@@ -5,7 +5,7 @@ use serde::Serialize;
 
 use super::footer::NeedsHelp;
 use super::human::{self, IntegrationState};
-use super::record::{DiffStat, Footer, Integration, Outcome, Phase, RunRecord, Verify};
+use super::record::{DiffStat, Footer, Integration, Outcome, Phase, Pruning, RunRecord, Verify};
 use super::scope::Role;
 
 /// A run result: `status` and `wait` (`"runs"`), `show`, `attach`, `deliver` and
@@ -76,6 +76,8 @@ pub struct RunResult<'a> {
     pub usage: Option<&'a crate::core::usage::RunUsage>,
     /// The run this one retries.
     pub retry_of: Option<&'a str>,
+    /// What prune or integrate's cleanup removed (`null` while nothing was).
+    pub pruned: Option<&'a Pruning>,
 }
 
 impl<'a> RunResult<'a> {
@@ -137,6 +139,7 @@ impl<'a> RunResult<'a> {
             price: record.price.as_ref(),
             usage: record.usage.as_ref(),
             retry_of: record.retry_of.as_deref(),
+            pruned: record.pruned.as_ref(),
         }
     }
 }
@@ -225,7 +228,17 @@ pub fn result_block(record: &RunRecord, now: u64) -> String {
             record.model.as_deref().unwrap_or("-"),
             record.session.as_deref().unwrap_or("-")
         ),
-        format!("branch {} in {}", record.branch, record.worktree),
+        match &record.pruned {
+            Some(p) => format!(
+                "branch {} ({}) in {} ({}, {})",
+                record.branch,
+                if p.branch { "deleted" } else { "kept" },
+                record.worktree,
+                if p.worktree { "pruned" } else { "kept" },
+                p.at
+            ),
+            None => format!("branch {} in {}", record.branch, record.worktree),
+        },
         format!("scope {}", record.scope.join(", ")),
         times(record, now),
         match record.diff.files.is_empty() {

@@ -250,6 +250,21 @@ pub fn fast_forward(worktree: &Path, commit: ObjectId, env: (&str, &str)) -> any
     Ok(())
 }
 
+/// How many commits reachable from `tips` none of `keepers` reaches.
+pub fn unreached(repo_dir: &Path, tips: &[ObjectId], keepers: &[ObjectId]) -> anyhow::Result<u64> {
+    if tips.is_empty() {
+        return Ok(0);
+    }
+    let mut args = vec!["rev-list".to_string(), "--count".to_string()];
+    args.extend(tips.iter().map(ToString::to_string));
+    args.extend(keepers.iter().map(|k| format!("^{k}")));
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let out = super::run::GitRunner::new(repo_dir).output(&args)?;
+    out.trim()
+        .parse()
+        .with_context(|| format!("git rev-list --count printed {out:?}"))
+}
+
 /// Whether `ancestor` is reachable from `tip` (or is it).
 pub fn is_ancestor(repo: &gix::Repository, ancestor: ObjectId, tip: ObjectId) -> bool {
     ancestor == tip

@@ -299,6 +299,66 @@ impl RunTree {
         Ok(!status.trim().is_empty())
     }
 
+    /// The paths with uncommitted changes (untracked files included; a nested
+    /// repository counts by its pointer only), as `git status` names them.
+    pub fn uncommitted(&self) -> anyhow::Result<Vec<String>> {
+        let status = self.git().output(&[
+            "status",
+            "--porcelain",
+            "-z",
+            "--untracked-files=all",
+            "--ignore-submodules=all",
+        ])?;
+        let mut paths = Vec::new();
+        let mut fields = status.split('\0').filter(|f| !f.is_empty());
+        while let Some(entry) = fields.next() {
+            let (code, path) = entry.split_at(entry.len().min(3));
+            paths.push(path.to_string());
+            // A rename or copy names its source in the next field.
+            if code.starts_with(['R', 'C']) {
+                fields.next();
+            }
+        }
+        Ok(paths)
+    }
+
+    /// The files and folders git ignores in the worktree, a folder named once
+    /// (`target/`) rather than file by file.
+    pub fn ignored(&self) -> anyhow::Result<Vec<String>> {
+        let out = self.git().output(&[
+            "ls-files",
+            "--others",
+            "--ignored",
+            "--exclude-standard",
+            "--directory",
+            "-z",
+        ])?;
+        Ok(out
+            .split('\0')
+            .filter(|p| !p.is_empty())
+            .map(str::to_string)
+            .collect())
+    }
+
+    /// The tree of everything the worktree holds that git does not ignore — its HEAD
+    /// with every uncommitted change and untracked file added — written through a
+    /// scratch index at `scratch`, never the worktree's own.
+    pub fn snapshot(&self, scratch: &Path) -> anyhow::Result<gix::ObjectId> {
+        let _ = std::fs::remove_file(scratch);
+        if std::fs::symlink_metadata(self.admin.join("index")).is_ok_and(|m| m.is_file()) {
+            std::fs::copy(self.admin.join("index"), scratch)
+                .context("cannot copy the worktree's index")?;
+        }
+        let index = scratch.to_string_lossy();
+        let git = self.git().with_env("GIT_INDEX_FILE", &index);
+        let written = git
+            .output(&["add", "-A"])
+            .and_then(|_| git.output(&["write-tree"]));
+        let _ = std::fs::remove_file(scratch);
+        let tree = written?;
+        gix::ObjectId::from_hex(tree.trim().as_bytes()).context("write-tree named no tree")
+    }
+
     /// What is staged in the worktree (its index against its HEAD), read in-process.
     pub fn staged(&self) -> anyhow::Result<Vec<crate::core::scope::Change>> {
         let repo = gix::open(&self.path)

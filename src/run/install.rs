@@ -61,26 +61,34 @@ pub struct FlightStep {
     pub action: FlightAction,
 }
 
-/// Sets git-crew up in the repository of `workdir` (`uninstall`: takes it down). A run's
-/// worktree is git-crew's, not a place to set it up (or take it down) from: its records
+/// Why init would refuse to work from `workdir`, before it does anything: a run's
+/// worktree is git-crew's, not a place to set it up (or take it down) from — its records
 /// are the main checkout's.
-pub fn init(
-    repo: &crate::git::Repository,
-    workdir: &Path,
-    uninstall: bool,
-) -> anyhow::Result<Result<Setup, Refusal>> {
-    let state = state_dir(repo);
-    let crew_worktrees = RunStore::new(&state).worktrees_dir();
+pub fn refusal(repo: &crate::git::Repository, workdir: &Path) -> Option<Refusal> {
+    let crew_worktrees = RunStore::new(&state_dir(repo)).worktrees_dir();
     let canon = |p: &Path| p.canonicalize().unwrap_or_else(|_| p.to_path_buf());
-    if canon(workdir).starts_with(canon(&crew_worktrees)) {
-        return Ok(Err(Refusal::InsideRunWorktree {
+    canon(workdir)
+        .starts_with(canon(&crew_worktrees))
+        .then(|| Refusal::InsideRunWorktree {
             workdir: workdir.to_path_buf(),
             main: repo
                 .common_dir()
                 .parent()
                 .unwrap_or(repo.common_dir())
                 .to_path_buf(),
-        }));
+        })
+}
+
+/// Sets git-crew up in the repository of `workdir` (`uninstall`: takes it down); refused
+/// from a run's worktree ([`refusal`]).
+pub fn init(
+    repo: &crate::git::Repository,
+    workdir: &Path,
+    uninstall: bool,
+) -> anyhow::Result<Result<Setup, Refusal>> {
+    let state = state_dir(repo);
+    if let Some(refused) = refusal(repo, workdir) {
+        return Ok(Err(refused));
     }
     let git = GitRunner::new(workdir);
     if uninstall {

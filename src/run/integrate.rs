@@ -43,6 +43,30 @@ pub struct Request {
     pub dry_run: bool,
 }
 
+/// What cleanup removed and kept, and why it kept it.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Cleaned {
+    /// `removed`, `kept` or `gone` (there was none).
+    pub worktree: &'static str,
+    /// `deleted` or `kept`.
+    pub branch: &'static str,
+    pub kept_because: Option<String>,
+    /// What git ignored in the removed worktree, gone with it (named, never removed
+    /// silently; a folder named once: `target/`).
+    pub ignored: Vec<String>,
+}
+
+impl Cleaned {
+    fn kept() -> Cleaned {
+        Cleaned {
+            worktree: "kept",
+            branch: "kept",
+            kept_because: None,
+            ignored: Vec::new(),
+        }
+    }
+}
+
 /// An integrated run.
 pub struct Done {
     pub record: RunRecord,
@@ -57,11 +81,8 @@ pub struct Done {
     /// `merge`, `squash`, or `range` (the target did not contain the run's base: exactly
     /// base..tip was applied, as one commit).
     pub applied_as: &'static str,
-    pub worktree: &'static str,
-    pub branch: &'static str,
+    pub cleanup: Cleaned,
     pub attempts_ref: String,
-    /// Why cleanup kept what it kept.
-    pub kept_because: Option<String>,
     /// Completed from the journal of an integrate that died after its target moved.
     pub completed: bool,
     /// Only decided (`--dry-run`): `commit` is what would land; nothing moved.
@@ -286,10 +307,8 @@ pub fn integrate(
                 merged_verify: None,
                 noted: Vec::new(),
                 applied_as,
-                worktree: "kept",
-                branch: "kept",
+                cleanup: Cleaned::kept(),
                 attempts_ref: attempts_ref(run),
-                kept_because: None,
                 completed: false,
                 dry_run: true,
                 by_hand: false,
@@ -385,7 +404,7 @@ pub fn integrate(
         }
         crate::sys::failpoint::crash("integrate-after-target");
         // Landed. Keep the run's commits, mark it, file the ledger row, clean up.
-        let (worktree, branch, kept_because) = land(
+        let cleanup = land(
             repo_dir,
             repo,
             store,
@@ -406,10 +425,8 @@ pub fn integrate(
             files: applied.iter().map(|c| c.path.clone()).collect(),
             links_outside_scope,
             applied_as,
-            worktree,
-            branch,
+            cleanup,
             attempts_ref: attempts_ref(run),
-            kept_because,
             completed: false,
             dry_run: false,
             by_hand: false,
@@ -513,7 +530,7 @@ fn land(
     record: &mut RunRecord,
     journal: &Journal,
     cleanup: WorktreeCleanup,
-) -> anyhow::Result<(&'static str, &'static str, Option<String>)> {
+) -> anyhow::Result<Cleaned> {
     let run_tip = crate::git::refs::oid(&journal.run_tip)?;
     record_landed(
         repo_dir,
@@ -532,6 +549,16 @@ fn land(
         },
     )?;
     let cleaned = clean_up(repo_dir, repo, record, run_tip, cleanup);
+    if cleaned.worktree == "removed" {
+        // The landing is complete whether or not the record says what cleanup removed.
+        let _ = crate::run::prune::mark(
+            store,
+            record,
+            true,
+            cleaned.branch == "deleted",
+            &cleaned.ignored,
+        );
+    }
     let _ = std::fs::remove_file(journal_path(store, &record.run));
     Ok(cleaned)
 }
@@ -573,8 +600,7 @@ pub fn resume(
         let _ = std::fs::remove_file(&path);
         return Ok(None);
     }
-    let (worktree, branch, kept_because) =
-        land(repo_dir, repo, store, &mut record, &journal, cleanup)?;
+    let cleaned = land(repo_dir, repo, store, &mut record, &journal, cleanup)?;
     let target_before = crate::git::refs::oid(&journal.target_before)?;
     let files = git::diff::changed_between_trees(
         repo,
@@ -604,10 +630,8 @@ pub fn resume(
             "range" => "range",
             _ => "merge",
         },
-        worktree,
-        branch,
+        cleanup: cleaned,
         attempts_ref: attempts_ref(run),
-        kept_because,
         completed: true,
         dry_run: false,
         by_hand: false,
@@ -691,13 +715,25 @@ fn by_hand(
             violations,
         }));
     }
-    let record = match request.dry_run {
+    let mut record = match request.dry_run {
         true => record,
         false => store.load(run)?.unwrap_or(record),
     };
-    let (worktree, branch, kept_because) = match request.dry_run {
-        true => ("kept", "kept", None),
-        false => clean_up(repo_dir, repo, &record, run_tip, request.cleanup),
+    let cleanup = match request.dry_run {
+        true => Cleaned::kept(),
+        false => {
+            let cleaned = clean_up(repo_dir, repo, &record, run_tip, request.cleanup);
+            if cleaned.worktree == "removed" {
+                let _ = crate::run::prune::mark(
+                    store,
+                    &mut record,
+                    true,
+                    cleaned.branch == "deleted",
+                    &cleaned.ignored,
+                );
+            }
+            cleaned
+        }
     };
     Ok(Ok(Done {
         parents: merge::parents(repo, commit)?,
@@ -713,10 +749,8 @@ fn by_hand(
         } else {
             "merge"
         },
-        worktree,
-        branch,
+        cleanup,
         attempts_ref: attempts_ref(run),
-        kept_because,
         completed: false,
         dry_run: request.dry_run,
         by_hand: true,
@@ -842,17 +876,20 @@ fn verify_merged(
 }
 
 /// Removes what `worktree.cleanup` allows: never a worktree with uncommitted work, never
-/// commits that nothing else keeps.
+/// commits that nothing else keeps. What git ignored in a worktree it removes is named.
 fn clean_up(
     repo_dir: &Path,
     repo: &crate::git::Repository,
     record: &RunRecord,
     run_tip: ObjectId,
     policy: WorktreeCleanup,
-) -> (&'static str, &'static str, Option<String>) {
+) -> Cleaned {
     let wt = PathBuf::from(&record.worktree);
     if !wt.exists() {
-        return ("gone", "kept", None);
+        return Cleaned {
+            worktree: "gone",
+            ..Cleaned::kept()
+        };
     }
     // The administration is put back as dispatch wrote it before git runs there (and
     // before `git worktree remove` runs `git status` in it).
@@ -874,22 +911,27 @@ fn clean_up(
     } else {
         None
     };
-    let mut worktree = "kept";
-    if plan.remove_worktree {
-        let _ = git::worktree::unlock(repo_dir, &wt);
+    let mut cleaned = Cleaned {
+        kept_because: reason,
+        ..Cleaned::kept()
+    };
+    if plan.remove_worktree
+        && let Ok(t) = &tree
+    {
         // Seen clean above, with git-crew's own hardened status; git's check would run a
         // status of its own in the worker's worktree.
-        if tree.as_ref().is_ok_and(|t| t.remove(repo_dir).is_ok()) {
-            worktree = "removed";
+        let ignored = t.ignored().unwrap_or_default();
+        if crate::run::prune::remove_tree(repo_dir, t).is_ok() {
+            cleaned.worktree = "removed";
+            cleaned.ignored = ignored;
         }
     }
-    let mut branch = "kept";
     if plan.delete_branch
-        && worktree == "removed"
+        && cleaned.worktree == "removed"
         && merge::branch_tip(repo, &record.branch).ok().flatten() == Some(run_tip)
         && merge::delete_branch(repo, &record.branch).is_ok()
     {
-        branch = "deleted";
+        cleaned.branch = "deleted";
     }
-    (worktree, branch, reason)
+    cleaned
 }

@@ -16,6 +16,7 @@ pub mod plans;
 pub mod post_merge;
 pub mod process;
 pub mod prompt;
+pub mod prune;
 pub mod queue;
 pub mod supervisor;
 pub mod verify;

@@ -394,7 +394,11 @@ fn abandon_stops_a_live_run_and_keeps_its_branch() {
     assert_eq!(out.json()["run"]["outcome"], "abandoned");
     let (out, _) = wait(&env, &repo, &run);
     out.expect_code(1);
-    env.crew(&repo, &["abandon", &run]).expect_code(4);
+    // Abandoning it again gives up what it holds: here nothing (it made no commit).
+    let again = env.crew(&repo, &["abandon", &run]);
+    again.expect_code(0);
+    assert_eq!(again.json()["kept"]["commit"], Value::Null);
+    assert_eq!(again.json()["run"]["outcome"], "abandoned");
     env.git_ok(
         &repo,
         &["rev-parse", "--verify", &format!("crew/routes/{run}")],

@@ -12,6 +12,7 @@ mod init;
 mod integrate;
 mod ledger;
 mod plan;
+mod prune;
 mod real_clis;
 mod retry;
 mod roster;
