@@ -20,7 +20,7 @@ use crate::run::supervisor;
 #[derive(Debug, Args)]
 #[command(after_help = "Examples:\n  git crew abandon 20261202-101500-1a2b")]
 pub struct AbandonArgs {
-    #[arg(value_parser = super::runs::run_address)]
+    #[arg(value_parser = super::runs::run_address, add = super::complete::runs())]
     pub run: String,
 }
 

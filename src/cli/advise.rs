@@ -28,7 +28,7 @@ pub struct AdviseOutput<'a> {
     after_help = "Examples:\n  git crew advise 20261202-101500-1a2b --text 'Use sqlite; it is already a dependency.'"
 )]
 pub struct AdviseArgs {
-    #[arg(value_parser = super::runs::run_address)]
+    #[arg(value_parser = super::runs::run_address, add = super::complete::runs())]
     pub run: String,
     /// The answer.
     #[arg(long)]

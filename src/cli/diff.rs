@@ -19,7 +19,7 @@ use crate::git::diff::Shown;
 )]
 pub struct DiffArgs {
     /// The run: its id, a unique part of it, its task, or @last.
-    #[arg(value_parser = super::runs::run_address)]
+    #[arg(value_parser = super::runs::run_address, add = super::complete::runs())]
     pub run: String,
     /// A diffstat.
     #[arg(long, conflicts_with_all = ["name_status", "patch"])]

@@ -24,7 +24,7 @@ const EXAMPLES: &str = "Examples:\n  git crew dispatch --task routes --scope 'sr
 #[command(after_help = EXAMPLES)]
 pub struct DispatchArgs {
     /// The task id (becomes part of the branch name).
-    #[arg(long)]
+    #[arg(long, add = super::complete::tasks())]
     pub task: String,
     /// The task, as text.
     #[arg(

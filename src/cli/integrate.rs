@@ -24,7 +24,7 @@ use crate::run::integrate::{self, Request};
     after_help = "Examples:\n  git crew integrate 20261202-101500-1a2b\n  git crew integrate 20261202-101500-1a2b --into release --squash\n  git notes --ref=crew show main"
 )]
 pub struct IntegrateArgs {
-    #[arg(value_parser = super::runs::run_address)]
+    #[arg(value_parser = super::runs::run_address, add = super::complete::runs())]
     pub run: String,
     /// The branch to integrate into (default: the branch the run was cut from).
     #[arg(long, value_name = "BRANCH")]

@@ -49,7 +49,7 @@ pub struct ShouldStopOutput<'a> {
 )]
 pub struct LedgerArgs {
     /// Only this task's rows.
-    #[arg(long)]
+    #[arg(long, add = super::complete::tasks())]
     pub task: Option<String>,
     /// `stats`: learn from the ledger instead of listing it.
     #[arg(value_parser = ["stats"])]
@@ -141,7 +141,7 @@ pub fn ledger(ctx: &CommandContext, args: LedgerArgs) -> Result<Report> {
     after_help = "Examples:\n  git crew should-stop --task routes --model gpt-5.6-sol\n  git crew should-stop --task routes --model claude-sonnet-5 --tier mid"
 )]
 pub struct ShouldStopArgs {
-    #[arg(long)]
+    #[arg(long, add = super::complete::tasks())]
     pub task: String,
     #[arg(long)]
     pub model: String,

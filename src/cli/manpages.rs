@@ -1,6 +1,5 @@
-//! `git crew install-man-pages [DIR]` and `git crew completions SHELL`: the manual pages
-//! and shell completions, generated from the clap definitions themselves, so they can
-//! never disagree with `--help`.
+//! `git crew install-man-pages [DIR]`: the manual pages, generated from the clap
+//! definitions themselves, so they can never disagree with `--help`.
 
 use std::path::{Path, PathBuf};
 
@@ -24,20 +23,6 @@ use super::ui::Report;
 pub struct InstallManPagesArgs {
     /// The manual folder to install into (the pages go to DIR/man1).
     pub dir: Option<PathBuf>,
-}
-
-/// Print a shell completion script for git-crew.
-///
-/// Load it in the shell's start-up file, e.g. for bash:
-/// `source <(git crew completions bash)`.
-#[derive(Debug, Args)]
-#[command(
-    after_help = "Examples:\n  git crew completions bash > ~/.local/share/bash-completion/completions/git-crew\n  git crew completions zsh > ~/.zfunc/_git-crew\n  git crew completions fish > ~/.config/fish/completions/git-crew.fish"
-)]
-pub struct CompletionsArgs {
-    /// The shell.
-    #[arg(value_enum)]
-    pub shell: clap_complete::Shell,
 }
 
 /// What `install-man-pages` prints.
@@ -113,15 +98,6 @@ fn cannot_write(path: &Path, e: std::io::Error) -> CrewError {
         format!("cannot write {}: {e}", path.display()),
     )
     .hinted("name a manual folder you can write: git crew install-man-pages DIR")
-}
-
-/// Prints the completion script on stdout, as it is (not wrapped in JSON).
-pub fn completions(args: CompletionsArgs) -> Result<Report> {
-    let mut cmd = super::Cli::command();
-    let mut script = Vec::new();
-    clap_complete::generate(args.shell, &mut cmd, "git-crew", &mut script);
-    let script = String::from_utf8_lossy(&script).into_owned();
-    Ok(Report::raw(script))
 }
 
 #[cfg(test)]

@@ -4,6 +4,7 @@
 
 pub mod abandon;
 pub mod advise;
+pub mod complete;
 pub mod context;
 pub mod diff;
 pub mod dispatch;
@@ -112,7 +113,7 @@ pub enum Command {
     Sync(sync::SyncArgs),
     Doctor(doctor::DoctorArgs),
     InstallManPages(manpages::InstallManPagesArgs),
-    Completions(manpages::CompletionsArgs),
+    Completions(complete::CompletionsArgs),
     Footer(footer::FooterArgs),
     #[command(hide = true)]
     Hook(hook::HookArgs),
@@ -130,6 +131,9 @@ impl Command {
 
 /// Parses the arguments, runs the command, renders its result.
 pub fn main() -> ExitCode {
+    if let Some(code) = complete::serve() {
+        return code;
+    }
     ExitCode::from(run(std::env::args_os()))
 }
 
@@ -173,7 +177,7 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> u8 {
         Command::ShouldStop(args) => ledger::should_stop(&ctx, args),
         Command::Doctor(args) => doctor::run(&ctx, args),
         Command::InstallManPages(args) => manpages::install(&ctx, args),
-        Command::Completions(args) => manpages::completions(args),
+        Command::Completions(args) => complete::completions(args),
         Command::Footer(args) => footer::run(&ctx, args),
         Command::Hook(args) => hook::run(&ctx, args),
         Command::Supervise(args) => abandon::supervise(&ctx, args),

@@ -16,7 +16,7 @@ use crate::run::supervisor::{self, Delivered};
 #[derive(Debug, Args)]
 #[command(after_help = "Examples:\n  git crew attach 20261202-101500-1a2b --session task-7")]
 pub struct AttachArgs {
-    #[arg(value_parser = super::runs::run_address)]
+    #[arg(value_parser = super::runs::run_address, add = super::complete::runs())]
     pub run: String,
     /// The id of the lead's sub-task that works the run.
     #[arg(long)]
@@ -61,7 +61,7 @@ pub fn attach(ctx: &CommandContext, args: AttachArgs) -> Result<Report> {
 #[derive(Debug, Args)]
 #[command(after_help = "Examples:\n  git crew deliver 20261202-101500-1a2b --reply-file reply.md")]
 pub struct DeliverArgs {
-    #[arg(value_parser = super::runs::run_address)]
+    #[arg(value_parser = super::runs::run_address, add = super::complete::runs())]
     pub run: String,
     /// The reply, ending with the footer.
     #[arg(long, value_name = "FILE")]

@@ -31,7 +31,7 @@ const EXAMPLES: &str = "Examples:\n  git crew retry 20261202-101500-1a2b\n  git 
 #[command(after_help = EXAMPLES)]
 pub struct RetryArgs {
     /// The run to retry (a run id, a task id, @last, or a unique part of a run id).
-    #[arg(value_parser = runs::run_address)]
+    #[arg(value_parser = runs::run_address, add = super::complete::runs())]
     pub run: String,
     /// The lead's feedback for the new run (default: what was measured in RUN).
     #[arg(long, value_name = "FEEDBACK")]

@@ -12,7 +12,7 @@ use super::ui::Report;
 #[derive(Debug, Args)]
 #[command(after_help = "Examples:\n  git crew show 20261202-101500-1a2b")]
 pub struct ShowArgs {
-    #[arg(value_parser = super::runs::run_address)]
+    #[arg(value_parser = super::runs::run_address, add = super::complete::runs())]
     pub run: String,
 }
 
@@ -41,7 +41,7 @@ pub struct TranscriptOutput<'a> {
 #[derive(Debug, Args)]
 #[command(after_help = "Examples:\n  git crew transcript 20261202-101500-1a2b | less")]
 pub struct TranscriptArgs {
-    #[arg(value_parser = super::runs::run_address)]
+    #[arg(value_parser = super::runs::run_address, add = super::complete::runs())]
     pub run: String,
 }
 

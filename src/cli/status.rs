@@ -22,7 +22,7 @@ const EXAMPLES: &str =
 #[command(after_help = EXAMPLES)]
 pub struct StatusArgs {
     /// Only this run.
-    #[arg(value_parser = super::runs::run_address)]
+    #[arg(value_parser = super::runs::run_address, add = super::complete::runs())]
     pub run: Option<String>,
     /// How many finished runs to include (most recent first).
     #[arg(long, default_value_t = 20)]

@@ -18,7 +18,7 @@ use crate::run::verify::{self, Verified};
     after_help = "Examples:\n  git crew verify 20261202-101500-1a2b\n  git crew verify 20261202-101500-1a2b --command 'cargo test routes'"
 )]
 pub struct VerifyArgs {
-    #[arg(value_parser = super::runs::run_address)]
+    #[arg(value_parser = super::runs::run_address, add = super::complete::runs())]
     pub run: String,
     /// The verify command to use (and keep) instead of the run's own.
     #[arg(long, value_name = "CMD")]

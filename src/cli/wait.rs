@@ -22,7 +22,7 @@ const EXAMPLES: &str = "Examples:\n  git crew wait 20261202-101500-1a2b\n  git c
 #[command(after_help = EXAMPLES)]
 pub struct WaitArgs {
     /// The runs to wait for.
-    #[arg(required = true, value_parser = super::runs::run_address)]
+    #[arg(required = true, value_parser = super::runs::run_address, add = super::complete::runs())]
     pub runs: Vec<String>,
     /// Return as soon as one of them finishes.
     #[arg(long)]

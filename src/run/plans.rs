@@ -42,6 +42,17 @@ pub fn names(workdir: &Path) -> Vec<String> {
     out
 }
 
+/// Every plan's name and text, by name; a plan file that cannot be read is left out.
+pub fn texts(workdir: &Path) -> Vec<(String, String)> {
+    names(workdir)
+        .into_iter()
+        .filter_map(|name| {
+            let path = workdir.join(crate::core::layout::plan_file(&name));
+            Some((name, std::fs::read_to_string(path).ok()?))
+        })
+        .collect()
+}
+
 /// Loads plan `name`, or the only plan when `name` is `None`.
 pub fn load(workdir: &Path, name: Option<&str>) -> Result<Plan, PlanError> {
     let name = match name {

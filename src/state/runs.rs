@@ -250,6 +250,43 @@ impl RunStore {
         list(&self.root.join("runs"))
     }
 
+    /// Every run id on file, live or finished, from the file names alone: no record is
+    /// read and no lock taken (a TAB lists them).
+    pub fn ids(&self) -> Vec<String> {
+        let mut ids = Vec::new();
+        for dir in ["live", "runs"] {
+            let Ok(entries) = std::fs::read_dir(self.root.join(dir)) else {
+                continue;
+            };
+            ids.extend(entries.flatten().filter_map(|e| {
+                let name = e.file_name().into_string().ok()?;
+                let run = name.strip_suffix(".json")?;
+                crate::core::record::is_run_id(run).then(|| run.to_string())
+            }));
+        }
+        ids
+    }
+
+    /// `(run, task)` for each of `runs` whose pointer or record can be read, without a
+    /// lock; the others are left out.
+    pub fn tasks_of(&self, runs: &[&str]) -> Vec<(String, String)> {
+        #[derive(serde::Deserialize)]
+        struct TaskOnly {
+            task: String,
+        }
+        runs.iter()
+            .filter_map(|run| {
+                let found = [self.live_path(run), self.record_path(run)]
+                    .iter()
+                    .find_map(|path| {
+                        let bytes = std::fs::read(path).ok()?;
+                        serde_json::from_slice::<TaskOnly>(&bytes).ok()
+                    })?;
+                Some((run.to_string(), found.task))
+            })
+            .collect()
+    }
+
     /// The `n` most recent finished runs, oldest first, and how many older ones were
     /// left out. Run ids sort by time, so only those `n` records are read, however many
     /// are on file.

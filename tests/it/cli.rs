@@ -312,21 +312,21 @@ fn run_with(cmd: &mut std::process::Command) -> (i32, String) {
 fn completions_are_scripts_even_when_piped() {
     let env = TestEnv::new();
     for (shell, marker) in [
-        ("bash", "complete -F"),
+        ("bash", "-F _clap_complete_git_crew git-crew"),
         ("zsh", "#compdef git-crew"),
-        ("fish", "complete -c git-crew"),
+        ("fish", "--command git-crew"),
     ] {
         let out = env.crew(env.root(), &["completions", shell]);
         out.expect_code(0);
         assert!(out.stdout.contains(marker), "{shell}: {}", out.stdout);
-        assert!(out.stdout.contains("dispatch"), "{shell}");
+        assert!(out.stdout.contains("GIT_CREW_COMPLETE"), "{shell}");
         assert!(
             !out.stdout.starts_with("{\"ok\""),
             "{shell}: wrapped in JSON"
         );
     }
     let out = env.crew(env.root(), &["completions", "bash", "--json"]);
-    assert!(out.json()["text"].as_str().unwrap().contains("complete -F"));
+    assert!(out.json()["text"].as_str().unwrap().contains("_git_crew()"));
     env.crew(env.root(), &["completions", "tcsh-nope"])
         .expect_code(2);
 }

@@ -528,7 +528,8 @@ fn short_hash_at(text: &str) -> Option<(usize, String)> {
     ((7..40).contains(&len) && ends_word(hash, len)).then(|| (2 + len, "@ [HASH]".into()))
 }
 
-fn run(cmd: &mut Command, stdin: Option<&[u8]>) -> Out {
+/// Runs `cmd` (feeding it `stdin`, if any) and returns what it did.
+pub fn run(cmd: &mut Command, stdin: Option<&[u8]>) -> Out {
     if stdin.is_some() {
         cmd.stdin(Stdio::piped());
     }

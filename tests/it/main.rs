@@ -2,6 +2,7 @@
 
 mod cli;
 mod common;
+mod complete;
 mod dispatch;
 mod fence;
 mod flight;
