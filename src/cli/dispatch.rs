@@ -176,13 +176,7 @@ pub fn run(ctx: &CommandContext, args: DispatchArgs) -> Result<Report> {
         return Ok(Report::of(&output, human));
     };
     if args.wait {
-        return super::wait::wait_for(
-            &store,
-            Some(&repo_dir),
-            std::slice::from_ref(&record.run),
-            false,
-            None,
-        );
+        return super::wait::wait_for(ctx, &store, std::slice::from_ref(&record.run), false, None);
     }
     let session_plan = dispatch::session_plan(&store, &flight, &record);
     let split_advice = crate::run::ledger::split_advice(repo, &record);

@@ -19,6 +19,7 @@ pub mod ledger;
 pub mod manpages;
 pub mod native;
 pub mod plan;
+pub mod progress;
 pub mod refusals;
 pub mod runs;
 pub mod show;
