@@ -13,6 +13,7 @@ pub mod install;
 pub mod integrate;
 pub mod layout;
 pub mod ledger;
+pub mod notify;
 pub mod plan;
 pub mod policy;
 pub mod record;

@@ -10,6 +10,7 @@ mod hook;
 mod init;
 mod integrate;
 mod ledger;
+mod notify;
 mod plan;
 mod progress;
 mod real_clis;
