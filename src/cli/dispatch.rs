@@ -157,6 +157,7 @@ pub fn run(ctx: &CommandContext, args: DispatchArgs) -> Result<Report> {
     .map_err(CrewError::from)?;
     let outcome = Outcome {
         wait: args.wait,
+        format: ctx.format,
         warnings,
         stale_days,
     };
@@ -167,6 +168,8 @@ pub fn run(ctx: &CommandContext, args: DispatchArgs) -> Result<Report> {
 pub(super) struct Outcome {
     /// `--wait`: block until the run ends and print its result.
     pub wait: bool,
+    /// How `--wait` prints what it waited for.
+    pub format: super::ui::Format,
     pub warnings: Vec<String>,
     /// Days since the plan file changed, when it is stale.
     pub stale_days: Option<i64>,
@@ -184,6 +187,7 @@ pub(super) fn report(
 ) -> Result<Report> {
     let Outcome {
         wait,
+        format,
         mut warnings,
         stale_days,
     } = outcome;
@@ -211,6 +215,7 @@ pub(super) fn report(
         return super::wait::wait_for(
             store,
             Some(repo_dir),
+            format,
             std::slice::from_ref(&record.run),
             false,
             None,

@@ -18,7 +18,9 @@ use crate::run::integrate::{self, Request};
 /// target, and clean up per `worktree.cleanup`. Integrations run one at a time. A run the
 /// target already contains (merged by hand after a conflict, with no hook to record it)
 /// is audited and recorded as a hand merge is, from the commit that brought it in; paths
-/// that commit changed outside the scope are a scope violation (exit 1).
+/// that commit changed outside the scope are a scope violation (exit 1). On a terminal,
+/// stderr shows the step it is at (auditing, merging, re-verifying on the merged tree,
+/// writing notes).
 #[derive(Debug, Args)]
 #[command(
     after_help = "Examples:\n  git crew integrate 20261202-101500-1a2b\n  git crew integrate 20261202-101500-1a2b --into release --squash\n  git notes --ref=crew show main"
@@ -114,7 +116,15 @@ pub fn run(ctx: &CommandContext, args: IntegrateArgs) -> Result<Report> {
     // A verify of the merged tree runs here: what it starts comes back to this process
     // and goes when it ends, and Ctrl-C stops it and removes its checkout.
     crate::sys::process::become_subreaper();
-    let done = integrate::integrate(&repo_dir, repo, &store, &request)
+    let progress = super::progress::Progress::for_steps();
+    let into = (args.into.clone())
+        .or_else(|| record.as_ref().and_then(|r| r.base_ref.clone()))
+        .unwrap_or_else(|| "the target".into());
+    let done = integrate::integrate(&repo_dir, repo, &store, &request, &|step| {
+        progress.step(step_text(step, &request.run, &into));
+    });
+    drop(progress);
+    let done = done
         .map_err(CrewError::from_run)?
         .map_err(CrewError::from)?;
     let forced = if done
@@ -260,6 +270,18 @@ struct Landed<'a> {
     noted: Vec<String>,
     attempts_ref: &'a str,
     cleanup: &'a integrate::Cleaned,
+}
+
+/// The status line of an integration at `step`.
+fn step_text(step: integrate::Step, run: &str, into: &str) -> String {
+    use integrate::Step;
+    match step {
+        Step::Auditing => format!("integrate {run}: auditing"),
+        Step::WaitingTurn => format!("integrate {run}: waiting for the integration ahead"),
+        Step::Merging => format!("integrate {run}: merging onto {into}"),
+        Step::Reverifying => format!("integrate {run}: re-verifying on the merged tree"),
+        Step::WritingNotes => format!("integrate {run}: writing notes"),
+    }
 }
 
 /// `Name <email>` of whoever integrates (the configured committer).

@@ -20,6 +20,7 @@ pub mod ledger;
 pub mod manpages;
 pub mod native;
 pub mod plan;
+pub mod progress;
 pub mod prune;
 pub mod refusals;
 pub mod retry;

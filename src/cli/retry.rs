@@ -134,6 +134,7 @@ pub fn run(ctx: &CommandContext, args: RetryArgs) -> Result<Report> {
     .map_err(CrewError::from)?;
     let outcome = Outcome {
         wait: args.wait,
+        format: ctx.format,
         warnings,
         stale_days,
     };

@@ -7,17 +7,21 @@ use serde::Serialize;
 
 use super::context::CommandContext;
 use super::error::{CrewError, Result, exit};
+use super::progress::{Progress, elapsed};
 use super::runs;
-use super::ui::Report;
+use super::ui::{Format, Report};
 use crate::core::record::{Phase, RunRecord};
 use crate::state::runs::RunStore;
+use crate::sys::clock::now_millis;
 
 const EXAMPLES: &str = "Examples:\n  git crew wait 20261202-101500-1a2b\n  git crew wait RUN1 RUN2 --any --timeout 10m";
 
 /// Block until runs finish; print their results (footer only, never the transcript).
 ///
 /// Exits 0 when every run passed, 5 when any needs help (and none failed), 1 otherwise;
-/// 5 as well when --timeout expires first (the JSON says `"timed_out": true`).
+/// 5 as well when --timeout expires first (the JSON says `"timed_out": true` and lists
+/// the runs still working in `"still_working"`). On a terminal, stderr shows the runs
+/// left and their phases while it waits.
 #[derive(Debug, Args)]
 #[command(after_help = EXAMPLES)]
 pub struct WaitArgs {
@@ -48,7 +52,14 @@ pub fn run(ctx: &CommandContext, args: WaitArgs) -> Result<Report> {
         runs::load(&store, &run)?;
         resolved.push(run);
     }
-    wait_for(&store, Some(ctx.workdir()?), &resolved, args.any, timeout)
+    wait_for(
+        &store,
+        ctx.workdir().ok(),
+        ctx.format,
+        &resolved,
+        args.any,
+        timeout,
+    )
 }
 
 /// `wait` (and `dispatch --wait`): every run waited for, settled or not, and whether the
@@ -57,6 +68,18 @@ pub fn run(ctx: &CommandContext, args: WaitArgs) -> Result<Report> {
 pub struct WaitOutput<'a> {
     pub runs: Vec<crate::core::result::RunResult<'a>>,
     pub timed_out: bool,
+    /// The runs waited for that have not settled (empty unless the timeout came first,
+    /// or `--any` returned with others still going).
+    pub still_working: Vec<StillWorking<'a>>,
+}
+
+/// A run `wait` stopped waiting for before it settled.
+#[derive(Debug, Serialize)]
+pub struct StillWorking<'a> {
+    pub run: &'a str,
+    pub task: &'a str,
+    pub phase: Phase,
+    pub elapsed_s: u64,
 }
 
 /// Whether `wait` stops waiting for a run: it ended, or it needs the lead.
@@ -64,16 +87,19 @@ fn settled(record: &RunRecord) -> bool {
     record.phase.is_final() || record.phase == Phase::NeedsHelp
 }
 
-/// Polls the runs until they settle (or one does, with `any`), then reports them.
+/// Polls the runs until they settle (or one does, with `any`), then reports them; on a
+/// terminal, a status line on stderr names the runs left meanwhile.
 pub fn wait_for(
     store: &RunStore,
     repo_dir: Option<&std::path::Path>,
+    format: Format,
     runs: &[String],
     any: bool,
     timeout: Option<Duration>,
 ) -> Result<Report> {
     let start = Instant::now();
     let mut last_check = Instant::now();
+    let progress = Progress::for_runs();
     let (records, timed_out) = loop {
         let mut records = Vec::new();
         for run in runs {
@@ -86,15 +112,18 @@ pub fn wait_for(
         if timeout.is_some_and(|t| start.elapsed() >= t) {
             break (records, true);
         }
+        let left: Vec<&RunRecord> = records.iter().filter(|r| !settled(r)).collect();
+        progress.runs(&left, now_millis());
         std::thread::sleep(Duration::from_millis(100));
         // A supervisor may die, or a slot free up, while we wait: look about once a second.
         if last_check.elapsed() >= Duration::from_secs(1) {
             last_check = Instant::now();
             if let Some(repo_dir) = repo_dir {
-                let _ = crate::run::queue::settle(store, repo_dir);
+                progress.suspend(|| crate::run::queue::settle(store, repo_dir).ok());
             }
         }
     };
+    drop(progress);
     // With --any, the runs that settled are the answer; the others are still going.
     let judged: Vec<&RunRecord> = records.iter().filter(|r| !any || settled(r)).collect();
     let code = match crate::core::result::awaited(&judged, timed_out) {
@@ -102,9 +131,24 @@ pub fn wait_for(
         crate::core::result::Awaited::NeedsLead => exit::ATTENTION,
         crate::core::result::Awaited::Failed => exit::CHECK,
     };
+    let now = now_millis();
+    let still_working: Vec<StillWorking> = records
+        .iter()
+        .filter(|r| !settled(r))
+        .map(|r| StillWorking {
+            run: &r.run,
+            task: &r.task,
+            phase: r.phase,
+            elapsed_s: crate::core::stamp::elapsed_s(r.started_at, now),
+        })
+        .collect();
+    if timed_out && format == Format::Human {
+        eprint!("{}", timed_out_note(timeout, &still_working));
+    }
     let output = WaitOutput {
         runs: records.iter().map(runs::result).collect(),
         timed_out,
+        still_working,
     };
     let human = records
         .iter()
@@ -118,4 +162,30 @@ pub fn wait_for(
         _ => super::ui::Status::Failed(CrewError::check("run-failed", "not every run passed")),
     };
     Ok(report)
+}
+
+/// For people, on stderr: the wait gave up, on which runs, and what to do next.
+fn timed_out_note(timeout: Option<Duration>, left: &[StillWorking]) -> String {
+    let after = timeout.map_or(String::new(), |t| {
+        format!(" after {}", elapsed(t.as_secs()))
+    });
+    let mut out = format!(
+        "wait: timed out{after}; still working: {}\n",
+        left.iter()
+            .map(|r| format!(
+                "{} ({} {} {})",
+                r.task,
+                r.run,
+                r.phase.as_str(),
+                elapsed(r.elapsed_s)
+            ))
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    let runs: Vec<&str> = left.iter().map(|r| r.run).collect();
+    out.push_str(&format!(
+        "hint: git crew wait {} waits again; git crew status shows what they are doing\n",
+        runs.join(" ")
+    ));
+    out
 }

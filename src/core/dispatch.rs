@@ -91,6 +91,8 @@ pub struct Plan {
     pub escalated_from: Option<Escalation>,
     /// The `[sandbox] writable` paths, resolved.
     pub writable: Vec<PathBuf>,
+    /// The `[notify]` command, told when the run needs help or ends.
+    pub notify: Option<crate::core::notify::Notifier>,
 }
 
 /// Where a dispatch was escalated from (SPEC §2 `escalated_from`).
@@ -672,6 +674,7 @@ pub fn decide(flight: &Flight, request: &Request, facts: &Facts) -> Result<Plan,
         task_prompt,
         escalated_from,
         writable,
+        notify: crate::core::notify::Notifier::of(&flight.notify),
     })
 }
 

@@ -121,6 +121,10 @@ pub fn is_throwaway_name(name: &str) -> bool {
 pub fn integrating(dir: &Path) -> PathBuf {
     dir.join("integrating.json")
 }
+/// The `[notify]` command resolved at dispatch (`null` for none).
+pub fn notifier(dir: &Path) -> PathBuf {
+    dir.join("notify.json")
+}
 /// The `[sandbox] writable` paths resolved at dispatch.
 pub fn fence_extra(dir: &Path) -> PathBuf {
     dir.join("fence.json")

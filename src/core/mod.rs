@@ -15,6 +15,7 @@ pub mod install;
 pub mod integrate;
 pub mod layout;
 pub mod ledger;
+pub mod notify;
 pub mod plan;
 pub mod policy;
 pub mod prune;

@@ -249,6 +249,10 @@ pub fn apply(
             crate::core::layout::fence_extra(&run_dir),
             serde_json::to_vec(&plan.writable)?,
         )?;
+        std::fs::write(
+            crate::core::layout::notifier(&run_dir),
+            serde_json::to_vec(&plan.notify)?,
+        )?;
         if record.adapter == crate::core::flight::AdapterKind::Native {
             // No process: the lead binds its own sub-task with `attach`.
             let mut waiting = record.clone();

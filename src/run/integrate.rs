@@ -91,13 +91,31 @@ pub struct Done {
     pub by_hand: bool,
 }
 
+/// Where an integration is, for a caller that shows its progress: integrate itself
+/// prints nothing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Step {
+    /// Reading the run and auditing its branch against its scope.
+    Auditing,
+    /// Waiting for the integrations ahead of it (one at a time).
+    WaitingTurn,
+    /// Building the merge onto the target's tip.
+    Merging,
+    /// Running the run's verify command on the merged tree.
+    Reverifying,
+    /// Writing the run record notes and advancing the target.
+    WritingNotes,
+}
+
 pub fn integrate(
     repo_dir: &Path,
     repo: &crate::git::Repository,
     store: &RunStore,
     request: &Request,
+    observe: &dyn Fn(Step),
 ) -> anyhow::Result<Result<Done, Refusal>> {
     let run = &request.run;
+    observe(Step::Auditing);
     // An integrate of this run that died half-way is finished first.
     if !request.dry_run && journal_path(store, run).exists() {
         let _turn = store.integrate_lock(Duration::from_secs(1800))?;
@@ -214,6 +232,7 @@ pub fn integrate(
     };
 
     // One integration at a time: the others wait their turn here.
+    observe(Step::WaitingTurn);
     let _turn = store.integrate_lock(Duration::from_secs(1800))?;
     // Whoever held the lock before may have integrated this very run.
     if let Some(done) = store.load(run)?.and_then(|r| r.integration) {
@@ -225,6 +244,7 @@ pub fn integrate(
     note.gates = request.gates.clone();
 
     for _ in 0..5 {
+        observe(Step::Merging);
         let Some(target_tip) = merge::branch_tip(repo, &into)? else {
             return Ok(Err(Refusal::NoTarget(format!("no branch {into}"))));
         };
@@ -318,6 +338,7 @@ pub fn integrate(
         // The target moved since the run's base: the merged tree is verified again.
         let mut merged_verify = None;
         if let Some(command) = integrate::reverify(&record, verified, target_tip == base) {
+            observe(Step::Reverifying);
             match verify_merged(repo_dir, store, &record, command, commit)? {
                 verify::Verified::Done(result) if result.passed => merged_verify = Some(result),
                 verify::Verified::Done(result) => {
@@ -334,6 +355,7 @@ pub fn integrate(
             }
         }
 
+        observe(Step::WritingNotes);
         // Notes first (one commit of the notes ref for all of them), then the target.
         // The worker's commits: the branch's own, not the target's commits it merged in.
         let mut noted = vec![commit];

@@ -11,6 +11,7 @@ pub mod fence;
 pub mod install;
 pub mod integrate;
 pub mod ledger;
+pub mod notify;
 pub mod output;
 pub mod plans;
 pub mod post_merge;

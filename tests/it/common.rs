@@ -335,6 +335,7 @@ impl TestEnv {
             dir: dir.to_path_buf(),
             runs: vec![run.into()],
             timeout: "60s".into(),
+            human: false,
         }
     }
 
@@ -647,6 +648,7 @@ pub struct Wait<'a> {
     dir: PathBuf,
     runs: Vec<String>,
     timeout: String,
+    human: bool,
 }
 
 impl Wait<'_> {
@@ -662,12 +664,21 @@ impl Wait<'_> {
         self
     }
 
+    /// `--human`.
+    pub fn human(mut self) -> Self {
+        self.human = true;
+        self
+    }
+
     /// Runs it; whatever it exits with.
     #[track_caller]
     pub fn run(self) -> Out {
         let mut args = vec!["wait"];
         args.extend(self.runs.iter().map(String::as_str));
         args.extend(["--timeout", &self.timeout]);
+        if self.human {
+            args.push("--human");
+        }
         self.env.crew(&self.dir, &args)
     }
 

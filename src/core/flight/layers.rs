@@ -346,6 +346,17 @@ fn check_references(resolved: &Resolved) -> Vec<Diagnostic> {
         }
         seen.push(tier);
     }
+    if let Some(command) = &flight.notify.command
+        && command
+            .first()
+            .is_some_and(|program| program.trim().is_empty())
+    {
+        report(
+            "notify.command",
+            "the notify command's first word names the program to run; it is empty".into(),
+            None,
+        );
+    }
     for (name, backend) in &flight.backends {
         let key = format!("backends.{name}");
         match backend.adapter {
@@ -593,6 +604,56 @@ mod tests {
         assert!(
             errs.iter()
                 .any(|e| e.starts_with("p.toml:8:1: `workers.w1.backend`: unknown backend `nope`"))
+        );
+    }
+
+    #[test]
+    fn the_notify_command_is_checked_and_layered() {
+        let user = file(
+            Layer::User,
+            "user.toml",
+            "[notify]\ncommand = [\"notify-send\", \"crew\"]\n",
+        );
+        let r = resolve(std::slice::from_ref(&user), &Invocation::default()).unwrap();
+        assert_eq!(
+            r.flight.notify.command.as_deref(),
+            Some(&["notify-send".to_string(), "crew".to_string()][..])
+        );
+        assert_eq!(r.flight.notify.timeout, "10s");
+        let sources = r.sources();
+        assert_eq!(sources["notify.command"], Layer::User);
+        assert_eq!(sources["notify.timeout"], Layer::Default);
+        // `[]` in a later layer turns it off.
+        let project = file(Layer::Project, "p.toml", "[notify]\ncommand = []\n");
+        let r = resolve(&[user, project], &Invocation::default()).unwrap();
+        assert_eq!(r.flight.notify.command.as_deref(), Some(&[][..]));
+        // A program with no name, a timeout of zero, a mistyped key: exit 2, located.
+        let bad = file(
+            Layer::Project,
+            "p.toml",
+            "[notify]\ncommand = [\" \", \"x\"]\n",
+        );
+        let errs = errors(&[bad], &Invocation::default());
+        assert!(
+            errs[0].starts_with("p.toml:2:1: `notify.command`: the notify command's first word"),
+            "{errs:#?}"
+        );
+        let bad = file(
+            Layer::Project,
+            "p.toml",
+            "[notify]\ntimeout = \"0s\"\ncomand = [\"x\"]\n",
+        );
+        let errs = errors(&[bad], &Invocation::default());
+        assert_eq!(errs.len(), 2, "{errs:#?}");
+        assert!(
+            errs.iter()
+                .any(|e| e.contains("`notify.timeout`: a duration must be longer than zero")),
+            "{errs:#?}"
+        );
+        assert!(
+            errs.iter()
+                .any(|e| e.contains("(did you mean `notify.command`?)")),
+            "{errs:#?}"
         );
     }
 

@@ -33,6 +33,16 @@ pub struct Flight {
     pub plans: PlansPolicy,
     pub summary: SummaryPolicy,
     pub sandbox: SandboxPolicy,
+    pub notify: NotifyPolicy,
+}
+
+/// `[notify]`: the command told of a run's turn to needs-help or its end.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NotifyPolicy {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub command: Option<Vec<String>>,
+    pub timeout: String,
 }
 
 /// A model's price per million tokens.
@@ -261,6 +271,7 @@ mod tests {
             "plans" => fields_of::<PlansPolicy>(),
             "summary" => fields_of::<SummaryPolicy>(),
             "sandbox" => fields_of::<SandboxPolicy>(),
+            "notify" => fields_of::<NotifyPolicy>(),
             other => panic!("the schema's table `{other}` has no model struct"),
         }
     }

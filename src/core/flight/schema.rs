@@ -392,6 +392,20 @@ const SANDBOX: &[Field] = &[
     .defaults_to(List(&[])),
 ];
 
+const NOTIFY: &[Field] = &[
+    field(
+        "command",
+        Kind::StrArray,
+        "The argv run (in the repository, with the run result as JSON on stdin) when a run turns needs-help, done, failed, rejected or timed-out; [] runs nothing.",
+    ),
+    field(
+        "timeout",
+        Kind::Duration,
+        "How long the notify command may take before its process group is killed.",
+    )
+    .defaults_to(Str("10s")),
+];
+
 /// The root of `flight.toml`.
 pub const ROOT: &[Field] = &[
     field(
@@ -473,6 +487,11 @@ pub const ROOT: &[Field] = &[
         "sandbox",
         Kind::Table(SANDBOX),
         "The kernel write fence around every worker.",
+    ),
+    field(
+        "notify",
+        Kind::Table(NOTIFY),
+        "A command told of every run that needs the lead or has ended.",
     ),
 ];
 

@@ -37,9 +37,34 @@ pub use reap::{abandon, reap_dead};
 use settle::{file_ledger_row, seal};
 
 /// Drives run `run` to its end (or to `needs-help`). Any failure of the supervisor itself
-/// ends the run as `failed` with the reason, so no run is left hanging.
+/// ends the run as `failed` with the reason, so no run is left hanging. Then the lead's
+/// notify command is told, once the run's lock is let go: a lead that answers a
+/// needs-help from its notification at once finds the run free for the next supervisor.
 pub fn supervise(repo: &crate::git::Repository, store: &RunStore, run: &str) -> anyhow::Result<()> {
-    // One supervisor per run, ever: held until this process is gone.
+    let mut notice = None;
+    let driven = drive_run(repo, store, run, &mut notice);
+    if let Some(record) = notice {
+        super::notify::tell(store, &repo_dir(repo), &record);
+    }
+    driven
+}
+
+/// The repository's work tree (its git dir when it has none).
+fn repo_dir(repo: &crate::git::Repository) -> PathBuf {
+    repo.workdir()
+        .map(Path::to_path_buf)
+        .unwrap_or_else(|| repo.common_dir().to_path_buf())
+}
+
+/// [`supervise`], under the run's lock; `notice` is set to the record of a change the
+/// lead is told of.
+fn drive_run(
+    repo: &crate::git::Repository,
+    store: &RunStore,
+    run: &str,
+    notice: &mut Option<RunRecord>,
+) -> anyhow::Result<()> {
+    // One supervisor per run, ever: held until it has driven the run.
     let _only = store
         .supervisor_lock(run)
         .with_context(|| format!("another supervisor drives run {run}"))?;
@@ -53,13 +78,9 @@ pub fn supervise(repo: &crate::git::Repository, store: &RunStore, run: &str) -> 
         Ok(sup) => sup,
         Err(err) => {
             // Nothing ran: the run ends as an infrastructure error, not left hanging.
-            let repo_dir = repo
-                .workdir()
-                .map(Path::to_path_buf)
-                .unwrap_or_else(|| repo.common_dir().to_path_buf());
-            end_outside(
+            *notice = end_outside(
                 store,
-                &repo_dir,
+                &repo_dir(repo),
                 record,
                 Outcome::Error,
                 &format!("supervisor error: {err:#}"),
@@ -67,7 +88,8 @@ pub fn supervise(repo: &crate::git::Repository, store: &RunStore, run: &str) -> 
             return Err(err);
         }
     };
-    if let Err(err) = sup.drive() {
+    let driven = sup.drive();
+    if let Err(err) = driven {
         if err.downcast_ref::<EndedOutside>().is_some() {
             // Abandoned (or reaped) while it ran: the record is already filed.
             if let Some(pid) = sup.record.pid {
@@ -81,9 +103,12 @@ pub fn supervise(repo: &crate::git::Repository, store: &RunStore, run: &str) -> 
         // The infrastructure failed, not the worker: its own outcome, never charged to
         // the model.
         sup.record.decision = Some(format!("supervisor error: {err:#}"));
-        sup.finish(Outcome::Error)?;
+        let finished = sup.finish(Outcome::Error);
+        *notice = sup.notice.take();
+        finished?;
         return Err(err);
     }
+    *notice = sup.notice.take();
     Ok(())
 }
 
@@ -126,21 +151,25 @@ pub fn deliver(
     sup.record.attempts += 1;
     sup.record.phase = Phase::Working;
     std::fs::write(&sup.record.manifest, reply).context("cannot write the manifest")?;
-    match sup.judge(Some(reply.to_string()))? {
-        Judgement::Settled => Ok(Delivered::Settled(Box::new(sup.record))),
+    let delivered = match sup.judge(Some(reply.to_string()))? {
+        Judgement::Settled => Delivered::Settled(Box::new(sup.record.clone())),
         Judgement::Incomplete(problem) if sup.record.attempts >= 2 => {
             sup.record.decision = Some(format!(
                 "footer rejected after one corrective delivery: {problem}"
             ));
             sup.finish(Outcome::FooterReject)?;
-            Ok(Delivered::Settled(Box::new(sup.record)))
+            Delivered::Settled(Box::new(sup.record.clone()))
         }
         Judgement::Incomplete(problem) => {
             sup.record.decision = Some(format!("footer incomplete: {problem}"));
             sup.save()?;
-            Ok(Delivered::Incomplete(problem))
+            Delivered::Incomplete(problem)
         }
+    };
+    if let Some(record) = sup.notice.take() {
+        super::notify::tell(store, &sup.repo_dir, &record);
     }
+    Ok(delivered)
 }
 
 enum Next {
@@ -172,6 +201,8 @@ struct Supervisor<'a> {
     rejected_objects: Vec<String>,
     /// The last attempt's stdout, as kept (capped at `fences.max_output`).
     last_stdout: Vec<u8>,
+    /// The run as it was when it moved to a phase the lead's notify command is told of.
+    notice: Option<RunRecord>,
 }
 
 impl<'a> Supervisor<'a> {
@@ -212,10 +243,7 @@ impl<'a> Supervisor<'a> {
             .transcript
             .as_ref()
             .map_or_else(|| PathBuf::from("/dev/null"), PathBuf::from);
-        let repo_dir = repo
-            .workdir()
-            .map(Path::to_path_buf)
-            .unwrap_or_else(|| repo.common_dir().to_path_buf());
+        let repo_dir = repo_dir(repo);
         let (fence, tmp) = match crate::run::fence::base_for(&record, &run_dir)? {
             Some(base) => {
                 let (fence, tmp) = crate::run::fence::for_run(
@@ -259,6 +287,7 @@ impl<'a> Supervisor<'a> {
             session_confirmed: false,
             rejected_objects: Vec::new(),
             last_stdout: Vec::new(),
+            notice: None,
         })
     }
 

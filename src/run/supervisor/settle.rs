@@ -30,6 +30,7 @@ impl Supervisor<'_> {
             self.record.parked_at = Some(crate::sys::clock::now_s());
             self.record.decision = Some("the worker asked for help".into());
             self.save()?;
+            self.notice = Some(self.record.clone());
             // Parked, it holds no slot: a queued run may start.
             let _ = crate::run::queue::promote(self.store, &self.repo_dir);
             return Ok(Judgement::Settled);
@@ -338,6 +339,7 @@ impl Supervisor<'_> {
         {
             return Err(EndedOutside.into());
         }
+        self.notice = Some(self.record.clone());
         // A slot is free: a queued run of this backend (or of this worker) may start.
         let _ = crate::run::queue::promote(self.store, &self.repo_dir);
         Ok(())
