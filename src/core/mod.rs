@@ -4,6 +4,7 @@
 
 pub mod address;
 pub mod attempt;
+pub mod console;
 pub mod dispatch;
 pub mod doctor;
 pub mod flight;
