@@ -15,3 +15,4 @@ mod real_clis;
 mod roster;
 mod snapshots;
 mod sync;
+mod watch;
