@@ -3,7 +3,6 @@
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
@@ -17,23 +16,18 @@ fn crew_repo(env: &TestEnv) -> PathBuf {
     env.fixture("crew-repo.sh", "repo", &[])
 }
 
-/// A tmux server of its own (a unique `-L` socket, no config) with one 120×30 window
-/// running `sh` in a directory, in the test environment; killed when dropped.
+/// A tmux server of its own (its socket in the test's temp dir, no config) with one
+/// 120×30 window running `sh` in a directory, in the test environment; killed when
+/// dropped.
 struct Tmux {
-    socket: String,
+    socket: PathBuf,
     env_vars: Vec<(&'static str, std::ffi::OsString)>,
 }
 
 impl Tmux {
     fn start(env: &TestEnv, dir: &Path) -> Tmux {
-        static NEXT: AtomicUsize = AtomicUsize::new(0);
-        let socket = format!(
-            "crew-watch-{}-{}",
-            std::process::id(),
-            NEXT.fetch_add(1, Ordering::SeqCst)
-        );
         let tmux = Tmux {
-            socket,
+            socket: env.root().join("tmux.sock"),
             env_vars: env.vars(),
         };
         let dir = dir.to_str().unwrap();
@@ -56,7 +50,10 @@ impl Tmux {
         cmd.env_clear()
             .envs(self.env_vars.iter().cloned())
             .env("TERM", "xterm-256color")
-            .args(["-u", "-L", &self.socket, "-f", "/dev/null"])
+            .arg("-u")
+            .arg("-S")
+            .arg(&self.socket)
+            .args(["-f", "/dev/null"])
             .args(args);
         cmd
     }
