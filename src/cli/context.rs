@@ -11,6 +11,9 @@ use crate::git::repo;
 pub struct CommandContext {
     pub cwd: PathBuf,
     pub format: Format,
+    /// The format was asked for (`--json`, `--human`, `GIT_CREW_FORMAT`) rather than
+    /// taken from what stdout is.
+    pub format_asked: bool,
     repo: OnceCell<crate::git::Repository>,
 }
 
@@ -32,6 +35,7 @@ impl CommandContext {
         Ok(CommandContext {
             cwd,
             format,
+            format_asked: false,
             repo: OnceCell::new(),
         })
     }

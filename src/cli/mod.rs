@@ -146,10 +146,11 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> u8 {
         Err(err) => return usage_error(&args, err),
     };
     let format = Format::detect(cli.json, cli.human, cli.command.human_by_default());
-    let ctx = match CommandContext::new(&cli.directories, format) {
+    let mut ctx = match CommandContext::new(&cli.directories, format) {
         Ok(ctx) => ctx,
         Err(err) => return ui::emit_error(format, &err),
     };
+    ctx.format_asked = Format::asked(cli.json, cli.human);
     let result = match cli.command {
         Command::Init(args) => init::run(&ctx, args),
         Command::Flight(args) => flight::run(&ctx, args),

@@ -19,16 +19,8 @@ impl Format {
     /// terminal. `human_by_default` is for hook entry points, whose stdout git sends to
     /// the user's terminal.
     pub fn detect(json: bool, human: bool, human_by_default: bool) -> Format {
-        if json {
-            return Format::Json;
-        }
-        if human {
-            return Format::Human;
-        }
-        match std::env::var("GIT_CREW_FORMAT").ok().as_deref() {
-            Some("json") => return Format::Json,
-            Some("human") => return Format::Human,
-            _ => {}
+        if let Some(asked) = Format::explicit(json, human) {
+            return asked;
         }
         if human_by_default || std::io::stdout().is_terminal() {
             Format::Human
@@ -42,6 +34,28 @@ impl Format {
 /// `CLICOLOR_FORCE`, else on a terminal that takes colour (`CLICOLOR=0` turns it off).
 pub fn colour() -> bool {
     anstream::AutoStream::choice(&std::io::stdout()) != anstream::ColorChoice::Never
+}
+
+impl Format {
+    /// The format asked for by `--json`, `--human` or `GIT_CREW_FORMAT`, if any.
+    fn explicit(json: bool, human: bool) -> Option<Format> {
+        if json {
+            return Some(Format::Json);
+        }
+        if human {
+            return Some(Format::Human);
+        }
+        match std::env::var("GIT_CREW_FORMAT").ok().as_deref() {
+            Some("json") => Some(Format::Json),
+            Some("human") => Some(Format::Human),
+            _ => None,
+        }
+    }
+
+    /// Whether the format was asked for rather than taken from what stdout is.
+    pub fn asked(json: bool, human: bool) -> bool {
+        Format::explicit(json, human).is_some()
+    }
 }
 
 /// How a command came out — the one thing its exit code is derived from.

@@ -5,6 +5,7 @@
 pub mod address;
 pub mod attempt;
 pub mod complete;
+pub mod console;
 pub mod dispatch;
 pub mod doctor;
 pub mod flight;

@@ -22,3 +22,4 @@ mod roster;
 mod snapshots;
 mod sync;
 mod term;
+mod watch;
