@@ -57,10 +57,10 @@ pub struct RoutingArgs {
     pub time_budget: Option<String>,
     /// The spend fence in dollars: the run ends once it has spent this much (sets
     /// `fences.max_cost_usd`).
-    #[arg(long, value_name = "USD")]
+    #[arg(long, value_name = "USD", allow_negative_numbers = true)]
     pub max_cost: Option<String>,
     /// The spend fence in tokens, in and out (sets `fences.max_tokens`).
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", allow_negative_numbers = true)]
     pub max_tokens: Option<String>,
     /// Set any key: dotted.key=value (value in TOML syntax, or a plain string).
     #[arg(long = "set", value_name = "KEY=VALUE")]

@@ -14,7 +14,8 @@ use crate::core::record::{Phase, RunRecord};
 const EXAMPLES: &str =
     "Examples:\n  git crew status\n  git crew status 20261202-101500-1a2b\n  git crew ls --all";
 
-/// List in-flight and recent runs: phase, elapsed/budget, last activity, integration.
+/// List in-flight and recent runs: phase, elapsed/budget, last activity, spend,
+/// integration.
 ///
 /// For people it is a table sized to the terminal (or to COLUMNS), coloured by phase on a
 /// terminal; NO_COLOR turns colour off and CLICOLOR_FORCE turns it on when piped.
@@ -83,12 +84,18 @@ pub fn table(records: &[RunRecord], now: u64) -> Table {
         Column::new("PHASE", Fit::Fixed),
         Column::new("WORKER", Fit::Shrink { min: 6 }).dropped_at(1),
         Column::new("TIME", Fit::Fixed),
-        Column::new("ACTIVITY", Fit::Fixed).dropped_at(2),
-        Column::new("INTEGRATION", Fit::Fixed).dropped_at(3),
+        Column::new("ACTIVITY", Fit::Fixed).dropped_at(3),
+        Column::new("SPEND", Fit::Fixed).dropped_at(2),
+        Column::new("INTEGRATION", Fit::Fixed).dropped_at(4),
         Column::new("NOTE", Fit::Fill { min: 16 }).dropped_at(0),
     ];
     let rows = records.iter().map(|r| row(r, now)).collect();
-    Table { columns, rows }
+    let mut table = Table { columns, rows };
+    // A spend column only when some run reported one.
+    if records.iter().all(|r| r.usage.is_none()) {
+        table.drop_column("SPEND");
+    }
+    table
 }
 
 fn row(record: &RunRecord, now: u64) -> Vec<Cell> {
@@ -115,6 +122,12 @@ fn row(record: &RunRecord, now: u64) -> Vec<Cell> {
         human::elapsed_of_budget(result.elapsed_s, record.budget_s).into(),
         activity
             .map(|at| human::ago(human::millis(at), now))
+            .unwrap_or_default()
+            .into(),
+        record
+            .usage
+            .as_ref()
+            .map(|u| crate::core::usage::short(&u.total))
             .unwrap_or_default()
             .into(),
         integration.unwrap_or("").into(),

@@ -93,6 +93,20 @@ pub struct Table {
     pub rows: Vec<Vec<Cell>>,
 }
 
+impl Table {
+    /// Leaves out the column headed `header`, cells and all.
+    pub fn drop_column(&mut self, header: &str) {
+        if let Some(i) = self.columns.iter().position(|c| c.header == header) {
+            self.columns.remove(i);
+            for row in &mut self.rows {
+                if i < row.len() {
+                    row.remove(i);
+                }
+            }
+        }
+    }
+}
+
 const GAP: usize = 2;
 
 fn len(text: &str) -> usize {

@@ -250,6 +250,9 @@ pub fn result_block(record: &RunRecord, now: u64) -> String {
             ),
         },
     ];
+    if let Some(spend) = spend(record) {
+        out.push(spend);
+    }
     if let Some(of) = &record.retry_of {
         out.push(format!("retry of run {of}"));
     }
@@ -322,6 +325,43 @@ fn times(record: &RunRecord, now: u64) -> String {
             shown(record, record.deadline)
         ),
     }
+}
+
+/// What the run spent, in total and (for more than one) per attempt, and its spend
+/// fence; nothing when there is neither.
+fn spend(record: &RunRecord) -> Option<String> {
+    use crate::core::usage;
+    let fence = usage::SpendFence {
+        max_cost_usd: record.max_cost_usd,
+        max_tokens: record.max_tokens,
+    };
+    let limits: Vec<String> = [
+        record.max_cost_usd.map(usage::dollars),
+        record.max_tokens.map(|t| format!("{t} tokens")),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
+    let fenced = match fence.is_set() {
+        true => format!(" (fence: {})", limits.join(" or ")),
+        false => String::new(),
+    };
+    let Some(run) = &record.usage else {
+        return fence
+            .is_set()
+            .then(|| format!("spend: none reported{fenced}"));
+    };
+    let mut text = format!("spend: {}{fenced}", usage::shown(&run.total));
+    if run.attempts.len() > 1 {
+        for a in &run.attempts {
+            text.push_str(&format!(
+                "\n  attempt {}: {}",
+                a.attempt,
+                usage::shown(&a.usage)
+            ));
+        }
+    }
+    Some(text)
 }
 
 fn short(commit: &str) -> &str {

@@ -383,15 +383,25 @@ pub fn dollars(usd: f64) -> String {
     }
 }
 
+/// Tokens as people read them: `950`, `12.8k`.
+fn k(tokens: u64) -> String {
+    if tokens >= 10_000 {
+        format!("{:.1}k", tokens as f64 / 1000.0)
+    } else {
+        tokens.to_string()
+    }
+}
+
+/// A spend in one word, for a table: its cost, else its tokens (`12.8k tok`).
+pub fn short(usage: &Usage) -> String {
+    match usage.cost_usd {
+        Some(cost) => dollars(cost),
+        None => format!("{} tok", k(usage.tokens())),
+    }
+}
+
 /// A usage for people: `58.8k in (12.0k cached), 95 out, $0.18`, or `unpriced`.
 pub fn shown(usage: &Usage) -> String {
-    let k = |t: u64| {
-        if t >= 10_000 {
-            format!("{:.1}k", t as f64 / 1000.0)
-        } else {
-            t.to_string()
-        }
-    };
     let cached = if usage.cached_input_tokens > 0 {
         format!(" ({} cached)", k(usage.cached_input_tokens))
     } else {
@@ -486,6 +496,8 @@ mod tests {
         let cost = usage.priced(Some(&price)).cost_usd.unwrap();
         assert!((cost - 2.375).abs() < 1e-9, "{cost}");
         assert_eq!(usage.priced(None).cost_usd, None);
+        assert_eq!(short(&usage.priced(None)), "2100.0k tok");
+        assert_eq!(short(&usage.priced(Some(&price))), "$2.38");
         assert_eq!(
             shown(&usage.priced(None)),
             "2000.0k in (1000.0k cached), 100.0k out, unpriced"

@@ -20,6 +20,7 @@ mod real_clis;
 mod retry;
 mod roster;
 mod snapshots;
+mod spend;
 mod sync;
 mod term;
 mod watch;

@@ -188,6 +188,7 @@ pub(super) mod tests {
             phase,
             time: time.into(),
             activity: activity.into(),
+            spend: String::new(),
             last: last.into(),
         }
     }

@@ -14,6 +14,8 @@ pub struct Row {
     pub phase: Phase,
     pub time: String,
     pub activity: String,
+    /// What the run has spent so far (`$0.04`, `12.8k tok`), or nothing.
+    pub spend: String,
     pub last: String,
 }
 
@@ -33,6 +35,11 @@ pub fn row(record: &RunRecord, now: u64, last_line: &str) -> Row {
         phase: record.phase,
         time: human::elapsed_of_budget(elapsed, record.budget_s),
         activity: active.map_or("-".into(), |at| human::ago(human::millis(at), now)),
+        spend: record
+            .usage
+            .as_ref()
+            .map(|u| crate::core::usage::short(&u.total))
+            .unwrap_or_default(),
         last: printable(&last),
     }
 }
@@ -60,6 +67,7 @@ pub enum Column {
     Phase,
     Time,
     Activity,
+    Spend,
     Last,
 }
 
@@ -71,6 +79,7 @@ impl Column {
             Column::Phase => "PHASE",
             Column::Time => "TIME",
             Column::Activity => "ACTIVITY",
+            Column::Spend => "SPEND",
             Column::Last => "LAST",
         }
     }
@@ -94,6 +103,7 @@ impl Column {
             Column::Phase => row.phase.as_str(),
             Column::Time => &row.time,
             Column::Activity => &row.activity,
+            Column::Spend => &row.spend,
             Column::Last => &row.last,
         }
     }
@@ -109,7 +119,7 @@ const TASK_MAX: usize = 32;
 /// The columns shown in `width` and the width of each, in the order shown. Each column
 /// first gets its least width (the run id whole, a task or the last line 8 characters,
 /// the others their widest cell), in the order that matters most (run, phase, task, time,
-/// activity, last line), those that do not fit being left out; then what is left goes to
+/// activity, spend — shown only when a run reported one — last line), those that do not fit being left out; then what is left goes to
 /// each in that order up to its widest cell, and the rest to the last line.
 pub fn fit(width: usize, rows: &[Row]) -> Vec<(Column, usize)> {
     use Column::*;
@@ -127,7 +137,12 @@ pub fn fit(width: usize, rows: &[Row]) -> Vec<(Column, usize)> {
     };
     let mut left = width.saturating_sub(MARKER);
     let mut taken: Vec<(Column, usize)> = Vec::new();
-    for c in [Run, Phase, Task, Time, Activity, Last] {
+    // A spend column only when some run reported one.
+    let spent = rows.iter().any(|r| !r.spend.is_empty());
+    for c in [Run, Phase, Task, Time, Activity, Spend, Last] {
+        if c == Spend && !spent {
+            continue;
+        }
         // The run id is what people type: whole where the phase fits beside it, else
         // cut to leave the phase room.
         let least = match c {
@@ -197,6 +212,7 @@ mod tests {
             phase: Phase::NeedsHelp,
             time: "1m12s/25m".into(),
             activity: "just now".into(),
+            spend: String::new(),
             last: last.into(),
         }
     }
@@ -244,6 +260,32 @@ mod tests {
         assert_eq!(Run.cell(&rows[0], 20), "20260101-000000-0001");
         assert_eq!(Task.cell(&rows[0], 8), "a-task-…");
         assert_eq!(widths(0, &rows), []);
+    }
+
+    #[test]
+    fn a_spend_column_shows_only_when_a_run_reported_a_spend() {
+        let mut spent = a_row("routes", "thinking");
+        spent.spend = "$0.04".into();
+        let rows = [a_row("docs", "x"), spent];
+        let cols = widths(120, &rows);
+        assert!(cols.contains(&(Column::Spend, 5)), "{cols:?}");
+        assert!(
+            !widths(120, &rows[..1])
+                .iter()
+                .any(|(c, _)| *c == Column::Spend)
+        );
+        let mut r = RunRecord::example();
+        let mut usage = crate::core::usage::RunUsage::default();
+        usage.set(
+            1,
+            crate::core::usage::Usage {
+                input_tokens: 12_000,
+                output_tokens: 800,
+                ..Default::default()
+            },
+        );
+        r.usage = Some(usage);
+        assert_eq!(row(&r, 0, "").spend, "12.8k tok");
     }
 
     #[test]
