@@ -56,6 +56,25 @@ pub struct LedgerArgs {
     pub view: Option<String>,
 }
 
+/// What runs spent, for people: a run's tokens and dollars, and a verified pass's;
+/// `unpriced` or `-` where a figure is unknown.
+fn spend_line(s: &crate::core::ledger::SpendStats) -> String {
+    use crate::core::usage::dollars;
+    if s.reported == 0 {
+        return "none reported".to_string();
+    }
+    let tokens = |t: Option<f64>| t.map_or("-".into(), |t| format!("{t:.0} tokens"));
+    let cost = |c: Option<f64>| c.map_or("unpriced".into(), dollars);
+    format!(
+        "{} and {} a run; {} and {} a verified pass ({} of them)",
+        tokens(s.tokens_per_run),
+        cost(s.cost_per_run_usd),
+        tokens(s.tokens_per_verified_pass),
+        cost(s.cost_per_verified_pass_usd),
+        s.verified_passes
+    )
+}
+
 pub fn ledger(ctx: &CommandContext, args: LedgerArgs) -> Result<Report> {
     let repo = ctx.repo()?;
     if args.view.is_some() {
@@ -72,18 +91,23 @@ pub fn ledger(ctx: &CommandContext, args: LedgerArgs) -> Result<Report> {
         let human = stats
             .iter()
             .map(|s| {
-                format!(
-                    "{} {} {}: {} runs, pass rate {:.0}%, horizon {}, speed factor {}, claim accuracy {}",
+                let mut text = format!(
+                    "{} {} {}: {}, pass rate {:.0}%, horizon {}, speed factor {}, claim accuracy {}\n  spend: {}",
                     s.backend,
                     s.model.as_deref().unwrap_or("-"),
                     s.effort.as_deref().unwrap_or("-"),
-                    s.runs,
+                    crate::core::human::count(s.runs, "run", "runs"),
                     s.pass_rate * 100.0,
                     s.horizon_h.map_or("-".into(), |h| format!("{h}h")),
                     s.speed_factor.map_or("-".into(), |f| f.to_string()),
                     s.claim_accuracy
                         .map_or("-".into(), |a| format!("{:.0}%", a * 100.0)),
-                )
+                    spend_line(&s.spend),
+                );
+                for b in s.by_size.iter().filter(|b| b.spend.reported > 0) {
+                    text.push_str(&format!("\n  {}: {}", b.size, spend_line(&b.spend)));
+                }
+                text
             })
             .collect::<Vec<_>>()
             .join("\n");

@@ -115,6 +115,55 @@ pub struct Bucket {
     pub runs: usize,
     pub passes: usize,
     pub success_rate: f64,
+    pub spend: SpendStats,
+}
+
+/// What a set of runs spent, from the usage their rows carry: tokens and dollars per run
+/// and per verified pass (a pass its verify confirmed). The failures' spend counts toward
+/// what the passes cost. A figure is null where it would rest on a guess: per pass, when
+/// a run reported no usage (tokens) or no price (dollars); per run, over the runs that
+/// reported one.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SpendStats {
+    /// Runs whose usage is known.
+    pub reported: usize,
+    /// Runs whose cost is known.
+    pub priced: usize,
+    pub verified_passes: usize,
+    pub tokens: u64,
+    pub cost_usd: Option<f64>,
+    pub tokens_per_run: Option<f64>,
+    pub cost_per_run_usd: Option<f64>,
+    pub tokens_per_verified_pass: Option<f64>,
+    pub cost_per_verified_pass_usd: Option<f64>,
+}
+
+impl SpendStats {
+    pub fn of(rows: &[&Row]) -> SpendStats {
+        let usages: Vec<&crate::core::usage::Usage> =
+            rows.iter().filter_map(|r| r.usage.as_ref()).collect();
+        let costs: Vec<f64> = usages.iter().filter_map(|u| u.cost_usd).collect();
+        let verified_passes = rows
+            .iter()
+            .filter(|r| r.outcome == Some(Outcome::Pass) && r.reward.is_some())
+            .count();
+        let tokens: u64 = usages.iter().map(|u| u.tokens()).sum();
+        let cost: f64 = costs.iter().sum();
+        let per = |total: f64, n: usize| (n > 0).then(|| total / n as f64);
+        let all_reported = usages.len() == rows.len();
+        let all_priced = costs.len() == rows.len();
+        SpendStats {
+            reported: usages.len(),
+            priced: costs.len(),
+            verified_passes,
+            tokens,
+            cost_usd: (!costs.is_empty()).then_some(cost),
+            tokens_per_run: per(tokens as f64, usages.len()),
+            cost_per_run_usd: per(cost, costs.len()),
+            tokens_per_verified_pass: per(tokens as f64, verified_passes).filter(|_| all_reported),
+            cost_per_verified_pass_usd: per(cost, verified_passes).filter(|_| all_priced),
+        }
+    }
 }
 
 /// What the ledger says of one agent configuration (backend, model, effort).
@@ -137,6 +186,8 @@ pub struct ConfigStats {
     pub claim_accuracy: Option<f64>,
     /// Runs left out because their scope changed.
     pub excluded_scope_changed: usize,
+    /// What the configuration's runs spent.
+    pub spend: SpendStats,
 }
 
 /// Whether a row measured the configuration: not an integration event, an abandoned run
@@ -243,6 +294,7 @@ pub fn stats(rows: &[Row]) -> Vec<ConfigStats> {
                     runs: in_bucket.len(),
                     passes: p,
                     success_rate: rate,
+                    spend: SpendStats::of(&in_bucket.iter().map(|r| **r).collect::<Vec<_>>()),
                 });
             }
             let sized: Vec<&&Row> = rows
@@ -270,6 +322,7 @@ pub fn stats(rows: &[Row]) -> Vec<ConfigStats> {
                 speed_factor,
                 claim_accuracy: (!claims.is_empty()).then(|| ratio(verified, claims.len())),
                 excluded_scope_changed: excluded,
+                spend: SpendStats::of(&rows),
             }
         })
         .collect()
@@ -347,6 +400,66 @@ mod tests {
         r.claimed = claimed.into();
         r.reward = reward;
         r
+    }
+
+    fn spent(mut r: Row, tokens: u64, cost: Option<f64>) -> Row {
+        r.usage = Some(crate::core::usage::Usage {
+            input_tokens: tokens - 100,
+            output_tokens: 100,
+            cost_usd: cost,
+            ..Default::default()
+        });
+        r
+    }
+
+    #[test]
+    fn stats_give_tokens_and_dollars_per_run_and_per_verified_pass_by_hand() {
+        use Outcome::*;
+        let rows = vec![
+            // <=1h: a verified pass ($0.30), a failure ($0.50), a pass on its footer
+            // alone ($0.20, not verified).
+            spent(row(1.0, 0.5, Pass, "done", Some(1.0)), 3000, Some(0.30)),
+            spent(row(1.0, 0.5, Fail, "done", Some(0.0)), 5000, Some(0.50)),
+            spent(row(0.5, 0.2, Pass, "done", None), 2000, Some(0.20)),
+            // <=2h: two verified passes, one of them unpriced.
+            spent(row(2.0, 1.0, Pass, "done", Some(1.0)), 10_000, Some(1.00)),
+            spent(row(2.0, 1.0, Pass, "done", Some(1.0)), 6000, None),
+        ];
+        let stats = stats(&rows);
+        let spend = &stats[0].spend;
+        assert_eq!(
+            (spend.reported, spend.priced, spend.verified_passes),
+            (5, 4, 3)
+        );
+        assert_eq!(spend.tokens, 26_000);
+        assert_eq!(spend.tokens_per_run, Some(5200.0));
+        // Dollars over the priced runs: $2.00 over 4.
+        assert!((spend.cost_usd.unwrap() - 2.0).abs() < 1e-9);
+        assert!((spend.cost_per_run_usd.unwrap() - 0.5).abs() < 1e-9);
+        // Per verified pass: every token of every run, over 3 verified passes; no dollar
+        // figure, as one run's cost is unknown.
+        assert!((spend.tokens_per_verified_pass.unwrap() - 26_000.0 / 3.0).abs() < 1e-9);
+        assert_eq!(spend.cost_per_verified_pass_usd, None);
+        // By size: <=0.5h has no verified pass; <=1h paid $0.80 for its one.
+        let bucket = |label: &str| {
+            &stats[0]
+                .by_size
+                .iter()
+                .find(|b| b.size == label)
+                .unwrap()
+                .spend
+        };
+        assert_eq!(bucket("<=0.5h").cost_per_verified_pass_usd, None);
+        assert!((bucket("<=1h").cost_per_verified_pass_usd.unwrap() - 0.80).abs() < 1e-9);
+        assert_eq!(bucket("<=2h").cost_per_verified_pass_usd, None);
+        assert_eq!(bucket("<=2h").tokens_per_verified_pass, Some(8000.0));
+        // A run that reported nothing leaves the per-pass figures unknown.
+        let mut silent = rows[..2].to_vec();
+        silent.push(row(1.0, 0.5, Pass, "done", Some(1.0)));
+        let spend = &super::stats(&silent)[0].spend;
+        assert_eq!(spend.tokens_per_verified_pass, None);
+        assert_eq!(spend.cost_per_verified_pass_usd, None);
+        assert!((spend.cost_per_run_usd.unwrap() - 0.40).abs() < 1e-9);
     }
 
     #[test]

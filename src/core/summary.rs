@@ -35,6 +35,8 @@ pub struct WaveTask {
     pub estimate_h: Option<f64>,
     /// Seconds the run took, when it ended.
     pub wall_s: Option<u64>,
+    /// What its run spent, when it reported it.
+    pub usage: Option<crate::core::usage::Usage>,
 }
 
 /// Everything the summary says, gathered.
@@ -124,6 +126,33 @@ fn hours(h: f64) -> String {
     } else {
         format!("{h:.1} h")
     }
+}
+
+/// What the wave's runs spent, when any reported it: tokens, and dollars when every
+/// reported spend is priced.
+fn spend(tasks: &[WaveTask]) -> Option<String> {
+    use crate::core::usage::{Usage, dollars};
+    let usages: Vec<&Usage> = tasks.iter().filter_map(|t| t.usage.as_ref()).collect();
+    if usages.is_empty() {
+        return None;
+    }
+    let total = usages.iter().fold(Usage::default(), |sum, u| sum.plus(u));
+    let silent = tasks
+        .iter()
+        .filter(|t| t.run.is_some() && t.usage.is_none())
+        .count();
+    let mut text = format!(
+        "spent {} tokens, {}",
+        total.tokens(),
+        total.cost_usd.map_or("unpriced".to_string(), dollars)
+    );
+    if silent > 0 {
+        text.push_str(&format!(
+            " ({} reported none)",
+            count(silent, "run", "runs")
+        ));
+    }
+    Some(text)
 }
 
 /// The summary of a wave at `at`.
@@ -310,6 +339,10 @@ pub fn summarize(f: &WaveFacts, at: At) -> Summary {
             format!("{text}; {gate_name}")
         }
     };
+    let when = match spend(&f.tasks) {
+        Some(spent) => format!("{when}; {spent}"),
+        None => when,
+    };
     Summary {
         title,
         what,
@@ -446,6 +479,25 @@ mod tests {
             "routes → run r1 @ 01234567; docs → run r2 @ 01234567"
         );
         assert_eq!(s.when, "longest run took 1.5 h; closed by gate g1");
+        // The wave's spend: tokens, and dollars only when every part is priced.
+        f.tasks[0].usage = Some(crate::core::usage::Usage {
+            input_tokens: 20_000,
+            output_tokens: 500,
+            cost_usd: Some(0.25),
+            ..Default::default()
+        });
+        assert_eq!(
+            summarize(&f, At::Completion).when,
+            "longest run took 1.5 h; closed by gate g1; spent 20500 tokens, $0.25 (1 run reported none)"
+        );
+        f.tasks[1].usage = Some(crate::core::usage::Usage {
+            input_tokens: 1000,
+            ..Default::default()
+        });
+        assert_eq!(
+            summarize(&f, At::Completion).when,
+            "longest run took 1.5 h; closed by gate g1; spent 21500 tokens, unpriced"
+        );
     }
 
     #[test]

@@ -138,6 +138,7 @@ pub fn task_line(
         wall_s: record
             .filter(|r| r.finished_at.is_some())
             .map(|r| r.elapsed_s),
+        usage: record.and_then(|r| r.usage.as_ref()).map(|u| u.total),
     }
 }
 

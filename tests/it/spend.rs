@@ -217,3 +217,38 @@ fn a_bad_spend_flag_is_a_usage_error() {
         assert!(out.stdout.contains(flag[0]), "{}", out.stdout);
     }
 }
+
+#[test]
+fn ledger_stats_give_the_cost_of_a_verified_pass_failures_included() {
+    let env = TestEnv::new();
+    let repo = priced_repo(&env);
+    for (task, verify) in [("routes", "true"), ("docs", "false")] {
+        env.dispatch(&repo, task)
+            .backend("spend")
+            .scope("src/routes/**")
+            .verify(verify)
+            .args(&["--model", "scripted-1"])
+            .finished();
+    }
+    let stats = env.crew(&repo, &["ledger", "stats"]).json();
+    let config = stats["stats"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["backend"] == "spend")
+        .unwrap()
+        .clone();
+    let spend = &config["spend"];
+    assert_eq!(spend["verified_passes"], 1, "{config}");
+    assert_eq!(spend["tokens"], 25_600);
+    // Two runs at $0.0274 each bought one verified pass.
+    let per_pass = spend["cost_per_verified_pass_usd"].as_f64().unwrap();
+    assert!((per_pass - 0.0548).abs() < 1e-12, "{per_pass}");
+    let per_run = spend["cost_per_run_usd"].as_f64().unwrap();
+    assert!((per_run - 0.0274).abs() < 1e-12, "{per_run}");
+    let human = env.crew(&repo, &["ledger", "stats", "--human"]).stdout;
+    assert!(
+        human.contains("spend: 12800 tokens and $0.03 a run; 25600 tokens and $0.05 a verified pass (1 of them)"),
+        "{human}"
+    );
+}
