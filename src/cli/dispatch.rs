@@ -144,24 +144,38 @@ pub fn run(ctx: &CommandContext, args: DispatchArgs) -> Result<Report> {
         }),
     };
     let request = request(flags, prompt, from_plan.as_ref().map(|(p, t)| (p, t)));
-    let started = dispatch::start(
-        repo,
-        &repo_dir,
-        &store,
-        &flight,
-        &request,
-        base,
-        args.dry_run,
-    )
-    .map_err(CrewError::internal)?
-    .map_err(CrewError::from)?;
     let outcome = Outcome {
         wait: args.wait,
         format: ctx.format,
         warnings,
         stale_days,
     };
-    report(repo, &repo_dir, &store, &flight, started, outcome)
+    start_and_report(
+        ctx,
+        &store,
+        &flight,
+        &request,
+        (base, args.dry_run),
+        outcome,
+    )
+}
+
+/// Carries out (or, for `--dry-run`, only decides) the dispatch `request` asks for, cut
+/// from `base`, and renders it: `dispatch` and `retry` alike.
+pub(super) fn start_and_report(
+    ctx: &CommandContext,
+    store: &crate::state::runs::RunStore,
+    flight: &crate::core::flight::Flight,
+    request: &crate::core::dispatch::Request,
+    (base, dry_run): (String, bool),
+    outcome: Outcome,
+) -> Result<Report> {
+    let repo = ctx.repo()?;
+    let repo_dir = ctx.workdir()?.to_path_buf();
+    let started = dispatch::start(repo, &repo_dir, store, flight, request, base, dry_run)
+        .map_err(CrewError::internal)?
+        .map_err(CrewError::from)?;
+    report(repo, &repo_dir, store, flight, started, outcome)
 }
 
 /// What a dispatch (or a retry) hands back besides the run it started.

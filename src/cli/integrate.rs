@@ -140,37 +140,25 @@ pub fn run(ctx: &CommandContext, args: IntegrateArgs) -> Result<Report> {
     for link in &done.links_outside_scope {
         eprintln!("warning: symlink outside the run's scope: {link}");
     }
-    if done.dry_run && done.by_hand {
-        let human = format!(
-            "run {} (task {}) is in {} already, merged by hand in {}: {} paths, all inside its scope; integrate would record it",
-            done.record.run,
-            done.record.task,
-            done.into,
-            &done.commit.to_string()[..12],
-            done.files.len()
-        );
-        let output = WouldLand {
-            dry_run: true,
-            run: &done.record.run,
-            task: &done.record.task,
-            into: &done.into,
-            parents: done.parents.iter().map(ToString::to_string).collect(),
-            applied_as: done.applied_as,
-            files: &done.files,
-            links_outside_scope: &done.links_outside_scope,
-            by_hand: true,
-        };
-        return Ok(Report::of(&output, human));
-    }
     if done.dry_run {
-        let human = format!(
-            "would integrate run {} (task {}) into {} ({}): {} paths, all inside its scope",
-            done.record.run,
-            done.record.task,
-            done.into,
-            done.applied_as,
-            done.files.len()
-        );
+        let human = match done.by_hand {
+            true => format!(
+                "run {} (task {}) is in {} already, merged by hand in {}: {} paths, all inside its scope; integrate would record it",
+                done.record.run,
+                done.record.task,
+                done.into,
+                &done.commit.to_string()[..12],
+                done.files.len()
+            ),
+            false => format!(
+                "would integrate run {} (task {}) into {} ({}): {} paths, all inside its scope",
+                done.record.run,
+                done.record.task,
+                done.into,
+                done.applied_as,
+                done.files.len()
+            ),
+        };
         let output = WouldLand {
             dry_run: true,
             run: &done.record.run,
@@ -180,7 +168,7 @@ pub fn run(ctx: &CommandContext, args: IntegrateArgs) -> Result<Report> {
             applied_as: done.applied_as,
             files: &done.files,
             links_outside_scope: &done.links_outside_scope,
-            by_hand: false,
+            by_hand: done.by_hand,
         };
         return Ok(Report::of(&output, human));
     }

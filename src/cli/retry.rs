@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use clap::Args;
 
 use super::context::CommandContext;
-use super::dispatch::{Outcome, base_branch, report};
+use super::dispatch::{Outcome, base_branch, start_and_report};
 use super::error::{CrewError, ErrorKind, Result};
 use super::flight::{RoutingArgs, resolve};
 use super::runs;
@@ -121,24 +121,20 @@ pub fn run(ctx: &CommandContext, args: RetryArgs) -> Result<Report> {
         CrewError::usage("bad-base", e.to_string())
             .hinted("a retry is cut from HEAD: commit something first")
     })?;
-    let started = crate::run::dispatch::start(
-        repo,
-        &repo_dir,
-        &store,
-        &flight,
-        &request,
-        base,
-        args.dry_run,
-    )
-    .map_err(CrewError::internal)?
-    .map_err(CrewError::from)?;
     let outcome = Outcome {
         wait: args.wait,
         format: ctx.format,
         warnings,
         stale_days,
     };
-    report(repo, &repo_dir, &store, &flight, started, outcome)
+    start_and_report(
+        ctx,
+        &store,
+        &flight,
+        &request,
+        (base, args.dry_run),
+        outcome,
+    )
 }
 
 /// Where the old run's transcript went, as a dispatch request says it: the default
