@@ -9,6 +9,8 @@ use super::runs;
 use super::ui::Report;
 use crate::run::supervisor;
 
+/// Stop a run, keeping its branch and commits.
+///
 /// Stop a run: kill its worker's process group, keep its branch and commits, record the
 /// outcome `abandoned`.
 ///

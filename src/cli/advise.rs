@@ -22,6 +22,8 @@ pub struct AdviseOutput<'a> {
     pub advice_file: &'a std::path::Path,
 }
 
+/// Answer a worker's NEEDS-HELP, resuming its session.
+///
 /// Answer a worker's NEEDS-HELP: its session resumes with the advice, under the same fences.
 #[derive(Debug, Args)]
 #[command(

@@ -9,6 +9,8 @@ use super::runs;
 use super::ui::{Format, Report};
 use crate::git::diff::Shown;
 
+/// Show a run's change: what integrate would apply.
+///
 /// Show a run's change: exactly what integrate would apply and audit.
 ///
 /// From the run's own base (its base, or where it last merged the target in) to its

@@ -13,6 +13,8 @@ use crate::run::dispatch;
 
 const EXAMPLES: &str = "Examples:\n  git crew dispatch --task routes --scope 'src/routes/**' --prompt 'Add the /crew routes.'\n  git crew dispatch --task audit --role review --prompt-file docs/review.md --backend claude\n  git crew dispatch --task fix-login --scope src/auth/ --prompt-file task.md --verify 'cargo test auth' --wait";
 
+/// Start a worker on a task, in its own worktree.
+///
 /// Start a worker on a task, in its own worktree, in the background.
 ///
 /// Cuts a worktree and branch `crew/<task>/<run>` from HEAD (or --base), fences it (write

@@ -9,6 +9,8 @@ use super::ui::{Report, Status};
 use crate::core::doctor::Problem;
 use crate::state::runs::RunStore;
 
+/// Find rot, and with --fix repair it.
+///
 /// Find rot: dead supervisors, orphaned worker processes, stale live pointers, orphan
 /// worktrees, missing hooks, notes that diverged from a remote's. With --fix, repair what can be repaired without losing work.
 ///

@@ -33,6 +33,8 @@ pub struct FlightArgs {
 
 #[derive(Debug, Subcommand)]
 pub enum FlightAction {
+    /// Print the JSON Schema of flight.toml.
+    ///
     /// Print the JSON Schema of flight.toml (for taplo and other TOML editors).
     Schema,
 }

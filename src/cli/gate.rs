@@ -33,6 +33,8 @@ pub struct GateArgs {
 
 #[derive(Debug, Subcommand)]
 pub enum GateAction {
+    /// Record a gate's verdict with its evidence.
+    ///
     /// Record a gate's verdict with its evidence: on the gate's history (the note on the
     /// blob of crew-gate:<plan>/<gate>) and on the commit it was measured at. A pass
     /// unblocks the waves the gate holds, with no other edit.

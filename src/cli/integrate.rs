@@ -11,6 +11,8 @@ use super::runs;
 use super::ui::Report;
 use crate::run::integrate::{self, Request};
 
+/// Integrate a finished, verified run into its target.
+///
 /// Integrate a finished, verified run: audit its branch against its scope, merge it onto
 /// the target's current tip away from your checkout (verifying the merged tree again when
 /// the target moved), write the run record note on the integration commit and on every

@@ -37,6 +37,8 @@ pub struct ShouldStopOutput<'a> {
     pub report: Option<&'a std::path::Path>,
 }
 
+/// List the outcome ledger, or learn from it (stats).
+///
 /// List the outcome ledger: one row per finished run (metadata only), oldest first.
 /// `ledger stats` learns from it per agent configuration (backend, model, effort): runs,
 /// pass rate, success per size bucket, the competence horizon (the largest size still
@@ -152,6 +154,8 @@ pub fn ledger(ctx: &CommandContext, args: LedgerArgs) -> Result<Report> {
     Ok(Report::of(&LedgerOutput { rows: &rows }, human))
 }
 
+/// Apply the two-failure rule to a task and model.
+///
 /// Apply the two-failure rule to a (task, model) from the ledger.
 ///
 /// Fewer than `fences.needs_help_after_failures` (2) failures: `continue` (exit 0). That

@@ -10,6 +10,8 @@ use super::context::CommandContext;
 use super::error::{CrewError, ErrorKind, Result};
 use super::ui::Report;
 
+/// Install the manual pages.
+///
 /// Install the manual pages: git-crew(1) and one page per command.
 ///
 /// With the pages installed, `git crew --help`, `git help crew` and `man git-crew` work

@@ -68,15 +68,26 @@ Exit codes: 0 ok, 1 a check said no, 2 usage or config error, 3 not found,
 #[command(name = "git-crew", bin_name = "git crew", version, after_help = EXAMPLES)]
 pub struct Cli {
     /// Run as if started in PATH (repeatable, like git's -C).
-    #[arg(short = 'C', value_name = "PATH", global = true, action = clap::ArgAction::Append)]
+    #[arg(
+        short = 'C',
+        value_name = "PATH",
+        global = true,
+        action = clap::ArgAction::Append,
+        help_heading = "Global options"
+    )]
     pub directories: Vec<PathBuf>,
 
     /// Print JSON on stdout, whatever stdout is.
-    #[arg(long, global = true, conflicts_with = "human")]
+    #[arg(
+        long,
+        global = true,
+        conflicts_with = "human",
+        help_heading = "Global options"
+    )]
     pub json: bool,
 
     /// Print a human rendering on stdout, whatever stdout is.
-    #[arg(long, global = true)]
+    #[arg(long, global = true, help_heading = "Global options")]
     pub human: bool,
 
     #[command(subcommand)]
@@ -243,5 +254,48 @@ mod tests {
     #[test]
     fn verify_app() {
         Cli::command().debug_assert();
+    }
+
+    /// `-h` lists each command on one line of an 80-column terminal: every visible
+    /// command's summary is one short line (the rest of its text is in `--help`).
+    #[test]
+    fn every_summary_is_one_short_line() {
+        let root = Cli::command();
+        let mut long = Vec::new();
+        let mut stack: Vec<(String, &clap::Command)> = vec![("git crew".into(), &root)];
+        while let Some((path, cmd)) = stack.pop() {
+            for sub in cmd.get_subcommands().filter(|s| !s.is_hide_set()) {
+                let name = format!("{path} {}", sub.get_name());
+                let about = sub.get_about().map(|a| a.to_string()).unwrap_or_default();
+                if about.is_empty() || about.contains('\n') || about.chars().count() > 58 {
+                    long.push(format!("{name}: {about}"));
+                }
+                stack.push((name, sub));
+            }
+        }
+        assert!(
+            long.is_empty(),
+            "summaries longer than a line:\n{}",
+            long.join("\n")
+        );
+    }
+
+    /// A command's own flags come first in its help; the global ones after them, under
+    /// their own heading.
+    #[test]
+    fn global_flags_come_after_a_commands_own() {
+        let mut root = Cli::command();
+        root.build();
+        let help = root
+            .find_subcommand_mut("prune")
+            .unwrap()
+            .render_help()
+            .to_string();
+        let own = help.find("--dry-run").unwrap();
+        let global = help.find("Global options:").expect(&help);
+        assert!(
+            own < global && global < help.find("--json").unwrap(),
+            "{help}"
+        );
     }
 }

@@ -12,6 +12,8 @@ use crate::core::flight::AdapterKind;
 use crate::core::record::{Outcome, Phase};
 use crate::run::supervisor::{self, Delivered};
 
+/// Bind a native run to the lead's own sub-task.
+///
 /// Bind a native run to the lead's own sub-task (its session id).
 #[derive(Debug, Args)]
 #[command(after_help = "Examples:\n  git crew attach 20261202-101500-1a2b --session task-7")]
@@ -54,6 +56,8 @@ pub fn attach(ctx: &CommandContext, args: AttachArgs) -> Result<Report> {
     Ok(Report::of(&runs::output(&record), human))
 }
 
+/// Hand in the reply of a native run.
+///
 /// Hand in the reply (or manifest) of a run; it goes through the footer and verify path.
 ///
 /// Exit 0 when the run passed, 1 when it failed or the footer is incomplete (one more

@@ -20,6 +20,8 @@ pub struct PlanArgs {
 
 #[derive(Debug, Subcommand)]
 pub enum PlanAction {
+    /// Every task's derived status.
+    ///
     /// Every task's derived status: done, in-flight, ready, or blocked with its blockers
     /// (an unfinished dependency, a gate without a passing verdict). Never stored:
     /// computed from the plan, the live runs, docs/state/crew.json in HEAD and the gate

@@ -9,6 +9,8 @@ use super::ui::Report;
 use crate::core::prune::{Left, age_text, plural};
 use crate::run::prune::{Pruned, Request, Stranded};
 
+/// Remove the worktrees and branches of finished runs.
+///
 /// Remove the worktrees and branches of integrated runs; with --all, of every finished run.
 ///
 /// Nothing is removed that would lose work: a worktree with uncommitted changes, a

@@ -8,6 +8,8 @@ use super::error::{CrewError, Result};
 use super::runs;
 use super::ui::Report;
 
+/// Show one run's record.
+///
 /// Show one run's record: fences, phase, attempts, extracted footer, verify result, decision.
 #[derive(Debug, Args)]
 #[command(after_help = "Examples:\n  git crew show 20261202-101500-1a2b")]
@@ -35,6 +37,8 @@ pub struct TranscriptOutput<'a> {
     pub transcript: &'a str,
 }
 
+/// Print a run's archived raw transcript.
+///
 /// Print a run's archived raw transcript (for debugging: the only command that does).
 ///
 /// The transcript holds every attempt of the run's task, each under a metadata header.

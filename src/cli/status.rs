@@ -14,6 +14,8 @@ use crate::core::record::{Phase, RunRecord};
 const EXAMPLES: &str =
     "Examples:\n  git crew status\n  git crew status 20261202-101500-1a2b\n  git crew ls --all";
 
+/// List in-flight and recent runs.
+///
 /// List in-flight and recent runs: phase, elapsed/budget, last activity, spend,
 /// integration.
 ///

@@ -8,6 +8,8 @@ use super::ui::Report;
 use crate::core::flight::Reflex;
 use crate::core::summary::{self, At};
 
+/// Print the four-line account of a wave.
+///
 /// The four-line account of a wave: a title, then WHAT (tasks and runs, commits at
 /// completion), WHY (the gate evidence), HOW (runtime and isolation facts only) and WHEN
 /// (an estimate from sizes and speed factors, and the gate that closes the wave), each

@@ -46,6 +46,8 @@ impl<'a> SyncedRef<'a> {
     }
 }
 
+/// Push and fetch the git-crew notes.
+///
 /// Push and fetch the git-crew notes (refs/notes/crew, crew-ledger, crew-gates): the
 /// remote's are fetched into refs/notes/remotes/<remote>/..., merged into yours by line
 /// union (nothing local is ever dropped), and yours are pushed without force — again,

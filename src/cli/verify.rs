@@ -9,6 +9,8 @@ use super::ui::Report;
 use crate::core::record::Outcome;
 use crate::run::verify::{self, Verified};
 
+/// Run a finished run's verify command again.
+///
 /// Run a finished run's verify command again in its worktree (with a fresh
 /// $CREW_VERIFIER_DIR) and record the reward on the run. A run that was accepted or failed
 /// on its verify takes the new verdict (pass or fail); any other outcome stays as it was.

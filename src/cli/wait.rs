@@ -16,6 +16,8 @@ use crate::sys::clock::now_millis;
 
 const EXAMPLES: &str = "Examples:\n  git crew wait 20261202-101500-1a2b\n  git crew wait RUN1 RUN2 --any --timeout 10m";
 
+/// Block until runs finish; print their results.
+///
 /// Block until runs finish; print their results (footer only, never the transcript).
 ///
 /// Exits 0 when every run passed, 5 when any needs help (and none failed), 1 otherwise;

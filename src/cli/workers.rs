@@ -33,6 +33,8 @@ pub struct WorkerOutput<'a> {
     pub pass_rate: Option<f64>,
 }
 
+/// List the roster of standing workers.
+///
 /// The roster ([workers.<name>] in the flight config): each standing worker's backend,
 /// model, session (a local fact, from .git/crew/sessions.json), the run it is busy with,
 /// and its runs and pass rate from the ledger.

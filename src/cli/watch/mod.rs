@@ -17,6 +17,8 @@ use super::context::CommandContext;
 use super::error::{CrewError, Result};
 use super::ui::{Format, Report};
 
+/// A live console of the runs.
+///
 /// A live console of the runs, with keys to answer, integrate or abandon them.
 ///
 /// Each run in flight with its phase, elapsed/budget, last activity and the last line of

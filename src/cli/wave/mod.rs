@@ -24,6 +24,8 @@ pub struct WaveArgs {
 
 #[derive(Debug, Subcommand)]
 pub enum WaveAction {
+    /// Dispatch every ready task of wave N at once.
+    ///
     /// Dispatch every ready task of wave N at once: refused up front (exit 4) when two of
     /// its tasks' write scopes overlap, or one overlaps a run in flight; runs beyond a
     /// backend's concurrency are queued. Prints the dispatch summary.
@@ -40,6 +42,8 @@ pub enum WaveAction {
         #[command(flatten)]
         routing: RoutingArgs,
     },
+    /// Report wave N.
+    ///
     /// Report wave N: each task's status and run, the closing gate's verdict (a wave
     /// whose gate has none reads as incomplete), and the Deferred / concerns of its
     /// footers as candidate follow-ons.
