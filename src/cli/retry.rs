@@ -52,7 +52,6 @@ pub struct RetryArgs {
 }
 
 pub fn run(ctx: &CommandContext, args: RetryArgs) -> Result<Report> {
-    let flight = resolve(ctx, &args.routing)?.flight;
     let repo = ctx.repo()?;
     let repo_dir = ctx.workdir()?.to_path_buf();
     let store = runs::settled(ctx)?;
@@ -78,6 +77,11 @@ pub fn run(ctx: &CommandContext, args: RetryArgs) -> Result<Report> {
             .hinted("dispatch the task afresh with `git crew dispatch`"));
         }
     }
+    // The spend fence goes with the run too, unless this retry sets its own.
+    let mut routing = args.routing.clone();
+    routing.max_cost = routing.max_cost.or(old.max_cost_usd.map(|c| c.to_string()));
+    routing.max_tokens = routing.max_tokens.or(old.max_tokens.map(|t| t.to_string()));
+    let flight = resolve(ctx, &routing)?.flight;
     let task_prompt = std::fs::read_to_string(crate::core::layout::task_prompt(
         &store.run_dir(&run),
     ))

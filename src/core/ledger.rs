@@ -147,7 +147,9 @@ impl SpendStats {
             .iter()
             .filter(|r| r.outcome == Some(Outcome::Pass) && r.reward.is_some())
             .count();
-        let tokens: u64 = usages.iter().map(|u| u.tokens()).sum();
+        let tokens = usages
+            .iter()
+            .fold(0u64, |sum, u| sum.saturating_add(u.tokens()));
         let cost: f64 = costs.iter().sum();
         let per = |total: f64, n: usize| (n > 0).then(|| total / n as f64);
         let all_reported = usages.len() == rows.len();

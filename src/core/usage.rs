@@ -13,7 +13,8 @@
 //! - **command** workers may write their own usage, the same five fields as JSON, to
 //!   `$CREW_USAGE_FILE` (the attempt's total so far; rewritten as it grows).
 //!
-//! A figure that is not a finite, non-negative number is no figure: it is left out.
+//! A figure that is not a finite, non-negative number (nor a credible one: more than a
+//! million dollars in one report) is no figure: it is left out.
 
 use std::collections::BTreeMap;
 
@@ -170,9 +171,15 @@ fn finite_cost<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<f64>, D:
     Ok(value.as_ref().and_then(cost))
 }
 
-/// A dollar figure as a stream gives it: a finite, non-negative number, else none.
+/// The most one report may say was spent: a figure past it is no figure.
+const MAX_COST_USD: f64 = 1_000_000.0;
+
+/// A dollar figure as a stream gives it: a finite, non-negative number no larger than
+/// [`MAX_COST_USD`], else none.
 fn cost(value: &Value) -> Option<f64> {
-    value.as_f64().filter(|c| c.is_finite() && *c >= 0.0)
+    value
+        .as_f64()
+        .filter(|c| c.is_finite() && (0.0..=MAX_COST_USD).contains(c))
 }
 
 fn n(value: &Value) -> u64 {
@@ -509,6 +516,11 @@ mod tests {
         let u = Usage::from_file(r#"{"input_tokens": 10, "output_tokens": 5, "cost_usd": -1}"#)
             .unwrap();
         assert_eq!((u.tokens(), u.cost_usd), (15, None));
+        let u = Usage::from_file(
+            r#"{"input_tokens": 18446744073709551615, "output_tokens": 9, "cost_usd": 1e308}"#,
+        )
+        .unwrap();
+        assert_eq!((u.tokens(), u.cost_usd), (u64::MAX, None));
         // JSON has no NaN: a worker that writes one wrote no usage at all.
         assert_eq!(
             Usage::from_file(r#"{"input_tokens": 1, "cost_usd": NaN}"#),

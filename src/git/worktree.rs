@@ -174,6 +174,28 @@ impl RunTree {
     /// Writes back the administration of the worktree at `path` (of the repository whose
     /// common dir is `common_dir`) from the lead's facts: `identity` and git-crew's hooks
     /// folder.
+    /// The git operation in progress in the worktree at `path` (a merge, a rebase, a
+    /// cherry-pick, a revert, a bisect), by the files git keeps for it, if any.
+    pub fn operation_in_progress(common_dir: &Path, path: &Path) -> Option<String> {
+        let admin = common_dir.join("worktrees").join(path.file_name()?);
+        let names = std::fs::read_dir(admin).ok()?;
+        names
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .find(|name| {
+                matches!(
+                    name.as_str(),
+                    "MERGE_HEAD"
+                        | "rebase-merge"
+                        | "rebase-apply"
+                        | "sequencer"
+                        | "CHERRY_PICK_HEAD"
+                        | "REVERT_HEAD"
+                        | "BISECT_LOG"
+                )
+            })
+    }
+
     pub fn restore(
         common_dir: &Path,
         path: &Path,
@@ -320,6 +342,21 @@ impl RunTree {
             }
         }
         Ok(paths)
+    }
+
+    /// Tracked files whose changes `git status` does not look at: marked
+    /// assume-unchanged or skip-worktree (`git update-index`). What they hold may differ
+    /// from their commit, unseen.
+    pub fn hidden_from_status(&self) -> anyhow::Result<Vec<String>> {
+        let listed = self.git().output(&["ls-files", "-v", "-z"])?;
+        Ok(listed
+            .split('\0')
+            .filter_map(|entry| {
+                let (tag, path) = entry.split_once(' ')?;
+                let hidden = tag.chars().all(|c| c.is_ascii_lowercase()) || tag == "S";
+                hidden.then(|| path.to_string())
+            })
+            .collect())
     }
 
     /// The files and folders git ignores in the worktree, a folder named once

@@ -282,6 +282,16 @@ fn worktree(
             )),
         );
     }
+    // Someone is at work in it (a merge, a rebase): restoring its administration would
+    // throw that away, so it is not even looked at.
+    if let Some(state) = RunTree::operation_in_progress(repo.common_dir(), path) {
+        return (
+            None,
+            Tree::Unreadable(format!(
+                "an operation is in progress in it ({state}): finish or abort it there"
+            )),
+        );
+    }
     let tree = match RunTree::restore(repo.common_dir(), path, &r.identity()) {
         Ok(tree) => tree,
         Err(err) => return (None, Tree::Unreadable(format!("{err:#}"))),
@@ -293,7 +303,17 @@ fn worktree(
             p.ends_with('/') && std::fs::symlink_metadata(path.join(p).join(".git")).is_ok()
         })
     };
-    let state = match (tree.holds_nested_repository(), tree.uncommitted()) {
+    // Files git status is told not to look at count as changed: their content is unseen
+    // (and `git add` would pass them over, so no snapshot can vouch for them).
+    let hidden = match tree.hidden_from_status() {
+        Ok(hidden) => hidden,
+        Err(err) => return (Some(tree), Tree::Unreadable(format!("{err:#}"))),
+    };
+    let uncommitted = tree.uncommitted().map(|mut paths| {
+        paths.extend(hidden.iter().cloned());
+        paths
+    });
+    let state = match (tree.holds_nested_repository(), uncommitted) {
         (Ok(true), _) => Tree::Nested,
         (Err(err), _) | (_, Err(err)) => Tree::Unreadable(format!("{err:#}")),
         (Ok(false), Ok(paths)) if untracked_repository(&paths) => Tree::Nested,
@@ -302,10 +322,11 @@ fn worktree(
             // Kept when refs/crew/attempts/<run> holds exactly what the worktree holds
             // (an abandon kept it).
             let scratch = store.run_dir(&r.run).join("prune.index");
-            let kept = attempts.is_some_and(|kept| {
-                let held = merge::tree_of(repo, kept).ok();
-                held.is_some() && tree.snapshot(&scratch).ok() == held
-            });
+            let kept = hidden.is_empty()
+                && attempts.is_some_and(|kept| {
+                    let held = merge::tree_of(repo, kept).ok();
+                    held.is_some() && tree.snapshot(&scratch).ok() == held
+                });
             Tree::Dirty { paths, kept }
         }
     };

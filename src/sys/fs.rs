@@ -19,3 +19,22 @@ pub fn write_atomic(path: &Path, text: &str, mode: u32) -> anyhow::Result<()> {
         .with_context(|| format!("cannot write {}", path.display()))?;
     Ok(())
 }
+
+/// The text of `path` when it is a regular file, read without following a symlink or
+/// waiting on a FIFO, and at most `max` bytes of it (what lies past them is left out):
+/// for files another process writes, which may be anything.
+pub fn read_regular_capped(path: &Path, max: u64) -> Option<String> {
+    use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(path)
+        .ok()?;
+    if !file.metadata().ok()?.is_file() {
+        return None;
+    }
+    let mut text = String::new();
+    file.take(max).read_to_string(&mut text).ok()?;
+    Some(text)
+}

@@ -367,8 +367,9 @@ fn older_than_filters_by_when_the_run_finished_on_the_pinned_clock() {
     let json = out.json();
     assert_eq!(runs_of(&json, "removed"), [run.as_str()]);
     let stranded = entry(&json, "stranded", &waiting);
+    // Ten days on the pinned clock, less the seconds the runs took to finish.
     assert!(
-        stranded["age_s"].as_u64().unwrap() >= 10 * 86_400,
+        stranded["age_s"].as_u64().unwrap() >= 10 * 86_400 - 60,
         "{stranded}"
     );
     let text = env.crew(&repo, &["prune", "--human"]).stdout;
@@ -518,4 +519,64 @@ fn commits_made_after_integration_and_repositories_inside_are_never_lost() {
         late_commit
     );
     assert_eq!(read(&inner.join("a.txt")), "inner work");
+}
+
+#[test]
+fn edits_git_status_is_told_to_hide_and_a_merge_in_progress_are_never_pruned() {
+    let env = TestEnv::new();
+    let repo = ignoring_repo(&env);
+    // Edits to files marked assume-unchanged and skip-worktree: `git status` says clean.
+    let mut hidden = Vec::new();
+    for (task, flag) in [
+        ("unseen", "--assume-unchanged"),
+        ("skipped", "--skip-worktree"),
+    ] {
+        let run = finished(&env, &repo, task, "own-file", "work/**", &[]);
+        integrate_keeping_all(&env, &repo, &run);
+        let wt = worktree(&repo, &run);
+        let file = format!("work/{task}.txt");
+        env.git_ok(&wt, &["update-index", flag, &file]);
+        write(&wt.join(&file), "precious");
+        assert_eq!(env.git_ok(&wt, &["status", "--porcelain"]), "");
+        hidden.push((run, wt.join(&file)));
+    }
+    // A merge stopped on a conflict in another run's worktree.
+    let merging = finished(&env, &repo, "merging", "own-file", "work/**", &[]);
+    integrate_keeping_all(&env, &repo, &merging);
+    let wt = worktree(&repo, &merging);
+    env.git_ok(&wt, &["checkout", "-q", "-b", "side"]);
+    write(&wt.join("work/merging.txt"), "theirs\n");
+    env.git_ok(&wt, &["commit", "-qam", "side"]);
+    env.git_ok(&wt, &["checkout", "-q", "-"]);
+    write(&wt.join("work/merging.txt"), "ours\n");
+    env.git_ok(&wt, &["commit", "-qam", "ours"]);
+    env.git(&wt, &["merge", "side"]).expect_code(1);
+    let merge_head = repo
+        .join(".git/worktrees")
+        .join(&merging)
+        .join("MERGE_HEAD");
+    assert!(merge_head.exists());
+
+    for args in [
+        &["doctor"][..],
+        &["prune", "--dry-run", "--all"],
+        &["prune", "--all"],
+    ] {
+        let out = env.crew(&repo, args);
+        let json = out.json();
+        assert!(merge_head.exists(), "{args:?} threw the merge away");
+        if args[0] == "prune" {
+            out.expect_code(0);
+            assert_eq!(json["removed"], serde_json::json!([]), "{json}");
+            let m = entry(&json, "stranded", &merging);
+            assert!(m["why"][0].as_str().unwrap().contains("MERGE_HEAD"), "{m}");
+            for (run, _) in &hidden {
+                entry(&json, "stranded", run);
+            }
+        }
+    }
+    for (_, file) in &hidden {
+        assert_eq!(read(file), "precious");
+    }
+    env.git_ok(&wt, &["merge", "--abort"]);
 }

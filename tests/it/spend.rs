@@ -252,3 +252,75 @@ fn ledger_stats_give_the_cost_of_a_verified_pass_failures_included() {
         "{human}"
     );
 }
+
+#[test]
+fn a_usage_file_made_a_trap_stops_neither_the_budget_nor_the_supervisor() {
+    let env = TestEnv::new();
+    let repo = priced_repo(&env);
+    // Unfenced, a worker may replace its usage file: a FIFO would block a reader, and
+    // /dev/zero never ends.
+    for (task, trap) in [("fifo", "fifo"), ("zero", "zero")] {
+        let started = std::time::Instant::now();
+        let run = env
+            .dispatch(&repo, task)
+            .backend("usage-trap")
+            .scope(&format!("{task}/**"))
+            .set("sandbox.enabled=false")
+            .set(&format!("backends.usage-trap.env.TRAP={trap}"))
+            .args(&["--time-budget", "3s", "--max-tokens", "10"])
+            .finished();
+        let result = show(&env, &repo, &run);
+        assert_eq!(result["outcome"], "timeout", "{trap}: {result}");
+        assert_eq!(result["decision"], "the time budget was spent", "{trap}");
+        assert!(result["usage"].is_null(), "{trap}: {result}");
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(30),
+            "{trap}: the supervisor was held"
+        );
+    }
+}
+
+#[test]
+fn a_retry_keeps_the_spend_fence_and_absurd_reports_do_not_break_the_stats() {
+    let env = TestEnv::new();
+    let repo = priced_repo(&env);
+    let run = env
+        .dispatch(&repo, "routes")
+        .backend("spend-forever")
+        .scope("src/routes/**")
+        .args(&["--max-tokens", "5000"])
+        .finished();
+    let out = env.crew(&repo, &["retry", &run, "--wait"]);
+    let retried = out.json()["runs"][0].clone();
+    assert_eq!(retried["retry_of"], run.as_str(), "{}", out.stdout);
+    assert_eq!(retried["max_tokens"], 5000);
+    assert!(
+        retried["decision"]
+            .as_str()
+            .unwrap()
+            .ends_with("(fences.max_tokens)"),
+        "{retried}"
+    );
+
+    // Two runs that each claim every token there is: the sums saturate, never panic.
+    for task in ["a", "b"] {
+        env.dispatch(&repo, task)
+            .backend("spend")
+            .scope(&format!("{task}/**"))
+            .set(r#"backends.spend.env.SPEND_USAGE={"input_tokens": 18446744073709551615, "output_tokens": 9, "cost_usd": 1e308}"#)
+            .finished();
+    }
+    let out = env.crew(&repo, &["ledger", "stats"]);
+    out.expect_code(0);
+    let spend = out.json()["stats"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["backend"] == "spend")
+        .unwrap()["spend"]
+        .clone();
+    assert_eq!(spend["tokens"], u64::MAX, "{spend}");
+    assert!(spend["cost_usd"].is_null(), "{spend}");
+    env.crew(&repo, &["ledger", "stats", "--human"])
+        .expect_code(0);
+}

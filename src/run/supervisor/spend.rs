@@ -66,8 +66,8 @@ impl Spend {
     /// reached.
     pub(super) fn look(&mut self) -> bool {
         if self.adapter == AdapterKind::Command {
-            self.reported = std::fs::read_to_string(&self.usage_file)
-                .ok()
+            // The worker's file, which may be anything: a regular file, 64 KiB at most.
+            self.reported = crate::sys::fs::read_regular_capped(&self.usage_file, 64 << 10)
                 .and_then(|text| Usage::from_file(&text));
         }
         self.fence.is_set() && self.breached().is_some()
