@@ -53,6 +53,16 @@ pub fn under(
         .collect())
 }
 
+/// Whether `commit` is on some branch: reachable from a ref under `refs/heads/` (when the
+/// refs cannot be read, it is taken to be).
+pub fn on_a_branch(repo: &gix::Repository, commit: ObjectId) -> bool {
+    under(repo, "refs/heads/").map_or(true, |refs| {
+        refs.iter()
+            .filter_map(|(_, tip)| *tip)
+            .any(|tip| crate::git::merge::is_ancestor(repo, commit, tip))
+    })
+}
+
 /// The best common ancestor of two commits.
 pub fn merge_base(repo: &gix::Repository, a: ObjectId, b: ObjectId) -> Option<ObjectId> {
     repo.merge_base(a, b).ok().flatten().map(|id| id.detach())

@@ -131,7 +131,11 @@ pub fn integrate(
         return Ok(Err(Refusal::NotFound(format!("no run {run}"))));
     };
     if let Some(done) = &record.integration {
-        return Ok(Err(already(run, done)));
+        if standing(repo, done) {
+            return Ok(Err(already(run, done)));
+        }
+        // Merged into a branch that is gone (a trial merge, say): it landed nowhere.
+        record.integration = None;
     }
     // Every fact decided on below must be the one dispatch sealed.
     match git::seal::read(repo, run)? {
@@ -235,7 +239,11 @@ pub fn integrate(
     observe(Step::WaitingTurn);
     let _turn = store.integrate_lock(Duration::from_secs(1800))?;
     // Whoever held the lock before may have integrated this very run.
-    if let Some(done) = store.load(run)?.and_then(|r| r.integration) {
+    if let Some(done) = store
+        .load(run)?
+        .and_then(|r| r.integration)
+        .filter(|done| standing(repo, done))
+    {
         return Ok(Err(already(run, &done)));
     }
     let at = crate::sys::clock::stamp_now();
@@ -690,7 +698,11 @@ fn by_hand(
 ) -> anyhow::Result<Result<Done, Refusal>> {
     let run = &request.run;
     let _turn = store.integrate_lock(Duration::from_secs(1800))?;
-    if let Some(done) = store.load(run)?.and_then(|r| r.integration) {
+    if let Some(done) = store
+        .load(run)?
+        .and_then(|r| r.integration)
+        .filter(|done| standing(repo, done))
+    {
         return Ok(Err(already(run, &done)));
     }
     let Some(commit) = merge::landing(repo, target, run_tip)? else {
@@ -777,6 +789,12 @@ fn by_hand(
         dry_run: request.dry_run,
         by_hand: true,
     }))
+}
+
+/// Whether a recorded integration still stands: its commit is on some branch. One
+/// merged into a branch since deleted landed nowhere, and the run may be integrated.
+fn standing(repo: &crate::git::Repository, done: &Integration) -> bool {
+    git::refs::oid(&done.commit).map_or(true, |commit| git::refs::on_a_branch(repo, commit))
 }
 
 fn already(run: &str, done: &Integration) -> Refusal {

@@ -729,3 +729,39 @@ fn diff_shows_what_integrate_would_apply() {
     env.crew(&repo, &["diff", &run, "--stat", "--patch"])
         .expect_code(2);
 }
+
+#[test]
+fn a_trial_merge_into_a_branch_since_deleted_does_not_count_as_integrated() {
+    let env = TestEnv::new();
+    let repo = env.fixture("crew-repo.sh", "repo", &[]);
+    let run = env
+        .dispatch(&repo, "routes")
+        .backend("ok")
+        .scope("src/routes/**")
+        .verify("true")
+        .finished();
+    env.git_ok(&repo, &["checkout", "-q", "-b", "try"]);
+    env.git_ok(
+        &repo,
+        &[
+            "merge",
+            "-q",
+            "--no-ff",
+            "--no-edit",
+            &format!("crew/routes/{run}"),
+        ],
+    );
+    // The hook recorded the merge as the run's integration, into `try`.
+    let shown = env.crew(&repo, &["show", &run]).json();
+    assert_eq!(shown["run"]["integration"]["into"], "try", "{shown}");
+    env.git_ok(&repo, &["checkout", "-q", "main"]);
+    env.git_ok(&repo, &["branch", "-q", "-D", "try"]);
+    // That merge landed nowhere: the run integrates into main as if it never happened.
+    let out = env.crew(&repo, &["integrate", &run]);
+    out.expect_code(0);
+    let shown = env.crew(&repo, &["show", &run]).json();
+    assert_eq!(shown["run"]["integration"]["into"], "main", "{shown}");
+    env.git_ok(&repo, &["cat-file", "-e", "main:src/routes/crew.rs"]);
+    // Once on a branch, it stands.
+    env.crew(&repo, &["integrate", &run]).expect_code(4);
+}
