@@ -4,6 +4,7 @@ against 127.0.0.1 instead of a real model provider. Python 3 standard library on
 
 Usage:
     model-server.py --port-file PATH [--log PATH] [--lifetime SECONDS] [--dump DIR]
+                    [--usage PATH]
 
 It binds 127.0.0.1 on a free port, writes the port number to PATH (through PATH.tmp and
 a rename, so a reader never sees a partial file), appends one JSON line per request to
@@ -49,6 +50,27 @@ codex adds itself are ignored).
 
 The footer is:
     ## Result / ## How to verify / ## Deferred / concerns
+
+Usage. Without --usage, each answer reports made-up token counts (input: the request's
+size / 4, output: the answer's size / 4, nothing cached). --usage PATH names a JSON file,
+read again for every request (so a test may change it between requests), choosing what
+each answer reports:
+    {"*": {"input": 1000, "cached": 200, "cache_write": 100, "output": 50,
+           "reasoning": 20, "delay": 0},
+     "write": {...}, "tool_result": {...}, "help": {...}, ...}
+keyed by the answer (tool_result, write, footer, help, nofooter, default; "*" for the
+others). A missing field is 0. `input` counts every input token, `cached` the part of
+them read from a cache, `cache_write` the part written to it; `output` counts every output
+token, `reasoning` the part of them spent reasoning. `delay` holds the answer back that
+many seconds. They are reported the way the real APIs do:
+    OpenAI Responses: response.completed.response.usage = {input_tokens: input,
+        input_tokens_details: {cached_tokens: cached}, output_tokens: output,
+        output_tokens_details: {reasoning_tokens: reasoning}, total_tokens}
+    Anthropic Messages: message_start.message.usage = {input_tokens: input - cached -
+        cache_write (the uncached part), cache_read_input_tokens: cached,
+        cache_creation_input_tokens: cache_write, output_tokens: 1}; message_delta.usage =
+        the same input fields and output_tokens: output (the message's final counts)
+The usage each answer reported is logged with its request ("usage": {...}).
 """
 
 import argparse
@@ -190,19 +212,55 @@ def anthropic_decide(body):
     return marker
 
 
-def anthropic_events(model, input_tokens, text=None, tool=None):
+USAGE_FIELDS = ("input", "cached", "cache_write", "output", "reasoning")
+
+
+def chosen_usage(path, answer):
+    """The usage the test chose for this answer (see --usage), or None."""
+    if not path:
+        return None
+    try:
+        with open(path, encoding="utf-8") as f:
+            table = json.load(f)
+    except FileNotFoundError:
+        return None
+    entry = table.get(answer, table.get("*"))
+    if entry is None:
+        return None
+    usage = {k: int(entry.get(k, 0)) for k in USAGE_FIELDS}
+    usage["delay"] = float(entry.get("delay", 0))
+    if usage["cached"] + usage["cache_write"] > usage["input"] or usage["reasoning"] > usage["output"]:
+        raise ValueError("usage for %s: cached + cache_write > input or reasoning > output" % answer)
+    return usage
+
+
+def default_usage(raw, out_len):
+    return {"input": max(1, len(raw) // 4), "cached": 0, "cache_write": 0,
+            "output": max(1, out_len // 4), "reasoning": 0, "delay": 0.0}
+
+
+def anthropic_usage(usage, output_tokens):
+    return {"input_tokens": usage["input"] - usage["cached"] - usage["cache_write"],
+            "cache_creation_input_tokens": usage["cache_write"],
+            "cache_read_input_tokens": usage["cached"],
+            "output_tokens": output_tokens}
+
+
+def anthropic_out_len(text=None, tool=None):
+    return len(text or "") + (len(json.dumps(tool[1])) if tool else 0)
+
+
+def anthropic_events(model, usage, text=None, tool=None):
     msg_id = rand_id("msg_mock_")
     events = [("message_start", {
         "type": "message_start",
         "message": {
             "id": msg_id, "type": "message", "role": "assistant", "model": model,
             "content": [], "stop_reason": None, "stop_sequence": None,
-            "usage": {"input_tokens": input_tokens, "output_tokens": 1,
-                      "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0},
+            "usage": anthropic_usage(usage, 1),
         },
     }), ("ping", {"type": "ping"})]
     index = 0
-    out_len = 0
     if text is not None:
         events.append(("content_block_start", {
             "type": "content_block_start", "index": index,
@@ -213,7 +271,6 @@ def anthropic_events(model, input_tokens, text=None, tool=None):
                 "delta": {"type": "text_delta", "text": piece}}))
         events.append(("content_block_stop", {"type": "content_block_stop", "index": index}))
         index += 1
-        out_len += len(text)
     if tool is not None:
         name, tool_input = tool
         partial = json.dumps(tool_input)
@@ -225,11 +282,10 @@ def anthropic_events(model, input_tokens, text=None, tool=None):
             "type": "content_block_delta", "index": index,
             "delta": {"type": "input_json_delta", "partial_json": partial}}))
         events.append(("content_block_stop", {"type": "content_block_stop", "index": index}))
-        out_len += len(partial)
     events.append(("message_delta", {
         "type": "message_delta",
         "delta": {"stop_reason": "tool_use" if tool else "end_turn", "stop_sequence": None},
-        "usage": {"output_tokens": max(1, out_len // 4)}}))
+        "usage": anthropic_usage(usage, usage["output"])}))
     events.append(("message_stop", {"type": "message_stop"}))
     return events
 
@@ -284,7 +340,11 @@ def openai_decide(body):
     return marker
 
 
-def openai_events(model, input_tokens, text=None, call=None):
+def openai_out_len(text=None, call=None):
+    return len(json.dumps(call[1])) if call is not None else len(text or "")
+
+
+def openai_events(model, usage, text=None, call=None):
     resp_id = rand_id("resp_mock_", 16)
     created = int(time.time())
     base = {"id": resp_id, "object": "response", "created_at": created, "model": model}
@@ -316,7 +376,6 @@ def openai_events(model, input_tokens, text=None, call=None):
                 "type": "response.output_item.done", "output_index": 0, "item": done_item}),
         ]
         output = [done_item]
-        out_len = len(arguments)
     else:
         item_id = rand_id("msg_mock_", 16)
         part = {"type": "output_text", "text": text, "annotations": []}
@@ -344,14 +403,14 @@ def openai_events(model, input_tokens, text=None, call=None):
                 "type": "response.output_item.done", "output_index": 0, "item": done_item}),
         ]
         output = [done_item]
-        out_len = len(text)
-    output_tokens = max(1, out_len // 4)
     events.append(("response.completed", {
         "type": "response.completed",
         "response": dict(base, status="completed", output=output, usage={
-            "input_tokens": input_tokens, "input_tokens_details": {"cached_tokens": 0},
-            "output_tokens": output_tokens, "output_tokens_details": {"reasoning_tokens": 0},
-            "total_tokens": input_tokens + output_tokens})}))
+            "input_tokens": usage["input"],
+            "input_tokens_details": {"cached_tokens": usage["cached"]},
+            "output_tokens": usage["output"],
+            "output_tokens_details": {"reasoning_tokens": usage["reasoning"]},
+            "total_tokens": usage["input"] + usage["output"]})}))
     return events
 
 
@@ -448,7 +507,6 @@ class Handler(BaseHTTPRequestHandler):
             return self.send_plain(400, json.dumps(error_body(api, "mock: " + str(exc))))
         self.server.dump(api, raw)
         model = body.get("model") or "mock-model"
-        input_tokens = max(1, len(raw) // 4)
         if api == "anthropic":
             answer, detail = anthropic_decide(body)
             session = self.headers.get("X-Claude-Code-Session-Id")
@@ -482,11 +540,23 @@ class Handler(BaseHTTPRequestHandler):
             text = NOFOOTER_TEXT
         else:
             text = DEFAULT_TEXT
-        self.record(status=200, **fields)
+        try:
+            usage = chosen_usage(self.server.usage_path, answer)
+        except Exception as exc:  # a broken usage file: say so, loudly
+            self.record(status=500, answer="bad-usage", detail=str(exc))
+            return self.send_plain(500, json.dumps(error_body(api, "mock: " + str(exc))))
         if api == "anthropic":
-            events = anthropic_events(model, input_tokens, text=text, tool=tool)
+            usage = usage or default_usage(raw, anthropic_out_len(text, tool))
         else:
-            events = openai_events(model, input_tokens, text=text, call=tool)
+            usage = usage or default_usage(raw, openai_out_len(text, tool))
+        fields["usage"] = {k: usage[k] for k in USAGE_FIELDS}
+        self.record(status=200, **fields)
+        if usage["delay"] > 0:
+            time.sleep(usage["delay"])
+        if api == "anthropic":
+            events = anthropic_events(model, usage, text=text, tool=tool)
+        else:
+            events = openai_events(model, usage, text=text, call=tool)
         try:
             self.send_sse(events)
         except (BrokenPipeError, ConnectionResetError):
@@ -503,9 +573,10 @@ class Server(ThreadingHTTPServer):
     daemon_threads = True
     allow_reuse_address = True
 
-    def __init__(self, addr, handler, log_path, dump_dir):
+    def __init__(self, addr, handler, log_path, dump_dir, usage_path):
         super().__init__(addr, handler)
         self.log_path = log_path
+        self.usage_path = usage_path
         self.dump_dir = dump_dir
         self.lock = threading.Lock()
         self.count = 0
@@ -535,11 +606,12 @@ def main():
     parser.add_argument("--lifetime", type=float, default=300.0,
                         help="exit after this many seconds (default 300)")
     parser.add_argument("--dump", help="save each request body in this directory")
+    parser.add_argument("--usage", help="a JSON file choosing the usage each answer reports")
     args = parser.parse_args()
 
     if args.dump:
         os.makedirs(args.dump, exist_ok=True)
-    server = Server(("127.0.0.1", 0), Handler, args.log, args.dump)
+    server = Server(("127.0.0.1", 0), Handler, args.log, args.dump, args.usage)
     port = server.server_address[1]
     tmp = args.port_file + ".tmp"
     with open(tmp, "w", encoding="utf-8") as f:

@@ -206,6 +206,13 @@ impl Reading {
             Reading::Invocation(usage) | Reading::AtLeast(usage) => *usage,
         }
     }
+
+    /// Whether the stream has said its last word: codex's turn is over, claude's
+    /// `result` is in. The worker is ending by itself then; what it did is judged, and
+    /// the fence holds back only the attempts after it.
+    pub fn is_final(&self) -> bool {
+        !matches!(self, Reading::AtLeast(_))
+    }
 }
 
 /// The longest stream line the meter reads; a longer one is skipped (a supervisor stays
@@ -464,6 +471,27 @@ mod tests {
             usage.priced(Some(&price)).cost_usd,
             Some(0.17787599999999998)
         );
+    }
+
+    #[test]
+    fn a_stream_is_final_once_its_turn_or_its_invocation_is_over() {
+        let codex = stream("codex-exec.jsonl");
+        let mut meter = Meter::new(AdapterKind::Codex);
+        meter.feed(&codex[..codex.len() / 2]);
+        assert_eq!(meter.reading(), None);
+        meter.feed(&codex[codex.len() / 2..]);
+        assert!(meter.reading().unwrap().is_final());
+        let claude = stream("claude-print.jsonl");
+        let cut = claude
+            .windows(16)
+            .position(|w| w == b"{\"type\":\"result\"")
+            .unwrap();
+        let mut meter = Meter::new(AdapterKind::Claude);
+        meter.feed(&claude[..cut]);
+        assert!(!meter.reading().unwrap().is_final());
+        meter.feed(&claude[cut..]);
+        meter.feed(b"\n");
+        assert!(meter.reading().unwrap().is_final());
     }
 
     #[test]

@@ -15,8 +15,10 @@ use serde_json::Value;
 
 use crate::common::{TestEnv, poll_for, read, write};
 
+mod spend;
+
 /// The folder with the real CLIs; a test that needs them fails without them.
-fn clis() -> PathBuf {
+pub(super) fn clis() -> PathBuf {
     let dir = std::env::var_os("CREW_TEST_CLIS")
         .map(PathBuf::from)
         .or_else(|| {
@@ -33,23 +35,27 @@ fn clis() -> PathBuf {
 }
 
 /// The scripted model server, stopped when dropped.
-struct ModelServer {
+pub(super) struct ModelServer {
     child: Child,
     port: u16,
     log: PathBuf,
+    usage: PathBuf,
 }
 
 impl ModelServer {
-    fn start(env: &TestEnv) -> ModelServer {
+    pub(super) fn start(env: &TestEnv) -> ModelServer {
         let script = crate::common::fixtures().join("model-server.py");
         let port_file = env.root().join("model-port");
         let log = env.root().join("model-log.jsonl");
+        let usage = env.root().join("model-usage.json");
         let child = Command::new("python3")
             .arg(script)
             .args(["--lifetime", "300", "--port-file"])
             .arg(&port_file)
             .arg("--log")
             .arg(&log)
+            .arg("--usage")
+            .arg(&usage)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::null())
@@ -62,11 +68,25 @@ impl ModelServer {
                 .parse()
                 .ok()
         });
-        ModelServer { child, port, log }
+        ModelServer {
+            child,
+            port,
+            log,
+            usage,
+        }
+    }
+
+    /// Chooses the usage each answer reports from now on (the server reads the file for
+    /// every request): `{"<answer>" | "*": {"input", "cached", "cache_write", "output",
+    /// "reasoning", "delay"}}`.
+    pub(super) fn report_usage(&self, table: Value) {
+        let tmp = self.usage.with_extension("tmp");
+        write(&tmp, &table.to_string());
+        std::fs::rename(&tmp, &self.usage).unwrap();
     }
 
     /// The logged model requests (the CLIs' other probes left out).
-    fn requests(&self) -> Vec<Value> {
+    pub(super) fn requests(&self) -> Vec<Value> {
         std::fs::read_to_string(&self.log)
             .unwrap_or_default()
             .lines()
@@ -86,6 +106,16 @@ impl Drop for ModelServer {
 /// A crew repository whose codex and claude backends are the real CLIs, pointed at the
 /// model server.
 fn repo_with_real_backends(env: &TestEnv, bin: &Path, server: &ModelServer) -> PathBuf {
+    repo_with_real_backends_and(env, bin, server, "")
+}
+
+/// The same, with more of the flight configuration (`extra`, TOML) after the backends.
+pub(super) fn repo_with_real_backends_and(
+    env: &TestEnv,
+    bin: &Path,
+    server: &ModelServer,
+    extra: &str,
+) -> PathBuf {
     let repo = env.fixture("crew-repo.sh", "repo", &[]);
     let port = server.port;
     let state = env.root();
@@ -117,12 +147,12 @@ env = {{ ANTHROPIC_BASE_URL = "http://127.0.0.1:{port}", ANTHROPIC_API_KEY = "du
         codex_home = codex_home.display(),
         claude_config = claude_config.display(),
     );
-    write(&repo.join(".crew/flight.toml"), &toml);
+    write(&repo.join(".crew/flight.toml"), &format!("{toml}{extra}"));
     env.git_ok(&repo, &["commit", "-q", "-am", "real backends"]);
     repo
 }
 
-fn wait(env: &TestEnv, repo: &Path, run: &str) -> (crate::common::Out, Value) {
+pub(super) fn wait(env: &TestEnv, repo: &Path, run: &str) -> (crate::common::Out, Value) {
     let out = env.crew(repo, &["wait", run, "--timeout", "150s"]);
     let result = out.json()["runs"][0].clone();
     (out, result)

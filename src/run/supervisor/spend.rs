@@ -56,21 +56,32 @@ impl Spend {
         }))
     }
 
-    /// Takes in a piece of the stream; whether the fence is now reached.
+    /// Takes in a piece of the stream; whether to stop the worker now.
     pub(super) fn feed(&mut self, bytes: &[u8]) -> bool {
         self.meter.feed(bytes);
-        self.fence.is_set() && self.breached().is_some()
+        self.stop()
     }
 
-    /// Looks at the usage file again (a `command` worker's); whether the fence is now
-    /// reached.
+    /// Looks at the usage file again (a `command` worker's); whether to stop the worker
+    /// now.
     pub(super) fn look(&mut self) -> bool {
         if self.adapter == AdapterKind::Command {
             // The worker's file, which may be anything: a regular file, 64 KiB at most.
             self.reported = crate::sys::fs::read_regular_capped(&self.usage_file, 64 << 10)
                 .and_then(|text| Usage::from_file(&text));
         }
-        self.fence.is_set() && self.breached().is_some()
+        self.stop()
+    }
+
+    /// Whether the run is past its fence while the worker is still at work. A stream that
+    /// has said its last word (codex's `turn.completed`, claude's `result`) belongs to a
+    /// worker ending by itself: stopping it then would only race its exit, and make the
+    /// same attempt a timeout or a judged one by chance. It is judged, and no attempt
+    /// follows it.
+    fn stop(&self) -> bool {
+        self.fence.is_set()
+            && !self.meter.reading().is_some_and(|r| r.is_final())
+            && self.breached().is_some()
     }
 
     /// What the attempt has spent so far, priced; none when nothing was reported.
@@ -124,4 +135,48 @@ pub(super) fn file(record: &mut RunRecord, spend: &Spend) {
         });
     }
     record.usage = Some(run);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spend(adapter: AdapterKind, dir: &std::path::Path) -> Shared {
+        let mut record = RunRecord::blank("r");
+        record.adapter = adapter;
+        record.max_tokens = Some(1000);
+        Spend::start(&record, dir.join("usage"), None, None)
+    }
+
+    #[test]
+    fn the_fence_stops_a_worker_at_work_and_lets_one_that_is_ending_end() {
+        let dir = tempfile::tempdir().unwrap();
+        // claude: a message that began past the fence stops the worker there, once its
+        // line is whole.
+        let claude = spend(AdapterKind::Claude, dir.path());
+        let mut claude = claude.lock().unwrap();
+        assert!(!claude.feed(
+            br#"{"type":"assistant","message":{"id":"m1","usage":{"input_tokens":1500,"output_tokens":1}}}"#
+        ));
+        assert!(claude.feed(b"\n"));
+        // Its result, the last line, is past the fence too: that worker is ending.
+        assert!(!claude.feed(
+            b"{\"type\":\"result\",\"usage\":{\"input_tokens\":1600,\"output_tokens\":9},\"total_cost_usd\":0.1}\n"
+        ));
+        assert!(!claude.look());
+        assert!(claude.breached().unwrap().contains("1609 tokens of 1000"));
+        // codex: the thread's total comes with the end of the turn, and only then.
+        let codex = spend(AdapterKind::Codex, dir.path());
+        let mut codex = codex.lock().unwrap();
+        assert!(!codex.feed(
+            b"{\"type\":\"turn.completed\",\"usage\":{\"input_tokens\":5000,\"output_tokens\":9}}\n"
+        ));
+        assert!(!codex.look());
+        assert!(codex.breached().is_some());
+        // A command worker's file says nothing of an ending: past the fence is stopped.
+        let command = spend(AdapterKind::Command, dir.path());
+        let mut command = command.lock().unwrap();
+        std::fs::write(dir.path().join("usage"), r#"{"input_tokens": 2000}"#).unwrap();
+        assert!(command.look());
+    }
 }
