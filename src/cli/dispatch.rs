@@ -15,7 +15,7 @@ const EXAMPLES: &str = "Examples:\n  git crew dispatch --task routes --scope 'sr
 
 /// Start a worker on a task, in its own worktree.
 ///
-/// Start a worker on a task, in its own worktree, in the background.
+/// In the background.
 ///
 /// Cuts a worktree and branch `crew/<task>/<run>` from HEAD (or --base), fences it (write
 /// scope, time budget, delivery contract, NEEDS-HELP), starts the worker under a detached

@@ -35,7 +35,7 @@ pub struct FlightArgs {
 pub enum FlightAction {
     /// Print the JSON Schema of flight.toml.
     ///
-    /// Print the JSON Schema of flight.toml (for taplo and other TOML editors).
+    /// For taplo and other TOML editors.
     Schema,
 }
 

@@ -35,9 +35,9 @@ pub struct GateArgs {
 pub enum GateAction {
     /// Record a gate's verdict with its evidence.
     ///
-    /// Record a gate's verdict with its evidence: on the gate's history (the note on the
-    /// blob of crew-gate:<plan>/<gate>) and on the commit it was measured at. A pass
-    /// unblocks the waves the gate holds, with no other edit.
+    /// On the gate's history (the note on the blob of crew-gate:<plan>/<gate>) and on the
+    /// commit it was measured at. A pass unblocks the waves the gate holds, with no other
+    /// edit.
     #[command(
         after_help = "Examples:\n  git crew gate record g-live-run --verdict pass --evidence 'phase=working after 1.2 s'\n  git crew gate record g-live-run --verdict fail --evidence 'took 9 s' --link https://ci/run/42"
     )]

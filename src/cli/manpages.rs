@@ -12,7 +12,7 @@ use super::ui::Report;
 
 /// Install the manual pages.
 ///
-/// Install the manual pages: git-crew(1) and one page per command.
+/// git-crew(1) and one page per command.
 ///
 /// With the pages installed, `git crew --help`, `git help crew` and `man git-crew` work
 /// as they do for git's own commands. The default folder is `share/man` beside the

@@ -14,7 +14,7 @@ use crate::run::supervisor::{self, Delivered};
 
 /// Bind a native run to the lead's own sub-task.
 ///
-/// Bind a native run to the lead's own sub-task (its session id).
+/// It is bound by the sub-task's session id.
 #[derive(Debug, Args)]
 #[command(after_help = "Examples:\n  git crew attach 20261202-101500-1a2b --session task-7")]
 pub struct AttachArgs {

@@ -22,10 +22,9 @@ pub struct PlanArgs {
 pub enum PlanAction {
     /// Every task's derived status.
     ///
-    /// Every task's derived status: done, in-flight, ready, or blocked with its blockers
-    /// (an unfinished dependency, a gate without a passing verdict). Never stored:
-    /// computed from the plan, the live runs, docs/state/crew.json in HEAD and the gate
-    /// notes.
+    /// Done, in-flight, ready, or blocked with its blockers (an unfinished dependency, a
+    /// gate without a passing verdict). Never stored: computed from the plan, the live
+    /// runs, docs/state/crew.json in HEAD and the gate notes.
     #[command(
         after_help = "Examples:\n  git crew plan status\n  git crew plan status crew-v1 --human"
     )]

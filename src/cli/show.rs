@@ -10,7 +10,7 @@ use super::ui::Report;
 
 /// Show one run's record.
 ///
-/// Show one run's record: fences, phase, attempts, extracted footer, verify result, decision.
+/// Fences, phase, attempts, extracted footer, verify result, decision.
 #[derive(Debug, Args)]
 #[command(after_help = "Examples:\n  git crew show 20261202-101500-1a2b")]
 pub struct ShowArgs {
@@ -39,7 +39,7 @@ pub struct TranscriptOutput<'a> {
 
 /// Print a run's archived raw transcript.
 ///
-/// Print a run's archived raw transcript (for debugging: the only command that does).
+/// For debugging: the only command that does.
 ///
 /// The transcript holds every attempt of the run's task, each under a metadata header.
 #[derive(Debug, Args)]

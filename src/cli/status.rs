@@ -16,8 +16,7 @@ const EXAMPLES: &str =
 
 /// List in-flight and recent runs.
 ///
-/// List in-flight and recent runs: phase, elapsed/budget, last activity, spend,
-/// integration.
+/// Phase, elapsed/budget, last activity, spend, integration.
 ///
 /// For people it is a table sized to the terminal (or to COLUMNS), coloured by phase on a
 /// terminal; NO_COLOR turns colour off and CLICOLOR_FORCE turns it on when piped.

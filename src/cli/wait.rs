@@ -18,7 +18,7 @@ const EXAMPLES: &str = "Examples:\n  git crew wait 20261202-101500-1a2b\n  git c
 
 /// Block until runs finish; print their results.
 ///
-/// Block until runs finish; print their results (footer only, never the transcript).
+/// Footer only, never the transcript.
 ///
 /// Exits 0 when every run passed, 5 when any needs help (and none failed), 1 otherwise;
 /// 5 as well when --timeout expires first (the JSON says `"timed_out": true` and lists

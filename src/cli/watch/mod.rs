@@ -19,7 +19,7 @@ use super::ui::{Format, Report};
 
 /// A live console of the runs.
 ///
-/// A live console of the runs, with keys to answer, integrate or abandon them.
+/// With keys to answer, integrate or abandon them.
 ///
 /// Each run in flight with its phase, elapsed/budget, last activity and the last line of
 /// its output, the question of a run that asks for help, and the finished runs that wait

@@ -26,9 +26,9 @@ pub struct WaveArgs {
 pub enum WaveAction {
     /// Dispatch every ready task of wave N at once.
     ///
-    /// Dispatch every ready task of wave N at once: refused up front (exit 4) when two of
-    /// its tasks' write scopes overlap, or one overlaps a run in flight; runs beyond a
-    /// backend's concurrency are queued. Prints the dispatch summary.
+    /// Refused up front (exit 4) when two of its tasks' write scopes overlap, or one
+    /// overlaps a run in flight; runs beyond a backend's concurrency are queued. Prints the
+    /// dispatch summary.
     #[command(
         after_help = "Examples:\n  git crew wave dispatch 1\n  git crew wave dispatch 2 --plan crew-v1"
     )]
@@ -44,9 +44,9 @@ pub enum WaveAction {
     },
     /// Report wave N.
     ///
-    /// Report wave N: each task's status and run, the closing gate's verdict (a wave
-    /// whose gate has none reads as incomplete), and the Deferred / concerns of its
-    /// footers as candidate follow-ons.
+    /// Each task's status and run, the closing gate's verdict (a wave whose gate has none
+    /// reads as incomplete), and the Deferred / concerns of its footers as candidate
+    /// follow-ons.
     #[command(after_help = "Examples:\n  git crew wave status 1 --human")]
     Status {
         wave: u32,
