@@ -45,6 +45,10 @@ pub fn supervise(repo: &crate::git::Repository, store: &RunStore, run: &str) -> 
     let driven = drive_run(repo, store, run, &mut notice);
     if let Some(record) = notice {
         super::notify::tell(store, &repo_dir(repo), &record);
+        // What the notifier left running (a `setsid` daemon) came back to this process,
+        // the subreaper, when the notifier ended: nothing outlives the run's supervisor.
+        crate::run::process::kill_descendants(std::process::id());
+        crate::run::process::reap_orphans();
     }
     driven
 }
