@@ -94,12 +94,7 @@ pub fn run(ctx: &CommandContext, args: DispatchArgs) -> Result<Report> {
     let store = super::runs::settled(ctx)?;
     let from_plan = match &args.plan {
         Some(name) => {
-            let plan = super::plan::load(ctx, Some(name))?;
-            let found = crate::run::plans::task_for_dispatch(
-                repo, &store, &repo_dir, &plan, &args.task, &flight,
-            )
-            .map_err(CrewError::internal)?
-            .map_err(CrewError::from)?;
+            let (plan, found) = plan_task(ctx, &store, &flight, name, &args.task)?;
             warnings.extend(found.warnings);
             stale_days = found.stale_days;
             Some((plan, found.task))
@@ -160,6 +155,29 @@ pub fn run(ctx: &CommandContext, args: DispatchArgs) -> Result<Report> {
         (base, args.dry_run),
         outcome,
     )
+}
+
+/// Task `task` of plan `name` as a dispatch takes it: refused when the plan or the task
+/// is not there, or a gate holds it; with the warnings it carries (a stale plan).
+pub(super) fn plan_task(
+    ctx: &CommandContext,
+    store: &crate::state::runs::RunStore,
+    flight: &crate::core::flight::Flight,
+    name: &str,
+    task: &str,
+) -> Result<(crate::core::plan::Plan, crate::run::plans::ForDispatch)> {
+    let plan = super::plan::load(ctx, Some(name))?;
+    let found = crate::run::plans::task_for_dispatch(
+        ctx.repo()?,
+        store,
+        ctx.workdir()?,
+        &plan,
+        task,
+        flight,
+    )
+    .map_err(CrewError::internal)?
+    .map_err(CrewError::from)?;
+    Ok((plan, found))
 }
 
 /// Carries out (or, for `--dry-run`, only decides) the dispatch `request` asks for, cut

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use clap::Args;
 
 use super::context::CommandContext;
-use super::dispatch::{Outcome, base_branch, start_and_report};
+use super::dispatch::{Outcome, base_branch, plan_task, start_and_report};
 use super::error::{CrewError, ErrorKind, Result};
 use super::flight::{RoutingArgs, resolve};
 use super::runs;
@@ -98,12 +98,7 @@ pub fn run(ctx: &CommandContext, args: RetryArgs) -> Result<Report> {
     let mut stale_days = None;
     // A plan's gates hold a retry as they hold a dispatch.
     if let Some(name) = &old.plan {
-        let plan = super::plan::load(ctx, Some(name))?;
-        let found = crate::run::plans::task_for_dispatch(
-            repo, &store, &repo_dir, &plan, &old.task, &flight,
-        )
-        .map_err(CrewError::internal)?
-        .map_err(CrewError::from)?;
+        let (_, found) = plan_task(ctx, &store, &flight, name, &old.task)?;
         warnings.extend(found.warnings);
         stale_days = found.stale_days;
     }

@@ -331,10 +331,7 @@ fn times(record: &RunRecord, now: u64) -> String {
 /// fence; nothing when there is neither.
 fn spend(record: &RunRecord) -> Option<String> {
     use crate::core::usage;
-    let fence = usage::SpendFence {
-        max_cost_usd: record.max_cost_usd,
-        max_tokens: record.max_tokens,
-    };
+    let fence = usage::SpendFence::of(record);
     let limits: Vec<String> = [
         record.max_cost_usd.map(usage::dollars),
         record.max_tokens.map(|t| format!("{t} tokens")),

@@ -360,6 +360,14 @@ pub struct SpendFence {
 }
 
 impl SpendFence {
+    /// The fence the lead set on `record`'s run at dispatch.
+    pub fn of(record: &super::record::RunRecord) -> SpendFence {
+        SpendFence {
+            max_cost_usd: record.max_cost_usd,
+            max_tokens: record.max_tokens,
+        }
+    }
+
     /// Why `spent` (the run's total so far) is past the fence, if it is: the limit that
     /// was reached, named.
     pub fn breached(&self, spent: &Usage) -> Option<String> {

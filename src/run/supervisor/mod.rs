@@ -306,7 +306,7 @@ impl<'a> Supervisor<'a> {
     /// Why the run is past its spend fence, if it is.
     fn spent(&self) -> Option<String> {
         let total = self.record.usage.as_ref()?.total;
-        spend::fence_of(&self.record).breached(&total)
+        crate::core::usage::SpendFence::of(&self.record).breached(&total)
     }
 
     fn drive(&mut self) -> anyhow::Result<()> {

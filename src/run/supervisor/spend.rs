@@ -52,7 +52,7 @@ impl Spend {
             thread_before,
             run_before: run.total,
             price: record.price,
-            fence: fence_of(record),
+            fence: SpendFence::of(record),
         }))
     }
 
@@ -108,14 +108,6 @@ impl Spend {
     pub(super) fn breached(&self) -> Option<String> {
         let attempt = self.attempt().unwrap_or_default();
         self.fence.breached(&self.run_before.plus(&attempt))
-    }
-}
-
-/// The spend fence the lead set on the run at dispatch.
-pub(super) fn fence_of(record: &RunRecord) -> SpendFence {
-    SpendFence {
-        max_cost_usd: record.max_cost_usd,
-        max_tokens: record.max_tokens,
     }
 }
 
