@@ -113,9 +113,9 @@ pub fn run(ctx: &CommandContext, args: FlightArgs) -> Result<Report> {
         human.push('\n');
     });
     // What the write fence would be for a worker dispatched now.
-    let fence = crate::core::dispatch::describe_fence(
-        crate::sys::fence::kernel_abi().filter(|_| resolved.flight.sandbox.enabled),
-    );
+    let abi = crate::sys::fence::kernel_abi().filter(|_| resolved.flight.sandbox.enabled);
+    let fence =
+        crate::core::dispatch::describe_fence(abi, abi.is_some() && crate::sys::ns::available());
     human.push_str(&format!("# fence: {fence}\n"));
     let output = FlightOutput {
         flight: &resolved.flight,

@@ -194,13 +194,16 @@ pub struct WorkerPaths {
 }
 
 /// The environment an attempt's worker starts with: the run's `CREW_*` contract, its
-/// port and temp folder, the session it resumes, then the backend's own `env` (which
-/// wins, as it is the lead's configuration).
+/// port and temp folder, the session it resumes, its own home (`home_env`), then the
+/// backend's own `env` (which wins, as it is the lead's configuration) — except where it
+/// names a home or state folder: those stay the worker's own
+/// (`core::workenv::HOME_VARS`).
 pub fn worker_env(
     record: &RunRecord,
     attempt: u32,
     paths: &WorkerPaths,
     session: Option<&str>,
+    home_env: &[(String, String)],
     backend_env: &[(String, String)],
 ) -> Vec<(String, String)> {
     let mut env = vec![
@@ -227,7 +230,13 @@ pub fn worker_env(
     if let Some(id) = session {
         env.push(("CREW_SESSION".into(), id.to_string()));
     }
-    env.extend(backend_env.iter().cloned());
+    env.extend(home_env.iter().cloned());
+    env.extend(
+        backend_env
+            .iter()
+            .filter(|(k, _)| !super::workenv::HOME_VARS.contains(&k.as_str()))
+            .cloned(),
+    );
     env
 }
 
@@ -345,7 +354,12 @@ mod tests {
                 tmp: Some("/t".into()),
             },
             Some("sess"),
-            &[("TMPDIR".into(), "/mine".into())],
+            &[("HOME".into(), "/crew/home".into())],
+            &[
+                ("TMPDIR".into(), "/mine".into()),
+                ("HOME".into(), "/lead".into()),
+                ("CODEX_HOME".into(), "/lead/.codex".into()),
+            ],
         );
         let get = |k: &str| {
             env.iter()
@@ -356,6 +370,9 @@ mod tests {
         assert_eq!(get("CREW_ATTEMPT"), Some("2"));
         assert_eq!(get("CREW_SESSION"), Some("sess"));
         assert_eq!(get("TMPDIR"), Some("/mine"));
+        // The backend's env names the lead's state, to seed from: never the worker's.
+        assert_eq!(get("HOME"), Some("/crew/home"));
+        assert_eq!(get("CODEX_HOME"), None);
         assert_eq!(get("CREW_RUN"), Some(record.run.as_str()));
     }
 }

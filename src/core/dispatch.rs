@@ -387,6 +387,8 @@ pub struct Facts<'a> {
     pub now_ms: u64,
     /// The running kernel's Landlock ABI, if it has one.
     pub fence_abi: Option<i32>,
+    /// Whether a worker can get a private /tmp in its own namespaces here.
+    pub namespaces: bool,
     /// This process runs as root, and `IS_SANDBOX` is not in its environment.
     pub root_unsandboxed: bool,
     pub home: Option<PathBuf>,
@@ -503,14 +505,32 @@ pub fn decide(flight: &Flight, request: &Request, facts: &Facts) -> Result<Plan,
     let fence_abi = facts
         .fence_abi
         .filter(|_| flight.sandbox.enabled && adapter != AdapterKind::Native);
-    if flight.sandbox.require && fence_abi.is_none() {
+    let require = flight.sandbox.require;
+    let demand = match require {
+        crate::core::flight::Require::LandlockNs => "\"landlock+ns\"",
+        _ => "true",
+    };
+    if require != crate::core::flight::Require::Nothing && fence_abi.is_none() {
         return Err(Refusal::Usage(if adapter == AdapterKind::Native {
-            "[sandbox] require = true, and a native run is not started by git-crew: it cannot be fenced".to_string()
+            format!(
+                "[sandbox] require = {demand}, and a native run is not started by git-crew: it cannot be fenced"
+            )
         } else if !flight.sandbox.enabled {
-            "[sandbox] require = true but enabled = false".to_string()
+            format!("[sandbox] require = {demand} but enabled = false")
         } else {
-            "[sandbox] require = true, and this kernel has no Landlock write fence".to_string()
+            format!("[sandbox] require = {demand}, and this kernel has no Landlock write fence")
         }));
+    }
+    let namespaces = fence_abi.is_some() && facts.namespaces;
+    if require == crate::core::flight::Require::LandlockNs && !namespaces {
+        return Err(Refusal::Usage(
+            "[sandbox] require = \"landlock+ns\", and this machine does not let git-crew give a worker its own user and mount namespaces (a private /tmp)".to_string(),
+        ));
+    }
+    for entry in backend.seed.iter().flatten() {
+        if let Err(message) = crate::core::workenv::check_seed(entry) {
+            return Err(Refusal::Usage(format!("backends.{backend_name}.{message}")));
+        }
     }
     let sandbox_in_config = backend
         .env
@@ -632,7 +652,7 @@ pub fn decide(flight: &Flight, request: &Request, facts: &Facts) -> Result<Plan,
         worker: request.worker.clone(),
         verified_tip: None,
         scope_changed: request.scope_changed,
-        fence: Some(describe_fence(fence_abi)),
+        fence: Some(describe_fence(fence_abi, namespaces)),
         max_attempts: Some(flight.fences.max_attempts.clamp(1, 100) as u32),
         failure_threshold: Some(flight.fences.needs_help_after_failures.clamp(1, 100) as u32),
         manifest_required: Some(flight.fences.manifest_required),
@@ -737,12 +757,19 @@ pub fn session_plan(
     }
 }
 
-/// What `"fence"` says: `landlock-v<ABI>`, or `none`.
-pub fn describe_fence(abi: Option<i32>) -> String {
+/// What `"fence"` says: `landlock-v<ABI>+ns` (the write fence, and a private /tmp in the
+/// worker's own namespaces), `landlock-v<ABI>` (the write fence alone), or `none`.
+pub fn describe_fence(abi: Option<i32>, namespaces: bool) -> String {
     match abi {
+        Some(abi) if namespaces => format!("landlock-v{abi}+ns"),
         Some(abi) => format!("landlock-v{abi}"),
         None => "none".to_string(),
     }
+}
+
+/// Whether a run's fence (its `"fence"`) gives its processes a private /tmp.
+pub fn fence_has_namespaces(fence: Option<&str>) -> bool {
+    fence.is_some_and(|f| f.starts_with("landlock") && f.ends_with("+ns"))
 }
 
 /// Expands a `writable` entry: `~/x` is under the home folder; a relative one is refused.
@@ -823,6 +850,7 @@ mod tests {
         missing: bool,
         root: bool,
         abi: Option<i32>,
+        ns: bool,
     }
 
     impl World {
@@ -833,6 +861,7 @@ mod tests {
                 missing: false,
                 root: false,
                 abi: None,
+                ns: false,
             }
         }
 
@@ -851,6 +880,7 @@ mod tests {
                 run: "20260101-000000-0001".into(),
                 now_ms: 1_000_000,
                 fence_abi: self.abi,
+                namespaces: self.ns,
                 root_unsandboxed: self.root,
                 home: Some(PathBuf::from("/home/u")),
                 run_dir: PathBuf::from("/r/runs/x"),
@@ -890,6 +920,9 @@ mod tests {
         world.abi = Some(7);
         let plan = world.decide(&f, &request("api", &["src/**"])).unwrap();
         assert_eq!(plan.record.fence.as_deref(), Some("landlock-v7"));
+        world.ns = true;
+        let plan = world.decide(&f, &request("api", &["src/**"])).unwrap();
+        assert_eq!(plan.record.fence.as_deref(), Some("landlock-v7+ns"));
         let off = flight("[sandbox]\nenabled = false\n");
         let plan = world.decide(&off, &request("api", &["src/**"])).unwrap();
         assert_eq!(plan.record.fence.as_deref(), Some("none"));

@@ -30,3 +30,4 @@ pub mod stamp;
 pub mod summary;
 pub mod usage;
 pub mod wave;
+pub mod workenv;

@@ -67,6 +67,7 @@ pub fn plan(
             !super::backends::program_exists(program, path.as_deref())
         }))
     };
+    let fence_abi = crate::sys::fence::kernel_abi();
     let facts = crate::core::dispatch::Facts {
         live: &live,
         ledger: &ledger,
@@ -74,7 +75,8 @@ pub fn plan(
         unstartable: &unstartable,
         base,
         now_ms: now_millis(),
-        fence_abi: crate::sys::fence::kernel_abi(),
+        fence_abi,
+        namespaces: fence_abi.is_some() && crate::sys::ns::available(),
         root_unsandboxed: crate::sys::process::is_root()
             && std::env::var_os("IS_SANDBOX").is_none(),
         home: std::env::var_os("HOME").map(PathBuf::from),

@@ -54,7 +54,10 @@ pub fn check(
     problems.extend(diverged_notes(repo, fix));
     Ok(Checkup {
         problems,
-        fence: crate::core::dispatch::describe_fence(crate::sys::fence::kernel_abi()),
+        fence: {
+            let abi = crate::sys::fence::kernel_abi();
+            crate::core::dispatch::describe_fence(abi, abi.is_some() && crate::sys::ns::available())
+        },
     })
 }
 

@@ -14,33 +14,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 
-use crate::core::flight::AdapterKind;
 use crate::sys::fence::Fence;
-
-/// Tool state and build caches under the home folder that workers may write by default
-/// (those that exist; a CLI's own state folder is created for it).
-/// No folder that holds programs is on it (`~/.cargo/bin`, `~/.rustup`, `~/.cache` as a
-/// whole, where CLIs get installed): a worker that could rewrite a tool would reach past
-/// its run through the lead's next use of it.
-pub const HOME_DEFAULTS: &[&str] = &[
-    ".codex",
-    ".claude",
-    ".claude.json",
-    ".cache/pip",
-    ".cache/uv",
-    ".cache/go-build",
-    ".cache/yarn",
-    ".cache/pnpm",
-    ".npm/_cacache",
-    ".cargo/registry",
-    ".cargo/git",
-    ".gradle/caches",
-    ".m2/repository",
-    "go/pkg/mod",
-];
-
-/// Variables that name a CLI's state folder.
-const STATE_VARS: &[&str] = &["CODEX_HOME", "CLAUDE_CONFIG_DIR"];
 
 /// Sends git's new objects to the run's quarantine (`core::layout::quarantine`), never
 /// into the repository's store, which they could otherwise corrupt in place (nothing
@@ -94,22 +68,59 @@ pub fn check_writable(entry: &Path, repo_dir: &Path, common_dir: &Path) -> Resul
     Ok(())
 }
 
-/// The shared part of every fence: device nodes, tool state and caches under `home`
-/// (the adapter's own state folder created), and the extra `writable` paths.
-pub fn base(home: Option<&Path>, adapter: AdapterKind, extra: &[PathBuf]) -> Fence {
+/// The shared part of every fence of a run: device nodes, the worker's own home and the
+/// workers' caches, the extra `writable` paths, the worker's variables (and none of the
+/// lead's services'), its temp folder, and — where the run's fence says `+ns` — a private
+/// /tmp with the lead's runtime folder hidden.
+pub fn base(
+    workenv: &crate::run::workenv::WorkerEnv,
+    run_dir: &Path,
+    namespaces: bool,
+    extra: &[PathBuf],
+) -> anyhow::Result<Fence> {
     let mut fence = Fence::with_devices();
-    if let Some(home) = home {
-        if let Some(own) = adapter.home_state() {
-            let _ = std::fs::create_dir_all(home.join(own));
-        }
-        for rel in HOME_DEFAULTS {
-            fence.add(&home.join(rel));
-        }
-    }
+    fence.add(&workenv.places.home);
+    fence.add(&workenv.places.cache);
     for path in extra {
         fence.add(path);
     }
+    let tmp = crate::core::layout::tmp(run_dir);
+    std::fs::create_dir_all(&tmp).context("cannot create the run's temp folder")?;
+    fence.add(&tmp);
+    fence.env = workenv.env.clone();
     fence
+        .env
+        .push(("TMPDIR".into(), tmp.to_string_lossy().into_owned()));
+    fence.unset = crate::core::workenv::SCRUBBED
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    // What the worker reads of the lead's: its global git config and its toolchains.
+    for key in ["GIT_CONFIG_GLOBAL", "RUSTUP_HOME"] {
+        if let Some((_, value)) = workenv.env.iter().find(|(k, _)| k == key) {
+            fence.readable.push(PathBuf::from(value));
+        }
+    }
+    if namespaces {
+        fence.private_tmp = Some(tmp);
+        fence.hide = runtime_dirs();
+    }
+    Ok(fence)
+}
+
+/// The lead's runtime folders (`$XDG_RUNTIME_DIR`, `/run/user/<uid>`), where its
+/// sessions' sockets live.
+fn runtime_dirs() -> Vec<PathBuf> {
+    let mut dirs: Vec<PathBuf> = std::env::var_os("XDG_RUNTIME_DIR")
+        .map(PathBuf::from)
+        .into_iter()
+        .collect();
+    // SAFETY: getuid cannot fail.
+    let uid = unsafe { libc::getuid() };
+    dirs.push(PathBuf::from(format!("/run/user/{uid}")));
+    dirs.sort();
+    dirs.dedup();
+    dirs
 }
 
 /// What the repository side of a run's fence needs.
@@ -131,6 +142,8 @@ pub fn for_run(
     handed_in: &[&Path],
 ) -> anyhow::Result<(Fence, PathBuf)> {
     let mut fence = base;
+    // Git reads the whole repository (its objects, refs, config) under a private /tmp.
+    fence.readable.push(paths.common_dir.to_path_buf());
     let tmp = crate::core::layout::tmp(paths.run_dir);
     std::fs::create_dir_all(&tmp).context("cannot create the run's temp folder")?;
     fence.add(&tmp);
@@ -174,6 +187,7 @@ pub fn for_checkout(
     base: Fence,
 ) -> anyhow::Result<Fence> {
     let mut fence = base;
+    fence.readable.push(common_dir.to_path_buf());
     fence.add_repo_dir(checkout);
     if let Some(name) = checkout.file_name() {
         fence.add_repo_dir(&common_dir.join("worktrees").join(name));
@@ -190,11 +204,30 @@ pub fn for_checkout(
     Ok(fence)
 }
 
-/// The shared part of a run's fence, when the run has one: `None` for a run dispatched
-/// without a fence.
+/// The shared part of a run's fence, when the run has one (`None` for a run dispatched
+/// without a fence), with its worker's environment made.
 pub fn base_for(
     record: &crate::core::record::RunRecord,
     run_dir: &Path,
+) -> anyhow::Result<Option<Fence>> {
+    let config = backend_of(run_dir);
+    let workenv = crate::run::workenv::prepare(run_dir, record, &config)?;
+    fenced(record, run_dir, &workenv)
+}
+
+/// The backend config a run was dispatched with.
+pub fn backend_of(run_dir: &Path) -> crate::core::flight::Backend {
+    std::fs::read(crate::core::layout::backend_config(run_dir))
+        .ok()
+        .and_then(|b| serde_json::from_slice(&b).ok())
+        .unwrap_or_default()
+}
+
+/// [`base_for`], for a worker environment already made.
+pub fn fenced(
+    record: &crate::core::record::RunRecord,
+    run_dir: &Path,
+    workenv: &crate::run::workenv::WorkerEnv,
 ) -> anyhow::Result<Option<Fence>> {
     if !record
         .fence
@@ -207,25 +240,6 @@ pub fn base_for(
         Ok(bytes) => serde_json::from_slice(&bytes).context("cannot read the run's fence")?,
         Err(_) => Vec::new(),
     };
-    let mut extra = extra;
-    // A CLI's state folder named in the worker's environment (the backend's `env`, else
-    // this process's) is its state too.
-    let config: crate::core::flight::Backend =
-        std::fs::read(crate::core::layout::backend_config(run_dir))
-            .ok()
-            .and_then(|b| serde_json::from_slice(&b).ok())
-            .unwrap_or_default();
-    for key in STATE_VARS {
-        let value = config
-            .env
-            .as_ref()
-            .and_then(|e| e.get(*key).cloned())
-            .or_else(|| std::env::var(key).ok());
-        if let Some(dir) = value.map(PathBuf::from).filter(|p| p.is_absolute()) {
-            let _ = std::fs::create_dir_all(&dir);
-            extra.push(dir);
-        }
-    }
-    let home = std::env::var_os("HOME").map(PathBuf::from);
-    Ok(Some(base(home.as_deref(), record.adapter, &extra)))
+    let namespaces = crate::core::dispatch::fence_has_namespaces(record.fence.as_deref());
+    base(workenv, run_dir, namespaces, &extra).map(Some)
 }

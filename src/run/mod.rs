@@ -22,3 +22,4 @@ pub mod queue;
 pub mod supervisor;
 pub mod verify;
 pub mod wave;
+pub mod workenv;

@@ -262,6 +262,11 @@ pub fn start(spec: &Spec, observe: Option<Observer>) -> anyhow::Result<Running> 
     for key in crate::git::run::GIT_REPO_VARS {
         cmd.env_remove(key);
     }
+    // Workers and verifies run the worker's code: no variable of theirs points at a
+    // service of the lead's (its tmux, ssh-agent, session bus, display).
+    for key in crate::core::workenv::SCRUBBED {
+        cmd.env_remove(key);
+    }
     for (key, value) in &spec.env {
         cmd.env(key, value);
     }

@@ -54,8 +54,19 @@ pub struct Fence {
     pub repo_dirs: Vec<PathBuf>,
     pub files: Vec<PathBuf>,
     /// Variables every fenced process gets: where git writes new objects (the run's
-    /// quarantine) and where it reads the repository's.
+    /// quarantine) and where it reads the repository's, and the worker's own home.
     pub env: Vec<(String, String)>,
+    /// Variables no fenced process gets (those that point at the lead's services).
+    pub unset: Vec<String>,
+    /// The process's own temp folder, which it sees as `/tmp` in a private mount
+    /// namespace (`sys::ns`); `None` keeps the machine's `/tmp`.
+    pub private_tmp: Option<PathBuf>,
+    /// Paths it reads or runs that must stay in view under a private `/tmp` (its cwd,
+    /// `PATH` and program are added by [`Fence::apply_to`]).
+    pub readable: Vec<PathBuf>,
+    /// Folders covered by an empty tmpfs under a private `/tmp` (the lead's
+    /// `$XDG_RUNTIME_DIR`).
+    pub hide: Vec<PathBuf>,
 }
 
 impl Fence {
@@ -84,6 +95,28 @@ impl Fence {
         }
     }
 
+    /// What a process started by `command` needs to see under a private `/tmp`.
+    fn needs(&self, command: &Command) -> crate::sys::ns::Needs {
+        let mut writable = self.dirs.clone();
+        writable.extend(self.repo_dirs.iter().cloned());
+        writable.extend(self.files.iter().cloned());
+        let mut readable = self.readable.clone();
+        if let Some(dir) = command.get_current_dir() {
+            readable.push(dir.to_path_buf());
+        }
+        let path = command
+            .get_envs()
+            .find(|(k, _)| *k == "PATH")
+            .and_then(|(_, v)| v.map(|v| v.to_os_string()))
+            .or_else(|| std::env::var_os("PATH"));
+        readable.extend(std::env::split_paths(&path.unwrap_or_default()));
+        let program = Path::new(command.get_program());
+        if program.is_absolute() {
+            readable.push(program.to_path_buf());
+        }
+        crate::sys::ns::Needs { writable, readable }
+    }
+
     /// Puts the fence up in `command`'s child between fork and exec. The ruleset is built
     /// here, in the parent; the child only restricts itself, and fails to start — never
     /// runs unfenced — when the kernel does not enforce it.
@@ -94,8 +127,9 @@ impl Fence {
             .handle_access(write)
             .context("cannot set up the write fence")?
             // Nor may a fenced process signal one outside the fence (the supervisor, the
-            // lead's own processes), where the kernel scopes signals (ABI 6).
-            .scope(Scope::Signal)
+            // lead's own processes) or connect to an abstract socket of one (X11, D-Bus),
+            // where the kernel scopes them (ABI 6).
+            .scope(Scope::Signal | Scope::AbstractUnixSocket)
             .context("cannot set up the write fence")?
             .create()
             .context("cannot create the write fence")?;
@@ -114,8 +148,18 @@ impl Fence {
                 PathFd::new(file).with_context(|| format!("cannot open {}", file.display()))?;
             ruleset = ruleset.add_rule(PathBeneath::new(fd, file_rights))?;
         }
+        for key in &self.unset {
+            command.env_remove(key);
+        }
         for (key, value) in &self.env {
             command.env(key, value);
+        }
+        if let Some(private) = &self.private_tmp {
+            let plan = crate::sys::ns::plan(private, &self.needs(command), &self.hide)?;
+            // SAFETY: `enter` makes only system calls on strings prepared here.
+            unsafe {
+                command.pre_exec(move || plan.enter());
+            }
         }
         let slot = Mutex::new(Some(ruleset));
         // SAFETY: the closure runs in the forked child before exec. It takes the ruleset

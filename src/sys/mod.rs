@@ -8,5 +8,6 @@ pub mod failpoint;
 pub mod fence;
 pub mod fs;
 pub mod lock;
+pub mod ns;
 pub mod process;
 pub mod term;

@@ -509,11 +509,16 @@ fn ago_at(text: &str) -> Option<(usize, String)> {
     (n > 0 && text[n..].starts_with("s ago")).then(|| (n, "[N]".into()))
 }
 
-/// The fence `fence: ` names, which the kernel decides: `landlock-v7`, `none`.
+/// The fence `fence: ` names, which the kernel decides: `landlock-v7+ns`, `landlock-v7`,
+/// `none`.
 fn fence_at(text: &str) -> Option<(usize, String)> {
     let value = text.strip_prefix("fence: ")?;
     let len = match value.strip_prefix("landlock-v") {
-        Some(version) => "landlock-v".len() + digits(version),
+        Some(version) => {
+            let n = digits(version);
+            let ns = usize::from(version[n..].starts_with("+ns")) * "+ns".len();
+            "landlock-v".len() + n + ns
+        }
         None => "none".len() * usize::from(value.starts_with("none")),
     };
     (len > 0 && ends_word(value, len)).then(|| ("fence: ".len() + len, "fence: [FENCE]".into()))

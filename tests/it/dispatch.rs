@@ -614,7 +614,7 @@ fn a_fenced_review_run_cannot_write_its_worktree() {
     let run = dispatched(&env, &repo, "audit", "review", &["--role", "review"]);
     let (out, result) = wait(&env, &repo, &run);
     out.expect_code(0);
-    assert_eq!(result["fence"], "landlock-v7");
+    assert_eq!(result["fence"], "landlock-v7+ns");
     let wt = std::path::PathBuf::from(result["worktree"].as_str().unwrap());
     assert!(env.git_ok(&wt, &["status", "--porcelain"]).is_empty());
     assert!(!read(&wt.join("src/lib.rs")).contains("nit"));

@@ -95,7 +95,7 @@ fn a_fenced_worker_cannot_write_the_lead_the_refs_the_ledger_or_its_records() {
     );
     let json = out.json();
     let run = &json["runs"][0];
-    assert_eq!(run["fence"], "landlock-v7", "{json}");
+    assert_eq!(run["fence"], "landlock-v7+ns", "{json}");
     assert_eq!(run["outcome"], "pass", "{json}");
     let stdout = env.transcript(&repo, run["run"].as_str().unwrap());
     for target in [
@@ -471,7 +471,7 @@ fn a_real_build_and_test_run_work_inside_the_fence() {
     let run = &json["runs"][0];
     let id = run["run"].as_str().unwrap();
     let stdout = env.transcript(&repo, id);
-    assert_eq!(run["fence"], "landlock-v7", "{json}\n{stdout}");
+    assert_eq!(run["fence"], "landlock-v7+ns", "{json}\n{stdout}");
     assert_eq!(run["outcome"], "pass", "{json}\n{stdout}");
     assert_eq!(run["verify"]["passed"], true, "{json}");
     assert!(stdout.contains("built\n"), "{stdout}");

@@ -39,6 +39,9 @@ fn kind_schema(kind: Kind) -> serde_json::Value {
         Kind::Str => json!({"type": "string"}),
         Kind::Enum(values) => json!({"type": "string", "enum": values}),
         Kind::Bool => json!({"type": "boolean"}),
+        Kind::BoolOrEnum(values) => {
+            json!({"anyOf": [{"type": "boolean"}, {"type": "string", "enum": values}]})
+        }
         Kind::Int { min, max } => json!({"type": "integer", "minimum": min, "maximum": max}),
         Kind::Number => json!({"type": "number", "minimum": 0}),
         Kind::Duration => {

@@ -29,8 +29,8 @@ pub use diagnostics::{Diagnostic, Lines, Located, did_you_mean, line_col};
 pub use json_schema::json_schema;
 pub use layers::{Invocation, Layer, LayerSource, Origin, Resolved, leaves, resolve};
 pub use model::{
-    Backend, Fences, Flight, Gates, ModelPrice, NotifyPolicy, PlansPolicy, RoleRouting, Roles,
-    SandboxPolicy, SummaryPolicy, Worker, WorktreePolicy,
+    Backend, Fences, Flight, Gates, ModelPrice, NotifyPolicy, PlansPolicy, Require, RoleRouting,
+    Roles, SandboxPolicy, SummaryPolicy, Worker, WorktreePolicy,
 };
 pub use schema::{ADAPTERS, DEFAULTS, DefaultValue, Field, Kind, MAX_DURATION, ROOT, SANDBOXES};
 pub(crate) use values::closed_set;

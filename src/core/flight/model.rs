@@ -68,11 +68,53 @@ impl ModelPrice {
     }
 }
 
+/// What `[sandbox] require` demands before a worker may start.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Require {
+    /// Nothing: the fence goes up where it can.
+    #[default]
+    Nothing,
+    /// The kernel write fence (`true`).
+    Landlock,
+    /// The write fence and a private /tmp in the worker's own namespaces
+    /// (`"landlock+ns"`).
+    LandlockNs,
+}
+
+impl Serialize for Require {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Require::Nothing => s.serialize_bool(false),
+            Require::Landlock => s.serialize_bool(true),
+            Require::LandlockNs => s.serialize_str("landlock+ns"),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for Require {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Raw {
+            Bool(bool),
+            Str(String),
+        }
+        match Raw::deserialize(d)? {
+            Raw::Bool(false) => Ok(Require::Nothing),
+            Raw::Bool(true) => Ok(Require::Landlock),
+            Raw::Str(s) if s == "landlock+ns" => Ok(Require::LandlockNs),
+            Raw::Str(s) => Err(serde::de::Error::custom(format!(
+                "`{s}` is not true, false or landlock+ns"
+            ))),
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct SandboxPolicy {
     pub enabled: bool,
-    pub require: bool,
+    pub require: Require,
     pub writable: Vec<String>,
 }
 
@@ -103,6 +145,8 @@ pub struct Backend {
     pub extra_args: Option<Vec<String>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub env: Option<BTreeMap<String, String>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seed: Option<Vec<String>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub argv: Option<Vec<String>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -299,6 +343,10 @@ mod tests {
                 Kind::Str => Value::String(format!("s{n}")),
                 Kind::Enum(values) => Value::String(values[n % values.len()].to_string()),
                 Kind::Bool => Value::Boolean(even),
+                Kind::BoolOrEnum(values) if !even => {
+                    Value::String(values[n % values.len()].to_string())
+                }
+                Kind::BoolOrEnum(_) => Value::Boolean(n.is_multiple_of(4)),
                 Kind::Int { min, max } => Value::Integer(if even { min } else { max }),
                 Kind::Number => Value::Float(if even { 0.0 } else { 2.5 }),
                 Kind::Duration => Value::String(format!("{}m", n + 1)),

@@ -46,6 +46,8 @@ pub enum Kind {
     Str,
     Enum(&'static [&'static str]),
     Bool,
+    /// A boolean, or one of these strings (a stronger `true`).
+    BoolOrEnum(&'static [&'static str]),
     Int {
         min: i64,
         max: i64,
@@ -67,6 +69,7 @@ impl Kind {
             Kind::Table(_) | Kind::Named(_) => "a table",
             Kind::Str | Kind::Enum(_) => "a string",
             Kind::Bool => "a boolean",
+            Kind::BoolOrEnum(_) => "a boolean or a string",
             Kind::Int { .. } => "an integer",
             Kind::Number => "a number",
             Kind::Duration => "a duration string such as \"25m\"",
@@ -170,7 +173,16 @@ const BACKEND: &[Field] = &[
         Kind::StrArray,
         "Appended to every launch and resume.",
     ),
-    field("env", Kind::StrMap, "Extra environment for the worker."),
+    field(
+        "env",
+        Kind::StrMap,
+        "Extra environment for the worker. CODEX_HOME or CLAUDE_CONFIG_DIR here names the lead's CLI state to seed from; a worker always gets its own.",
+    ),
+    field(
+        "seed",
+        Kind::StrArray,
+        "codex and claude: files of the lead's CLI state folder copied into each worker's own home at every run start, besides the credentials (e.g. config.toml, settings.json, CLAUDE.md); the lead's hooks, MCP servers and instructions reach a worker only this way.",
+    ),
     field(
         "argv",
         Kind::StrArray,
@@ -380,8 +392,8 @@ const SANDBOX: &[Field] = &[
     .defaults_to(Bool(true)),
     field(
         "require",
-        Kind::Bool,
-        "Refuse to dispatch where the write fence cannot be put up.",
+        Kind::BoolOrEnum(&["landlock+ns"]),
+        "Refuse to dispatch where the write fence cannot be put up (`true`), or where a worker cannot also get a private /tmp in its own namespaces (`\"landlock+ns\"`).",
     )
     .defaults_to(Bool(false)),
     field(

@@ -127,7 +127,21 @@ impl<'a> Walker<'a> {
                     None
                 }
             }
-            (Kind::Bool, DeValue::Boolean(b)) => Some(Value::Boolean(*b)),
+            (Kind::Bool | Kind::BoolOrEnum(_), DeValue::Boolean(b)) => Some(Value::Boolean(*b)),
+            (Kind::BoolOrEnum(allowed), DeValue::String(s)) => {
+                if allowed.contains(&s.as_ref()) {
+                    Some(Value::String(s.to_string()))
+                } else {
+                    let suggestion = did_you_mean(s, allowed.iter().copied());
+                    self.report(
+                        at,
+                        dotted,
+                        format!("`{s}` is not true, false or one of {}", allowed.join(", ")),
+                        suggestion,
+                    );
+                    None
+                }
+            }
             (Kind::Int { min, max }, DeValue::Integer(i)) => {
                 match i64::from_str_radix(i.as_str(), i.radix()) {
                     Ok(n) if (min..=max).contains(&n) => Some(Value::Integer(n)),
@@ -297,7 +311,7 @@ mod tests {
                 "version = 1\n\n[backends.codex]\nmodle = \"x\"\n"
             ),
             [
-                ".crew/flight.toml:4:1: `backends.codex.modle`: unknown key (known here: adapter, command, model, effort, sandbox, session_reuse, concurrency, time_budget, idle_timeout, tier, extra_args, env, argv, resume_argv, note) (did you mean `backends.codex.model`?)"
+                ".crew/flight.toml:4:1: `backends.codex.modle`: unknown key (known here: adapter, command, model, effort, sandbox, session_reuse, concurrency, time_budget, idle_timeout, tier, extra_args, env, seed, argv, resume_argv, note) (did you mean `backends.codex.model`?)"
             ]
         );
     }

@@ -156,6 +156,7 @@ impl Supervisor<'_> {
                 tmp: self.tmp.as_ref().map(|t| t.to_string_lossy().into_owned()),
             },
             session.as_deref(),
+            &self.workenv.env,
             &self
                 .config
                 .env

@@ -198,6 +198,8 @@ struct Supervisor<'a> {
     /// Whether an attempt of this run reported its session id (only then is it worth
     /// keeping for the run's standing worker).
     session_confirmed: bool,
+    /// The worker's own environment (home, caches, variables).
+    workenv: crate::run::workenv::WorkerEnv,
     /// The write fence of the run's processes, and their `TMPDIR`.
     fence: Option<crate::sys::fence::Fence>,
     tmp: Option<PathBuf>,
@@ -248,7 +250,9 @@ impl<'a> Supervisor<'a> {
             .as_ref()
             .map_or_else(|| PathBuf::from("/dev/null"), PathBuf::from);
         let repo_dir = repo_dir(repo);
-        let (fence, tmp) = match crate::run::fence::base_for(&record, &run_dir)? {
+        // The worker's own environment: its home, the workers' caches, its variables.
+        let workenv = crate::run::workenv::prepare(&run_dir, &record, &config)?;
+        let (fence, tmp) = match crate::run::fence::fenced(&record, &run_dir, &workenv)? {
             Some(base) => {
                 let (fence, tmp) = crate::run::fence::for_run(
                     &crate::run::fence::RunPaths {
@@ -275,6 +279,7 @@ impl<'a> Supervisor<'a> {
             }
         };
         Ok(Supervisor {
+            workenv,
             fence,
             tmp,
             repo,

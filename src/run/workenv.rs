@@ -1,0 +1,117 @@
+//! Makes a worker's own environment (what it is is `core::workenv`'s): its home and the
+//! workers' shared caches, made before the fence goes up, and the lead's CLI credentials
+//! (and whatever the backend's `seed` names) copied in at every run start. Nothing is
+//! ever copied back: the lead's files are only read.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::Context;
+
+use crate::core::flight::Backend as BackendConfig;
+use crate::core::record::RunRecord;
+use crate::core::workenv::{self, Lead, Places, SeedFilter};
+
+/// The largest lead file seeded into a worker's home.
+const SEED_CAP: u64 = 1 << 20;
+
+/// A worker's environment, made.
+#[derive(Debug, Clone)]
+pub struct WorkerEnv {
+    pub places: Places,
+    /// The variables that point its tools at its home and caches.
+    pub env: Vec<(String, String)>,
+    /// What was seeded into its home, for the supervisor's log.
+    pub seeded: Vec<PathBuf>,
+}
+
+/// The lead's side of a worker's environment: this process's home and variables, with
+/// the backend's `env` naming where the lead's CLI state is.
+fn lead(config: &BackendConfig) -> Lead {
+    let home = std::env::var_os("HOME").map(PathBuf::from);
+    let mut vars: Vec<(String, String)> = [
+        "RUSTUP_HOME",
+        "GIT_CONFIG_GLOBAL",
+        "XDG_CONFIG_HOME",
+        "MAVEN_OPTS",
+        "CODEX_HOME",
+        "CLAUDE_CONFIG_DIR",
+    ]
+    .iter()
+    .filter_map(|k| std::env::var(k).ok().map(|v| (k.to_string(), v)))
+    .collect();
+    for key in ["CODEX_HOME", "CLAUDE_CONFIG_DIR"] {
+        if let Some(value) = config.env.as_ref().and_then(|e| e.get(key)) {
+            vars.push((key.to_string(), value.clone()));
+        }
+    }
+    let existing = Lead::wants(home.as_deref(), &vars)
+        .into_iter()
+        .filter(|p| p.exists())
+        .collect();
+    Lead {
+        home,
+        vars,
+        existing,
+    }
+}
+
+/// Makes the environment of run `record`'s worker (its folder `run_dir`, under
+/// git-crew's state folder): the folders, and the seeds copied in.
+pub fn prepare(
+    run_dir: &Path,
+    record: &RunRecord,
+    config: &BackendConfig,
+) -> anyhow::Result<WorkerEnv> {
+    let state_dir = run_dir
+        .parent()
+        .and_then(Path::parent)
+        .context("a run's folder lies in git-crew's state folder")?;
+    let places = Places {
+        home: workenv::home(state_dir, run_dir, record.worker.as_deref()),
+        cache: workenv::shared_cache(state_dir),
+    };
+    for root in [&places.home, &places.cache] {
+        std::fs::create_dir_all(root)
+            .with_context(|| format!("cannot create {}", root.display()))?;
+    }
+    // Inside the home and the cache, the worker may have made any entry a symlink: the
+    // folders are made without following one.
+    for dir in workenv::folders(&places) {
+        let (root, rel) = if let Ok(rel) = dir.strip_prefix(&places.home) {
+            (&places.home, rel)
+        } else {
+            (&places.cache, dir.strip_prefix(&places.cache)?)
+        };
+        crate::sys::fs::mkdirs_beneath(root, rel)?;
+    }
+    let lead = lead(config);
+    let mut seeded = Vec::new();
+    let extra = config.seed.clone().unwrap_or_default();
+    for seed in workenv::seeds(record.adapter, &lead, &extra) {
+        let Some(text) = crate::sys::fs::read_regular_capped(&seed.from, SEED_CAP + 1) else {
+            continue;
+        };
+        if text.len() as u64 > SEED_CAP {
+            continue;
+        }
+        let bytes = match seed.filter {
+            SeedFilter::Whole => text.into_bytes(),
+            SeedFilter::ClaudeAccount => {
+                let Some(kept) = serde_json::from_str(&text)
+                    .ok()
+                    .and_then(|v| workenv::claude_account(&v))
+                else {
+                    continue;
+                };
+                serde_json::to_vec_pretty(&kept)?
+            }
+        };
+        crate::sys::fs::write_beneath(&places.home, &seed.to, &bytes)?;
+        seeded.push(seed.to);
+    }
+    Ok(WorkerEnv {
+        env: workenv::variables(&places, &lead),
+        places,
+        seeded,
+    })
+}

@@ -1,0 +1,360 @@
+//! A private view of `/tmp` for a fenced process tree (a mount namespace, inside a user
+//! namespace when git-crew is not root): the run's own temp folder is the process's
+//! `/tmp` — or, when paths the process needs lie under the real `/tmp`, an empty `/tmp`
+//! with just those bound back in (read-only unless its fence lets it write them) — and
+//! `$XDG_RUNTIME_DIR` is covered by an empty tmpfs.
+//! So no socket of the lead's that lives there (tmux, ssh-agent, X11, D-Bus) can be
+//! reached by path. Everything is prepared here, in the parent; the child only makes
+//! system calls on prepared strings between fork and exec.
+
+use std::ffi::CString;
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicI32, Ordering};
+
+use anyhow::Context;
+
+/// What the child does, prepared.
+pub struct Plan {
+    /// The sources of the bind mounts: each is cloned (`open_tree`) in the child's new
+    /// namespace before the real `/tmp` is covered, into its slot.
+    sources: Vec<CString>,
+    slots: Vec<AtomicI32>,
+    steps: Vec<Step>,
+    uid_map: Option<(CString, CString)>,
+}
+
+enum Step {
+    /// `mkdir`, its failure ignored (it may exist).
+    Mkdir(CString),
+    /// Creates an empty file to mount a file on.
+    Touch(CString),
+    /// Attaches the clone of source `slot` on the target.
+    Bind { slot: usize, target: CString },
+    /// Makes the bind mount at the target read-only, keeping the flags it had (a user
+    /// namespace may not clear them).
+    ReadOnly(CString, libc::c_ulong),
+    /// Covers a folder with an empty tmpfs of these options.
+    Hide(CString, &'static std::ffi::CStr),
+}
+
+/// `open_tree`'s flag for a detached copy of the tree (linux/mount.h).
+const OPEN_TREE_CLONE: libc::c_uint = 1;
+/// `move_mount`'s flag for a source given as a file descriptor (linux/mount.h).
+const MOVE_MOUNT_F_EMPTY_PATH: libc::c_uint = 0x0000_0004;
+
+/// The paths a process needs, sorted by what it may do with them.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Needs {
+    /// Paths it may write (its fence's folders and files).
+    pub writable: Vec<PathBuf>,
+    /// Paths it only reads or runs (the repository, `PATH`, its program, its cwd).
+    pub readable: Vec<PathBuf>,
+}
+
+fn cstr(path: &Path) -> anyhow::Result<CString> {
+    CString::new(path.as_os_str().as_bytes()).context("a path holds a NUL byte")
+}
+
+/// Keeps only the paths no other path of `paths` holds.
+fn topmost(mut paths: Vec<PathBuf>) -> Vec<PathBuf> {
+    paths.sort();
+    paths.dedup();
+    let mut kept: Vec<PathBuf> = Vec::new();
+    for path in paths {
+        if !kept.iter().any(|k| path.starts_with(k)) {
+            kept.push(path);
+        }
+    }
+    kept
+}
+
+/// The real `/tmp`, as the filesystem resolves it.
+fn real_tmp() -> PathBuf {
+    std::fs::canonicalize("/tmp").unwrap_or_else(|_| PathBuf::from("/tmp"))
+}
+
+/// Prepares the private `/tmp` of a process whose temp folder is `private` (a folder of
+/// its own, which it may write), for what it `needs`; `hide` are folders to cover with an
+/// empty tmpfs (the lead's `$XDG_RUNTIME_DIR`).
+pub fn plan(private: &Path, needs: &Needs, hide: &[PathBuf]) -> anyhow::Result<Plan> {
+    let tmp = real_tmp();
+    let canon = |p: &PathBuf| std::fs::canonicalize(p).ok();
+    let under = |p: &Path| p.starts_with(&tmp) && p != tmp;
+    let writable: Vec<PathBuf> = needs
+        .writable
+        .iter()
+        .filter_map(canon)
+        .filter(|p| under(p))
+        .collect();
+    let readable = topmost(
+        needs
+            .readable
+            .iter()
+            .filter_map(canon)
+            .filter(|p| under(p))
+            .collect(),
+    );
+    let mut sources = Vec::new();
+    let mut steps = Vec::new();
+    let private = std::fs::canonicalize(private).context("cannot find the run's temp folder")?;
+    let mut bind = |steps: &mut Vec<Step>, from: &Path, to: &Path| -> anyhow::Result<()> {
+        sources.push(cstr(from)?);
+        steps.push(Step::Bind {
+            slot: sources.len() - 1,
+            target: cstr(to)?,
+        });
+        Ok(())
+    };
+    if readable.is_empty() && writable.is_empty() {
+        // The run's temp folder becomes /tmp.
+        bind(&mut steps, &private, &tmp)?;
+    } else {
+        // The run's own paths lie under /tmp: they are bound back into an empty /tmp that
+        // nothing may write. (Were /tmp the run's temp folder, its write right would
+        // reach every path bound beneath it, where the kernel fence looks up the tree.)
+        // `TMPDIR` stays the run's temp folder.
+        steps.push(Step::Hide(cstr(&tmp)?, c"size=1m,mode=755"));
+    }
+    // A path is bound back at the same place, on a mount point made inside the private
+    // /tmp.
+    let mount_point = |steps: &mut Vec<Step>, path: &Path| -> anyhow::Result<()> {
+        let mut at = tmp.clone();
+        let rel = path.strip_prefix(&tmp)?;
+        let parts: Vec<_> = rel.components().collect();
+        for (i, part) in parts.iter().enumerate() {
+            at.push(part);
+            if i + 1 == parts.len() && !path.is_dir() {
+                steps.push(Step::Touch(cstr(&at)?));
+            } else {
+                steps.push(Step::Mkdir(cstr(&at)?));
+            }
+        }
+        Ok(())
+    };
+    for path in &readable {
+        mount_point(&mut steps, path)?;
+        bind(&mut steps, path, path)?;
+        // Read-only, whatever the kernel fence says of it.
+        steps.push(Step::ReadOnly(cstr(path)?, mount_flags(path)));
+    }
+    for path in &writable {
+        if !readable.iter().any(|r| path.starts_with(r)) {
+            mount_point(&mut steps, path)?;
+        }
+        bind(&mut steps, path, path)?;
+    }
+    for dir in hide {
+        if std::fs::symlink_metadata(dir).is_ok_and(|m| m.is_dir()) {
+            steps.push(Step::Hide(cstr(dir)?, c"size=16k,mode=700"));
+        }
+    }
+    // SAFETY: getuid and getgid cannot fail.
+    let (uid, gid) = unsafe { (libc::getuid(), libc::getgid()) };
+    let uid_map = (uid != 0).then(|| {
+        (
+            CString::new(format!("{uid} {uid} 1")).unwrap_or_default(),
+            CString::new(format!("{gid} {gid} 1")).unwrap_or_default(),
+        )
+    });
+    Ok(Plan {
+        slots: sources.iter().map(|_| AtomicI32::new(-1)).collect(),
+        sources,
+        steps,
+        uid_map,
+    })
+}
+
+/// The flags of the mount `path` lies on that a remount must keep.
+fn mount_flags(path: &Path) -> libc::c_ulong {
+    use rustix::fs::StatVfsMountFlags as F;
+    let Ok(vfs) = rustix::fs::statvfs(path) else {
+        return 0;
+    };
+    let f = vfs.f_flag;
+    let mut kept = 0;
+    for (has, flag) in [
+        (F::NOSUID, libc::MS_NOSUID),
+        (F::NODEV, libc::MS_NODEV),
+        (F::NOEXEC, libc::MS_NOEXEC),
+        (F::NOATIME, libc::MS_NOATIME),
+        (F::NODIRATIME, libc::MS_NODIRATIME),
+        (F::RELATIME, libc::MS_RELATIME),
+    ] {
+        if f.contains(has) {
+            kept |= flag;
+        }
+    }
+    kept
+}
+
+/// The error of the last system call.
+fn last() -> std::io::Error {
+    std::io::Error::last_os_error()
+}
+
+/// Writes `text` to `path` (a `/proc/self` file).
+fn write_proc(path: &std::ffi::CStr, text: &[u8]) -> std::io::Result<()> {
+    // SAFETY: open, write and close on a NUL-terminated path and a live buffer.
+    unsafe {
+        let fd = libc::open(path.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC);
+        if fd < 0 {
+            return Err(last());
+        }
+        let n = libc::write(fd, text.as_ptr().cast(), text.len());
+        libc::close(fd);
+        if n < 0 {
+            return Err(last());
+        }
+    }
+    Ok(())
+}
+
+impl Plan {
+    /// Carries the plan out in the child, between fork and exec: no allocation, only
+    /// system calls on the prepared strings.
+    pub fn enter(&self) -> std::io::Result<()> {
+        let null = std::ptr::null::<libc::c_char>();
+        // SAFETY: every pointer is a NUL-terminated string this plan owns, or null where
+        // the call allows it.
+        unsafe {
+            match &self.uid_map {
+                None => {
+                    if libc::unshare(libc::CLONE_NEWNS) != 0 {
+                        return Err(last());
+                    }
+                }
+                Some((uid_map, gid_map)) => {
+                    if libc::unshare(libc::CLONE_NEWUSER | libc::CLONE_NEWNS) != 0 {
+                        return Err(last());
+                    }
+                    write_proc(c"/proc/self/setgroups", b"deny")?;
+                    write_proc(c"/proc/self/uid_map", uid_map.as_bytes())?;
+                    write_proc(c"/proc/self/gid_map", gid_map.as_bytes())?;
+                }
+            }
+            // Nothing done here may reach the lead's mounts.
+            if libc::mount(
+                null,
+                c"/".as_ptr(),
+                null,
+                libc::MS_REC | libc::MS_PRIVATE,
+                std::ptr::null(),
+            ) != 0
+            {
+                return Err(last());
+            }
+            // Every source is taken while the real /tmp is still in view (a mount of
+            // the old namespace cannot be bound into this one: it is cloned here).
+            for (source, slot) in self.sources.iter().zip(&self.slots) {
+                let fd = libc::syscall(
+                    libc::SYS_open_tree,
+                    libc::AT_FDCWD,
+                    source.as_ptr(),
+                    OPEN_TREE_CLONE
+                        | libc::O_CLOEXEC as libc::c_uint
+                        | libc::AT_RECURSIVE as libc::c_uint,
+                );
+                if fd < 0 {
+                    return Err(last());
+                }
+                slot.store(fd as i32, Ordering::Relaxed);
+            }
+            for step in &self.steps {
+                match step {
+                    Step::Mkdir(path) => {
+                        libc::mkdir(path.as_ptr(), 0o700);
+                    }
+                    Step::Touch(path) => {
+                        let fd = libc::open(
+                            path.as_ptr(),
+                            libc::O_CREAT | libc::O_WRONLY | libc::O_CLOEXEC | libc::O_NOFOLLOW,
+                            0o600,
+                        );
+                        if fd >= 0 {
+                            libc::close(fd);
+                        }
+                    }
+                    Step::Bind { slot, target } => {
+                        let fd = self.slots[*slot].load(Ordering::Relaxed);
+                        if libc::syscall(
+                            libc::SYS_move_mount,
+                            fd,
+                            c"".as_ptr(),
+                            libc::AT_FDCWD,
+                            target.as_ptr(),
+                            MOVE_MOUNT_F_EMPTY_PATH,
+                        ) != 0
+                        {
+                            return Err(last());
+                        }
+                        libc::close(fd);
+                    }
+                    Step::ReadOnly(target, kept) => {
+                        if libc::mount(
+                            null,
+                            target.as_ptr(),
+                            null,
+                            libc::MS_BIND | libc::MS_REMOUNT | libc::MS_RDONLY | kept,
+                            std::ptr::null(),
+                        ) != 0
+                        {
+                            return Err(last());
+                        }
+                    }
+                    Step::Hide(target, options) => {
+                        if libc::mount(
+                            c"tmpfs".as_ptr(),
+                            target.as_ptr(),
+                            c"tmpfs".as_ptr(),
+                            libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC,
+                            options.as_ptr().cast(),
+                        ) != 0
+                        {
+                            return Err(last());
+                        }
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Whether this machine lets git-crew give a process a private `/tmp`: tried once on a
+/// throwaway `sh -c :`, with the same calls a worker's start makes.
+pub fn available() -> bool {
+    use std::os::unix::process::CommandExt;
+    let Ok(dir) = tempfile::Builder::new().prefix("crew-ns").tempdir() else {
+        return false;
+    };
+    let Ok(plan) = plan(dir.path(), &Needs::default(), &[]) else {
+        return false;
+    };
+    let mut cmd = std::process::Command::new("/bin/sh");
+    cmd.args(["-c", ":"])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null());
+    // SAFETY: `enter` makes only system calls on prepared strings.
+    unsafe {
+        cmd.pre_exec(move || plan.enter());
+    }
+    cmd.status().is_ok_and(|s| s.success())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_the_topmost_of_nested_paths_is_kept() {
+        let kept = topmost(vec![
+            "/tmp/a/b".into(),
+            "/tmp/a".into(),
+            "/tmp/ab".into(),
+            "/tmp/a".into(),
+        ]);
+        assert_eq!(kept, [PathBuf::from("/tmp/a"), PathBuf::from("/tmp/ab")]);
+    }
+}
