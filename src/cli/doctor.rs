@@ -12,10 +12,13 @@ use crate::state::runs::RunStore;
 /// Find rot, and with --fix repair it.
 ///
 /// Find rot: dead supervisors, orphaned worker processes, stale live pointers, orphan
-/// worktrees, missing hooks, notes that diverged from a remote's. With --fix, repair what can be repaired without losing work.
+/// worktrees, stray refs in task ref folders, missing hooks, notes that diverged from a
+/// remote's. With --fix, repair what can be repaired without losing work.
 ///
 /// Runs whose supervisor died are marked abandoned by every command (their commits are
-/// kept); doctor reports them. Orphan worktrees are listed, never removed. Stranded work
+/// kept); doctor reports them. Orphan worktrees are listed, never removed. A stray task
+/// ref (stray-task-ref) is a ref in refs/heads/crew/<task>/ that is no run's branch; --fix
+/// keeps what it points at under refs/crew/strays/<run>/ and takes it out. Stranded work
 /// — finished runs holding commits or changes nothing else keeps — is listed with the
 /// command that settles it, as `git crew prune` lists it; it is not a problem.
 #[derive(Debug, Args)]

@@ -21,6 +21,11 @@ use crate::run::prune::{Pruned, Request, Stranded};
 /// under refs/crew/attempts/<run> so that the next prune can remove it). Live runs are
 /// never touched. The files git ignored in a removed worktree (build output, `.env`) go
 /// with it and are named. The run's record stays: `git crew show RUN` says it was pruned.
+///
+/// Refs in a task's ref folder (refs/heads/crew/<task>/) that are no run's branch — what a
+/// worker made there beside its branch — are taken out whatever the flags, and what each
+/// points at is kept under refs/crew/strays/<run>/ (the task's latest run); those of a
+/// task with a live run are only listed.
 #[derive(Debug, Args)]
 #[command(
     after_help = "Examples:\n  git crew prune --dry-run\n  git crew prune\n  git crew prune --all --older-than 7d"
@@ -104,6 +109,15 @@ pub fn human(pruned: &Pruned) -> String {
         }
     }
     out.extend(stranded_lines(&pruned.stranded));
+    if !pruned.strays.is_empty() {
+        out.push(format!(
+            "stray refs in task ref folders ({}):",
+            pruned.strays.len()
+        ));
+        for stray in &pruned.strays {
+            out.push(format!("  {}", stray.describe("git crew prune")));
+        }
+    }
     let count = |why: Left| pruned.skipped.iter().filter(|s| s.why == why).count() as u64;
     let left: Vec<String> = [
         (count(Left::Live), "live"),

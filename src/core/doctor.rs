@@ -1,6 +1,7 @@
 //! What `doctor` decides, as values: the kinds of rot it names, which processes work for
 //! a run that is no longer live, which verify commands outlived the git-crew that started
-//! them, and which fetched notes refs it compares with the local ones. The facts (the
+//! them, and which fetched notes refs it compares with the local ones (which refs in a
+//! task's ref folder are strays is `core::strays`'s decision). The facts (the
 //! process table and each process's environment, live runs, refs) are gathered by
 //! `run::doctor`, which also carries out the repairs; no processes, no files, no git here.
 
@@ -30,6 +31,8 @@ pub enum ProblemKind {
     HookMissing,
     /// Local notes that do not contain the notes fetched from a remote.
     NotesDiverged,
+    /// A ref in a task's ref folder (`refs/heads/crew/<task>/`) that is no run's branch.
+    StrayTaskRef,
 }
 
 impl ProblemKind {
@@ -45,6 +48,7 @@ impl ProblemKind {
             ProblemKind::OrphanWorktree => "orphan-worktree",
             ProblemKind::HookMissing => "hook-missing",
             ProblemKind::NotesDiverged => "notes-diverged",
+            ProblemKind::StrayTaskRef => "stray-task-ref",
         }
     }
 }
@@ -193,6 +197,7 @@ mod tests {
             ProblemKind::OrphanWorktree,
             ProblemKind::HookMissing,
             ProblemKind::NotesDiverged,
+            ProblemKind::StrayTaskRef,
         ] {
             assert_eq!(
                 serde_json::to_value(kind).unwrap(),

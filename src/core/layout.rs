@@ -129,6 +129,11 @@ pub fn notifier(dir: &Path) -> PathBuf {
 pub fn fence_extra(dir: &Path) -> PathBuf {
     dir.join("fence.json")
 }
+/// What the run's task ref folder (`refs/heads/crew/<task>/`) held at dispatch: anything
+/// new there when an attempt ends, but the run's branch, is a stray of the run's.
+pub fn task_refs(dir: &Path) -> PathBuf {
+    dir.join("task-refs.json")
+}
 /// The detached supervisor's own output.
 pub fn supervisor_log(dir: &Path) -> PathBuf {
     dir.join("supervisor.log")

@@ -27,6 +27,7 @@ pub mod routing;
 pub mod scope;
 pub mod seal;
 pub mod stamp;
+pub mod strays;
 pub mod summary;
 pub mod usage;
 pub mod wave;

@@ -235,6 +235,9 @@ pub fn apply(
         )?;
         let run_dir = store.run_dir(&record.run);
         std::fs::create_dir_all(&run_dir)?;
+        // What the task's ref folder holds now, its new branch included: anything else
+        // the run leaves there is a stray of its.
+        super::strays::note(repo, &record.task, &run_dir)?;
         std::fs::write(
             &record.prompt_file,
             prompt::worker(record, &plan.task_prompt),

@@ -1,8 +1,9 @@
 //! `doctor`'s checks: each looks for one kind of rot — runs whose supervisor died,
 //! integrates that died half-way, worker and verify processes nothing will stop, throwaway
-//! checkouts, unreadable and stale live pointers, worktrees no run knows, hooks that lost
-//! git-crew's block, notes that diverged from a remote's — and, with `fix`, repairs what
-//! can be repaired without losing a commit. Problems come back as values
+//! checkouts, unreadable and stale live pointers, worktrees no run knows, refs in a task's
+//! ref folder that are no run's branch, hooks that lost git-crew's block, notes that
+//! diverged from a remote's — and, with `fix`, repairs what can be repaired without
+//! losing a commit. Problems come back as values
 //! (`core::doctor::Problem`); which process is an orphan is `core::doctor`'s decision,
 //! the rendering is `cli::doctor`'s. Orphan worktrees and unreadable pointers are only
 //! named, never removed.
@@ -50,6 +51,7 @@ pub fn check(
     problems.extend(unreadable_pointers(store, &live));
     problems.extend(stale_pointers(store, repo_dir, &live, fix));
     problems.extend(orphan_worktrees(store, &known));
+    problems.extend(stray_refs(repo, store, fix));
     problems.extend(missing_hooks(repo, store));
     problems.extend(diverged_notes(repo, fix));
     Ok(Checkup {
@@ -266,6 +268,28 @@ fn orphan_worktrees(store: &RunStore, known: &[String]) -> Vec<Problem> {
             fixed: false,
         })
         .collect()
+}
+
+/// Refs in a task's ref folder that are no run's branch: what a worker made there beside
+/// its branch, when its supervisor could not take it out (killed with kill -9) or ran
+/// before git-crew did. `fix` keeps what each points at under `refs/crew/strays/<run>/`
+/// and takes it out, as `prune` does — save in the folder of a task with a live run.
+fn stray_refs(repo: &crate::git::Repository, store: &RunStore, fix: bool) -> Vec<Problem> {
+    match crate::run::strays::settle(repo, store, fix) {
+        Ok(strays) => strays
+            .into_iter()
+            .map(|stray| Problem {
+                kind: ProblemKind::StrayTaskRef,
+                detail: stray.describe("git crew doctor --fix"),
+                fixed: stray.removed,
+            })
+            .collect(),
+        Err(err) => vec![Problem {
+            kind: ProblemKind::StrayTaskRef,
+            detail: format!("the tasks' ref folders could not be looked at: {err:#}"),
+            fixed: false,
+        }],
+    }
 }
 
 /// Hooks init installed that lost git-crew's block.

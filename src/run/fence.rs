@@ -166,15 +166,23 @@ pub fn for_run(
             &crate::core::layout::quarantine(paths.run_dir),
             paths.common_dir,
         )?;
-        for folder in ["refs/heads/crew", "logs/refs/heads/crew"] {
-            let dir = paths.common_dir.join(folder).join(paths.task);
-            // git cannot make these under the fence: they are made before it goes up.
-            std::fs::create_dir_all(&dir)
-                .with_context(|| format!("cannot create {}", dir.display()))?;
+        for dir in ref_folders(paths.common_dir, paths.task)? {
             fence.add_repo_dir(&dir);
         }
     }
     Ok((fence, tmp))
+}
+
+/// The task's ref and reflog folders (`refs/heads/crew/<task>/`,
+/// `logs/refs/heads/crew/<task>/`), made when missing: git cannot make them under the
+/// fence, so they are made before it goes up — and again after strays were taken out of
+/// them, in case that left one empty and git took it away.
+pub fn ref_folders(common_dir: &Path, task: &str) -> anyhow::Result<[PathBuf; 2]> {
+    let dirs = ["refs/heads/crew", "logs/refs/heads/crew"].map(|f| common_dir.join(f).join(task));
+    for dir in &dirs {
+        std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    }
+    Ok(dirs)
 }
 
 /// The fence of a verify in a checkout (the run's worktree, or a throwaway one): that

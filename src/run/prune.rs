@@ -2,7 +2,8 @@
 //! the facts about every run (from its seal, its worktree seen through git-crew's
 //! hardened git, its refs), `core::prune`'s verdict on each, then — unless it is a dry
 //! run — the worktrees removed (the files git ignored in them named, never removed
-//! silently), the branches deleted and each run's record marked as pruned. Also
+//! silently), the branches deleted and each run's record marked as pruned; and the refs
+//! in tasks' ref folders that are no run's branch taken out (`run::strays`). Also
 //! `abandon` of a finished run: what it still holds is kept under
 //! `refs/crew/attempts/<run>`, so that a prune may remove it without losing a line.
 
@@ -82,6 +83,9 @@ pub struct Pruned {
     pub removed: Vec<Removed>,
     pub stranded: Vec<Stranded>,
     pub skipped: Vec<Skipped>,
+    /// Refs in a task's ref folder that are no run's branch: taken out (what each points
+    /// at kept under `refs/crew/strays/<run>/`), whatever the flags — nothing is lost.
+    pub strays: Vec<crate::core::strays::Stray>,
 }
 
 /// Decides on every run and, unless `request.dry_run`, removes what may go. Holds the
@@ -103,6 +107,7 @@ pub fn prune(
         removed: Vec::new(),
         stranded: Vec::new(),
         skipped: Vec::new(),
+        strays: Vec::new(),
     };
     let live = store.live()?;
     for record in &live {
@@ -171,6 +176,11 @@ pub fn prune(
                 }
             }
         }
+    }
+    // What was removed above is said whatever comes of the ref folders.
+    match crate::run::strays::settle(repo, store, !request.dry_run) {
+        Ok(strays) => out.strays = strays,
+        Err(err) => eprintln!("warning: the tasks' ref folders could not be looked at: {err:#}"),
     }
     Ok(out)
 }

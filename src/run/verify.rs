@@ -306,6 +306,7 @@ pub fn again(
     }?;
     match &verdict {
         Verified::Done(result) => {
+            let earlier_claims = record.find_discrepancies();
             record.verify_command = Some(command.to_string());
             record.verify = Some(result.clone());
             record.verified_tip = Some(tip.to_string());
@@ -324,7 +325,16 @@ pub fn again(
                 if result.passed { "passed" } else { "failed" },
                 result.reward
             ));
+            // The claims are compared again; what else the run's filing named (the
+            // streams' warnings, its strays) stays.
+            let others: Vec<String> = record
+                .discrepancies
+                .iter()
+                .filter(|d| !earlier_claims.contains(d))
+                .cloned()
+                .collect();
             record.discrepancies = record.find_discrepancies();
+            record.discrepancies.extend(others);
             // The new verdict (and a verify command the lead gave) is sealed first.
             let mut resealed = sealed.clone();
             resealed.verify_command = record.verify_command.clone();

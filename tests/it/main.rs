@@ -21,6 +21,7 @@ mod retry;
 mod roster;
 mod snapshots;
 mod spend;
+mod strays;
 mod sync;
 mod term;
 mod watch;

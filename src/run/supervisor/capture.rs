@@ -35,6 +35,9 @@ impl Supervisor<'_> {
         })?;
         self.record.pid = None;
         self.import_objects()?;
+        // Its commits are in the store now: what it left in its task's ref folder can be
+        // kept and taken out.
+        self.take_strays();
         // A worker killed in the middle of `git add` or `git commit` leaves the index lock
         // behind; nothing else can hold it now.
         worktree::clear_index_lock(
@@ -84,6 +87,40 @@ impl Supervisor<'_> {
             let _ = std::fs::write(&self.record.manifest, &reply);
         }
         Some(reply)
+    }
+
+    /// Takes out of the task's ref folder what the run's processes left there beside the
+    /// run's branch (kept under `refs/crew/strays/<run>/`), for the run's discrepancies.
+    /// The worker's processes are gone by now: nothing of the run's is at work there.
+    pub(super) fn take_strays(&mut self) {
+        let swept = crate::run::strays::sweep(
+            self.repo,
+            &self.record.task,
+            &self.record.run,
+            &self.run_dir,
+        );
+        match swept {
+            Ok(Some(swept)) => {
+                if !swept.taken.is_empty() && self.fence.is_some() && self.record.role.may_commit()
+                {
+                    let _ =
+                        crate::run::fence::ref_folders(self.repo.common_dir(), &self.record.task);
+                }
+                self.strays.taken.extend(swept.taken);
+                // Each sweep compares with dispatch's note: the last word on a ref counts.
+                for moved in swept.moved {
+                    self.strays.moved.retain(|m| m.name != moved.name);
+                    self.strays.moved.push(moved);
+                }
+            }
+            Ok(None) => {}
+            Err(err) => {
+                let line = format!("the task's ref folder could not be looked at: {err:#}");
+                if !self.warnings.contains(&line) {
+                    self.warnings.push(line);
+                }
+            }
+        }
     }
 
     /// Brings what the run's processes wrote into its object quarantine into the

@@ -209,6 +209,8 @@ struct Supervisor<'a> {
     last_stdout: Vec<u8>,
     /// The run as it was when it moved to a phase the lead's notify command is told of.
     notice: Option<RunRecord>,
+    /// What this supervisor took out of the task's ref folder, for the discrepancies.
+    strays: crate::run::strays::Swept,
 }
 
 impl<'a> Supervisor<'a> {
@@ -297,6 +299,7 @@ impl<'a> Supervisor<'a> {
             rejected_objects: Vec::new(),
             last_stdout: Vec::new(),
             notice: None,
+            strays: Default::default(),
         })
     }
 

@@ -66,8 +66,22 @@ pub(super) fn end_outside(
             &record.identity(),
         );
     }
+    // What its processes left in its task's ref folder is taken out (and kept).
+    let swept = repo.as_ref().and_then(|repo| {
+        crate::run::strays::sweep(repo, &record.task, &record.run, &store.run_dir(&record.run))
+            .ok()
+            .flatten()
+    });
     seal(&mut record, outcome, repo_dir);
     if let Some(repo) = &repo {
+        record
+            .discrepancies
+            .extend(crate::run::strays::discrepancies(
+                repo,
+                &record.task,
+                &record.run,
+                &swept.unwrap_or_default(),
+            ));
         let _ = git::seal::seal_verdict(repo, &record);
     }
     if store.finish(&record, || file_ledger_row(repo_dir, &record))? {

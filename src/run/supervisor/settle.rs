@@ -29,6 +29,9 @@ impl Supervisor<'_> {
             self.record.supervisor_pid = None;
             self.record.parked_at = Some(crate::sys::clock::now_s());
             self.record.decision = Some("the worker asked for help".into());
+            // Nothing it left in the task's ref folder waits with it (the run's filing
+            // names what is kept).
+            self.take_strays();
             self.save()?;
             self.notice = Some(self.record.clone());
             // Parked, it holds no slot: a queued run may start.
@@ -300,10 +303,19 @@ impl Supervisor<'_> {
     pub(super) fn finish(&mut self, outcome: Outcome) -> anyhow::Result<()> {
         // What a verify wrote, too: the store holds everything the branch needs.
         let _ = self.import_objects();
+        // What the commit's hooks and the verify left in the task's ref folder, too.
+        self.take_strays();
         seal(&mut self.record, outcome, &self.repo_dir);
         self.record
             .discrepancies
             .extend(self.warnings.iter().cloned());
+        let strays = crate::run::strays::discrepancies(
+            self.repo,
+            &self.record.task,
+            &self.record.run,
+            &self.strays,
+        );
+        self.record.discrepancies.extend(strays);
         // The worker's session is filed before the run shows as finished, so the next run
         // of the worker (promoted the moment this one ends) resumes this session; and only
         // when this run confirmed it, so a dead session is not carried on.
