@@ -29,4 +29,5 @@ pub mod seal;
 pub mod stamp;
 pub mod summary;
 pub mod usage;
+pub mod verify;
 pub mod wave;
