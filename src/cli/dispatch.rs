@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use clap::Args;
 
 use super::context::CommandContext;
-use super::error::{CrewError, ErrorKind, Result};
+use super::error::{CrewError, Result};
 use super::flight::{RoutingArgs, resolve};
 use super::ui::Report;
 use crate::core::dispatch::{Dispatched, DryRun, Flags, PromptSource, prompt_source, request};
@@ -45,7 +45,8 @@ pub struct DispatchArgs {
     /// manifest, never commits.
     #[arg(long, value_enum)]
     pub role: Option<crate::core::scope::Role>,
-    /// The command that checks the work, run in the worktree.
+    /// The command that checks the work, run in the worktree: exit 0 passes, unless its
+    /// verifier writes a reward below 1.0 to $CREW_VERIFIER_DIR.
     #[arg(long, value_name = "CMD")]
     pub verify: Option<String>,
     /// Cut the worktree from this revision instead of HEAD.
@@ -283,14 +284,15 @@ pub(super) fn report(
     Ok(Report::of(&output, human))
 }
 
+/// A prompt file (`--prompt-file`, a plan task's `prompt_file`): a regular file of at
+/// most 1 MiB.
 fn read_prompt(path: &std::path::Path) -> Result<String> {
-    std::fs::read_to_string(path).map_err(|e| {
-        CrewError::new(
-            ErrorKind::NotFound,
-            "file-not-found",
-            format!("cannot read {}: {e}", path.display()),
-        )
-    })
+    let bytes = super::context::read_given(
+        path,
+        crate::core::layout::PROMPT_FILE_CAP,
+        "the prompt file",
+    )?;
+    Ok(String::from_utf8_lossy(&bytes).into_owned())
 }
 
 /// The branch a run is cut from: HEAD's branch, or `--base` when it names a local branch.

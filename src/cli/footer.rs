@@ -7,7 +7,7 @@ use clap::Args;
 use serde::Serialize;
 
 use super::context::CommandContext;
-use super::error::{CrewError, ErrorKind, Result};
+use super::error::{CrewError, Result};
 use super::ui::Report;
 use crate::core::footer::{Extraction, FooterScanner, HelpRequest, NeedsHelp, Sections};
 
@@ -53,20 +53,17 @@ pub struct FooterArgs {
     pub file: Option<PathBuf>,
 }
 
+/// The most of a reply `footer` reads, from a file or from standard input: the cap of a
+/// worker's output and manifest (`fences.max_output`'s default).
+const REPLY_CAP: u64 = crate::run::output::DEFAULT_CAP;
+
 pub fn run(ctx: &CommandContext, args: FooterArgs) -> Result<Report> {
     let extraction = match &args.file {
         Some(path) => {
-            let path = ctx.cwd.join(path);
-            let file = std::fs::File::open(&path).map_err(|e| {
-                CrewError::new(
-                    ErrorKind::NotFound,
-                    "file-not-found",
-                    format!("cannot read {}: {e}", path.display()),
-                )
-            })?;
-            scan(file)?
+            let bytes = super::context::read_given(&ctx.cwd.join(path), REPLY_CAP, "the reply")?;
+            scan(&bytes[..], REPLY_CAP)?
         }
-        None => scan(std::io::stdin().lock())?,
+        None => scan(std::io::stdin().lock(), REPLY_CAP)?,
     };
     let output = FooterOutput::of(&extraction);
     let mut human = extraction.footer_text.clone().unwrap_or_default();
@@ -103,18 +100,32 @@ pub fn run(ctx: &CommandContext, args: FooterArgs) -> Result<Report> {
     Ok(report)
 }
 
-/// Streams a reply through the scanner, one line at a time, whatever its bytes.
-fn scan(input: impl Read) -> Result<crate::core::footer::Extraction> {
-    let mut reader = BufReader::with_capacity(1 << 16, input);
+/// Streams a reply through the scanner, one line at a time, whatever its bytes: at most
+/// `cap` of them (exit 2, `file-too-large`, past that; no more than `cap + 1` are read).
+fn scan(input: impl Read, cap: u64) -> Result<crate::core::footer::Extraction> {
+    let mut reader = BufReader::with_capacity(1 << 16, input.take(cap.saturating_add(1)));
     let mut scanner = FooterScanner::new();
     let mut line = Vec::with_capacity(256);
+    let mut read = 0u64;
     loop {
         line.clear();
-        let n = reader
-            .read_until(b'\n', &mut line)
-            .map_err(CrewError::internal)?;
+        let n = reader.read_until(b'\n', &mut line).map_err(|e| {
+            CrewError::usage("file-unreadable", format!("cannot read the reply: {e}"))
+                .hinted("give the path of a regular file you can read")
+        })?;
         if n == 0 {
             break;
+        }
+        read += n as u64;
+        if read > cap {
+            return Err(CrewError::usage(
+                "file-too-large",
+                format!(
+                    "the reply holds more than {}, the most it may hold",
+                    super::context::size(cap)
+                ),
+            )
+            .hinted("pass only the end of the reply: the footer is its last part"));
         }
         scanner.push_bytes(&line);
     }
@@ -127,10 +138,23 @@ mod tests {
 
     #[test]
     fn a_reply_missing_sections_prints_null_for_the_footer_and_for_needs_help() {
-        let extraction = scan("## Result\nDone.\n".as_bytes()).unwrap();
+        let extraction = scan("## Result\nDone.\n".as_bytes(), 100).unwrap();
         assert_eq!(
             serde_json::to_string(&FooterOutput::of(&extraction)).unwrap(),
             r#"{"footer_text":null,"sections":{"result":"Done.","how_to_verify":null,"deferred":null},"missing":["how_to_verify","deferred"],"truncated":false,"needs_help":null}"#
         );
+    }
+
+    #[test]
+    fn a_reply_over_the_cap_is_refused_without_reading_past_it() {
+        let err = scan(std::io::repeat(b'x'), 1 << 20).unwrap_err();
+        assert_eq!((err.code, err.exit_code()), ("file-too-large", 2));
+        assert!(
+            err.message.contains("1 MiB (1048576 bytes)"),
+            "{}",
+            err.message
+        );
+        assert!(scan("## Result\n".as_bytes(), 10).is_ok());
+        assert!(scan("## Result\nx".as_bytes(), 10).is_err());
     }
 }

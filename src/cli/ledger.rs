@@ -132,7 +132,7 @@ pub fn ledger(ctx: &CommandContext, args: LedgerArgs) -> Result<Report> {
             });
             let what = match &r.integrated {
                 Some(commit) => format!("integrated as {}", &commit[..commit.len().min(12)]),
-                None => format!("claimed {:<4} → {outcome}", r.claimed),
+                None => format!("claimed {:<4} → {outcome}{}", r.claimed, verified_by(r)),
             };
             format!(
                 "{}  {}  {:<12} {:<10} {:<14} {what}",
@@ -152,6 +152,22 @@ pub fn ledger(ctx: &CommandContext, args: LedgerArgs) -> Result<Report> {
         };
     }
     Ok(Report::of(&LedgerOutput { rows: &rows }, human))
+}
+
+/// What decided a row's verify, for people: ` (verify: exit 1)`, ` (verify: exit 0,
+/// reward 0.5)`; nothing for a row without one (or from before it was kept).
+fn verified_by(row: &crate::core::ledger::Row) -> String {
+    match row.verify_decided_by {
+        Some(by) => format!(
+            " (verify: {})",
+            crate::core::record::verify_grounds(
+                Some(by),
+                row.verify_exit_code,
+                row.reward.unwrap_or_default()
+            )
+        ),
+        None => String::new(),
+    }
 }
 
 /// Apply the two-failure rule to a task and model.

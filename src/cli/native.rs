@@ -95,13 +95,10 @@ pub fn deliver(ctx: &CommandContext, args: DeliverArgs) -> Result<Report> {
         .hinted("deliver is for native runs that are working or awaiting attach"));
     }
     let path = ctx.cwd.join(&args.reply_file);
-    let reply = std::fs::read_to_string(&path).map_err(|e| {
-        CrewError::new(
-            ErrorKind::NotFound,
-            "file-not-found",
-            format!("cannot read {}: {e}", path.display()),
-        )
-    })?;
+    // A reply is held to the cap of a worker's manifest.
+    let reply =
+        super::context::read_given(&path, crate::run::output::DEFAULT_CAP, "the reply file")?;
+    let reply = String::from_utf8_lossy(&reply).into_owned();
     let repo = ctx.repo()?;
     match supervisor::deliver(repo, &store, &record.run, &reply).map_err(CrewError::internal)? {
         Delivered::Incomplete(problem) => {

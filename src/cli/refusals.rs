@@ -13,6 +13,10 @@ impl From<dispatch::Refusal> for CrewError {
         use dispatch::Refusal;
         match r {
         Refusal::Usage(m) => CrewError::usage("dispatch-invalid", m),
+        Refusal::Scope(e) => CrewError::usage("scope-invalid", e.to_string()).hinted(
+            "a scope glob is one path or pattern inside the repository, on one line \
+             (`src/routes/**`); repeat --scope for more",
+        ),
         Refusal::Config { message, hint } => {
             CrewError::usage("backend-unavailable", message).hinted(hint)
         }

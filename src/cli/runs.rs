@@ -116,12 +116,12 @@ pub fn output(record: &RunRecord) -> RunOutput<'_> {
     RunOutput::at(record, crate::sys::clock::now_millis())
 }
 
-/// One line per run for people, measured now.
 /// A run in full for people, as of now.
 pub fn result_block(record: &RunRecord) -> String {
     crate::core::result::result_block(record, crate::sys::clock::now_millis())
 }
 
+/// One line per run for people, measured now.
 pub fn result_line(record: &RunRecord) -> String {
     crate::core::result::result_line(record, crate::sys::clock::now_millis())
 }

@@ -74,7 +74,10 @@ pub fn run(ctx: &CommandContext, args: StatusArgs) -> Result<Report> {
         runs: records.iter().map(runs::result).collect(),
         hidden,
     };
-    Ok(Report::of(&output, human))
+    let mut report = Report::of(&output, human);
+    // The table made every cell printable; its colours stay.
+    report.styled = true;
+    Ok(report)
 }
 
 /// The runs as a table for people, measured at `now` (Unix milliseconds).

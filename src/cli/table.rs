@@ -56,17 +56,20 @@ impl Column {
     }
 }
 
-/// A cell: its text and how it is coloured when colour is on.
+/// A cell: its text and how it is coloured when colour is on. The text is made
+/// [printable](crate::core::human::printable) as the cell is made — one line, no escape
+/// sequence or control character — so what a worker wrote (a decision, a question) cannot
+/// drive the terminal, and the only styling is the cell's own.
 #[derive(Debug, Clone, Default)]
 pub struct Cell {
-    pub text: String,
-    pub style: Style,
+    text: String,
+    style: Style,
 }
 
 impl Cell {
     pub fn styled(text: impl Into<String>, style: Style) -> Cell {
         Cell {
-            text: text.into(),
+            text: crate::core::human::printable(&text.into()),
             style,
         }
     }
@@ -74,10 +77,7 @@ impl Cell {
 
 impl From<String> for Cell {
     fn from(text: String) -> Cell {
-        Cell {
-            text,
-            style: Style::new(),
-        }
+        Cell::styled(text, Style::new())
     }
 }
 
@@ -285,5 +285,18 @@ mod tests {
             "{coloured:?}"
         );
         assert!(!t.render(None, false).contains('\u{1b}'));
+    }
+
+    #[test]
+    fn what_a_cell_holds_cannot_drive_the_terminal() {
+        let mut t = table();
+        t.rows[0][3] = "asks: \u{1b}]52;c;cHduZWQ=\u{7}which\u{1b}[2K\ndb?\u{1b}[8m".into();
+        let text = t.render(None, true);
+        assert!(
+            text.lines().nth(1).unwrap().ends_with("asks: which db?"),
+            "{text:?}"
+        );
+        assert!(!text.contains(']') && !text.contains('\u{7}'), "{text:?}");
+        assert!(!text.contains("[2K") && !text.contains("[8m"), "{text:?}");
     }
 }

@@ -6,6 +6,7 @@ use std::io::{IsTerminal, Write};
 use serde_json::{Map, Value};
 
 use super::error::{CrewError, exit};
+use crate::core::human::sanitize;
 
 /// How a command's data is printed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -82,6 +83,10 @@ pub struct Report {
     /// The rendering is the data itself (a completion script): printed as it is unless
     /// `--json` asks for the envelope.
     pub raw: bool,
+    /// The rendering carries its own colours and made what others wrote printable
+    /// itself (a [table](super::table)'s cells): printed as it is. Every other human
+    /// rendering is [sanitized](crate::core::human::sanitize) on its way out.
+    pub styled: bool,
 }
 
 impl Report {
@@ -100,6 +105,7 @@ impl Report {
             status: Status::Ok,
             prefix: "",
             raw: false,
+            styled: false,
         }
     }
 
@@ -157,15 +163,22 @@ pub fn emit(format: Format, report: Report) -> u8 {
             print_json(&Value::Object(object));
         }
         Format::Human => {
-            if !report.human.is_empty() {
+            // What a worker wrote reaches a terminal as text only, whichever command
+            // shows it; a raw report is the data itself, a styled one did it already.
+            let human = if report.raw || report.styled {
+                report.human.clone()
+            } else {
+                sanitize(&report.human)
+            };
+            if !human.is_empty() {
                 let mut out = std::io::stdout().lock();
-                let _ = out.write_all(report.human.as_bytes());
-                if !report.human.ends_with('\n') {
+                let _ = out.write_all(human.as_bytes());
+                if !human.ends_with('\n') {
                     let _ = out.write_all(b"\n");
                 }
             }
             if let Some(verdict) = report.failure() {
-                eprint!("{}", verdict.render_human(report.prefix));
+                eprint!("{}", sanitize(&verdict.render_human(report.prefix)));
             }
         }
     }
@@ -176,7 +189,7 @@ pub fn emit(format: Format, report: Report) -> u8 {
 pub fn emit_error(format: Format, err: &CrewError) -> u8 {
     match format {
         Format::Json => print_json(&serde_json::json!({"ok": false, "error": err.to_json()})),
-        Format::Human => eprint!("{}", err.render_human("")),
+        Format::Human => eprint!("{}", sanitize(&err.render_human(""))),
     }
     err.exit_code()
 }
@@ -190,5 +203,5 @@ fn print_json(value: &Value) {
 
 /// A warning on stderr, git style.
 pub fn warn(message: &str) {
-    eprintln!("warning: {message}");
+    eprintln!("warning: {}", sanitize(message));
 }

@@ -12,7 +12,8 @@ use crate::run::verify::{self, Verified};
 /// Run a finished run's verify command again.
 ///
 /// Run a finished run's verify command again in its worktree (with a fresh
-/// $CREW_VERIFIER_DIR) and record the reward on the run. A run that was accepted or failed
+/// $CREW_VERIFIER_DIR) and record its verdict on the run: exit 0 passes, unless the
+/// verifier writes a reward below 1.0; any other exit fails. A run that was accepted or failed
 /// on its verify takes the new verdict (pass or fail); any other outcome stays as it was.
 /// Exit 0 when it passes, 1 when it does not.
 #[derive(Debug, Args)]
@@ -66,10 +67,13 @@ pub fn run(ctx: &CommandContext, args: VerifyArgs) -> Result<Report> {
         format!("verify of run {} timed out", record.run)
     } else {
         format!(
-            "verify of run {} {} (reward {}); the run is {} (outcome {})",
+            "verify of run {} {} ({}); the run is {} (outcome {})",
             record.run,
             if passed { "passed" } else { "failed" },
-            record.verify.as_ref().map_or(0.0, |v| v.reward),
+            record
+                .verify
+                .as_ref()
+                .map_or_else(String::new, crate::core::record::Verify::grounds),
             record.phase.as_str(),
             record
                 .outcome

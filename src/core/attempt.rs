@@ -23,6 +23,18 @@ pub struct Reading {
     pub problem: Option<String>,
 }
 
+impl Reading {
+    /// A reply the worker wrote that could not be read (`problem` says why): no footer,
+    /// no request for help, and the problem for the corrective prompt.
+    pub fn unread(problem: &str) -> Reading {
+        Reading {
+            footer: None,
+            help: None,
+            problem: Some(problem.to_string()),
+        }
+    }
+}
+
 /// Reads a reply (`None`: the worker left none).
 pub fn read_reply(reply: Option<&str>) -> Reading {
     let mut scanner = FooterScanner::new();
@@ -171,15 +183,14 @@ pub fn verifier_feedback(
     "The verify command failed.".to_string()
 }
 
-/// The decision a finished verify records.
+/// The decision a finished verify records, saying what decided it: `verify passed
+/// (exit 0)`, `verify failed (exit 1)`, `verify failed (exit 0, reward 0.5)`.
 pub fn verify_decision(result: &VerifyResult) -> String {
-    if result.passed {
-        format!("verify passed (reward {})", result.reward)
-    } else {
-        match &result.problem {
-            Some(problem) => format!("verify failed: {problem}"),
-            None => format!("verify failed (reward {})", result.reward),
-        }
+    let grounds = result.grounds();
+    match (&result.problem, result.passed) {
+        (_, true) => format!("verify passed ({grounds})"),
+        (Some(problem), false) => format!("verify failed: {problem}"),
+        (None, false) => format!("verify failed ({grounds})"),
     }
 }
 
@@ -318,6 +329,24 @@ mod tests {
             continuation(&facts(0, 1, 0, true)),
             Continuation::Stop(None)
         );
+    }
+
+    #[test]
+    fn a_verify_decision_says_what_decided_it() {
+        use crate::core::verify::verdict;
+        let say = |code, reward| verify_decision(&verdict("t", code, reward));
+        assert_eq!(say(Some(0), Ok(None)), "verify passed (exit 0)");
+        assert_eq!(
+            say(Some(0), Ok(Some(1.0))),
+            "verify passed (exit 0, reward 1)"
+        );
+        assert_eq!(say(Some(1), Ok(Some(1.0))), "verify failed (exit 1)");
+        assert_eq!(say(None, Ok(None)), "verify failed (ended by a signal)");
+        assert_eq!(
+            say(Some(0), Ok(Some(0.5))),
+            "verify failed (exit 0, reward 0.5)"
+        );
+        assert_eq!(say(Some(0), Err("bad".into())), "verify failed: bad");
     }
 
     #[test]

@@ -52,6 +52,9 @@ pub struct Request {
 pub enum Refusal {
     #[error("{0}")]
     Usage(String),
+    /// A scope glob that cannot be a write scope.
+    #[error("{0}")]
+    Scope(scope::ScopeError),
     /// The configuration cannot work as it is; the hint names the key to change.
     #[error("{message}")]
     Config { message: String, hint: String },
@@ -412,7 +415,7 @@ pub fn decide(flight: &Flight, request: &Request, facts: &Facts) -> Result<Plan,
             role.as_str()
         )));
     }
-    scope::Scope::new(&request.scope).map_err(|e| Refusal::Usage(e.to_string()))?;
+    scope::Scope::new(&request.scope).map_err(Refusal::Scope)?;
     // The one precedence: flags, the standing worker, the role, the backend, defaults.
     let ask = crate::core::routing::Ask {
         role: role.as_str(),

@@ -158,10 +158,149 @@ pub fn truncate(text: &str, width: usize) -> String {
     cut
 }
 
+/// Text that another program wrote — a worker's footer or question, a hook's words, a
+/// session id — as it may go on a terminal: every escape sequence dropped whole (CSI such
+/// as erase-line `ESC [2K` or conceal `ESC [8m`; OSC such as a clipboard write
+/// `ESC ]52;c;...BEL`; DCS, SOS, PM and APC strings; their 8-bit C1 forms; the short
+/// `ESC x` ones), and every other control character — C0, DEL and C1 — dropped, except
+/// the line feed and the tab. What can be seen stays. The one sanitizer of every human
+/// rendering: JSON carries the text as it came, as data.
+pub fn sanitize(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '\n' | '\t' => out.push(c),
+            '\u{1b}' => match chars.peek().copied() {
+                Some('[') => {
+                    chars.next();
+                    skip_csi(&mut chars);
+                }
+                Some(']' | 'P' | 'X' | '^' | '_') => {
+                    chars.next();
+                    skip_string(&mut chars);
+                }
+                // nF: intermediate bytes, then one final byte (`ESC ( B`).
+                Some(' '..='/') => {
+                    while chars.next_if(|c| (' '..='/').contains(c)).is_some() {}
+                    chars.next_if(|c| ('0'..='~').contains(c));
+                }
+                // Fp, Fe, Fs: one byte (`ESC 7`, `ESC c`).
+                Some('0'..='~') => {
+                    chars.next();
+                }
+                // Before a control character (another ESC, a line break) or at the end,
+                // the ESC goes alone and what follows is read as it comes.
+                _ => {}
+            },
+            '\u{9b}' => skip_csi(&mut chars),
+            '\u{90}' | '\u{98}' | '\u{9d}' | '\u{9e}' | '\u{9f}' => skip_string(&mut chars),
+            c if c.is_control() => {}
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// Skips a control sequence's parameter and intermediate bytes and its final byte.
+fn skip_csi(chars: &mut std::iter::Peekable<std::str::Chars>) {
+    while chars.next_if(|c| (' '..='?').contains(c)).is_some() {}
+    chars.next_if(|c| ('@'..='~').contains(c));
+}
+
+/// Skips a control string (OSC, DCS, SOS, PM, APC) up to its terminator (BEL, ST, `ESC
+/// \`), or to a line break or a cancel (CAN, SUB), which end it as a terminal ends it;
+/// the line break is kept.
+fn skip_string(chars: &mut std::iter::Peekable<std::str::Chars>) {
+    while let Some(c) = chars.peek().copied() {
+        match c {
+            '\n' => return,
+            '\u{7}' | '\u{9c}' | '\u{18}' | '\u{1a}' => {
+                chars.next();
+                return;
+            }
+            // `ESC \` ends it; any other ESC ends it too, and starts what comes next.
+            '\u{1b}' => {
+                let mut ahead = chars.clone();
+                ahead.next();
+                if ahead.peek() == Some(&'\\') {
+                    chars.next();
+                    chars.next();
+                }
+                return;
+            }
+            _ => {
+                chars.next();
+            }
+        }
+    }
+}
+
+/// [`sanitize`]d text on one line, for a table cell or a status line: a carriage return
+/// keeps what follows it (a progress line shows its last state), line breaks and tabs
+/// become spaces, and the ends are trimmed.
+pub fn printable(text: &str) -> String {
+    let last = text
+        .rsplit('\r')
+        .find(|s| !s.trim().is_empty())
+        .unwrap_or("");
+    sanitize(last)
+        .chars()
+        .map(|c| if c.is_whitespace() { ' ' } else { c })
+        .collect::<String>()
+        .trim()
+        .to_string()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::core::record::{Integration, Verify};
+
+    #[test]
+    fn sanitized_text_keeps_what_can_be_seen_and_drops_every_escape() {
+        let footer = "Done.\x1b]52;c;ZWNobyBwd25lZA==\x07 Copied.\n\x1b[2KGone line\n\
+                      \x1b[8mhidden\x1b[0m\tshown\r\n";
+        assert_eq!(
+            sanitize(footer),
+            "Done. Copied.\nGone line\nhidden\tshown\n"
+        );
+        assert_eq!(
+            sanitize("a\x1b]8;;http://x\x1b\\link\x1b]8;;\x1b\\"),
+            "alink"
+        );
+        assert_eq!(sanitize("a\u{9b}31mred\u{9d}0;t\u{9c}b"), "aredb");
+        assert_eq!(sanitize("\x1b(Bplain\x1b7\x1bc\x7f\x00\x08."), "plain.");
+        // An unterminated string ends at the line: what follows is kept.
+        assert_eq!(sanitize("x\x1b]0;title\nnext"), "x\nnext");
+        // An ESC inside a string, or after another, starts a sequence of its own.
+        assert_eq!(sanitize("x\x1b]0;t\x1b[31my"), "xy");
+        assert_eq!(sanitize("x\x1b\x1b[2Ky\x1b"), "xy");
+        assert_eq!(sanitize("x\x1b\ny"), "x\ny");
+        assert_eq!(sanitize("plain — ünïcödé\n"), "plain — ünïcödé\n");
+        for c in (0u32..0x20).chain(0x7f..0xa0).filter_map(char::from_u32) {
+            let out = sanitize(&format!("a{c}b"));
+            assert!(
+                out.chars()
+                    .all(|o| !o.is_control() || o == '\n' || o == '\t'),
+                "{c:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn printable_text_is_one_line_without_escapes() {
+        assert_eq!(printable("\u{1b}[31mred\u{1b}[0m done"), "red done");
+        assert_eq!(printable("a\u{1b}]0;title\u{7}b"), "ab");
+        assert_eq!(printable("a\u{1b}]8;;http://x\u{1b}\\link"), "alink");
+        assert_eq!(printable("10%\r50%\r100%"), "100%");
+        assert_eq!(printable("tab\there\u{8}\u{0}"), "tab here");
+        assert_eq!(printable("bell\u{7} rung"), "bell rung");
+        assert_eq!(printable("\u{1b}[2J\u{1b}[H"), "");
+        assert_eq!(printable("unterminated \u{1b}[12"), "unterminated");
+        assert_eq!(printable("two\nlines"), "two lines");
+        assert_eq!(printable("plain — ünïcödé"), "plain — ünïcödé");
+    }
 
     #[test]
     fn durations_read_like_people_write_them() {
@@ -200,6 +339,8 @@ mod tests {
             reward: 1.0,
             passed: true,
             problem: None,
+            decided_by: Some(crate::core::record::DecidedBy::Exit),
+            exit_code: Some(0),
         });
         assert_eq!(
             IntegrationState::of(&r),

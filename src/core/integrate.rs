@@ -298,7 +298,9 @@ pub fn verdict(record: &RunRecord, run_tip: &str, force: bool) -> Result<bool, R
 fn unverified_reason(record: &RunRecord) -> String {
     let run = &record.run;
     match (&record.verify, record.outcome) {
-        (Some(v), _) if !v.passed => format!("run {run} failed verify (reward {})", v.reward),
+        (Some(v), _) if !v.passed => {
+            format!("run {run} failed verify ({})", v.grounds())
+        }
         (None, Some(Outcome::Pass)) => {
             format!("run {run} has no verify result (it had no verify command)")
         }
@@ -495,6 +497,8 @@ mod tests {
             reward: 1.0,
             passed: true,
             problem: None,
+            decided_by: Some(crate::core::record::DecidedBy::Exit),
+            exit_code: Some(0),
         });
         record.verified_tip = Some("aa".into());
         assert!(verdict(&record, "aa", false).unwrap());

@@ -69,6 +69,21 @@ pub fn session(dir: &Path) -> PathBuf {
 pub fn usage(dir: &Path) -> PathBuf {
     dir.join("usage.json")
 }
+
+// What the supervisor reads of the files a run's own processes write, at most: a file
+// over its cap is named in the run's discrepancies (or decision) and none of it is read.
+// The manifest's cap is the run's `fences.max_output`, the same as its output's.
+
+/// The session file (`CREW_SESSION_FILE`): it holds one id.
+pub const SESSION_FILE_CAP: u64 = 4 << 10;
+/// The usage file (`CREW_USAGE_FILE`): a few numbers.
+pub const USAGE_FILE_CAP: u64 = 64 << 10;
+/// Each of a verifier's files in `$CREW_VERIFIER_DIR`: a reward (`reward.json`,
+/// `reward.txt`) over it is not read; of its report (`failure.txt` too) as feedback, the
+/// first this many bytes are.
+pub const VERIFIER_FILE_CAP: u64 = 64 << 10;
+/// A prompt file (`--prompt-file`, a plan task's `prompt_file`).
+pub const PROMPT_FILE_CAP: u64 = 1 << 20;
 /// The run's `TMPDIR`.
 pub fn tmp(dir: &Path) -> PathBuf {
     dir.join("tmp")

@@ -25,6 +25,12 @@ pub struct Row {
     /// What was measured.
     pub outcome: Option<Outcome>,
     pub reward: Option<f64>,
+    /// What decided the verify (`exit` or `reward`) and the verify command's exit code;
+    /// absent without a verify, and on rows written before they were kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub verify_decided_by: Option<super::record::DecidedBy>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub verify_exit_code: Option<i32>,
     pub size_h: Option<f64>,
     pub wall_s: u64,
     pub files_changed: usize,
@@ -60,6 +66,8 @@ impl Row {
             claimed: record.claimed().to_string(),
             outcome: record.outcome,
             reward: record.verify.as_ref().map(|v| v.reward),
+            verify_decided_by: record.verify.as_ref().and_then(|v| v.decided_by),
+            verify_exit_code: record.verify.as_ref().and_then(|v| v.exit_code),
             size_h: record.size_h,
             wall_s: record.elapsed_s,
             files_changed: record.diff.files.len(),

@@ -30,5 +30,6 @@ pub mod stamp;
 pub mod strays;
 pub mod summary;
 pub mod usage;
+pub mod verify;
 pub mod wave;
 pub mod workenv;

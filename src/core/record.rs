@@ -103,7 +103,7 @@ pub struct Footer {
     pub truncated: bool,
 }
 
-/// The verify command's result.
+/// The verify command's result (`core::verify::verdict` decides it).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Verify {
     pub command: String,
@@ -113,6 +113,47 @@ pub struct Verify {
     /// number): the verify failed on that.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub problem: Option<String>,
+    /// What decided `passed`: the command's exit code, or — it exited 0 and its verifier
+    /// wrote one — the reward. `None` on a record from before it was kept.
+    #[serde(default)]
+    pub decided_by: Option<DecidedBy>,
+    /// The verify command's exit code; `None` when a signal ended it, or on a record
+    /// from before it was kept.
+    #[serde(default)]
+    pub exit_code: Option<i32>,
+}
+
+/// What decided a verify's verdict.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum DecidedBy {
+    /// The exit code: a non-zero exit (or a signal) failed it whatever reward file
+    /// appeared, or it exited 0 and wrote no reward.
+    Exit,
+    /// It exited 0 and its verifier wrote a reward: the reward said pass or fail.
+    Reward,
+}
+
+impl Verify {
+    /// What decided the verdict, in words: `exit 1`, `ended by a signal`, `exit 0, reward
+    /// 0.5`; for a record from before the exit code was kept, its reward.
+    pub fn grounds(&self) -> String {
+        verify_grounds(self.decided_by, self.exit_code, self.reward)
+    }
+}
+
+/// [`Verify::grounds`] from the parts a ledger row keeps.
+pub fn verify_grounds(
+    decided_by: Option<DecidedBy>,
+    exit_code: Option<i32>,
+    reward: f64,
+) -> String {
+    match (decided_by, exit_code) {
+        (Some(DecidedBy::Exit), Some(code)) => format!("exit {code}"),
+        (Some(DecidedBy::Exit), None) => "ended by a signal".to_string(),
+        (Some(DecidedBy::Reward), _) => format!("exit 0, reward {reward}"),
+        (None, _) => format!("reward {reward}"),
+    }
 }
 
 /// What the run's branch changed since its base.
@@ -388,8 +429,8 @@ impl RunRecord {
             && claims_pass(&footer.result)
         {
             out.push(format!(
-                "the footer claims success, but verify gave reward {}",
-                verify.reward
+                "the footer claims success, but verify failed ({})",
+                verify.grounds()
             ));
         }
         out
@@ -435,6 +476,8 @@ impl RunRecord {
             reward: 0.25,
             passed: false,
             problem: Some("p".into()),
+            decided_by: Some(crate::core::record::DecidedBy::Exit),
+            exit_code: Some(1),
         });
         r.verify_command = Some("c".into());
         r.decision = Some("x".into());
@@ -574,10 +617,12 @@ mod tests {
             reward: 0.0,
             passed: false,
             problem: None,
+            decided_by: Some(crate::core::record::DecidedBy::Exit),
+            exit_code: Some(1),
         });
         assert_eq!(
             r.find_discrepancies(),
-            ["the footer claims success, but verify gave reward 0"]
+            ["the footer claims success, but verify failed (exit 1)"]
         );
         r.role = crate::core::scope::Role::Review;
         r.verify = None;

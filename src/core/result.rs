@@ -184,10 +184,11 @@ fn elapsed_at(record: &RunRecord, now: u64) -> u64 {
     }
 }
 
-/// One line per run for people.
+/// One line per run for people; what others wrote (the decision) on it is
+/// [printable](human::printable).
 pub fn result_line(record: &RunRecord, now: u64) -> String {
     let elapsed = elapsed_at(record, now);
-    format!(
+    human::sanitize(&format!(
         "{}  {:<10} {:<14} {:<12} {}s/{}s  {}",
         record.run,
         record.task,
@@ -195,12 +196,14 @@ pub fn result_line(record: &RunRecord, now: u64) -> String {
         record.backend,
         elapsed,
         record.budget_s,
-        record.decision.as_deref().unwrap_or("")
-    )
+        human::printable(record.decision.as_deref().unwrap_or(""))
+    ))
 }
 
 /// A run in full for people, as of `now` (Unix milliseconds): fences, phase, attempts,
-/// times, diff stat, footer, verify, decision, integration and the next command.
+/// times, diff stat, footer, verify, decision, integration and the next command. What
+/// the worker wrote (its footer, its question, its session id, the names of the files
+/// it changed) is [sanitized](human::sanitize): it reaches the terminal as text only.
 pub fn result_block(record: &RunRecord, now: u64) -> String {
     let mut out = vec![
         format!(
@@ -260,12 +263,23 @@ pub fn result_block(record: &RunRecord, now: u64) -> String {
         out.push(format!("decision: {decision}"));
     }
     if let Some(verify) = &record.verify {
-        out.push(format!(
-            "verify `{}`: reward {} ({})",
-            verify.command,
-            verify.reward,
-            if verify.passed { "pass" } else { "fail" }
-        ));
+        let verdict = if verify.passed { "pass" } else { "fail" };
+        let by = verify.decided_by.map(|by| match by {
+            crate::core::record::DecidedBy::Exit => "the exit code",
+            crate::core::record::DecidedBy::Reward => "the reward",
+        });
+        out.push(match by {
+            Some(by) => format!(
+                "verify `{}`: {verdict}, decided by {by} ({})",
+                verify.command,
+                verify.grounds()
+            ),
+            // Recorded before what decided was kept: its reward, as it was shown then.
+            None => format!(
+                "verify `{}`: reward {} ({verdict})",
+                verify.command, verify.reward
+            ),
+        });
     }
     if let Some(help) = &record.needs_help {
         out.push(format!(
@@ -296,7 +310,7 @@ pub fn result_block(record: &RunRecord, now: u64) -> String {
     if let Some(next) = next_step(record) {
         out.push(format!("next: {next}"));
     }
-    out.join("\n")
+    human::sanitize(&out.join("\n"))
 }
 
 /// When the run started and finished, relative to `now`, and the time it took (or has

@@ -223,6 +223,8 @@ mod tests {
             reward: 0.0,
             passed: false,
             problem: None,
+            decided_by: Some(crate::core::record::DecidedBy::Exit),
+            exit_code: Some(1),
         });
         r.discrepancies = vec!["the footer claims success, but verify gave reward 0".into()];
         r.diff.files = vec!["src/a.rs".into()];

@@ -106,7 +106,12 @@ pub fn check_globs<S: AsRef<str>>(globs: &[S]) -> Result<Vec<globset::Glob>, Sco
     for raw in globs {
         let raw = raw.as_ref();
         let err = |reason: &str| ScopeError {
-            glob: raw.to_string(),
+            // A glob with a line break in it is shown on one line, its escapes spelt out.
+            glob: if raw.contains(char::is_control) {
+                raw.escape_debug().to_string()
+            } else {
+                raw.to_string()
+            },
             reason: reason.to_string(),
         };
         let parsed = parse_glob(raw).map_err(|reason| err(&reason))?;
@@ -236,6 +241,18 @@ impl ParsedGlob {
 /// its escapes are resolved, are refused: the matcher and the overlap check would read
 /// them differently.
 fn parse_glob(raw: &str) -> Result<ParsedGlob, String> {
+    // A glob is one line of a worktree's config and of `CREW_SCOPE` (newline-separated),
+    // and text people read: no line break, no control character.
+    match raw.chars().find(|c| c.is_control()) {
+        Some('\n' | '\r') => return Err("it holds a line break; a glob is one line".into()),
+        Some(c) => {
+            return Err(format!(
+                "it holds the control character U+{:04X}",
+                u32::from(c)
+            ));
+        }
+        None => {}
+    }
     let trimmed = raw.trim();
     if trimmed.ends_with('\\') || trimmed.contains("\\/") {
         return Err("a `\\` must escape a character other than `/`".into());
@@ -670,6 +687,18 @@ mod tests {
         assert!(scopes_overlap(&v(&["src/routes"]), &v(&["src/routes/x.rs"])).is_some());
         assert!(scopes_overlap(&v(&["**/*.rs"]), &v(&["docs/a.md"])).is_some());
         assert!(scopes_overlap(&v(&["./src/*.rs"]), &v(&["src/*.md"])).is_some());
+    }
+
+    #[test]
+    fn a_glob_with_a_line_break_or_a_control_character_is_refused_on_one_line() {
+        let err = Scope::new(&["x\nb/**"]).unwrap_err();
+        assert_eq!(err.glob, "x\\nb/**");
+        assert!(err.reason.contains("line break"), "{err}");
+        assert!(!err.to_string().contains('\n'), "{err}");
+        for bad in ["src/\r**", "src/\u{1b}[2K**", "src/\t/**", "src/\u{85}"] {
+            assert!(Scope::new(&[bad]).is_err(), "{bad:?}");
+            assert!(check_globs(&[bad]).is_err(), "{bad:?}");
+        }
     }
 
     #[test]

@@ -176,6 +176,8 @@ mod tests {
             reward: 1.0,
             passed: true,
             problem: None,
+            decided_by: Some(crate::core::record::DecidedBy::Exit),
+            exit_code: Some(0),
         });
         record.verified_tip = Some("abc".into());
         let sealed = sealed.with_verdict(&record);

@@ -66,7 +66,8 @@ pub struct Summary {
 
 impl Summary {
     /// The human rendering: the title, then WHAT/WHY/HOW/WHEN, each wrapped to at most
-    /// two lines of `width`.
+    /// two lines of `width`, [sanitized](super::human::sanitize) (it quotes gate evidence
+    /// and names a worker's runs).
     pub fn render(&self, width: usize) -> String {
         let mut out = self.title.clone();
         for (label, text) in [
@@ -81,7 +82,7 @@ impl Summary {
                 out.push_str(&format!("\n       {line}"));
             }
         }
-        out
+        super::human::sanitize(&out)
     }
 }
 

@@ -351,8 +351,8 @@ pub fn integrate(
                 verify::Verified::Done(result) if result.passed => merged_verify = Some(result),
                 verify::Verified::Done(result) => {
                     return Ok(Err(Refusal::MergedVerify(format!(
-                        "verify failed on the merge of run {run} onto {into} (reward {}); {into} is untouched",
-                        result.reward
+                        "verify failed on the merge of run {run} onto {into} ({}); {into} is untouched",
+                        result.grounds()
                     ))));
                 }
                 verify::Verified::Timeout => {

@@ -132,14 +132,16 @@ fn verifier_report(store: &RunStore, record: &RunRecord) -> Option<String> {
         return None;
     }
     let dir = store.run_dir(&record.run);
-    // The verifier writes these in the worktree's name: at most 64 KiB of each is read.
+    // The verifier writes these in the worktree's name: at most the first 64 KiB of
+    // each is read, a regular file only, never through a symlink.
     let read = |verifier: &Path, name: &str| {
-        use std::io::Read;
-        let mut text = Vec::new();
-        std::fs::File::open(verifier.join(name))
-            .and_then(|f| f.take(64 * 1024).read_to_end(&mut text))
-            .ok()
-            .map(|_| String::from_utf8_lossy(&text).into_owned())
+        crate::sys::fs::read_head(
+            &verifier.join(name),
+            crate::core::layout::VERIFIER_FILE_CAP,
+            crate::sys::fs::Links::Refuse,
+        )
+        .ok()
+        .map(|text| String::from_utf8_lossy(&text).into_owned())
     };
     [
         crate::core::layout::verifier_again(&dir),

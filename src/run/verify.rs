@@ -1,6 +1,6 @@
 //! The verify command (SPEC §5.6): run in the worktree with a fresh, empty
-//! `$CREW_VERIFIER_DIR`; reward from `reward.json`'s `reward` or `reward.txt` there, else
-//! 1.0 for exit 0 and 0.0 otherwise; pass is reward >= 1.0.
+//! `$CREW_VERIFIER_DIR`. Its exit code decides; a reward in `reward.json` or `reward.txt`
+//! there can only lower a pass (`core::verify::verdict`).
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -67,25 +67,13 @@ pub fn run(
         Ended::Exited(code) => code,
         Ended::Deadline | Ended::Idle | Ended::Stopped => return Ok(Verified::Timeout),
     };
-    let by_exit = if code == Some(0) { 1.0 } else { 0.0 };
-    Ok(Verified::Done(match read_reward(verifier_dir) {
-        Ok(reward) => {
-            let reward = reward.unwrap_or(by_exit);
-            Verify {
-                command: command.to_string(),
-                reward,
-                passed: reward >= 1.0,
-                problem: None,
-            }
-        }
-        // A reward that is no number fails the verify, named; it is never stored.
-        Err(problem) => Verify {
-            command: command.to_string(),
-            reward: 0.0,
-            passed: false,
-            problem: Some(problem),
-        },
-    }))
+    // The exit code decides first; the reward file (written by code the worker wrote)
+    // can only lower a pass.
+    Ok(Verified::Done(crate::core::verify::verdict(
+        command,
+        code,
+        read_reward(verifier_dir),
+    )))
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -130,8 +118,10 @@ pub fn in_throwaway(
 }
 
 /// The verifier's reward: `reward.json`'s `reward`, else `reward.txt`, else none. One
-/// that is not a finite number (`NaN`, `inf`, `1e999`) is an error naming it.
+/// that is not a finite number (`NaN`, `inf`, `1e999`), and a file that cannot be taken
+/// (over its cap, no regular file), is an error naming it.
 fn read_reward(dir: &Path) -> Result<Option<f64>, String> {
+    use crate::sys::fs::{Links, Unread, read_capped};
     let finite = |reward: f64, from: &str, raw: &str| {
         if reward.is_finite() {
             Ok(Some(reward))
@@ -141,7 +131,17 @@ fn read_reward(dir: &Path) -> Result<Option<f64>, String> {
             ))
         }
     };
-    if let Ok(bytes) = std::fs::read(dir.join("reward.json")) {
+    // Written by code the worker wrote: read within a cap, a regular file only.
+    let read = |name: &str| match read_capped(
+        &dir.join(name),
+        crate::core::layout::VERIFIER_FILE_CAP,
+        Links::Refuse,
+    ) {
+        Ok(bytes) => Ok(Some(bytes)),
+        Err(Unread::Missing) => Ok(None),
+        Err(why) => Err(format!("the verifier's {name} {why}")),
+    };
+    if let Some(bytes) = read("reward.json")? {
         let raw = String::from_utf8_lossy(&bytes)
             .trim()
             .chars()
@@ -166,15 +166,19 @@ fn read_reward(dir: &Path) -> Result<Option<f64>, String> {
             }
         }
     }
-    match std::fs::read_to_string(dir.join("reward.txt")) {
-        Ok(text) => {
-            let raw = text.trim().chars().take(200).collect::<String>();
+    match read("reward.txt")? {
+        Some(bytes) => {
+            let raw = String::from_utf8_lossy(&bytes)
+                .trim()
+                .chars()
+                .take(200)
+                .collect::<String>();
             match raw.parse::<f64>() {
                 Ok(r) => finite(r, "reward.txt", &raw),
                 Err(_) => Err(format!("the verifier's reward.txt is not a number: {raw}")),
             }
         }
-        Err(_) => Ok(None),
+        None => Ok(None),
     }
 }
 
@@ -321,9 +325,9 @@ pub fn again(
                 record.phase = outcome.final_phase();
             }
             record.decision = Some(format!(
-                "verify run again by git crew verify: {} (reward {})",
+                "verify run again by git crew verify: {} ({})",
                 if result.passed { "passed" } else { "failed" },
-                result.reward
+                result.grounds()
             ));
             // The claims are compared again; what else the run's filing named (the
             // streams' warnings, its strays) stays.
@@ -370,5 +374,17 @@ mod tests {
         }
         std::fs::write(dir.path().join("reward.json"), r#"{"reward": 1}"#).unwrap();
         assert_eq!(read_reward(dir.path()), Ok(Some(1.0)));
+        // A file the verifier made something else, or too large, is named.
+        std::fs::remove_file(dir.path().join("reward.json")).unwrap();
+        std::os::unix::fs::symlink("/etc/hostname", dir.path().join("reward.json")).unwrap();
+        let err = read_reward(dir.path()).unwrap_err();
+        assert!(err.contains("reward.json is a symbolic link"), "{err}");
+        std::fs::remove_file(dir.path().join("reward.json")).unwrap();
+        std::fs::write(dir.path().join("reward.txt"), "1".repeat(70_000)).unwrap();
+        let err = read_reward(dir.path()).unwrap_err();
+        assert!(
+            err.contains("reward.txt holds more than 65536 bytes"),
+            "{err}"
+        );
     }
 }

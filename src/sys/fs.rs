@@ -20,23 +20,193 @@ pub fn write_atomic(path: &Path, text: &str, mode: u32) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// The text of `path` when it is a regular file, read without following a symlink or
-/// waiting on a FIFO, and at most `max` bytes of it (what lies past them is left out):
-/// for files another process writes, which may be anything.
-pub fn read_regular_capped(path: &Path, max: u64) -> Option<String> {
+/// Why a file was not read.
+#[derive(Debug)]
+pub enum Unread {
+    /// Nothing is there.
+    Missing,
+    /// Something other than a regular file is there (the words say what): a directory,
+    /// a FIFO, a device, a socket, or a symlink where links are not followed.
+    NotRegular(&'static str),
+    /// It holds more than the cap: none of it was kept.
+    TooLarge { cap: u64 },
+    /// It could not be opened or read.
+    Failed(std::io::Error),
+}
+
+impl std::fmt::Display for Unread {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Unread::Missing => f.write_str("does not exist"),
+            Unread::NotRegular(kind) => write!(f, "is {kind}, not a regular file"),
+            Unread::TooLarge { cap } => write!(f, "holds more than {cap} bytes"),
+            Unread::Failed(e) => write!(f, "cannot be read: {e}"),
+        }
+    }
+}
+
+/// Whether a read goes through a symlink at the path itself.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Links {
+    /// A path the lead gave: its symlink is followed.
+    Follow,
+    /// A file another process wrote, which may be anything: a symlink is refused.
+    Refuse,
+}
+
+/// The bytes of `path`, all of them, when it is a regular file of at most `cap` bytes:
+/// read through [`Read::take`](std::io::Read::take) of `cap + 1` bytes, so a file that
+/// grows while it is read, or a `/proc` file that claims no size, never costs more. A
+/// directory, FIFO, device or socket is refused before anything waits on it; with
+/// [`Links::Refuse`], a symlink too (`O_NOFOLLOW`). For the files a worker writes and the
+/// supervisor reads (its manifest, session and usage files, a verifier's reward), and
+/// for the files a command is given (a prompt, a reply).
+pub fn read_capped(path: &Path, cap: u64, links: Links) -> Result<Vec<u8>, Unread> {
     use std::io::Read;
+    let (file, len) = open_regular(path, links)?;
+    if len > cap {
+        return Err(Unread::TooLarge { cap });
+    }
+    let mut bytes = Vec::with_capacity(usize::try_from(len).unwrap_or(0));
+    file.take(cap.saturating_add(1))
+        .read_to_end(&mut bytes)
+        .map_err(Unread::Failed)?;
+    if bytes.len() as u64 > cap {
+        return Err(Unread::TooLarge { cap });
+    }
+    Ok(bytes)
+}
+
+/// The first `max` bytes of `path` (what lies past them is left out), opened as
+/// [`read_capped`] opens it: for a report that is cut anyway, such as a verifier's.
+pub fn read_head(path: &Path, max: u64, links: Links) -> Result<Vec<u8>, Unread> {
+    use std::io::Read;
+    let (file, _) = open_regular(path, links)?;
+    let mut bytes = Vec::new();
+    file.take(max)
+        .read_to_end(&mut bytes)
+        .map_err(Unread::Failed)?;
+    Ok(bytes)
+}
+
+/// `path` opened for reading when it is a regular file, and the size it claims.
+fn open_regular(path: &Path, links: Links) -> Result<(std::fs::File, u64), Unread> {
     use std::os::unix::fs::OpenOptionsExt;
+    let missing = |e: &std::io::Error| {
+        e.kind() == std::io::ErrorKind::NotFound || e.raw_os_error() == Some(libc::ENOTDIR)
+    };
+    let fail = |e: std::io::Error| {
+        if missing(&e) {
+            Unread::Missing
+        } else if links == Links::Refuse && e.raw_os_error() == Some(libc::ELOOP) {
+            Unread::NotRegular("a symbolic link")
+        } else {
+            Unread::Failed(e)
+        }
+    };
+    // What is there is looked at before it is opened: opening a FIFO waits for a writer,
+    // and opening a device may do anything.
+    let seen = match links {
+        Links::Follow => std::fs::metadata(path),
+        Links::Refuse => std::fs::symlink_metadata(path),
+    }
+    .map_err(fail)?;
+    regular(&seen)?;
+    let mut flags = libc::O_NONBLOCK;
+    if links == Links::Refuse {
+        flags |= libc::O_NOFOLLOW;
+    }
     let file = std::fs::OpenOptions::new()
         .read(true)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .custom_flags(flags)
         .open(path)
-        .ok()?;
-    if !file.metadata().ok()?.is_file() {
-        return None;
+        .map_err(fail)?;
+    // What was opened is what is read: it may have been swapped since it was looked at.
+    let opened = file.metadata().map_err(Unread::Failed)?;
+    regular(&opened)?;
+    Ok((file, opened.len()))
+}
+
+/// Refuses what is not a regular file, saying what it is.
+fn regular(meta: &std::fs::Metadata) -> Result<(), Unread> {
+    use std::os::unix::fs::FileTypeExt;
+    let kind = meta.file_type();
+    let what = if kind.is_file() {
+        return Ok(());
+    } else if kind.is_dir() {
+        "a directory"
+    } else if kind.is_symlink() {
+        "a symbolic link"
+    } else if kind.is_fifo() {
+        "a FIFO"
+    } else if kind.is_char_device() {
+        "a character device"
+    } else if kind.is_block_device() {
+        "a block device"
+    } else if kind.is_socket() {
+        "a socket"
+    } else {
+        "something else"
+    };
+    Err(Unread::NotRegular(what))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_capped_read_takes_regular_files_within_the_cap_and_names_the_rest() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("f");
+        std::fs::write(&file, "12345").unwrap();
+        assert_eq!(read_capped(&file, 5, Links::Refuse).unwrap(), b"12345");
+        assert_eq!(read_head(&file, 2, Links::Refuse).unwrap(), b"12");
+        assert!(matches!(
+            read_capped(&file, 4, Links::Refuse),
+            Err(Unread::TooLarge { cap: 4 })
+        ));
+        assert!(matches!(
+            read_capped(&dir.path().join("none"), 4, Links::Refuse),
+            Err(Unread::Missing)
+        ));
+        assert!(matches!(
+            read_capped(&file.join("below"), 4, Links::Refuse),
+            Err(Unread::Missing)
+        ));
+        assert!(matches!(
+            read_capped(dir.path(), 4, Links::Follow),
+            Err(Unread::NotRegular("a directory"))
+        ));
+        let link = dir.path().join("link");
+        std::os::unix::fs::symlink(&file, &link).unwrap();
+        assert!(matches!(
+            read_capped(&link, 5, Links::Refuse),
+            Err(Unread::NotRegular("a symbolic link"))
+        ));
+        assert_eq!(read_capped(&link, 5, Links::Follow).unwrap(), b"12345");
+        // A FIFO nobody writes to is refused at once, never waited on.
+        let fifo = dir.path().join("fifo");
+        let made = std::process::Command::new("mkfifo").arg(&fifo).status();
+        assert!(made.unwrap().success());
+        assert!(matches!(
+            read_capped(&fifo, 5, Links::Follow),
+            Err(Unread::NotRegular("a FIFO"))
+        ));
+        assert!(matches!(
+            read_capped(Path::new("/dev/zero"), 5, Links::Follow),
+            Err(Unread::NotRegular("a character device"))
+        ));
+        // A /proc file claims no size: the cap still holds.
+        assert!(matches!(
+            read_capped(Path::new("/proc/self/maps"), 8, Links::Follow),
+            Err(Unread::TooLarge { cap: 8 })
+        ));
+        assert!(matches!(
+            read_capped(Path::new("/proc/self/mem"), 8, Links::Follow),
+            Err(Unread::Failed(_))
+        ));
     }
-    let mut text = String::new();
-    file.take(max).read_to_string(&mut text).ok()?;
-    Some(text)
 }
 
 /// Symlinks are never followed, nor is `..`: a path resolves beneath its root or not at all.

@@ -237,6 +237,144 @@ fn no_bad_input_is_a_bug_no_command_exits_70_or_panics() {
     assert_eq!(out.json()["error"]["code"], "remote-notes-invalid");
 }
 
+#[test]
+fn what_a_command_is_given_that_it_cannot_take_is_exit_2_never_a_bug() {
+    let env = TestEnv::new();
+    let repo = env.fixture("crew-repo.sh", "repo", &[]);
+    let fifo = env.root().join("fifo");
+    let made = env.command("mkfifo").arg(&fifo).status().unwrap();
+    assert!(made.success());
+    let big = env.root().join("big.md");
+    write(&big, &"x".repeat((1 << 20) + 1));
+    let huge = env.root().join("huge.md");
+    write(&huge, &"y\n".repeat((4 << 20) + 1));
+    let (fifo, big, huge) = (
+        fifo.to_str().unwrap(),
+        big.to_str().unwrap(),
+        huge.to_str().unwrap(),
+    );
+    let dispatch = |extra: &[&'static str]| {
+        let mut args = vec!["dispatch", "--task", "t", "--scope", "src/**"];
+        args.extend_from_slice(extra);
+        args
+    };
+    let cases: Vec<(Vec<&str>, &str, &str)> = vec![
+        (
+            vec![
+                "dispatch", "--task", "t", "--prompt", "x", "--scope", "x\nb/**",
+            ],
+            "scope-invalid",
+            "it holds a line break",
+        ),
+        (
+            vec![
+                "dispatch",
+                "--task",
+                "t",
+                "--prompt",
+                "x",
+                "--scope",
+                "src/\u{1b}[2K**",
+            ],
+            "scope-invalid",
+            "control character U+001B",
+        ),
+        (
+            dispatch(&["--prompt-file", "/dev/zero"]),
+            "not-a-file",
+            "/dev/zero: it is a character device, not a regular file",
+        ),
+        (
+            dispatch(&["--prompt-file", "/"]),
+            "not-a-file",
+            "it is a directory",
+        ),
+        (
+            [dispatch(&[]), vec!["--prompt-file", fifo]].concat(),
+            "not-a-file",
+            "it is a FIFO",
+        ),
+        (
+            [dispatch(&[]), vec!["--prompt-file", big]].concat(),
+            "file-too-large",
+            "holds more than 1 MiB (1048576 bytes)",
+        ),
+        (
+            dispatch(&["--prompt-file", "/proc/self/mem"]),
+            "file-unreadable",
+            "cannot read the prompt file /proc/self/mem",
+        ),
+        (vec!["footer", "/"], "not-a-file", "it is a directory"),
+        (vec!["footer", "src"], "not-a-file", "it is a directory"),
+        (
+            vec!["footer", "/dev/zero"],
+            "not-a-file",
+            "a character device",
+        ),
+        (vec!["footer", fifo], "not-a-file", "it is a FIFO"),
+        (
+            vec!["footer", "/proc/self/mem"],
+            "file-unreadable",
+            "cannot read the reply /proc/self/mem",
+        ),
+        (
+            vec!["footer", huge],
+            "file-too-large",
+            "holds more than 8 MiB (8388608 bytes)",
+        ),
+    ];
+    for (args, code, words) in cases {
+        // A command that waited on what it was given would hang: `timeout` ends it.
+        let mut cmd = env.command("timeout");
+        cmd.current_dir(&repo)
+            .arg("20")
+            .arg(crate::common::bin())
+            .args(&args);
+        let out = crate::common::run(&mut cmd, None);
+        assert_eq!(out.code, 2, "{args:?}:\n{}\n{}", out.stdout, out.stderr);
+        let error = &out.json()["error"];
+        assert_eq!(error["code"], code, "{args:?}: {error}");
+        let message = error["message"].as_str().unwrap();
+        assert!(message.contains(words), "{args:?}: {message}");
+        assert!(!error["hint"].as_str().unwrap().is_empty(), "{args:?}");
+    }
+    // Standard input is held to the same cap as a reply file, and nothing was dispatched.
+    let out = env.crew_stdin(&repo, &["footer"], "z".repeat((8 << 20) + 1).as_bytes());
+    out.expect_code(2);
+    assert_eq!(out.json()["error"]["code"], "file-too-large");
+    let status = env.crew(&repo, &["status"]);
+    assert_eq!(
+        status.json()["runs"],
+        serde_json::json!([]),
+        "{}",
+        status.stdout
+    );
+    assert_eq!(env.git_ok(&repo, &["branch", "--list", "crew/*"]), "");
+    // A native run's reply file is held to the same cap and kinds.
+    let run = env.crew(
+        &repo,
+        &[
+            "dispatch",
+            "--task",
+            "n",
+            "--backend",
+            "native",
+            "--prompt",
+            "x",
+            "--scope",
+            "n/**",
+        ],
+    );
+    run.expect_code(0);
+    let run = run.json()["run"].as_str().unwrap().to_string();
+    for (file, code) in [("/dev/zero", "not-a-file"), (huge, "file-too-large")] {
+        let out = env.crew(&repo, &["deliver", &run, "--reply-file", file]);
+        out.expect_code(2);
+        assert_eq!(out.json()["error"]["code"], code, "{}", out.stdout);
+    }
+    env.crew(&repo, &["abandon", &run]).expect_code(0);
+}
+
 /// Whether `man` is on this machine (the manual-page test needs it).
 fn has_man() -> bool {
     std::process::Command::new("man")

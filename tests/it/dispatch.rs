@@ -308,6 +308,159 @@ fn a_failing_verify_is_a_fail_and_a_reward_file_decides() {
 }
 
 #[test]
+fn a_verify_is_the_leads_check_a_reward_file_can_only_lower_a_pass() {
+    let env = TestEnv::new();
+    let repo = crew_repo(&env);
+    // The verify runs the worker's own code, which fails and writes a reward of 1.0.
+    let run = dispatched(
+        &env,
+        &repo,
+        "forged",
+        "forge-reward",
+        &["--verify", "sh src/routes/check.sh 1 1.0"],
+    );
+    let (out, result) = wait(&env, &repo, &run);
+    out.expect_code(1);
+    assert_eq!(result["outcome"], "fail", "{result}");
+    assert_eq!(result["phase"], "failed");
+    let verify = &result["verify"];
+    assert_eq!(verify["passed"], false, "{verify}");
+    assert_eq!(verify["reward"], 0.0, "{verify}");
+    assert_eq!(verify["decided_by"], "exit", "{verify}");
+    assert_eq!(verify["exit_code"], 1, "{verify}");
+    assert_eq!(result["decision"], "verify failed (exit 1)");
+    assert!(
+        result["discrepancies"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|d| d.as_str().unwrap().contains("the footer claims success")),
+        "{result}"
+    );
+    // Not integrated, and the ledger says it failed and what decided.
+    let out = env.crew(&repo, &["integrate", &run]);
+    assert_ne!(out.code, 0, "{}", out.stdout);
+    let shown = env.crew(&repo, &["show", &run]).json()["run"].clone();
+    assert!(shown["integration"].is_null(), "{shown}");
+    let human = env.crew(&repo, &["show", &run, "--human"]).stdout;
+    assert!(
+        human.contains("fail, decided by the exit code (exit 1)"),
+        "{human}"
+    );
+    let rows = env.crew(&repo, &["ledger", "--task", "forged"]).json()["rows"].clone();
+    let row = &rows[0];
+    assert_eq!(row["outcome"], "fail", "{rows}");
+    assert_eq!(row["claimed"], "done", "{rows}");
+    assert_eq!(row["verify_decided_by"], "exit", "{rows}");
+    assert_eq!(row["verify_exit_code"], 1, "{rows}");
+    let human = env
+        .crew(&repo, &["ledger", "--task", "forged", "--human"])
+        .stdout;
+    assert!(human.contains("→ fail (verify: exit 1)"), "{human}");
+
+    // A verify that exits 0 with a reward below 1.0 fails on the reward, Harbor's way.
+    let run = dispatched(
+        &env,
+        &repo,
+        "half",
+        "forge-reward",
+        &["--verify", "sh src/routes/check.sh 0 0.5"],
+    );
+    let (out, result) = wait(&env, &repo, &run);
+    out.expect_code(1);
+    assert_eq!(result["outcome"], "fail", "{result}");
+    let verify = &result["verify"];
+    assert_eq!(
+        (
+            &verify["reward"],
+            &verify["decided_by"],
+            &verify["exit_code"]
+        ),
+        (&0.5.into(), &"reward".into(), &0.into()),
+        "{verify}"
+    );
+    assert_eq!(result["decision"], "verify failed (exit 0, reward 0.5)");
+    let rows = env.crew(&repo, &["ledger", "--task", "half"]).json()["rows"].clone();
+    assert_eq!(rows[0]["verify_decided_by"], "reward", "{rows}");
+
+    // One that exits 0 and writes no reward passes on its exit code.
+    let run = dispatched(
+        &env,
+        &repo,
+        "plain",
+        "forge-reward",
+        &["--verify", "sh src/routes/check.sh 0"],
+    );
+    let (out, result) = wait(&env, &repo, &run);
+    out.expect_code(0);
+    assert_eq!(result["outcome"], "pass", "{result}");
+    let verify = &result["verify"];
+    assert_eq!(
+        (
+            &verify["passed"],
+            &verify["decided_by"],
+            &verify["exit_code"]
+        ),
+        (&true.into(), &"exit".into(), &0.into()),
+        "{verify}"
+    );
+    assert_eq!(result["decision"], "verify passed (exit 0)");
+}
+
+#[test]
+fn files_a_worker_writes_past_their_caps_are_named_and_never_read() {
+    let env = TestEnv::new();
+    let repo = crew_repo(&env);
+    // A 64 MiB session file, a manifest over the run's 64 KiB `fences.max_output` and a
+    // 100 KiB usage file on the first attempt; a plain reply on the corrective one.
+    let run = env
+        .dispatch(&repo, "routes")
+        .backend("oversized")
+        .scope("src/routes/**")
+        .set("fences.max_output=65536")
+        .finished();
+    let show = env.crew(&repo, &["show", &run]);
+    show.expect_code(0);
+    assert!(show.stdout.len() < 100_000, "{} bytes", show.stdout.len());
+    let result = &show.json()["run"];
+    assert_eq!(result["outcome"], "pass", "{result}");
+    assert_eq!(result["attempts"], 2, "{result}");
+    assert!(result["session"].is_null(), "{result}");
+    assert!(result["usage"].is_null(), "{result}");
+    let discrepancies: Vec<&str> = result["discrepancies"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d.as_str().unwrap())
+        .collect();
+    for named in [
+        "attempt 1: the session file (CREW_SESSION_FILE) holds more than 4096 bytes: not read",
+        "attempt 1: the manifest (CREW_MANIFEST) holds more than 65536 bytes: not read",
+        "attempt 1: the usage file (CREW_USAGE_FILE) holds more than 65536 bytes: not read",
+    ] {
+        assert!(
+            discrepancies.iter().any(|d| d.starts_with(named)),
+            "{named}: {discrepancies:?}"
+        );
+    }
+    // The corrective prompt told the worker why its reply was not read.
+    let corrective = read(&repo.join(format!(".git/crew/runs/{run}/corrective-1.md")));
+    assert!(
+        corrective.contains("your manifest (CREW_MANIFEST) holds more than 65536 bytes"),
+        "{corrective}"
+    );
+    let status = env.crew(&repo, &["status"]);
+    status.expect_code(0);
+    assert!(
+        status.stdout.len() < 100_000,
+        "{} bytes",
+        status.stdout.len()
+    );
+    let record = std::fs::metadata(repo.join(format!(".git/crew/runs/{run}.json"))).unwrap();
+    assert!(record.len() < 100_000, "{} bytes", record.len());
+}
+
+#[test]
 fn a_hang_past_the_time_budget_is_killed_with_its_children() {
     let env = TestEnv::new();
     let repo = crew_repo(&env);

@@ -669,3 +669,106 @@ fn the_summary_routes_a_task_as_dispatch_would_through_its_role() {
     out.expect_code(0);
     assert_eq!(out.json()["backend"], "review");
 }
+
+#[test]
+fn what_a_worker_wrote_crosses_as_data_and_never_drives_the_terminal() {
+    let env = TestEnv::new();
+    let repo = env.fixture("crew-repo.sh", "repo", &[]);
+    write(
+        &repo.join(".crew/plans/esc.toml"),
+        "[plan]\nid = \"esc\"\n\n[[tasks]]\nid = \"routes\"\nwave = 1\n\
+         scope = [\"src/routes/**\"]\nprompt = \"Add the routes.\"\n\
+         verify = \"test -f src/routes/crew.rs\"\n\n[[gates]]\nid = \"g1\"\n\
+         measure = \"the routes exist\"\nrequired_evidence = \"ls\"\ncloses_wave = 1\n",
+    );
+    env.git_ok(&repo, &["add", "-A"]);
+    env.git_ok(&repo, &["commit", "-q", "-m", "the plan"]);
+    let run = env
+        .dispatch(&repo, "routes")
+        .args(&["--plan", "esc"])
+        .backend("footer-escapes")
+        .run_id();
+    // The gate's evidence is the lead's, and may be pasted from a worker's output.
+    env.crew(
+        &repo,
+        &[
+            "gate",
+            "record",
+            "g1",
+            "--verdict",
+            "pass",
+            "--evidence",
+            "ls \u{1b}]52;c;cm0K\u{7}ok\u{1b}[2K",
+        ],
+    )
+    .expect_code(0);
+    let waited = env.wait(&repo, &run).human().run();
+    waited.expect_code(0);
+    let show = env.crew(&repo, &["show", &run, "--human"]);
+    show.expect_code(0);
+    let status = env.crew(&repo, &["status", "--human"]);
+    status.expect_code(0);
+    let wave = env.crew(&repo, &["wave", "status", "1", "--human"]);
+    wave.expect_code(0);
+    let summary = env.crew(
+        &repo,
+        &["summary", "--wave", "1", "--at", "completion", "--human"],
+    );
+    summary.expect_code(0);
+    for (name, out) in [
+        ("wait", &waited),
+        ("show", &show),
+        ("status", &status),
+        ("wave status", &wave),
+        ("summary", &summary),
+    ] {
+        let text = format!("{}{}", out.stdout, out.stderr);
+        let bad: Vec<char> = text
+            .chars()
+            .filter(|c| c.is_control() && *c != '\n' && *c != '\t')
+            .collect();
+        assert!(bad.is_empty(), "{name} printed {bad:?}:\n{text}");
+        assert!(
+            !text.contains("52;c;") && !text.contains("pwned"),
+            "{name}:\n{text}"
+        );
+    }
+    // The words stay.
+    for out in [&waited, &show] {
+        for words in [
+            "Added crew.rs. Copied.\nErased line.",
+            "concealed-text shown",
+            "Title kept and bell rung.",
+        ] {
+            assert!(out.stdout.contains(words), "{words}:\n{}", out.stdout);
+        }
+    }
+    assert!(
+        wave.stdout
+            .contains("follow-on (routes): Title kept and bell rung."),
+        "{}",
+        wave.stdout
+    );
+    assert!(
+        summary.stdout.contains("gate g1 passed: ls ok"),
+        "{}",
+        summary.stdout
+    );
+    // JSON keeps the text as it came, as data.
+    let json = env.crew(&repo, &["show", &run]).json();
+    let footer = &json["run"]["footer"];
+    assert!(
+        footer["result"]
+            .as_str()
+            .unwrap()
+            .contains("\u{1b}]52;c;cm0gLXJmIH4K\u{7} Copied."),
+        "{footer}"
+    );
+    assert!(
+        footer["how_to_verify"]
+            .as_str()
+            .unwrap()
+            .contains("\u{1b}[8mconcealed-text"),
+        "{footer}"
+    );
+}

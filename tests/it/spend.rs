@@ -273,6 +273,18 @@ fn a_usage_file_made_a_trap_stops_neither_the_budget_nor_the_supervisor() {
         assert_eq!(result["outcome"], "timeout", "{trap}: {result}");
         assert_eq!(result["decision"], "the time budget was spent", "{trap}");
         assert!(result["usage"].is_null(), "{trap}: {result}");
+        let unread = match trap {
+            "zero" => "the usage file (CREW_USAGE_FILE) is a symbolic link",
+            _ => "the usage file (CREW_USAGE_FILE) is a FIFO",
+        };
+        assert!(
+            result["discrepancies"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|d| d.as_str().unwrap().contains(unread)),
+            "{trap}: {result}"
+        );
         assert!(
             started.elapsed() < std::time::Duration::from_secs(30),
             "{trap}: the supervisor was held"

@@ -153,7 +153,7 @@ fn last_line_of(path: &Path) -> String {
     let text = String::from_utf8_lossy(&tail);
     let line = text
         .lines()
-        .map(table::printable)
+        .map(human::printable)
         .rfind(|l| !l.is_empty())
         .unwrap_or_default();
     human::truncate(&line, 200)

@@ -31,7 +31,7 @@ pub fn row(record: &RunRecord, now: u64, last_line: &str) -> Row {
     };
     Row {
         run: record.run.clone(),
-        task: printable(&record.task),
+        task: human::printable(&record.task),
         phase: record.phase,
         time: human::elapsed_of_budget(elapsed, record.budget_s),
         activity: active.map_or("-".into(), |at| human::ago(human::millis(at), now)),
@@ -40,7 +40,7 @@ pub fn row(record: &RunRecord, now: u64, last_line: &str) -> Row {
             .as_ref()
             .map(|u| crate::core::usage::short(&u.total))
             .unwrap_or_default(),
-        last: printable(&last),
+        last: human::printable(&last),
     }
 }
 
@@ -50,8 +50,8 @@ pub fn question(record: &RunRecord) -> Option<[String; 2]> {
     let help = record.needs_help.as_ref()?;
     (record.phase == Phase::NeedsHelp).then(|| {
         [
-            printable(&format!("{} asks: {}", record.run, help.question)),
-            printable(&format!(
+            human::printable(&format!("{} asks: {}", record.run, help.question)),
+            human::printable(&format!(
                 "options: {} · leaning: {}",
                 help.options, help.leaning
             )),
@@ -167,40 +167,6 @@ pub fn fit(width: usize, rows: &[Row]) -> Vec<(Column, usize)> {
     taken
 }
 
-/// `text` as it may go on a terminal: escape sequences dropped, a carriage return
-/// keeping what follows it (a progress line shows its last state), tabs shown as spaces
-/// and other control characters dropped.
-pub fn printable(text: &str) -> String {
-    let text = text
-        .rsplit('\r')
-        .find(|s| !s.trim().is_empty())
-        .unwrap_or("");
-    let mut out = String::with_capacity(text.len());
-    let mut chars = text.chars().peekable();
-    while let Some(c) = chars.next() {
-        if c == '\u{1b}' {
-            match chars.next() {
-                // CSI: parameters up to a final byte in @..~.
-                Some('[') => while chars.next().is_some_and(|c| !('@'..='~').contains(&c)) {},
-                // OSC, DCS and the like: up to BEL or ESC \.
-                Some(']' | 'P' | 'X' | '^' | '_') => {
-                    while let Some(c) = chars.next() {
-                        if c == '\u{7}' || (c == '\u{1b}' && chars.next_if_eq(&'\\').is_some()) {
-                            break;
-                        }
-                    }
-                }
-                _ => {}
-            }
-        } else if c.is_whitespace() {
-            out.push(' ');
-        } else if !c.is_control() {
-            out.push(c);
-        }
-    }
-    out.trim().to_string()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -286,19 +252,6 @@ mod tests {
         );
         r.usage = Some(usage);
         assert_eq!(row(&r, 0, "").spend, "12.8k tok");
-    }
-
-    #[test]
-    fn worker_text_cannot_drive_the_terminal() {
-        assert_eq!(printable("\u{1b}[31mred\u{1b}[0m done"), "red done");
-        assert_eq!(printable("a\u{1b}]0;title\u{7}b"), "ab");
-        assert_eq!(printable("a\u{1b}]8;;http://x\u{1b}\\link"), "alink");
-        assert_eq!(printable("10%\r50%\r100%"), "100%");
-        assert_eq!(printable("tab\there\u{8}\u{0}"), "tab here");
-        assert_eq!(printable("bell\u{7} rung"), "bell rung");
-        assert_eq!(printable("\u{1b}[2J\u{1b}[H"), "");
-        assert_eq!(printable("unterminated \u{1b}[12"), "unterminated");
-        assert_eq!(printable("plain — ünïcödé"), "plain — ünïcödé");
     }
 
     #[test]

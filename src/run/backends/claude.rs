@@ -9,8 +9,6 @@
 //! is an error; a resume (`--resume`, same cwd) repeats every flag, since claude does not
 //! remember them.
 
-use std::path::Path;
-
 use super::{Adapter, Attempt, Launch, jsonl};
 use crate::core::flight::{Backend as BackendConfig, SandboxMode};
 
@@ -75,7 +73,7 @@ impl Adapter for ClaudeAdapter {
         }))
     }
 
-    fn session(&self, stdout: &[u8], _session_file: &Path) -> Option<String> {
+    fn session(&self, stdout: &[u8], _session_file: Option<&str>) -> Option<String> {
         jsonl(stdout).find_map(|e| e["session_id"].as_str().map(String::from))
     }
 
@@ -118,7 +116,7 @@ mod tests {
     fn the_session_and_the_reply_come_from_the_stream() {
         let out = stream("claude-print.jsonl");
         assert_eq!(
-            ClaudeAdapter.session(&out, Path::new("/none")).as_deref(),
+            ClaudeAdapter.session(&out, None).as_deref(),
             Some("06b6f460-11a6-43b2-a186-fc592c01133a")
         );
         let reply = ClaudeAdapter.reply(&out).unwrap();

@@ -5,8 +5,6 @@
 //! `agent_message`; a resume repeats every flag before the word `resume` (the `resume`
 //! subcommand has no `-C` or `--sandbox` of its own).
 
-use std::path::Path;
-
 use super::{Adapter, Attempt, Launch, jsonl};
 use crate::core::flight::{Backend as BackendConfig, SandboxMode};
 
@@ -85,7 +83,7 @@ impl Adapter for CodexAdapter {
         }))
     }
 
-    fn session(&self, stdout: &[u8], _session_file: &Path) -> Option<String> {
+    fn session(&self, stdout: &[u8], _session_file: Option<&str>) -> Option<String> {
         jsonl(stdout)
             .find(|e| e["type"] == "thread.started")
             .and_then(|e| e["thread_id"].as_str().map(String::from))
@@ -114,16 +112,14 @@ mod tests {
     fn the_session_and_the_reply_come_from_the_stream() {
         let out = stream("codex-exec.jsonl");
         assert_eq!(
-            CodexAdapter.session(&out, Path::new("/none")).as_deref(),
+            CodexAdapter.session(&out, None).as_deref(),
             Some("01a23623-cd5a-7f72-ba34-0ed40f3b336c")
         );
         let reply = CodexAdapter.reply(&out).unwrap();
         assert!(reply.ends_with("## Deferred / concerns\nnone"), "{reply}");
         let resumed = stream("codex-resume.jsonl");
         assert_eq!(
-            CodexAdapter
-                .session(&resumed, Path::new("/none"))
-                .as_deref(),
+            CodexAdapter.session(&resumed, None).as_deref(),
             Some("01a23623-cd5a-7f72-ba34-0ed40f3b336c")
         );
     }

@@ -2,8 +2,6 @@
 //! comes from flight (`argv`, `resume_argv`) with placeholders; stdout is the reply when
 //! it wrote no manifest; a resumable worker writes its session id to `CREW_SESSION_FILE`.
 
-use std::path::Path;
-
 use anyhow::bail;
 
 use super::{Adapter, Attempt, Launch};
@@ -64,9 +62,8 @@ impl Adapter for CommandAdapter {
         Some(expand(template, attempt, Some(session)))
     }
 
-    fn session(&self, _stdout: &[u8], session_file: &Path) -> Option<String> {
-        let text = std::fs::read_to_string(session_file).ok()?;
-        let id = text.trim();
+    fn session(&self, _stdout: &[u8], session_file: Option<&str>) -> Option<String> {
+        let id = session_file?.trim();
         (!id.is_empty()).then(|| id.to_string())
     }
 

@@ -32,8 +32,9 @@ pub trait Adapter {
     fn launch(&self, attempt: &Attempt) -> anyhow::Result<Launch>;
     /// The command line that resumes `session` with a new prompt, when this backend can.
     fn resume(&self, attempt: &Attempt, session: &str) -> Option<anyhow::Result<Launch>>;
-    /// The session id of an attempt: from its stdout or from `CREW_SESSION_FILE`.
-    fn session(&self, stdout: &[u8], session_file: &Path) -> Option<String>;
+    /// The session id of an attempt: from its stdout, or from what it wrote to
+    /// `CREW_SESSION_FILE` (`session_file`, as the supervisor read it within its cap).
+    fn session(&self, stdout: &[u8], session_file: Option<&str>) -> Option<String>;
     /// The reply of an attempt that wrote no manifest.
     fn reply(&self, stdout: &[u8]) -> Option<String>;
     /// The program a fresh session starts, and the config key that names it, when it is

@@ -3,8 +3,6 @@
 //! `attach` and hands the reply in with `deliver`, which takes the same footer and
 //! verify path as every other backend.
 
-use std::path::Path;
-
 use anyhow::bail;
 
 use super::{Adapter, Attempt, Launch};
@@ -23,7 +21,7 @@ impl Adapter for NativeAdapter {
         None
     }
 
-    fn session(&self, _stdout: &[u8], _session_file: &Path) -> Option<String> {
+    fn session(&self, _stdout: &[u8], _session_file: Option<&str>) -> Option<String> {
         None
     }
 

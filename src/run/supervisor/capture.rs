@@ -49,13 +49,22 @@ impl Supervisor<'_> {
         );
         // Capped at `fences.max_output`, so this never holds more than that.
         let stdout = std::fs::read(&stdout_file).unwrap_or_default();
-        if let Some(id) = self.adapter.session(&stdout, &session_file) {
+        let session_text = self.worker_file(
+            &session_file,
+            crate::core::layout::SESSION_FILE_CAP,
+            "the session file (CREW_SESSION_FILE)",
+            "no session was taken from it",
+        );
+        if let Some(id) = self.adapter.session(&stdout, session_text.as_deref()) {
             self.record.session = Some(id);
             self.session_confirmed = true;
         }
         if let Ok(mut s) = spend.lock() {
             s.look();
             super::spend::file(&mut self.record, &s);
+            if let Some(why) = s.unread() {
+                self.note_unread(why.to_string());
+            }
         }
         self.warnings.extend(self.adapter.warnings(&stdout));
         self.last_stdout = stdout;
@@ -70,23 +79,70 @@ impl Supervisor<'_> {
     }
 
     /// The attempt's reply: the manifest when the worker wrote one, else what the adapter
-    /// reads from its output.
-    pub(super) fn reply(&self) -> Option<String> {
-        if let Ok(text) = std::fs::read_to_string(&self.record.manifest)
-            && !text.trim().is_empty()
-        {
-            return Some(text);
+    /// reads from its output (`Ok(None)`: there is none). A manifest that cannot be taken
+    /// — over the run's `fences.max_output`, or no regular file — is `Err` with why: the
+    /// worker wrote a reply that is not read, which its corrective prompt names.
+    pub(super) fn reply(&mut self) -> Result<Option<String>, String> {
+        use crate::sys::fs::{Links, Unread, read_capped};
+        let cap = self
+            .record
+            .max_output
+            .unwrap_or(crate::run::output::DEFAULT_CAP);
+        let manifest = PathBuf::from(&self.record.manifest);
+        match read_capped(&manifest, cap, Links::Refuse) {
+            Ok(bytes) if !bytes.trim_ascii().is_empty() => {
+                return Ok(Some(String::from_utf8_lossy(&bytes).into_owned()));
+            }
+            Ok(_) | Err(Unread::Missing) => {}
+            Err(why) => {
+                let problem = format!(
+                    "your manifest (CREW_MANIFEST) {why}{}; it was not read",
+                    match why {
+                        Unread::TooLarge { .. } => " (fences.max_output)",
+                        _ => "",
+                    }
+                );
+                self.note_unread(format!("the manifest (CREW_MANIFEST) {why}: not read"));
+                return Err(problem);
+            }
         }
-        let reply = self
+        let Some(reply) = self
             .adapter
             .reply(&self.last_stdout)
-            .filter(|r| !r.trim().is_empty())?;
+            .filter(|r| !r.trim().is_empty())
+        else {
+            return Ok(None);
+        };
         // The manifest is the reply (SPEC §2): written from the final message when the
         // worker did not write it itself — unless `fences.manifest_required` is off.
         if self.record.manifest_required != Some(false) {
             let _ = std::fs::write(&self.record.manifest, &reply);
         }
-        Some(reply)
+        Ok(Some(reply))
+    }
+
+    /// The text of a file the run's worker writes for the supervisor (`what` names it),
+    /// read within `cap` bytes, a regular file only, never through a symlink: `None`
+    /// when it is not there, or — named in the run's discrepancies, with `so` saying what
+    /// follows — when it cannot be taken.
+    fn worker_file(&mut self, path: &Path, cap: u64, what: &str, so: &str) -> Option<String> {
+        use crate::sys::fs::{Links, Unread, read_capped};
+        match read_capped(path, cap, Links::Refuse) {
+            Ok(bytes) => Some(String::from_utf8_lossy(&bytes).into_owned()),
+            Err(Unread::Missing) => None,
+            Err(why) => {
+                self.note_unread(format!("{what} {why}: not read, {so}"));
+                None
+            }
+        }
+    }
+
+    /// Names a file of this attempt's that was not read in the run's discrepancies.
+    fn note_unread(&mut self, what: String) {
+        let warning = format!("attempt {}: {what}", self.record.attempts);
+        if !self.warnings.contains(&warning) {
+            self.warnings.push(warning);
+        }
     }
 
     /// Takes out of the task's ref folder what the run's processes left there beside the

@@ -155,7 +155,7 @@ pub fn deliver(
     sup.record.attempts += 1;
     sup.record.phase = Phase::Working;
     std::fs::write(&sup.record.manifest, reply).context("cannot write the manifest")?;
-    let delivered = match sup.judge(Some(reply.to_string()))? {
+    let delivered = match sup.judge(Ok(Some(reply.to_string())))? {
         Judgement::Settled => Delivered::Settled(Box::new(sup.record.clone())),
         Judgement::Incomplete(problem) if sup.record.attempts >= 2 => {
             sup.record.decision = Some(format!(

@@ -7,8 +7,15 @@ impl Supervisor<'_> {
     /// Judges a reply: the work is settled against the scope, then the footer is read.
     /// A request for help parks the run; a complete footer goes on to verify; an
     /// incomplete one is handed back to the caller, which owns the corrective retry.
-    pub(super) fn judge(&mut self, reply: Option<String>) -> anyhow::Result<Judgement> {
-        let reading = crate::core::attempt::read_reply(reply.as_deref());
+    /// `reply` is `Err` with why when the worker wrote a reply that could not be read.
+    pub(super) fn judge(
+        &mut self,
+        reply: Result<Option<String>, String>,
+    ) -> anyhow::Result<Judgement> {
+        let reading = match &reply {
+            Ok(reply) => crate::core::attempt::read_reply(reply.as_deref()),
+            Err(problem) => crate::core::attempt::Reading::unread(problem),
+        };
         // What the worker claimed is recorded before the facts are checked: the ledger
         // keeps the claim next to the measured outcome.
         if reading.footer.is_some() {
@@ -287,7 +294,17 @@ impl Supervisor<'_> {
         attempt_row.outcome = Some(Outcome::Fail);
         measure(&mut attempt_row, &self.repo_dir, now_millis());
         file_ledger_row(&self.repo_dir, &attempt_row);
-        let read = |name: &str| std::fs::read_to_string(verifier_dir.join(name)).ok();
+        // The verifier's files are written by code the worker wrote: at most the first
+        // 64 KiB of each is read, a regular file only, never through a symlink.
+        let read = |name: &str| {
+            crate::sys::fs::read_head(
+                &verifier_dir.join(name),
+                crate::core::layout::VERIFIER_FILE_CAP,
+                crate::sys::fs::Links::Refuse,
+            )
+            .ok()
+            .map(|bytes| String::from_utf8_lossy(&bytes).into_owned())
+        };
         let feedback = crate::core::attempt::verifier_feedback(
             read("failure.txt").as_deref(),
             read("reward.json").as_deref(),

@@ -22,6 +22,8 @@ pub(super) struct Spend {
     run_before: Usage,
     price: Option<Price>,
     fence: SpendFence,
+    /// Why the usage file was not read at the last look, when it was there.
+    unread: Option<String>,
 }
 
 /// A spend shared by the stream's reader and the supervisor's watch.
@@ -53,6 +55,7 @@ impl Spend {
             run_before: run.total,
             price: record.price,
             fence: SpendFence::of(record),
+            unread: None,
         }))
     }
 
@@ -66,11 +69,25 @@ impl Spend {
     /// now.
     pub(super) fn look(&mut self) -> bool {
         if self.adapter == AdapterKind::Command {
-            // The worker's file, which may be anything: a regular file, 64 KiB at most.
-            self.reported = crate::sys::fs::read_regular_capped(&self.usage_file, 64 << 10)
-                .and_then(|text| Usage::from_file(&text));
+            use crate::sys::fs::{Links, Unread, read_capped};
+            // The worker's file, which may be anything: a regular file within its cap.
+            let cap = crate::core::layout::USAGE_FILE_CAP;
+            self.unread = None;
+            self.reported = match read_capped(&self.usage_file, cap, Links::Refuse) {
+                Ok(bytes) => Usage::from_file(&String::from_utf8_lossy(&bytes)),
+                Err(Unread::Missing) => None,
+                Err(why) => {
+                    self.unread = Some(format!("the usage file (CREW_USAGE_FILE) {why}: not read"));
+                    None
+                }
+            };
         }
         self.stop()
+    }
+
+    /// Why the usage file was not read at the last look, if it was there and unfit.
+    pub(super) fn unread(&self) -> Option<&str> {
+        self.unread.as_deref()
     }
 
     /// Whether the run is past its fence while the worker is still at work. A stream that
@@ -170,5 +187,16 @@ mod tests {
         let mut command = command.lock().unwrap();
         std::fs::write(dir.path().join("usage"), r#"{"input_tokens": 2000}"#).unwrap();
         assert!(command.look());
+        assert_eq!(command.unread(), None);
+        // A file over its cap is not read, and says so.
+        let big = " ".repeat(70 << 10) + r#"{"input_tokens": 2000}"#;
+        std::fs::write(dir.path().join("usage"), big).unwrap();
+        assert!(!command.look());
+        assert!(
+            command
+                .unread()
+                .unwrap()
+                .contains("holds more than 65536 bytes")
+        );
     }
 }
