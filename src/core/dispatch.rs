@@ -660,6 +660,7 @@ pub fn decide(flight: &Flight, request: &Request, facts: &Facts) -> Result<Plan,
         failure_threshold: Some(flight.fences.needs_help_after_failures.clamp(1, 100) as u32),
         manifest_required: Some(flight.fences.manifest_required),
         max_output: Some(flight.fences.max_output.max(4096) as u64),
+        max_file_size: Some(flight.fences.max_file_size_bytes()),
         max_cost_usd: flight.fences.max_cost_usd,
         max_tokens: flight.fences.max_tokens.map(|n| n.max(1) as u64),
         price: route
@@ -929,6 +930,19 @@ mod tests {
         let off = flight("[sandbox]\nenabled = false\n");
         let plan = world.decide(&off, &request("api", &["src/**"])).unwrap();
         assert_eq!(plan.record.fence.as_deref(), Some("none"));
+    }
+
+    #[test]
+    fn the_file_size_cap_is_sealed_into_the_record_in_bytes() {
+        let world = World::new();
+        let plan = world
+            .decide(&flight(""), &request("api", &["src/**"]))
+            .unwrap();
+        assert_eq!(plan.record.max_file_size, Some(100 << 20));
+        let small = flight("[fences]\nmax_file_size = \"1.5 MiB\"\n");
+        let plan = world.decide(&small, &request("api", &["src/**"])).unwrap();
+        assert_eq!(plan.record.max_file_size, Some(3 << 19));
+        assert_eq!(plan.record.file_size_cap(), 3 << 19);
     }
 
     #[test]

@@ -268,6 +268,11 @@ pub struct RunRecord {
     /// `fences.max_output` at dispatch: bytes of each stream kept per attempt.
     #[serde(default)]
     pub max_output: Option<u64>,
+    /// `fences.max_file_size` at dispatch, in bytes: the largest file the run may leave for
+    /// the supervisor to commit, and the largest object it may bring into the repository
+    /// (a record from before the key: the shipped default).
+    #[serde(default)]
+    pub max_file_size: Option<u64>,
     /// `fences.manifest_required` at dispatch: the reply is kept as the run's manifest
     /// even when the worker did not write it.
     #[serde(default)]
@@ -354,6 +359,7 @@ impl RunRecord {
             failure_threshold: None,
             manifest_required: None,
             max_output: None,
+            max_file_size: None,
             max_cost_usd: None,
             max_tokens: None,
             price: None,
@@ -362,6 +368,12 @@ impl RunRecord {
             pruned: None,
             unreadable: None,
         }
+    }
+
+    /// The run's `fences.max_file_size` in bytes.
+    pub fn file_size_cap(&self) -> u64 {
+        self.max_file_size
+            .unwrap_or(crate::core::oversize::DEFAULT_MAX_FILE_SIZE)
     }
 
     /// Who the run is, for a scope check.
@@ -507,6 +519,7 @@ impl RunRecord {
         r.max_attempts = Some(5);
         r.failure_threshold = Some(2);
         r.max_output = Some(1 << 20);
+        r.max_file_size = Some(100 << 20);
         r.manifest_required = Some(true);
         r.max_cost_usd = Some(2.5);
         r.max_tokens = Some(100_000);

@@ -68,6 +68,8 @@ pub struct RunResult<'a> {
     pub max_attempts: Option<u32>,
     pub failure_threshold: Option<u32>,
     pub max_output: Option<u64>,
+    /// `fences.max_file_size` in bytes.
+    pub max_file_size: Option<u64>,
     pub manifest_required: Option<bool>,
     pub max_cost_usd: Option<f64>,
     pub max_tokens: Option<u64>,
@@ -133,6 +135,7 @@ impl<'a> RunResult<'a> {
             max_attempts: record.max_attempts,
             failure_threshold: record.failure_threshold,
             max_output: record.max_output,
+            max_file_size: record.max_file_size,
             manifest_required: record.manifest_required,
             max_cost_usd: record.max_cost_usd,
             max_tokens: record.max_tokens,

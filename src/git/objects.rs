@@ -1,26 +1,44 @@
 //! Objects a fenced run wrote into its quarantine (`GIT_OBJECT_DIRECTORY`), brought into
 //! the repository's store. Each is hashed again on the way in: an object whose content
 //! does not match its name is left out and named, so a worker can neither corrupt an
-//! object the repository has nor smuggle one in under a false name.
+//! object the repository has nor smuggle one in under a false name. The import is
+//! bounded like the run: an object that declares more than the run's
+//! `fences.max_file_size` is left out before anything of it is inflated or hashed, and
+//! nothing is taken in past the import's time.
 
 use std::path::Path;
-
-use anyhow::Context;
+use std::time::Instant;
 
 use super::run::GitRunner;
+use crate::core::oversize::Refused;
 
 /// What an import did.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct Imported {
     pub objects: usize,
-    /// Objects whose content does not hash to their name (or that could not be read).
-    pub rejected: Vec<String>,
+    /// Objects left out, and why.
+    pub rejected: Vec<Refused>,
+}
+
+/// How much an import takes in: no object bigger than `max_object_size` bytes, and
+/// nothing once `until` has passed.
+#[derive(Debug, Clone, Copy)]
+pub struct Limits {
+    pub max_object_size: u64,
+    pub until: Instant,
 }
 
 /// Moves every object of `quarantine` into `repo`'s store: loose objects are read and
 /// written again (so their ids are computed here), packs go through `git index-pack`,
-/// which computes every id itself. The quarantine is emptied.
-pub fn import(repo: &gix::Repository, quarantine: &Path) -> anyhow::Result<Imported> {
+/// which computes every id itself. Within `limits`: a loose object's header, a pack
+/// file's size and each of its entries' headers are read first, and one over the size
+/// limit is left out unhashed; `index-pack` is stopped at `limits.until`. The quarantine
+/// is emptied.
+pub fn import(
+    repo: &gix::Repository,
+    quarantine: &Path,
+    limits: Limits,
+) -> anyhow::Result<Imported> {
     let mut imported = Imported::default();
     // Nothing here is followed or opened but real folders and regular files: the worker
     // could have made any entry a symlink (to the lead's refs, say) or a FIFO.
@@ -39,7 +57,7 @@ pub fn import(repo: &gix::Repository, quarantine: &Path) -> anyhow::Result<Impor
         }
         let is_dir = dir.file_type().is_ok_and(|t| t.is_dir());
         if prefix.len() != 2 || !prefix.bytes().all(|b| b.is_ascii_hexdigit()) || !is_dir {
-            imported.rejected.push(prefix);
+            imported.rejected.push(Refused::FalseName(prefix));
             remove_entry(&dir.path());
             continue;
         }
@@ -52,25 +70,41 @@ pub fn import(repo: &gix::Repository, quarantine: &Path) -> anyhow::Result<Impor
                 continue;
             }
             if !is_file {
-                imported.rejected.push(name);
+                imported.rejected.push(Refused::FalseName(name));
                 remove_entry(&file.path());
                 continue;
             }
-            let written = gix::ObjectId::from_hex(name.as_bytes())
-                .ok()
-                .and_then(|id| {
-                    let data = store.try_find(&id, &mut buf).ok()??;
-                    let named =
-                        gix::objs::compute_hash(repo.object_hash(), data.kind, data.data).ok()?;
-                    if named == id && !repo.has_object(id) {
-                        use gix::objs::Write as _;
-                        repo.objects.write_buf(data.kind, data.data).ok()?;
+            if Instant::now() > limits.until {
+                imported.rejected.push(Refused::OutOfTime(name));
+                let _ = std::fs::remove_file(file.path());
+                continue;
+            }
+            let id = gix::ObjectId::from_hex(name.as_bytes()).ok();
+            // What the object says it holds, read from the first bytes alone.
+            let declared = id.and_then(|id| store.try_header(&id).ok().flatten());
+            match declared {
+                Some((size, _)) if size > limits.max_object_size => {
+                    imported.rejected.push(Refused::OverCap { name, size });
+                }
+                Some(_) => {
+                    // Inflated no further than the size it declares, at most the limit.
+                    let written = id.and_then(|id| {
+                        let data = store.try_find(&id, &mut buf).ok()??;
+                        let named =
+                            gix::objs::compute_hash(repo.object_hash(), data.kind, data.data)
+                                .ok()?;
+                        if named == id && !repo.has_object(id) {
+                            use gix::objs::Write as _;
+                            repo.objects.write_buf(data.kind, data.data).ok()?;
+                        }
+                        Some((id, named))
+                    });
+                    match written {
+                        Some((id, new)) if id == new => imported.objects += 1,
+                        _ => imported.rejected.push(Refused::FalseName(name)),
                     }
-                    Some((id, named))
-                });
-            match written {
-                Some((id, new)) if id == new => imported.objects += 1,
-                _ => imported.rejected.push(name),
+                }
+                None => imported.rejected.push(Refused::FalseName(name)),
             }
             let _ = std::fs::remove_file(file.path());
         }
@@ -83,32 +117,169 @@ pub fn import(repo: &gix::Repository, quarantine: &Path) -> anyhow::Result<Impor
         let repo_dir = repo.workdir().unwrap_or(repo.common_dir());
         for entry in packs.flatten() {
             let path = entry.path();
+            let name = entry.file_name().to_string_lossy().into_owned();
             if !entry.file_type().is_ok_and(|t| t.is_file()) {
-                imported
-                    .rejected
-                    .push(entry.file_name().to_string_lossy().into_owned());
+                imported.rejected.push(Refused::FalseName(name));
                 remove_entry(&path);
                 continue;
             }
             if path.extension().is_some_and(|e| e == "pack") {
-                let pack = std::fs::File::open(&path)
-                    .with_context(|| format!("cannot read {}", path.display()))?;
-                let indexed = GitRunner::new(repo_dir)
-                    .output_with_stdin(&["index-pack", "--stdin", "--fix-thin"], pack);
-                match indexed {
-                    Ok(_) => imported.objects += 1,
-                    Err(_) => imported.rejected.push(
-                        path.file_name()
-                            .unwrap_or_default()
-                            .to_string_lossy()
-                            .into_owned(),
-                    ),
+                match import_pack(repo_dir, &path, &name, repo.object_hash(), limits) {
+                    Ok(()) => imported.objects += 1,
+                    Err(refused) => imported.rejected.push(refused),
                 }
             }
             let _ = std::fs::remove_file(&path);
         }
     }
     Ok(imported)
+}
+
+/// Brings the pack at `path` (named `name`) into the store through `git index-pack`,
+/// within `limits`: a pack file bigger than the size limit, or one that holds an object
+/// bigger than it, is refused before `index-pack` sees it, and `index-pack` is stopped
+/// at `limits.until`.
+fn import_pack(
+    repo_dir: &Path,
+    path: &Path,
+    name: &str,
+    hash: gix::hash::Kind,
+    limits: Limits,
+) -> Result<(), Refused> {
+    let unreadable = || Refused::FalseName(name.to_string());
+    let late = || Refused::OutOfTime(name.to_string());
+    let size = std::fs::symlink_metadata(path)
+        .map_err(|_| unreadable())?
+        .len();
+    if size > limits.max_object_size {
+        return Err(Refused::OverCap {
+            name: name.to_string(),
+            size,
+        });
+    }
+    // Mapped, not read: the worker's processes are gone, nothing changes it now.
+    let mapped = gix::odb::pack::data::File::at(path, hash).map_err(|_| unreadable())?;
+    let data = mapped
+        .entry_slice(0..mapped.data_len() as u64)
+        .ok_or_else(unreadable)?;
+    match object_over(data, hash, limits) {
+        Ok(None) => {}
+        Ok(Some(size)) => {
+            return Err(Refused::OverCap {
+                name: format!("an object of {name}"),
+                size,
+            });
+        }
+        Err(PackScan::Unreadable) => return Err(unreadable()),
+        Err(PackScan::Late) => return Err(late()),
+    }
+    let pack = std::fs::File::open(path).map_err(|_| unreadable())?;
+    let left = limits.until.saturating_duration_since(Instant::now());
+    match GitRunner::new(repo_dir).within(
+        &["index-pack", "--stdin", "--fix-thin"],
+        Some(pack),
+        left,
+    ) {
+        Ok(Some(done)) if done.success => Ok(()),
+        Ok(None) => Err(late()),
+        _ => Err(unreadable()),
+    }
+}
+
+/// Why a pack could not be scanned.
+enum PackScan {
+    Unreadable,
+    Late,
+}
+
+/// The size of the first object in the pack `data` bigger than `limits.max_object_size`
+/// (a delta's own data, or the object it makes), if any. Each entry's header is read,
+/// and its data inflated only to find where it ends — never beyond the size it declares,
+/// which is under the limit.
+fn object_over(
+    data: &[u8],
+    hash: gix::hash::Kind,
+    limits: Limits,
+) -> Result<Option<u64>, PackScan> {
+    use gix::odb::pack::data::{Entry, header};
+    use gix::zlib::{Decompress, FlushDecompress, Status};
+    let head: &[u8; header::SIZE] = data
+        .get(..header::SIZE)
+        .and_then(|h| h.try_into().ok())
+        .ok_or(PackScan::Unreadable)?;
+    let (_, count) = header::decode(head).map_err(|_| PackScan::Unreadable)?;
+    let mut offset = header::SIZE;
+    let mut scratch = vec![0u8; 64 << 10];
+    let mut inflate = Decompress::new();
+    for _ in 0..count {
+        let entry = Entry::from_bytes(
+            data.get(offset..).ok_or(PackScan::Unreadable)?,
+            offset as u64,
+            hash,
+        )
+        .map_err(|_| PackScan::Unreadable)?;
+        if entry.decompressed_size > limits.max_object_size {
+            return Ok(Some(entry.decompressed_size));
+        }
+        let mut input = usize::try_from(entry.data_offset)
+            .ok()
+            .and_then(|at| data.get(at..))
+            .ok_or(PackScan::Unreadable)?;
+        inflate.reset();
+        let (mut read, mut made) = (0u64, 0u64);
+        // The first bytes of a delta: the sizes of its base and of what it makes.
+        let mut delta_head = Vec::new();
+        loop {
+            if Instant::now() > limits.until {
+                return Err(PackScan::Late);
+            }
+            let (before_in, before_out) = (inflate.total_in(), inflate.total_out());
+            let status = inflate
+                .decompress(input, &mut scratch, FlushDecompress::None)
+                .map_err(|_| PackScan::Unreadable)?;
+            let consumed = (inflate.total_in() - before_in) as usize;
+            let produced = (inflate.total_out() - before_out) as usize;
+            input = &input[consumed..];
+            read += consumed as u64;
+            made += produced as u64;
+            if made > entry.decompressed_size {
+                return Err(PackScan::Unreadable);
+            }
+            if entry.header.is_delta() && delta_head.len() < 20 {
+                let take = produced.min(20 - delta_head.len());
+                delta_head.extend_from_slice(&scratch[..take]);
+            }
+            match status {
+                Status::StreamEnd => break,
+                Status::Ok if consumed > 0 || produced > 0 => {}
+                _ => return Err(PackScan::Unreadable),
+            }
+        }
+        if entry.header.is_delta() {
+            let mut at = 0;
+            let mut varint = || {
+                let (mut value, mut shift) = (0u64, 0);
+                loop {
+                    let byte = *delta_head.get(at)?;
+                    at += 1;
+                    value |= u64::from(byte & 0x7f).checked_shl(shift)?;
+                    shift += 7;
+                    if byte & 0x80 == 0 || shift > 63 {
+                        return Some(value);
+                    }
+                }
+            };
+            let (_base, result) = (varint(), varint());
+            match result {
+                Some(result) if result > limits.max_object_size => return Ok(Some(result)),
+                Some(_) => {}
+                None => return Err(PackScan::Unreadable),
+            }
+        }
+        offset = usize::try_from(entry.data_offset.saturating_add(read))
+            .map_err(|_| PackScan::Unreadable)?;
+    }
+    Ok(None)
 }
 
 /// Whether `path` is a folder itself (not a symlink to one).
@@ -137,4 +308,131 @@ pub fn blob_id(bytes: &[u8]) -> anyhow::Result<gix::ObjectId> {
         gix::objs::Kind::Blob,
         bytes,
     )?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `data` as a zlib stream of one stored block.
+    fn zlib(data: &[u8]) -> Vec<u8> {
+        let len = u16::try_from(data.len()).unwrap();
+        let mut out = vec![0x78, 0x01, 0x01];
+        out.extend(len.to_le_bytes());
+        out.extend((!len).to_le_bytes());
+        out.extend(data);
+        let (mut a, mut b) = (1u32, 0u32);
+        for &byte in data {
+            a = (a + u32::from(byte)) % 65521;
+            b = (b + a) % 65521;
+        }
+        out.extend(((b << 16) | a).to_be_bytes());
+        out
+    }
+
+    /// A pack entry's header: its type and the size it declares.
+    fn entry_header(kind: u8, size: u64) -> Vec<u8> {
+        let mut out = Vec::new();
+        let mut byte = (kind << 4) | (size & 0x0f) as u8;
+        let mut rest = size >> 4;
+        while rest > 0 {
+            out.push(byte | 0x80);
+            byte = (rest & 0x7f) as u8;
+            rest >>= 7;
+        }
+        out.push(byte);
+        out
+    }
+
+    /// A size as a delta's header writes it.
+    fn varint(mut n: u64) -> Vec<u8> {
+        let mut out = Vec::new();
+        while n >= 0x80 {
+            out.push((n & 0x7f) as u8 | 0x80);
+            n >>= 7;
+        }
+        out.push(n as u8);
+        out
+    }
+
+    /// A pack of `entries` (already encoded), with a trailer the scan does not read.
+    fn pack(entries: &[Vec<u8>]) -> Vec<u8> {
+        let mut out = b"PACK".to_vec();
+        out.extend(2u32.to_be_bytes());
+        out.extend(u32::try_from(entries.len()).unwrap().to_be_bytes());
+        for e in entries {
+            out.extend(e);
+        }
+        out.extend([0u8; 20]);
+        out
+    }
+
+    fn blob(data: &[u8]) -> Vec<u8> {
+        let mut out = entry_header(3, data.len() as u64);
+        out.extend(zlib(data));
+        out
+    }
+
+    /// A delta on the entry `distance` bytes back that makes an object of `result` bytes.
+    fn delta(distance: u8, base: u64, result: u64) -> Vec<u8> {
+        let mut data = varint(base);
+        data.extend(varint(result));
+        // One copy of the whole base (what it copies does not matter to the scan).
+        data.extend([0x90, 0x05]);
+        let mut out = entry_header(6, data.len() as u64);
+        out.push(distance);
+        out.extend(zlib(&data));
+        out
+    }
+
+    fn limits(max_object_size: u64) -> Limits {
+        Limits {
+            max_object_size,
+            until: Instant::now() + std::time::Duration::from_secs(60),
+        }
+    }
+
+    fn scan(data: &[u8], limits: Limits) -> Result<Option<u64>, PackScan> {
+        object_over(data, gix::hash::Kind::Sha1, limits)
+    }
+
+    #[test]
+    fn a_pack_under_the_limit_passes_and_a_delta_that_makes_more_is_found() {
+        let base = blob(b"hello");
+        let distance = u8::try_from(base.len()).unwrap();
+        let data = pack(&[base, delta(distance, 5, 5 << 20)]);
+        assert!(matches!(scan(&data, limits(10 << 20)), Ok(None)));
+        // Small on disk, small as a delta: the object it makes is what counts.
+        assert!(matches!(scan(&data, limits(1 << 20)), Ok(Some(n)) if n == 5 << 20));
+    }
+
+    #[test]
+    fn an_entry_that_declares_more_is_refused_before_it_is_inflated() {
+        // Its data is no zlib stream at all: the header alone decides.
+        let mut huge = entry_header(3, 30 << 30);
+        huge.extend([0xde, 0xad]);
+        let data = pack(&[blob(b"small"), huge]);
+        assert!(matches!(scan(&data, limits(1 << 20)), Ok(Some(n)) if n == 30 << 30));
+    }
+
+    #[test]
+    fn a_broken_or_late_pack_is_not_scanned_through() {
+        let data = pack(&[blob(b"hello")]);
+        assert!(matches!(
+            scan(&data[..data.len() - 25], limits(1 << 20)),
+            Err(PackScan::Unreadable)
+        ));
+        // An entry that inflates to more than it declares.
+        let mut liar = entry_header(3, 2);
+        liar.extend(zlib(b"more than two"));
+        assert!(matches!(
+            scan(&pack(&[liar]), limits(1 << 20)),
+            Err(PackScan::Unreadable)
+        ));
+        let past = Limits {
+            max_object_size: 1 << 20,
+            until: Instant::now() - std::time::Duration::from_secs(1),
+        };
+        assert!(matches!(scan(&data, past), Err(PackScan::Late)));
+    }
 }

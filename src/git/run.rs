@@ -103,24 +103,63 @@ impl GitRunner {
         args: &[&str],
         timeout: Duration,
     ) -> anyhow::Result<Option<(bool, String)>> {
-        use std::io::{Read, Seek};
-        use std::os::unix::process::CommandExt;
         let mut out = tempfile::tempfile()?;
+        let Some(success) = self.spawn_within(args, None, &out, &out, timeout)? else {
+            return Ok(None);
+        };
+        Ok(Some((
+            success,
+            String::from_utf8_lossy(&read_back(&mut out)?).into_owned(),
+        )))
+    }
+
+    /// [`GitRunner::raw_within`] with `stdin` as git's input and its stdout kept apart
+    /// from its stderr.
+    pub fn within(
+        &self,
+        args: &[&str],
+        stdin: Option<std::fs::File>,
+        timeout: Duration,
+    ) -> anyhow::Result<Option<Finished>> {
+        let mut out = tempfile::tempfile()?;
+        let mut err = tempfile::tempfile()?;
+        let Some(success) = self.spawn_within(args, stdin, &out, &err, timeout)? else {
+            return Ok(None);
+        };
+        Ok(Some(Finished {
+            success,
+            stdout: read_back(&mut out)?,
+            stderr: String::from_utf8_lossy(&read_back(&mut err)?).into_owned(),
+        }))
+    }
+
+    /// Runs git (inside the runner's fence) in its own process group, its output into
+    /// `out` and `err`, and waits for it at most `timeout`: whether it succeeded, or
+    /// `None` when it ran past and its whole group was killed.
+    fn spawn_within(
+        &self,
+        args: &[&str],
+        stdin: Option<std::fs::File>,
+        out: &std::fs::File,
+        err: &std::fs::File,
+        timeout: Duration,
+    ) -> anyhow::Result<Option<bool>> {
+        use std::os::unix::process::CommandExt;
         let mut cmd = self.command(args);
         if let Some(fence) = &self.fence {
             fence.apply_to(&mut cmd)?;
         }
-        cmd.stdin(Stdio::null())
+        cmd.stdin(stdin.map_or_else(Stdio::null, Stdio::from))
             .stdout(out.try_clone()?)
-            .stderr(out.try_clone()?)
+            .stderr(err.try_clone()?)
             .process_group(0);
         let mut child = cmd
             .spawn()
             .with_context(|| format!("cannot run git {}", args.join(" ")))?;
         let start = Instant::now();
-        let status = loop {
+        loop {
             if let Some(status) = child.try_wait()? {
-                break status;
+                return Ok(Some(status.success()));
             }
             if start.elapsed() > timeout {
                 crate::sys::process::kill_group(child.id());
@@ -128,13 +167,7 @@ impl GitRunner {
                 return Ok(None);
             }
             std::thread::sleep(Duration::from_millis(20));
-        };
-        let mut text = String::new();
-        out.rewind()?;
-        let mut bytes = Vec::new();
-        out.read_to_end(&mut bytes)?;
-        text.push_str(&String::from_utf8_lossy(&bytes));
-        Ok(Some((status.success(), text)))
+        }
     }
 
     /// Every value of a key in the repository's own config (`--local`); empty when unset.
@@ -180,6 +213,23 @@ impl GitRunner {
         ])
         .map(drop)
     }
+}
+
+/// What a git run within a time limit printed, and whether it succeeded.
+#[derive(Debug)]
+pub struct Finished {
+    pub success: bool,
+    pub stdout: Vec<u8>,
+    pub stderr: String,
+}
+
+/// Everything written to a temp file so far.
+fn read_back(file: &mut std::fs::File) -> anyhow::Result<Vec<u8>> {
+    use std::io::{Read, Seek};
+    file.rewind()?;
+    let mut bytes = Vec::new();
+    file.read_to_end(&mut bytes)?;
+    Ok(bytes)
 }
 
 /// Runs `cmd` (git `args`) and returns its stdout; a non-zero exit is an error carrying

@@ -5,7 +5,8 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, bail};
 
-use super::run::GitRunner;
+use super::run::{Finished, GitRunner};
+use crate::core::oversize::LeftFile;
 
 /// Cuts a linked worktree at `path` on a new branch `branch` from `base`, in-process
 /// (gix checks out about twice as fast as `git worktree add`). The branch is created
@@ -115,6 +116,27 @@ pub enum Commit {
     Committed,
     /// A hook refused the commit; its output.
     Refused(String),
+    /// A step before the commit (`git status`, `git add`) ran past its bound and was
+    /// stopped.
+    OutOfTime(crate::core::oversize::Step),
+}
+
+/// How git-crew's own git runs in a run's worktree once the run's processes are gone:
+/// inside the run's write fence (what git runs there — a filter, a hook — may be the
+/// worker's code, and what it hashes goes to the run's quarantine), and only until
+/// `until`.
+#[derive(Debug, Clone)]
+pub struct Bound {
+    pub fence: Option<crate::sys::fence::Fence>,
+    pub until: std::time::Instant,
+}
+
+impl Bound {
+    /// The time left.
+    pub fn left(&self) -> std::time::Duration {
+        self.until
+            .saturating_duration_since(std::time::Instant::now())
+    }
 }
 
 /// The config dispatch gives a run's worktree (`config.worktree`): its identity for the
@@ -321,6 +343,91 @@ impl RunTree {
         Ok(!status.trim().is_empty())
     }
 
+    /// git in this worktree within `bound`: its output, or `None` when it ran past.
+    fn git_within(&self, args: &[&str], bound: &Bound) -> anyhow::Result<Option<Finished>> {
+        self.git()
+            .with_fence(bound.fence.clone())
+            .within(args, None, bound.left())
+    }
+
+    /// [`RunTree::is_dirty`] within `bound`: `None` when git ran past it. (`git status`
+    /// hashes a tracked file whose size matches its index entry but whose time does not.)
+    pub fn is_dirty_within(&self, bound: &Bound) -> anyhow::Result<Option<bool>> {
+        let args = [
+            "status",
+            "--porcelain",
+            "--untracked-files=all",
+            "--ignore-submodules=all",
+        ];
+        let Some(out) = self.git_within(&args, bound)? else {
+            return Ok(None);
+        };
+        if !out.success {
+            bail!("git status failed: {}", out.stderr.trim());
+        }
+        Ok(Some(!out.stdout.iter().all(u8::is_ascii_whitespace)))
+    }
+
+    /// The regular files git would add here that are bigger than `larger_than` bytes: the
+    /// untracked files git does not ignore and the tracked ones, each measured by
+    /// `lstat` (its apparent size; nothing is read), a tracked one with the size of the
+    /// blob its index entry names when `repo` has it. `None` when listing them ran past
+    /// `bound`. Nothing here hashes: `git ls-files` lists the index and walks the folders.
+    pub fn files_larger_than(
+        &self,
+        repo: &gix::Repository,
+        larger_than: u64,
+        bound: &Bound,
+    ) -> anyhow::Result<Option<Vec<LeftFile>>> {
+        let mut found = Vec::new();
+        let mut measure = |path: &str, recorded: &dyn Fn() -> Option<u64>| {
+            let Ok(meta) = std::fs::symlink_metadata(self.path.join(path)) else {
+                return;
+            };
+            if meta.is_file() && meta.len() > larger_than {
+                found.push(LeftFile {
+                    path: path.to_string(),
+                    size: meta.len(),
+                    recorded: recorded(),
+                });
+            }
+        };
+        let listed = |args: &[&str]| -> anyhow::Result<Option<Vec<u8>>> {
+            let Some(out) = self.git_within(args, bound)? else {
+                return Ok(None);
+            };
+            if !out.success {
+                bail!("git {} failed: {}", args.join(" "), out.stderr.trim());
+            }
+            Ok(Some(out.stdout))
+        };
+        let Some(untracked) = listed(&["ls-files", "-z", "--others", "--exclude-standard"])? else {
+            return Ok(None);
+        };
+        for path in untracked.split(|b| *b == 0).filter(|p| !p.is_empty()) {
+            measure(&String::from_utf8_lossy(path), &|| None);
+        }
+        let Some(tracked) = listed(&["ls-files", "-z", "--stage"])? else {
+            return Ok(None);
+        };
+        for entry in tracked.split(|b| *b == 0).filter(|p| !p.is_empty()) {
+            // `<mode> <id> <stage>\t<path>`
+            let entry = String::from_utf8_lossy(entry);
+            let Some((info, path)) = entry.split_once('\t') else {
+                continue;
+            };
+            let mut fields = info.split(' ');
+            let (mode, id) = (fields.next().unwrap_or(""), fields.next().unwrap_or(""));
+            let blob = matches!(mode, "100644" | "100755")
+                .then(|| gix::ObjectId::from_hex(id.as_bytes()).ok())
+                .flatten();
+            measure(path, &|| {
+                blob.and_then(|id| repo.find_header(id).ok().map(|h| h.size()))
+            });
+        }
+        Ok(Some(found))
+    }
+
     /// The paths with uncommitted changes (untracked files included; a nested
     /// repository counts by its pointer only), as `git status` names them.
     pub fn uncommitted(&self) -> anyhow::Result<Vec<String>> {
@@ -441,24 +548,31 @@ impl RunTree {
         }
     }
 
-    /// Commits everything left in the worktree, through its hooks inside `fence`, within
-    /// `timeout` (a hook that hangs must not hang the caller).
-    pub fn commit_all(
-        &self,
-        message: &str,
-        timeout: std::time::Duration,
-        fence: Option<crate::sys::fence::Fence>,
-    ) -> anyhow::Result<Commit> {
-        if !self.is_dirty()? {
+    /// Commits everything left in the worktree, through its hooks: every git command
+    /// inside the bound's fence, and all of them within its time (a hook that hangs, or a
+    /// `git add` with too much to hash, must not hang the caller).
+    pub fn commit_all(&self, message: &str, bound: &Bound) -> anyhow::Result<Commit> {
+        use crate::core::oversize::Step;
+        match self.is_dirty_within(bound)? {
+            None => return Ok(Commit::OutOfTime(Step::Status)),
+            Some(false) => return Ok(Commit::Clean),
+            Some(true) => {}
+        }
+        let Some(added) = self.git_within(&["add", "-A"], bound)? else {
+            // The stopped `git add` leaves its lock; nothing else holds it.
+            clear_index_lock(&self.admin);
+            return Ok(Commit::OutOfTime(Step::Add));
+        };
+        if !added.success {
+            bail!("git add -A failed: {}", added.stderr.trim());
+        }
+        let Some(staged) = self.git_within(&["diff", "--cached", "--quiet"], bound)? else {
+            return Ok(Commit::OutOfTime(Step::Add));
+        };
+        if staged.success {
             return Ok(Commit::Clean);
         }
-        let git = self.git();
-        git.output(&["add", "-A"])?;
-        let staged = git.raw(&["diff", "--cached", "--quiet"])?;
-        if staged.status.success() {
-            return Ok(Commit::Clean);
-        }
-        commit(&self.path, message, timeout, fence)
+        commit(&self.path, message, bound.left(), bound.fence.clone())
     }
 }
 

@@ -88,16 +88,17 @@ pub fn prepare(
     let mut seeded = Vec::new();
     let extra = config.seed.clone().unwrap_or_default();
     for seed in workenv::seeds(record.adapter, &lead, &extra) {
-        let Some(text) = crate::sys::fs::read_regular_capped(&seed.from, SEED_CAP + 1) else {
+        // The lead's own file: a symlink to it is followed, anything but a regular file
+        // of at most the cap is left out.
+        let Ok(raw) =
+            crate::sys::fs::read_capped(&seed.from, SEED_CAP, crate::sys::fs::Links::Follow)
+        else {
             continue;
         };
-        if text.len() as u64 > SEED_CAP {
-            continue;
-        }
         let bytes = match seed.filter {
-            SeedFilter::Whole => text.into_bytes(),
+            SeedFilter::Whole => raw,
             SeedFilter::ClaudeAccount => {
-                let Some(kept) = serde_json::from_str(&text)
+                let Some(kept) = serde_json::from_slice(&raw)
                     .ok()
                     .and_then(|v| workenv::claude_account(&v))
                 else {

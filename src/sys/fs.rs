@@ -280,7 +280,7 @@ pub fn write_beneath(root: &Path, rel: &Path, bytes: &[u8]) -> anyhow::Result<()
 }
 
 #[cfg(test)]
-mod tests {
+mod beneath_tests {
     use super::*;
 
     #[test]

@@ -901,8 +901,10 @@ fn a_nested_repository_and_a_deep_process_chain_stay_inside_the_run() {
     let out = env.crew(&repo, &["integrate", &id]);
     out.expect_code(0);
     assert!(!repo.join("PLANTED-nested").exists());
-    // Its files came in as files, through no filter of its own.
-    assert_eq!(read(&repo.join("src/routes/sub/f")), "two\n");
+    // It came in by its pointer, as git adds a repository nested in a work tree (and as
+    // the worker's own `git add` inside the fence would have), through no filter of its own.
+    let entry = env.git_ok(&repo, &["ls-tree", "HEAD", "src/routes/sub"]);
+    assert!(entry.starts_with("160000 commit "), "{entry}");
 
     let run = tampered(&env, &repo, "chain");
     let id = run["run"].as_str().unwrap().to_string();
@@ -955,5 +957,147 @@ fn gits_own_per_worktree_folders_survive_the_restore() {
     assert!(
         !admin.join("MERGE_HEAD").exists(),
         "an unfinished merge stayed"
+    );
+}
+
+/// The bytes of every file under `dir` (their apparent sizes), `0` when it is gone.
+fn bytes_under(dir: &Path) -> u64 {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return 0;
+    };
+    entries
+        .flatten()
+        .map(|e| match e.file_type() {
+            Ok(t) if t.is_dir() => bytes_under(&e.path()),
+            Ok(t) if t.is_file() => e.metadata().map_or(0, |m| m.len()),
+            _ => 0,
+        })
+        .sum()
+}
+
+/// A finished run of the `bulky` worker with `BULKY=mode` and the `extra` flags; its
+/// `show` JSON.
+fn bulky(env: &TestEnv, repo: &Path, task: &str, mode: &str, extra: &[&str]) -> Value {
+    let set = format!("backends.bulky.env.BULKY={mode}");
+    let run = env
+        .dispatch(repo, task)
+        .backend("bulky")
+        .scope("src/routes/**")
+        .set(&set)
+        .args(extra)
+        .finished();
+    env.crew(repo, &["show", &run]).json()["run"].clone()
+}
+
+#[test]
+fn a_sparse_file_over_the_cap_ends_the_run_unhashed_within_its_budget() {
+    require_fence();
+    let env = TestEnv::new();
+    let repo = crew_repo(&env);
+    let before = bytes_under(&repo.join(".git/objects"));
+    // 30 GiB the worker made with one `truncate`: hashing it would take minutes.
+    let run = bulky(&env, &repo, "sparse", "sparse", &["--time-budget", "5s"]);
+    assert_eq!(run["outcome"], "scope-reject", "{run}");
+    let decision = run["decision"].as_str().unwrap();
+    assert_eq!(
+        decision,
+        "the run left a file over fences.max_file_size (100 MiB), so nothing was committed: src/routes/big.bin (30 GiB)"
+    );
+    assert_eq!(run["max_file_size"], 100 << 20, "{run}");
+    // Ended within the budget and the supervisor's own bound (10 s), with room to spare
+    // for a slow machine; the recorded times, not the test's clock.
+    let elapsed = run["elapsed_s"].as_u64().unwrap();
+    assert!(elapsed < 5 + 10 + 20, "{elapsed}s: {run}");
+    // Nothing of it was hashed into the store or the run's quarantine.
+    let id = run["run"].as_str().unwrap();
+    let grown = bytes_under(&repo.join(".git/objects")) - before;
+    let quarantined = bytes_under(&repo.join(format!(".git/crew/runs/{id}/objects")));
+    assert!(grown < 1 << 20, "the object store grew by {grown} bytes");
+    assert!(
+        quarantined < 1 << 20,
+        "{quarantined} bytes in the quarantine"
+    );
+}
+
+#[test]
+fn an_object_over_the_cap_that_the_worker_committed_itself_stays_out() {
+    require_fence();
+    let env = TestEnv::new();
+    let repo = crew_repo(&env);
+    // What the worker commits: 5 MiB of zeros (a few kilobytes on disk, compressed).
+    let zeros = env.root().join("zeros");
+    std::fs::write(&zeros, vec![0u8; 5 << 20]).unwrap();
+    let blob = env.git_ok(&repo, &["hash-object", &zeros.to_string_lossy()]);
+    let blob = blob.trim();
+    let cap = ["--set", "fences.max_file_size=1MiB"];
+
+    // A loose object: its header is read, its body is not inflated.
+    let run = bulky(&env, &repo, "loose", "commit", &cap);
+    let id = run["run"].as_str().unwrap();
+    assert!(env.transcript(&repo, id).contains("commit: ok"));
+    assert_eq!(run["outcome"], "scope-reject", "{run}");
+    assert_eq!(
+        run["decision"],
+        format!(
+            "the run wrote objects over fences.max_file_size (1 MiB), kept out of the repository: {blob} (5 MiB)"
+        )
+    );
+    assert_ne!(env.git(&repo, &["cat-file", "-e", blob]).code, 0);
+
+    // A pack (what git writes for a file over core.bigFileThreshold): refused before
+    // index-pack sees it, for the object it holds.
+    let run = bulky(&env, &repo, "packed", "pack", &cap);
+    let id = run["run"].as_str().unwrap();
+    assert!(env.transcript(&repo, id).contains("pack: written"));
+    assert_eq!(run["outcome"], "scope-reject", "{run}");
+    let decision = run["decision"].as_str().unwrap();
+    assert!(
+        decision.starts_with(
+            "the run wrote objects over fences.max_file_size (1 MiB), kept out of the repository: an object of pack-"
+        ) && decision.ends_with(".pack (5 MiB)"),
+        "{decision}"
+    );
+    assert_ne!(env.git(&repo, &["cat-file", "-e", blob]).code, 0);
+
+    // Under the cap (the default 100 MiB) the same work passes and comes into the store.
+    let run = bulky(&env, &repo, "under", "commit", &["--verify", "true"]);
+    assert_eq!(run["outcome"], "pass", "{run}");
+    env.git_ok(&repo, &["cat-file", "-e", blob]);
+}
+
+#[test]
+fn a_git_add_with_too_much_to_hash_is_stopped_at_the_budget_and_its_bound() {
+    require_fence();
+    let env = TestEnv::new();
+    let repo = crew_repo(&env);
+    // With the cap out of the way, git has 200 GiB to hash: minutes of work on any
+    // machine, far more than the budget and the bound.
+    let run = bulky(
+        &env,
+        &repo,
+        "hashing",
+        "sparse",
+        &[
+            "--time-budget",
+            "3s",
+            "--set",
+            "backends.bulky.env.SIZE=200G",
+            "--set",
+            "fences.max_file_size=1TiB",
+        ],
+    );
+    assert_eq!(run["outcome"], "timeout", "{run}");
+    assert_eq!(
+        run["decision"],
+        "`git add` of the work left behind ran past the time budget and its 10s grace, and was stopped"
+    );
+    let elapsed = run["elapsed_s"].as_u64().unwrap();
+    assert!(elapsed < 3 + 10 + 20, "{elapsed}s: {run}");
+    // The stopped git left its worktree usable: no index lock.
+    let id = run["run"].as_str().unwrap();
+    assert!(
+        !repo
+            .join(format!(".git/worktrees/{id}/index.lock"))
+            .exists()
     );
 }

@@ -47,6 +47,10 @@ fn kind_schema(kind: Kind) -> serde_json::Value {
         Kind::Duration => {
             json!({"type": "string", "pattern": "^\\s*[0-9]+\\s*[a-zA-Zµ]+(\\s*[0-9]+\\s*[a-zA-Zµ]+)*\\s*$"})
         }
+        Kind::Size => json!({"oneOf": [
+            {"type": "string", "pattern": "^\\s*([0-9]+(\\.[0-9]+)?|\\.[0-9]+)\\s*([bB]|[kKmMgGtT][iI]?[bB])?\\s*$"},
+            {"type": "integer", "minimum": 1},
+        ]}),
         Kind::StrArray => json!({"type": "array", "items": {"type": "string"}}),
         Kind::EnumArray(values) => {
             json!({"type": "array", "items": {"type": "string", "enum": values}})

@@ -486,6 +486,38 @@ mod tests {
     }
 
     #[test]
+    fn a_size_is_read_with_its_unit_or_as_bytes_and_a_bad_one_is_named() {
+        let r = resolve(&[], &Invocation::default()).unwrap();
+        assert_eq!(r.flight.fences.max_file_size_bytes(), 100 << 20);
+        for (set, bytes) in [
+            ("fences.max_file_size=1MiB", 1 << 20),
+            ("fences.max_file_size=2 GB", 2_000_000_000),
+            ("fences.max_file_size=4096", 4096),
+        ] {
+            let inv = Invocation {
+                set: vec![set.into()],
+                ..Invocation::default()
+            };
+            let r = resolve(&[], &inv).unwrap();
+            assert_eq!(r.flight.fences.max_file_size_bytes(), bytes, "{set}");
+        }
+        let inv = Invocation {
+            set: vec![
+                "fences.max_file_size=lots".into(),
+                "fences.max_file_size=0".into(),
+            ],
+            ..Invocation::default()
+        };
+        assert_eq!(
+            errors(&[], &inv),
+            [
+                "--set fences.max_file_size=lots: `fences.max_file_size`: `lots` is not a size; write e.g. \"100MiB\", \"1GiB\" or a number of bytes",
+                "--set fences.max_file_size=0: `fences.max_file_size`: a size must be more than zero"
+            ]
+        );
+    }
+
+    #[test]
     fn layers_merge_key_by_key() {
         let user = file(
             Layer::User,

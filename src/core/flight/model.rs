@@ -230,11 +230,24 @@ pub struct Fences {
     pub needs_help_after_failures: i64,
     pub max_attempts: i64,
     pub max_output: i64,
+    /// A size (`100MiB`, or a number of bytes); see [`Fences::max_file_size_bytes`].
+    pub max_file_size: String,
     pub manifest_required: bool,
     #[serde(default)]
     pub max_cost_usd: Option<f64>,
     #[serde(default)]
     pub max_tokens: Option<i64>,
+}
+
+impl Fences {
+    /// `max_file_size` in bytes (validated by the walker; the shipped default should it
+    /// not read).
+    pub fn max_file_size_bytes(&self) -> u64 {
+        crate::core::size::parse(&self.max_file_size)
+            .ok()
+            .filter(|n| *n > 0)
+            .unwrap_or(crate::core::oversize::DEFAULT_MAX_FILE_SIZE)
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -350,6 +363,7 @@ mod tests {
                 Kind::Int { min, max } => Value::Integer(if even { min } else { max }),
                 Kind::Number => Value::Float(if even { 0.0 } else { 2.5 }),
                 Kind::Duration => Value::String(format!("{}m", n + 1)),
+                Kind::Size => Value::String(format!("{}MiB", n + 1)),
                 Kind::StrArray => Value::Array(vec![Value::String(format!("a{n}"))]),
                 Kind::EnumArray(values) => Value::Array(
                     values

@@ -56,6 +56,9 @@ pub enum Kind {
     Number,
     /// A duration such as `25m`, `90s`, `1h 30m`.
     Duration,
+    /// A size such as `100MiB` (a string with a unit, or a number of bytes), more than
+    /// zero.
+    Size,
     StrArray,
     /// An array whose items are each one of these values.
     EnumArray(&'static [&'static str]),
@@ -73,6 +76,7 @@ impl Kind {
             Kind::Int { .. } => "an integer",
             Kind::Number => "a number",
             Kind::Duration => "a duration string such as \"25m\"",
+            Kind::Size => "a size such as \"100MiB\"",
             Kind::StrArray | Kind::EnumArray(_) => "an array of strings",
             Kind::StrMap => "a table of strings",
         }
@@ -307,6 +311,12 @@ const FENCES: &[Field] = &[
         "Bytes of stdout (and of stderr) kept per attempt: the first part and the latest, the cut marked.",
     )
     .defaults_to(Int(8 << 20)),
+    field(
+        "max_file_size",
+        Kind::Size,
+        "The largest file a run may leave for git-crew to commit, and the largest object it may bring into the repository: a run over it is a scope-reject, and nothing of it is hashed.",
+    )
+    .defaults_to(Str("100MiB")),
     field(
         "manifest_required",
         Kind::Bool,

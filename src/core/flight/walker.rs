@@ -207,6 +207,25 @@ impl<'a> Walker<'a> {
                     None
                 }
             },
+            (Kind::Size, DeValue::String(s)) => match crate::core::size::parse(s) {
+                Ok(0) => {
+                    self.report(at, dotted, "a size must be more than zero".into(), None);
+                    None
+                }
+                Ok(_) => Some(Value::String(s.to_string())),
+                Err(e) => {
+                    self.report(at, dotted, e, None);
+                    None
+                }
+            },
+            // A number of bytes, kept as the size string it stands for.
+            (Kind::Size, DeValue::Integer(i)) => match i64::from_str_radix(i.as_str(), i.radix()) {
+                Ok(n) if n > 0 => Some(Value::String(n.to_string())),
+                _ => {
+                    self.report(at, dotted, "a size must be more than zero".into(), None);
+                    None
+                }
+            },
             (Kind::StrArray | Kind::EnumArray(_), DeValue::Array(items)) => {
                 let mut out = Vec::new();
                 for (i, item) in items.iter().enumerate() {

@@ -34,6 +34,7 @@ impl Supervisor<'_> {
             spent.unwrap_or(false)
         })?;
         self.record.pid = None;
+        self.attempt_ended();
         self.import_objects()?;
         // Its commits are in the store now: what it left in its task's ref folder can be
         // kept and taken out.
@@ -180,13 +181,22 @@ impl Supervisor<'_> {
     }
 
     /// Brings what the run's processes wrote into its object quarantine into the
-    /// repository's store, each object hashed again; a false one is kept out and noted.
+    /// repository's store, each object hashed again, within the run's bounds (no object
+    /// over `fences.max_file_size`, nothing past the deadline and its grace); what is kept
+    /// out is noted.
     pub(super) fn import_objects(&mut self) -> anyhow::Result<()> {
         if self.fence.is_none() {
             return Ok(());
         }
-        let imported =
-            git::objects::import(self.repo, &crate::core::layout::quarantine(&self.run_dir))?;
+        let limits = git::objects::Limits {
+            max_object_size: self.record.file_size_cap(),
+            until: self.bound().until,
+        };
+        let imported = git::objects::import(
+            self.repo,
+            &crate::core::layout::quarantine(&self.run_dir),
+            limits,
+        )?;
         self.rejected_objects.extend(imported.rejected);
         Ok(())
     }

@@ -155,6 +155,7 @@ pub fn deliver(
     sup.record.attempts += 1;
     sup.record.phase = Phase::Working;
     std::fs::write(&sup.record.manifest, reply).context("cannot write the manifest")?;
+    sup.attempt_ended();
     let delivered = match sup.judge(Ok(Some(reply.to_string())))? {
         Judgement::Settled => Delivered::Settled(Box::new(sup.record.clone())),
         Judgement::Incomplete(problem) if sup.record.attempts >= 2 => {
@@ -203,8 +204,11 @@ struct Supervisor<'a> {
     /// The write fence of the run's processes, and their `TMPDIR`.
     fence: Option<crate::sys::fence::Fence>,
     tmp: Option<PathBuf>,
-    /// Objects the run's processes wrote under false names (left out of the store).
-    rejected_objects: Vec<String>,
+    /// Objects the run's processes wrote that were left out of the store (under false
+    /// names, over `fences.max_file_size`, or past the time), and why.
+    rejected_objects: Vec<crate::core::oversize::Refused>,
+    /// When the work after the last attempt must be done (see `attempt_ended`).
+    settle_by: Option<Instant>,
     /// The last attempt's stdout, as kept (capped at `fences.max_output`).
     last_stdout: Vec<u8>,
     /// The run as it was when it moved to a phase the lead's notify command is told of.
@@ -297,6 +301,7 @@ impl<'a> Supervisor<'a> {
             retry: None,
             session_confirmed: false,
             rejected_objects: Vec::new(),
+            settle_by: None,
             last_stdout: Vec::new(),
             notice: None,
             strays: Default::default(),
@@ -308,6 +313,25 @@ impl<'a> Supervisor<'a> {
             Ok(())
         } else {
             Err(EndedOutside.into())
+        }
+    }
+
+    /// Marks the end of an attempt (its worker gone, or a native run's reply handed in):
+    /// what git-crew does about it must be done by the deadline plus the grace
+    /// (`core::oversize::GRACE`) — or the grace from now, for a reply that came after the
+    /// deadline.
+    fn attempt_ended(&mut self) {
+        self.settle_by = Some(self.deadline.max(Instant::now()) + crate::core::oversize::GRACE);
+    }
+
+    /// How git-crew's own git runs in the run's worktree after an attempt: inside the
+    /// run's write fence, and done by the time [`Supervisor::attempt_ended`] set.
+    fn bound(&self) -> worktree::Bound {
+        worktree::Bound {
+            fence: self.fence.clone(),
+            until: self
+                .settle_by
+                .unwrap_or(self.deadline + crate::core::oversize::GRACE),
         }
     }
 

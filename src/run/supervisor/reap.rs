@@ -54,9 +54,16 @@ pub(super) fn end_outside(
     if let Some(repo) = &repo {
         // What its processes wrote (its commits) comes into the store, each object
         // hashed again.
+        // Bounded as the supervisor's import is: no object over the run's
+        // `fences.max_file_size`, and no longer than the grace.
+        let limits = git::objects::Limits {
+            max_object_size: record.file_size_cap(),
+            until: std::time::Instant::now() + crate::core::oversize::GRACE,
+        };
         let _ = git::objects::import(
             repo,
             &crate::core::layout::quarantine(&store.run_dir(&record.run)),
+            limits,
         );
         // Its processes are gone: what it wrote into its worktree's administration goes
         // too, so no later git command there runs it or chokes on it.

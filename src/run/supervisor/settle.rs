@@ -2,6 +2,7 @@
 //! judged, verify, the continuation after a failed verify, and the run record filed.
 
 use super::*;
+use crate::core::oversize::Step;
 
 impl Supervisor<'_> {
     /// Judges a reply: the work is settled against the scope, then the footer is read.
@@ -77,10 +78,31 @@ impl Supervisor<'_> {
             Ok(tree) => tree,
             Err(why) => return tampered(why),
         };
+        // Objects the attempt wrote were taken in (or kept out) when it ended: a run that
+        // wrote false or oversized ones is decided, and nothing more of it is hashed.
+        if let Some(decided) = self.refused_objects() {
+            return Ok(Some(decided));
+        }
+        // Everything git-crew runs in the worktree from here is the run's: inside its
+        // write fence, and done by the deadline plus the grace.
+        let bound = self.bound();
+        let cap = self.record.file_size_cap();
+        // Measured, never read, before git hashes anything: a file over the cap (a sparse
+        // 30 GiB one costs the worker one `truncate`) ends the run, unhashed.
+        match tree.files_larger_than(self.repo, cap, &bound) {
+            Ok(Some(files)) => {
+                if let Some(decided) = crate::core::oversize::left_over(&files, cap) {
+                    return Ok(Some(decided));
+                }
+            }
+            Ok(None) => return Ok(Some(crate::core::oversize::out_of_time(Step::List))),
+            Err(e) => return tampered(format!("git cannot read the worktree: {e:#}")),
+        }
         let read_only = !self.record.role.may_commit();
         if read_only {
-            let dirty = match tree.is_dirty() {
-                Ok(dirty) => dirty,
+            let dirty = match tree.is_dirty_within(&bound) {
+                Ok(Some(dirty)) => dirty,
+                Ok(None) => return Ok(Some(crate::core::oversize::out_of_time(Step::Status))),
                 Err(e) => return tampered(format!("git cannot read the worktree: {e:#}")),
             };
             if dirty {
@@ -94,12 +116,9 @@ impl Supervisor<'_> {
                 "crew: work left uncommitted by run {} (task {})",
                 self.record.run, self.record.task
             );
-            // What is left of the budget, and ten seconds more for a run that ran out of it.
-            let limit = self
-                .deadline
-                .saturating_duration_since(std::time::Instant::now())
-                + Duration::from_secs(10);
-            let committed = tree.commit_all(&message, limit, self.fence.clone());
+            // Within what is left of the budget, and the grace for a run that ran out of
+            // it: `git status`, `git add` and the commit alike.
+            let committed = tree.commit_all(&message, &bound);
             // The commit's hooks ran the worker's code too: nothing they started stays,
             // and what they wrote into the administration is put back.
             process::reap_orphans();
@@ -112,6 +131,9 @@ impl Supervisor<'_> {
                 Ok(committed) => committed,
                 Err(e) => return tampered(format!("git cannot read the worktree: {e:#}")),
             };
+            if let worktree::Commit::OutOfTime(step) = committed {
+                return Ok(Some(crate::core::oversize::out_of_time(step)));
+            }
             if let worktree::Commit::Refused(output) = committed {
                 // Whether the scope refused it is decided here, by the same check the hook
                 // runs, on what is staged — never read from the hook's words. Any other
@@ -140,14 +162,8 @@ impl Supervisor<'_> {
                 }));
             }
         }
-        if !self.rejected_objects.is_empty() {
-            return Ok(Some((
-                Outcome::ScopeReject,
-                format!(
-                    "the run wrote objects whose content does not match their names: {}",
-                    self.rejected_objects.join(", ")
-                ),
-            )));
+        if let Some(decided) = self.refused_objects() {
+            return Ok(Some(decided));
         }
         // The run's branch, read from the repository's refs (not through the worktree's
         // own `.git` link, which the worker can rewrite), is what gets audited and verified.
@@ -202,6 +218,12 @@ impl Supervisor<'_> {
             Outcome::ScopeReject,
             format!("the branch breaks its fences: {}", text.join("; ")),
         )))
+    }
+
+    /// The decision on the objects the run's processes wrote that were kept out of the
+    /// store, if any were.
+    fn refused_objects(&self) -> Option<(Outcome, String)> {
+        crate::core::oversize::refused_objects(&self.rejected_objects, self.record.file_size_cap())
     }
 
     pub(super) fn verify(&mut self) -> anyhow::Result<()> {
