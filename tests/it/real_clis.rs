@@ -152,6 +152,23 @@ env = {{ ANTHROPIC_BASE_URL = "http://127.0.0.1:{port}", ANTHROPIC_API_KEY = "du
     repo
 }
 
+/// Every file under `dir` (symlinks not followed).
+fn walk(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut next = vec![dir.to_path_buf()];
+    while let Some(d) = next.pop() {
+        for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+            let t = e.file_type().unwrap();
+            if t.is_dir() {
+                next.push(e.path());
+            } else {
+                out.push(e.path());
+            }
+        }
+    }
+    out
+}
+
 pub(super) fn wait(env: &TestEnv, repo: &Path, run: &str) -> (crate::common::Out, Value) {
     let out = env.crew(repo, &["wait", run, "--timeout", "150s"]);
     let result = out.json()["runs"][0].clone();
@@ -204,6 +221,39 @@ fn needs_help_then_advise_resumes_the_same_session(backend: &str) {
     let env = TestEnv::new();
     let server = ModelServer::start(&env);
     let repo = repo_with_real_backends(&env, &bin, &server);
+    // The lead's CLI state (the folder the backend's env names): credentials, and what
+    // must never reach a worker (its MCP servers, hooks, instructions).
+    let codex_home = env.root().join("codex-home");
+    let claude_config = env.root().join("claude-config");
+    write(
+        &codex_home.join("auth.json"),
+        r#"{"OPENAI_API_KEY":"lead-key"}"#,
+    );
+    write(
+        &codex_home.join("config.toml"),
+        "notify = [\"touch\", \"/lead-notified\"]\n",
+    );
+    write(
+        &claude_config.join(".credentials.json"),
+        r#"{"token":"lead"}"#,
+    );
+    write(
+        &claude_config.join(".claude.json"),
+        r#"{"hasCompletedOnboarding":true,"userID":"u1","mcpServers":{"lead":{"command":"sh"}}}"#,
+    );
+    write(
+        &claude_config.join("settings.json"),
+        r#"{"hooks":{"SessionStart":[{"hooks":[{"type":"command","command":"touch /lead-hook"}]}]}}"#,
+    );
+    let lead_state = |dir: &Path| -> Vec<(PathBuf, Vec<u8>)> {
+        let mut files: Vec<(PathBuf, Vec<u8>)> = walk(dir)
+            .into_iter()
+            .map(|p| (p.clone(), std::fs::read(&p).unwrap_or_default()))
+            .collect();
+        files.sort();
+        files
+    };
+    let before = (lead_state(&codex_home), lead_state(&claude_config));
     let out = env.crew(
         &repo,
         &[
@@ -214,6 +264,8 @@ fn needs_help_then_advise_resumes_the_same_session(backend: &str) {
             backend,
             "--scope",
             "src/**",
+            "--scope",
+            "hello.txt",
             "--prompt",
             "Pick a store. [[mock:help]]",
         ],
@@ -226,8 +278,16 @@ fn needs_help_then_advise_resumes_the_same_session(backend: &str) {
     assert_eq!(result["needs_help"]["leaning"], "sqlite");
     let session = result["session"].as_str().unwrap().to_string();
 
-    env.crew(&repo, &["advise", &run, "--text", "Use sqlite."])
-        .expect_code(0);
+    env.crew(
+        &repo,
+        &[
+            "advise",
+            &run,
+            "--text",
+            "Use sqlite. [[mock:write hello.txt]]",
+        ],
+    )
+    .expect_code(0);
     let (out, result) = wait(&env, &repo, &run);
     out.expect_code(0);
     assert_eq!(result["outcome"], "pass", "{result}");
@@ -236,12 +296,47 @@ fn needs_help_then_advise_resumes_the_same_session(backend: &str) {
         session.as_str(),
         "the same session was resumed"
     );
-    assert_eq!(result["footer"]["result"], "Report from the mock.");
+    assert_eq!(result["footer"]["result"], "Wrote hello.txt with the mock.");
+    assert_eq!(result["fence"], "landlock-v7+ns", "{result}");
+    // The session lives in the worker's own home, seeded with the lead's credentials
+    // and nothing else of its CLI state; the lead's CLI state is as it was.
+    let home = repo.join(format!(".git/crew/runs/{run}/home"));
+    let own: Vec<PathBuf> = walk(&home);
+    let has = |needle: &str| own.iter().any(|p| p.to_string_lossy().contains(needle));
+    if backend == "codex" {
+        assert!(has(".codex/sessions/"), "{own:?}");
+        assert_eq!(
+            read(&home.join(".codex/auth.json")),
+            r#"{"OPENAI_API_KEY":"lead-key"}"#
+        );
+        assert!(!home.join(".codex/config.toml").exists());
+    } else {
+        assert!(has(".claude/projects/"), "{own:?}");
+        assert_eq!(
+            read(&home.join(".claude/.credentials.json")),
+            r#"{"token":"lead"}"#
+        );
+        let account: Value = serde_json::from_str(&read(&home.join(".claude.json"))).unwrap();
+        assert_eq!(account["userID"], "u1");
+        assert!(account.get("mcpServers").is_none(), "{account}");
+        assert!(!home.join(".claude/settings.json").exists());
+    }
+    assert_eq!(
+        (lead_state(&codex_home), lead_state(&claude_config)),
+        before
+    );
+    assert!(!Path::new("/lead-notified").exists() && !Path::new("/lead-hook").exists());
+    // And the work lands.
+    env.crew(&repo, &["integrate", &run]).expect_code(0);
+    assert_eq!(
+        env.git_ok(&repo, &["show", "main:hello.txt"]),
+        "hello from the mock\n"
+    );
     let transcript = env.crew(&repo, &["transcript", &run, "--human"]).stdout;
     assert!(transcript.contains(&format!("resuming {session}")));
     let requests = server.requests();
     assert!(requests.iter().any(|r| r["answer"] == "help"));
-    assert!(requests.iter().any(|r| r["answer"] == "default"));
+    assert!(requests.iter().any(|r| r["answer"] == "write"));
     let prompt = read(&repo.join(format!(".git/crew/runs/{run}/prompt.md")));
     assert!(prompt.contains("[[mock:help]]"));
 }
