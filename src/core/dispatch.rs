@@ -927,6 +927,23 @@ mod tests {
         world.ns = true;
         let plan = world.decide(&f, &request("api", &["src/**"])).unwrap();
         assert_eq!(plan.record.fence.as_deref(), Some("landlock-v7+ns"));
+        let strict = flight("[sandbox]\nrequire = \"landlock+ns\"\n");
+        assert!(world.decide(&strict, &request("api", &["src/**"])).is_ok());
+        world.ns = false;
+        assert!(matches!(
+            world.decide(&strict, &request("api", &["src/**"])),
+            Err(Refusal::Usage(m)) if m.contains("landlock+ns") && m.contains("namespaces")
+        ));
+        let fenced = flight("[sandbox]\nrequire = true\n");
+        let plan = world.decide(&fenced, &request("api", &["src/**"])).unwrap();
+        assert_eq!(plan.record.fence.as_deref(), Some("landlock-v7"));
+        let seeded = flight("seed = [\"../etc\"]\n");
+        let mut to_claude = request("api", &["src/**"]);
+        to_claude.backend = Some("cl".into());
+        assert!(matches!(
+            world.decide(&seeded, &to_claude),
+            Err(Refusal::Usage(m)) if m.contains("seed entry `../etc`")
+        ));
         let off = flight("[sandbox]\nenabled = false\n");
         let plan = world.decide(&off, &request("api", &["src/**"])).unwrap();
         assert_eq!(plan.record.fence.as_deref(), Some("none"));

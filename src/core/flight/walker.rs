@@ -113,35 +113,26 @@ impl<'a> Walker<'a> {
                 Some(Value::Table(out))
             }
             (Kind::Str, DeValue::String(s)) => Some(Value::String(s.to_string())),
-            (Kind::Enum(allowed), DeValue::String(s)) => {
+            (Kind::Enum(allowed) | Kind::BoolOrEnum(allowed), DeValue::String(s)) => {
                 if allowed.contains(&s.as_ref()) {
                     Some(Value::String(s.to_string()))
                 } else {
                     let suggestion = did_you_mean(s, allowed.iter().copied());
+                    let also = if matches!(kind, Kind::BoolOrEnum(_)) {
+                        "true, false or "
+                    } else {
+                        ""
+                    };
                     self.report(
                         at,
                         dotted,
-                        format!("`{s}` is not one of {}", allowed.join(", ")),
+                        format!("`{s}` is not {also}one of {}", allowed.join(", ")),
                         suggestion,
                     );
                     None
                 }
             }
             (Kind::Bool | Kind::BoolOrEnum(_), DeValue::Boolean(b)) => Some(Value::Boolean(*b)),
-            (Kind::BoolOrEnum(allowed), DeValue::String(s)) => {
-                if allowed.contains(&s.as_ref()) {
-                    Some(Value::String(s.to_string()))
-                } else {
-                    let suggestion = did_you_mean(s, allowed.iter().copied());
-                    self.report(
-                        at,
-                        dotted,
-                        format!("`{s}` is not true, false or one of {}", allowed.join(", ")),
-                        suggestion,
-                    );
-                    None
-                }
-            }
             (Kind::Int { min, max }, DeValue::Integer(i)) => {
                 match i64::from_str_radix(i.as_str(), i.radix()) {
                     Ok(n) if (min..=max).contains(&n) => Some(Value::Integer(n)),
