@@ -1689,3 +1689,97 @@ fn a_lint_hook_that_speaks_of_scopes_is_a_failure_not_a_scope_rejection() {
         "{result}"
     );
 }
+
+/// A lead that is not root gets the same private /tmp: git-crew makes a user namespace
+/// for the mount namespace. Run as `nobody` when the tests run as root (as here and in
+/// CI), else as the user the tests run as.
+#[test]
+fn a_lead_that_is_not_root_gives_its_workers_a_private_tmp_too() {
+    use std::os::unix::fs::PermissionsExt;
+    require_fence();
+    let env = TestEnv::new();
+    std::fs::set_permissions(env.root(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let shared = env.root().join("shared");
+    std::fs::create_dir_all(&shared).unwrap();
+    std::fs::set_permissions(&shared, std::fs::Permissions::from_mode(0o777)).unwrap();
+    // What the lead keeps in /tmp, which its workers must not see.
+    let marker = tempfile::Builder::new()
+        .prefix("crew-lead-socket-")
+        .tempfile_in("/tmp")
+        .unwrap();
+    let marker_name = marker
+        .path()
+        .file_name()
+        .unwrap()
+        .to_string_lossy()
+        .into_owned();
+    let worker = shared.join("worker.sh");
+    write(
+        &worker,
+        "#!/bin/sh\necho \"uid $(id -u)\"\necho \"tmp $(ls -a /tmp | tr '\\n' ' ')\"\n\
+         echo \"home $HOME\"\n: > \"$TMPDIR/mine\" && echo 'tmpdir ok'\n\
+         printf '## Result\\nok\\n## How to verify\\ntrue\\n## Deferred / concerns\\nNone.\\n'\n",
+    );
+    std::fs::set_permissions(&worker, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let script = format!(
+        "set -e; cd {shared}; git init -q -b main r; cd r; git commit -q --allow-empty -m init\n\
+         git crew init >/dev/null\n\
+         printf 'version = 1\\ndefault_backend = \"w\"\\n[backends.w]\\nadapter = \"command\"\\nargv = [\"{worker}\"]\\n' > .crew/flight.toml\n\
+         git add -A; git commit -qm cfg\n\
+         git crew dispatch --task t --scope 'src/**' --prompt x --wait\n\
+         git crew transcript @last --human\n",
+        shared = shared.display(),
+        worker = worker.display(),
+    );
+    // SAFETY: geteuid cannot fail.
+    let root = unsafe { libc::geteuid() } == 0;
+    let mut cmd = if root {
+        let mut c = env.command("setpriv");
+        c.args([
+            "--reuid",
+            "65534",
+            "--regid",
+            "65534",
+            "--clear-groups",
+            "sh",
+            "-c",
+        ]);
+        c
+    } else {
+        let mut c = env.command("sh");
+        c.arg("-c");
+        c
+    };
+    let out = cmd
+        .arg(&script)
+        .env("HOME", &shared)
+        // git-crew's temp files go where nobody may write them.
+        .env("TMPDIR", &shared)
+        .current_dir(&shared)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(stdout.contains("\"fence\":\"landlock-v7+ns\""), "{stdout}");
+    assert!(stdout.contains("\"outcome\":\"pass\""), "{stdout}");
+    if root {
+        assert!(stdout.contains("uid 65534"), "{stdout}");
+    }
+    let seen = stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("tmp "))
+        .expect("the worker listed /tmp");
+    assert!(
+        !seen.contains(&marker_name),
+        "the lead's /tmp shows: {seen}"
+    );
+    assert!(stdout.contains("tmpdir ok"), "{stdout}");
+    assert!(
+        stdout.contains("/.git/crew/runs/"),
+        "its own home: {stdout}"
+    );
+}
