@@ -69,9 +69,28 @@ pub fn fixtures() -> PathBuf {
 
 impl TestEnv {
     pub fn new() -> TestEnv {
+        TestEnv::in_dir(&std::env::temp_dir())
+    }
+
+    /// A [`TestEnv`] whose temp dir lies outside `/tmp` (in cargo's temp folder for
+    /// integration tests), as a lead's home and repositories do on a real machine: a
+    /// worker's private `/tmp` hides none of them there.
+    pub fn outside_tmp() -> TestEnv {
+        let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
+        let tmp = std::fs::canonicalize("/tmp").unwrap_or_else(|_| "/tmp".into());
+        assert!(
+            !dir.canonicalize().unwrap_or(dir.clone()).starts_with(&tmp),
+            "cargo's temp folder {} lies under /tmp",
+            dir.display()
+        );
+        TestEnv::in_dir(&dir)
+    }
+
+    fn in_dir(dir: &Path) -> TestEnv {
+        std::fs::create_dir_all(dir).expect("temp dir's parent");
         let tmp = tempfile::Builder::new()
             .prefix("crew-test")
-            .tempdir()
+            .tempdir_in(dir)
             .expect("temp dir");
         std::fs::create_dir_all(tmp.path().join("home")).unwrap();
         std::fs::create_dir_all(tmp.path().join("tmp")).unwrap();

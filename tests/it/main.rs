@@ -25,3 +25,4 @@ mod strays;
 mod sync;
 mod term;
 mod watch;
+mod worker_env;
