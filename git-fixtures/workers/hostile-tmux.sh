@@ -5,7 +5,8 @@
 # fence, would create PWNED in the lead's checkout and `pwned` in the lead's home
 # ($LEAD_HOME); by the socket's path, and through /proc/<pid>/root of its supervisor and
 # of init (another mount namespace's view of /tmp); and, with $TMUX if it has one, plain
-# `tmux new-window`. Each attempt is reported as `<attempt>: refused|DROVE`.
+# `tmux new-window`; and it pushes a keystroke into each of the lead's terminals
+# ($LEAD_TTYS) with TIOCSTI. Each attempt is reported as `<attempt>: refused|DROVE`.
 set -u
 common=$(cd "$CREW_WORKTREE/../../.." && pwd)
 checkout=$(cd "$common/.." && pwd)
@@ -32,6 +33,13 @@ for sock in $LEAD_TMUX_SOCKETS; do
 	IFS=:
 done
 unset IFS
+# Keystrokes pushed into the lead's terminals ($LEAD_TTYS, the panes' ttys), as a
+# shell in them would read them.
+for tty in ${LEAD_TTYS:-}; do
+	try "tiocsti $tty" python3 -c 'import fcntl, os, sys, termios
+fd = os.open(sys.argv[1], os.O_RDONLY | os.O_NOCTTY)
+fcntl.ioctl(fd, termios.TIOCSTI, b"x")' "$tty"
+done
 if [ -n "${TMUX:-}" ]; then echo "env TMUX=$TMUX"; else echo "env TMUX unset"; fi
 try "tmux-env new-window" tmux new-window "$payload"
 try "tmux-env run-shell" tmux run-shell "$payload"

@@ -109,12 +109,28 @@ pub fn base(
 }
 
 /// The lead's runtime folders (`$XDG_RUNTIME_DIR`, `/run/user/<uid>`), where its
-/// sessions' sockets live.
+/// sessions' sockets live, and the folders of the sockets its environment names (its
+/// tmux server's, `$TMUX_TMPDIR`, its ssh agent's).
 fn runtime_dirs() -> Vec<PathBuf> {
-    let mut dirs: Vec<PathBuf> = std::env::var_os("XDG_RUNTIME_DIR")
-        .map(PathBuf::from)
-        .into_iter()
-        .collect();
+    let var = |key: &str| {
+        std::env::var_os(key)
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+    };
+    let mut dirs: Vec<PathBuf> = var("XDG_RUNTIME_DIR").into_iter().collect();
+    dirs.extend(var("TMUX_TMPDIR"));
+    let socket = |value: Option<PathBuf>| {
+        value.and_then(|v| {
+            // `$TMUX` is `<socket>,<pid>,<session>`.
+            let text = v.to_string_lossy().into_owned();
+            let path = PathBuf::from(text.split(',').next().unwrap_or_default());
+            path.parent()
+                .filter(|p| p.is_absolute())
+                .map(Path::to_path_buf)
+        })
+    };
+    dirs.extend(socket(var("TMUX")));
+    dirs.extend(socket(var("SSH_AUTH_SOCK")));
     // SAFETY: getuid cannot fail.
     let uid = unsafe { libc::getuid() };
     dirs.push(PathBuf::from(format!("/run/user/{uid}")));

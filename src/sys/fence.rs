@@ -53,6 +53,9 @@ pub struct Fence {
     /// device node in: git-crew and git read them, and a FIFO there would hang them.
     pub repo_dirs: Vec<PathBuf>,
     pub files: Vec<PathBuf>,
+    /// Device nodes (and `/dev/pts`) it may write, but never send an ioctl: no `TIOCSTI`
+    /// into another process's terminal.
+    pub devices: Vec<PathBuf>,
     /// Variables every fenced process gets: where git writes new objects (the run's
     /// quarantine) and where it reads the repository's, and the worker's own home.
     pub env: Vec<(String, String)>,
@@ -74,7 +77,11 @@ impl Fence {
     pub fn with_devices() -> Fence {
         let mut fence = Fence::default();
         for dev in DEVICES {
-            fence.add(Path::new(dev));
+            if *dev == "/dev/shm" {
+                fence.add(Path::new(dev));
+            } else if Path::new(dev).exists() {
+                fence.devices.push(PathBuf::from(dev));
+            }
         }
         fence
     }
@@ -101,9 +108,8 @@ impl Fence {
         writable.extend(self.repo_dirs.iter().cloned());
         writable.extend(self.files.iter().cloned());
         let mut readable = self.readable.clone();
-        if let Some(dir) = command.get_current_dir() {
-            readable.push(dir.to_path_buf());
-        }
+        let cwd = command.get_current_dir().map(Path::to_path_buf);
+        readable.extend(cwd.clone());
         let path = command
             .get_envs()
             .find(|(k, _)| *k == "PATH")
@@ -114,7 +120,11 @@ impl Fence {
         if program.is_absolute() {
             readable.push(program.to_path_buf());
         }
-        crate::sys::ns::Needs { writable, readable }
+        crate::sys::ns::Needs {
+            writable,
+            readable,
+            cwd,
+        }
     }
 
     /// Puts the fence up in `command`'s child between fork and exec. The ruleset is built
@@ -147,6 +157,11 @@ impl Fence {
             let fd =
                 PathFd::new(file).with_context(|| format!("cannot open {}", file.display()))?;
             ruleset = ruleset.add_rule(PathBeneath::new(fd, file_rights))?;
+        }
+        for dev in &self.devices {
+            let fd = PathFd::new(dev).with_context(|| format!("cannot open {}", dev.display()))?;
+            let rights = if dev.is_dir() { write } else { file_rights };
+            ruleset = ruleset.add_rule(PathBeneath::new(fd, rights & !AccessFs::IoctlDev))?;
         }
         for key in &self.unset {
             command.env_remove(key);

@@ -2,7 +2,9 @@
 //! namespace when git-crew is not root): the run's own temp folder is the process's
 //! `/tmp` — or, when paths the process needs lie under the real `/tmp`, an empty `/tmp`
 //! with just those bound back in (read-only unless its fence lets it write them) — and
-//! `$XDG_RUNTIME_DIR` is covered by an empty tmpfs.
+//! `$XDG_RUNTIME_DIR` is covered by an empty tmpfs. Every other mount is read-only but
+//! for the paths the process's fence lets it write, bound back writable: the kernel fence
+//! governs writes, not a file's mode, owner or times, which a read-only mount keeps.
 //! So no socket of the lead's that lives there (tmux, ssh-agent, X11, D-Bus) can be
 //! reached by path. Everything is prepared here, in the parent; the child only makes
 //! system calls on prepared strings between fork and exec.
@@ -21,6 +23,7 @@ pub struct Plan {
     sources: Vec<CString>,
     slots: Vec<AtomicI32>,
     steps: Vec<Step>,
+    cwd: Option<CString>,
     uid_map: Option<(CString, CString)>,
 }
 
@@ -34,12 +37,25 @@ enum Step {
     /// Makes the bind mount at the target read-only, keeping the flags it had (a user
     /// namespace may not clear them).
     ReadOnly(CString, libc::c_ulong),
+    /// Makes every mount read-only (the writable paths are bound back afterwards, from
+    /// clones taken before).
+    ReadOnlyRoot,
     /// Covers a folder with an empty tmpfs of these options.
     Hide(CString, &'static std::ffi::CStr),
 }
 
 /// `open_tree`'s flag for a detached copy of the tree (linux/mount.h).
 const OPEN_TREE_CLONE: libc::c_uint = 1;
+/// `mount_setattr`'s argument (linux/mount.h).
+#[repr(C)]
+struct MountAttr {
+    attr_set: u64,
+    attr_clr: u64,
+    propagation: u64,
+    userns_fd: u64,
+}
+/// A read-only mount (linux/mount.h).
+const MOUNT_ATTR_RDONLY: u64 = 0x0000_0001;
 /// `move_mount`'s flag for a source given as a file descriptor (linux/mount.h).
 const MOVE_MOUNT_F_EMPTY_PATH: libc::c_uint = 0x0000_0004;
 
@@ -50,6 +66,9 @@ pub struct Needs {
     pub writable: Vec<PathBuf>,
     /// Paths it only reads or runs (the repository, `PATH`, its program, its cwd).
     pub readable: Vec<PathBuf>,
+    /// Its working folder: entered again once the mounts are made (it was entered before,
+    /// on what now lies beneath them).
+    pub cwd: Option<PathBuf>,
 }
 
 fn cstr(path: &Path) -> anyhow::Result<CString> {
@@ -95,8 +114,21 @@ pub fn plan(private: &Path, needs: &Needs, hide: &[PathBuf]) -> anyhow::Result<P
             .filter(|p| under(p))
             .collect(),
     );
+    // Every path the process may write that lies elsewhere, outermost first: bound back
+    // writable over a read-only root.
+    let mut elsewhere: Vec<PathBuf> = needs
+        .writable
+        .iter()
+        .filter_map(canon)
+        .filter(|p| !p.starts_with(&tmp))
+        .collect();
+    elsewhere.sort();
+    elsewhere.dedup();
     let mut sources = Vec::new();
-    let mut steps = Vec::new();
+    // The whole tree is read-only to the process but for what its fence lets it write:
+    // the kernel fence governs what is written, not a file's mode, owner or times, which
+    // a read-only mount refuses to change.
+    let mut steps = vec![Step::ReadOnlyRoot];
     let private = std::fs::canonicalize(private).context("cannot find the run's temp folder")?;
     let mut bind = |steps: &mut Vec<Step>, from: &Path, to: &Path| -> anyhow::Result<()> {
         sources.push(cstr(from)?);
@@ -144,9 +176,24 @@ pub fn plan(private: &Path, needs: &Needs, hide: &[PathBuf]) -> anyhow::Result<P
         }
         bind(&mut steps, path, path)?;
     }
+    for path in &elsewhere {
+        bind(&mut steps, path, path)?;
+    }
+    let needed: Vec<PathBuf> = needs
+        .writable
+        .iter()
+        .chain(&needs.readable)
+        .filter_map(canon)
+        .collect();
     for dir in hide {
-        if std::fs::symlink_metadata(dir).is_ok_and(|m| m.is_dir()) {
-            steps.push(Step::Hide(cstr(dir)?, c"size=16k,mode=700"));
+        let Some(dir) = canon(dir) else { continue };
+        // One under /tmp is out of view already; one that holds a path the
+        // process needs cannot be covered.
+        if !dir.starts_with(&tmp)
+            && !needed.iter().any(|p| p.starts_with(&dir))
+            && std::fs::symlink_metadata(&dir).is_ok_and(|m| m.is_dir())
+        {
+            steps.push(Step::Hide(cstr(&dir)?, c"size=16k,mode=700"));
         }
     }
     // SAFETY: getuid and getgid cannot fail.
@@ -159,6 +206,7 @@ pub fn plan(private: &Path, needs: &Needs, hide: &[PathBuf]) -> anyhow::Result<P
     });
     Ok(Plan {
         slots: sources.iter().map(|_| AtomicI32::new(-1)).collect(),
+        cwd: needs.cwd.as_deref().map(cstr).transpose()?,
         sources,
         steps,
         uid_map,
@@ -262,6 +310,25 @@ impl Plan {
             }
             for step in &self.steps {
                 match step {
+                    Step::ReadOnlyRoot => {
+                        let attr = MountAttr {
+                            attr_set: MOUNT_ATTR_RDONLY,
+                            attr_clr: 0,
+                            propagation: 0,
+                            userns_fd: 0,
+                        };
+                        if libc::syscall(
+                            libc::SYS_mount_setattr,
+                            libc::AT_FDCWD,
+                            c"/".as_ptr(),
+                            libc::AT_RECURSIVE as libc::c_uint,
+                            &attr as *const MountAttr,
+                            std::mem::size_of::<MountAttr>(),
+                        ) != 0
+                        {
+                            return Err(last());
+                        }
+                    }
                     Step::Mkdir(path) => {
                         libc::mkdir(path.as_ptr(), 0o700);
                     }
@@ -315,6 +382,12 @@ impl Plan {
                         }
                     }
                 }
+            }
+            // The working folder std entered lies beneath the mounts made since.
+            if let Some(cwd) = &self.cwd
+                && libc::chdir(cwd.as_ptr()) != 0
+            {
+                return Err(last());
             }
         }
         Ok(())

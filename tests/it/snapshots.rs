@@ -194,6 +194,8 @@ fn a_dispatch_outside_a_repository_is_a_usage_error() {
 fn ledger_and_its_stats() {
     let env = TestEnv::new();
     let (repo, _) = with_a_finished_run(&env);
+    // Later on the pinned clock, so the rows' order never rests on a tie.
+    env.set_clock("2026-01-01T00:10:00Z");
     env.dispatch(&repo, "docs")
         .backend("out-of-scope")
         .scope("docs/**")

@@ -6,7 +6,10 @@
 //!
 //! The suite's temp dirs lie under `/tmp`, where a worker's private `/tmp` hides the
 //! lead's home and checkout altogether; the `_outside_tmp` cases put them where they lie
-//! on a real machine, where that view hides nothing and only the write fence holds.
+//! on a real machine, where the write fence and the read-only mounts of the worker's view
+//! hold (Landlock governs writes, not a file's mode: a `chmod` of the lead's files is
+//! refused by the read-only mount), and the folder of the socket the lead's `$TMUX`
+//! names is covered.
 
 use std::collections::BTreeMap;
 use std::ffi::OsString;
@@ -471,6 +474,18 @@ impl Tmux {
     }
 
     /// `tmux list-windows -a`, and the server's process id.
+    /// The tty of the lead's pane.
+    fn pane_tty(&self, env: &TestEnv) -> String {
+        let out = self
+            .tmux(env)
+            .args(["display-message", "-p", "-t", "lead", "#{pane_tty}"])
+            .output()
+            .expect("tmux");
+        let tty = String::from_utf8_lossy(&out.stdout).trim().to_string();
+        assert!(tty.starts_with("/dev/"), "no pane tty: {tty:?}");
+        tty
+    }
+
     fn state(&self, env: &TestEnv) -> (String, String) {
         let run = |args: &[&str]| {
             let out = self.tmux(env).args(args).output().expect("tmux");
@@ -511,9 +526,9 @@ fn a_worker_cannot_drive_the_leads_tmux() {
     leads_tmux_stays_the_leads(&TestEnv::new());
 }
 
-/// With the test's folders outside /tmp, the socket beside the repository lies where a
-/// `TMUX_TMPDIR` outside /tmp puts it: in the worker's view, and the write fence does not
-/// cover a connect.
+/// With the test's folders outside /tmp, the lead's tmux socket (the one its `$TMUX`
+/// names) lies beside the repository, in the worker's view but for the empty tmpfs that
+/// covers its folder: the write fence does not cover a connect.
 #[test]
 fn a_worker_cannot_drive_the_leads_tmux_outside_tmp() {
     require_fence();
@@ -534,8 +549,11 @@ fn leads_tmux_stays_the_leads(env: &TestEnv) {
         .map(|s| s.sock.display().to_string())
         .collect::<Vec<_>>()
         .join(":");
-    // The lead runs inside its tmux.
-    let tmux_var = format!("{},{},0", in_tmp.sock.display(), before[1].1);
+    // The lead's terminals: its panes' ttys.
+    let ttys: Vec<String> = servers.iter().map(|s| s.pane_tty(env)).collect();
+    // The lead runs inside its tmux: the one beside the repository, whose socket lies
+    // outside /tmp (the one under /tmp is out of a worker's view whatever names it).
+    let tmux_var = format!("{},{},0", beside.sock.display(), before[0].1);
     let (run, transcript) = hostile_run(
         env,
         &repo,
@@ -543,6 +561,7 @@ fn leads_tmux_stays_the_leads(env: &TestEnv) {
         "hostile-tmux",
         &[
             format!("backends.hostile-tmux.env.LEAD_TMUX_SOCKETS=\"{sockets}\""),
+            format!("backends.hostile-tmux.env.LEAD_TTYS=\"{}\"", ttys.join(" ")),
             backend_env("hostile-tmux", "LEAD_HOME", &env.home()),
         ],
         &[("TMUX", tmux_var.into()), ("TMUX_PANE", "%0".into())],
@@ -569,8 +588,8 @@ fn leads_tmux_stays_the_leads(env: &TestEnv) {
         drove.join("\n")
     );
     // 2 sockets, each by its path and through 2 other views of /tmp, 4 commands each;
-    // and 2 with $TMUX, which it did not get.
-    assert_eq!(attempts.len(), 2 * 3 * 4 + 2, "{transcript}");
+    // a keystroke into each of the 2 panes; and 2 with $TMUX, which it did not get.
+    assert_eq!(attempts.len(), 2 * 3 * 4 + 2 + 2, "{transcript}");
     assert!(transcript.contains("env TMUX unset\n"), "{transcript}");
 }
 
