@@ -116,9 +116,10 @@ impl Fence {
             .and_then(|(_, v)| v.map(|v| v.to_os_string()))
             .or_else(|| std::env::var_os("PATH"));
         readable.extend(std::env::split_paths(&path.unwrap_or_default()));
+        // The program's folder, not the file alone: a script runs its siblings.
         let program = Path::new(command.get_program());
         if program.is_absolute() {
-            readable.push(program.to_path_buf());
+            readable.extend(program.parent().map(Path::to_path_buf));
         }
         crate::sys::ns::Needs {
             writable,

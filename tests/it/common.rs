@@ -73,14 +73,23 @@ impl TestEnv {
     }
 
     /// A [`TestEnv`] whose temp dir lies outside `/tmp` (in cargo's temp folder for
-    /// integration tests), as a lead's home and repositories do on a real machine: a
-    /// worker's private `/tmp` hides none of them there.
+    /// integration tests, else `/var/tmp` when the checkout itself lies under `/tmp`), as a
+    /// lead's home and repositories do on a real machine: a worker's private `/tmp` hides
+    /// none of them there.
     pub fn outside_tmp() -> TestEnv {
-        let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
         let tmp = std::fs::canonicalize("/tmp").unwrap_or_else(|_| "/tmp".into());
+        let under_tmp = |d: &Path| {
+            d.canonicalize()
+                .unwrap_or(d.to_path_buf())
+                .starts_with(&tmp)
+        };
+        let mut dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
+        if under_tmp(&dir) {
+            dir = PathBuf::from("/var/tmp");
+        }
         assert!(
-            !dir.canonicalize().unwrap_or(dir.clone()).starts_with(&tmp),
-            "cargo's temp folder {} lies under /tmp",
+            !under_tmp(&dir),
+            "no temp folder outside /tmp: {}",
             dir.display()
         );
         TestEnv::in_dir(&dir)
