@@ -126,10 +126,10 @@ impl Lead {
 
     /// Where the lead's state of `adapter`'s CLI is, to seed a worker's from.
     pub fn cli_state(&self, adapter: AdapterKind) -> Option<PathBuf> {
-        let (var, folder) = match adapter {
-            AdapterKind::Codex => ("CODEX_HOME", ".codex"),
-            AdapterKind::Claude => ("CLAUDE_CONFIG_DIR", ".claude"),
-            AdapterKind::Command | AdapterKind::Native => return None,
+        let folder = adapter.home_state()?;
+        let var = match adapter {
+            AdapterKind::Codex => "CODEX_HOME",
+            _ => "CLAUDE_CONFIG_DIR",
         };
         self.var(var)
             .map(PathBuf::from)
@@ -301,12 +301,8 @@ pub const CLAUDE_ACCOUNT_KEYS: &[&str] = &[
 /// credentials, and the files the backend's `seed` names (its config, hooks, MCP servers
 /// or instructions reach a worker only that way).
 pub fn seeds(adapter: AdapterKind, lead: &Lead, extra: &[String]) -> Vec<Seed> {
-    let Some(state) = lead.cli_state(adapter) else {
+    let (Some(state), Some(own)) = (lead.cli_state(adapter), adapter.home_state()) else {
         return Vec::new();
-    };
-    let own = match adapter {
-        AdapterKind::Codex => ".codex",
-        _ => ".claude",
     };
     let mut out = Vec::new();
     let credentials = match adapter {

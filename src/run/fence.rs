@@ -160,9 +160,8 @@ pub fn for_run(
     let mut fence = base;
     // Git reads the whole repository (its objects, refs, config) under a private /tmp.
     fence.readable.push(paths.common_dir.to_path_buf());
+    // The temp folder is made and fenced by `base`.
     let tmp = crate::core::layout::tmp(paths.run_dir);
-    std::fs::create_dir_all(&tmp).context("cannot create the run's temp folder")?;
-    fence.add(&tmp);
     for &file in handed_in {
         if !file.exists() {
             std::fs::write(file, "")

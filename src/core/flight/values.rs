@@ -71,7 +71,8 @@ impl AdapterKind {
         !matches!(self, AdapterKind::Claude | AdapterKind::Native)
     }
 
-    /// The CLI's own state folder under the home folder, which its worker must write.
+    /// The CLI's own state folder under a home folder (the lead's, seeded from; the
+    /// worker's own, which it writes).
     pub fn home_state(self) -> Option<&'static str> {
         match self {
             AdapterKind::Codex => Some(".codex"),
