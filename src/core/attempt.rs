@@ -251,9 +251,83 @@ pub fn worker_env(
     env
 }
 
+/// The environment of a run's `[worktree] setup`: the worker's, but for what only an
+/// attempt has (its number, manifest, session and usage files, deadline), and
+/// `CREW_MAIN_WORKTREE`, the lead's checkout the run was cut from, where a setup may link
+/// heavy folders from instead of copying them.
+pub fn setup_env(
+    record: &RunRecord,
+    tmp: Option<&str>,
+    main_worktree: Option<&str>,
+    home_env: &[(String, String)],
+    backend_env: &[(String, String)],
+) -> Vec<(String, String)> {
+    let mut env = vec![
+        ("CREW_RUN".to_string(), record.run.clone()),
+        ("CREW_TASK".into(), record.task.clone()),
+        ("CREW_ROLE".into(), record.role.to_string()),
+        ("CREW_WORKTREE".into(), record.worktree.clone()),
+        ("CREW_SCOPE".into(), record.scope.join("\n")),
+    ];
+    if let Some(port) = record.port {
+        env.push(("CREW_PORT".into(), port.to_string()));
+    }
+    if let Some(main) = main_worktree {
+        env.push(("CREW_MAIN_WORKTREE".into(), main.to_string()));
+    }
+    if let Some(tmp) = tmp {
+        env.push(("TMPDIR".into(), tmp.to_string()));
+    }
+    env.extend(home_env.iter().cloned());
+    env.extend(
+        backend_env
+            .iter()
+            .filter(|(k, _)| !super::workenv::HOME_VARS.contains(&k.as_str()))
+            .cloned(),
+    );
+    env
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_setup_gets_the_workers_home_and_the_leads_checkout_but_no_attempt_files() {
+        let mut record = RunRecord::blank("20260101-000000-0001");
+        record.task = "t".into();
+        record.worktree = "/r/.git/crew/worktrees/x".into();
+        record.port = Some(4100);
+        let env = setup_env(
+            &record,
+            Some("/r/.git/crew/runs/x/tmp"),
+            Some("/r"),
+            &[("HOME".into(), "/r/.git/crew/runs/x/home".into())],
+            &[
+                ("HOME".into(), "/lead".into()),
+                ("FOO".into(), "bar".into()),
+            ],
+        );
+        let get = |k: &str| {
+            env.iter()
+                .rev()
+                .find(|(key, _)| key == k)
+                .map(|(_, v)| v.as_str())
+        };
+        assert_eq!(get("CREW_MAIN_WORKTREE"), Some("/r"));
+        assert_eq!(get("HOME"), Some("/r/.git/crew/runs/x/home"));
+        assert_eq!(get("TMPDIR"), Some("/r/.git/crew/runs/x/tmp"));
+        assert_eq!(get("FOO"), Some("bar"));
+        assert_eq!(get("CREW_PORT"), Some("4100"));
+        for absent in [
+            "CREW_ATTEMPT",
+            "CREW_MANIFEST",
+            "CREW_SESSION_FILE",
+            "CREW_DEADLINE",
+        ] {
+            assert_eq!(get(absent), None, "{absent}");
+        }
+    }
 
     const FOOTER: &str =
         "done\n## Result\nadded it\n## How to verify\nrun it\n## Deferred / concerns\nnone\n";

@@ -671,6 +671,17 @@ pub fn decide(flight: &Flight, request: &Request, facts: &Facts) -> Result<Plan,
         usage: None,
         retry_of: request.retry_of.clone(),
         pruned: None,
+        setup: flight
+            .worktree
+            .setup
+            .as_deref()
+            .map(str::trim)
+            .filter(|c| !c.is_empty())
+            .map(|command| {
+                let timeout = humantime::parse_duration(&flight.worktree.setup_timeout)
+                    .unwrap_or(Duration::from_secs(10 * 60));
+                crate::core::record::Setup::pending(command, timeout.as_secs().max(1))
+            }),
         unreadable: None,
         transcript: match &request.transcripts {
             None => Some(facts.transcript.to_string_lossy().into_owned()),

@@ -92,6 +92,10 @@ pub fn tmp(dir: &Path) -> PathBuf {
 pub fn quarantine(dir: &Path) -> PathBuf {
     dir.join("objects")
 }
+/// The worktree setup's stdout and stderr while it runs.
+pub fn setup_output(dir: &Path, stream: &str) -> PathBuf {
+    dir.join(format!("setup.{stream}"))
+}
 /// An attempt's stdout and stderr while it runs.
 pub fn attempt_output(dir: &Path, attempt: u32, stream: &str) -> PathBuf {
     dir.join(format!("attempt-{attempt}.{stream}"))

@@ -31,6 +31,7 @@ pub mod size;
 pub mod stamp;
 pub mod strays;
 pub mod summary;
+pub mod toolchain;
 pub mod usage;
 pub mod verify;
 pub mod wave;

@@ -299,6 +299,9 @@ pub struct RunRecord {
     /// What `prune` (or integrate's cleanup) removed of the finished run, once it did.
     #[serde(default)]
     pub pruned: Option<Pruning>,
+    /// `[worktree] setup` at dispatch, and what it came to once it ran.
+    #[serde(default)]
+    pub setup: Option<Setup>,
     /// Set on a stand-in for a live run whose pointer cannot be read: why. Never stored.
     #[serde(skip)]
     pub unreadable: Option<String>,
@@ -366,6 +369,7 @@ impl RunRecord {
             usage: None,
             retry_of: None,
             pruned: None,
+            setup: None,
             unreadable: None,
         }
     }
@@ -395,6 +399,50 @@ pub struct Pruning {
     pub worktree: bool,
     pub branch: bool,
     pub ignored: Vec<String>,
+}
+
+/// A run's `[worktree] setup`: the command, its bound, and — once it ran, before the
+/// worker started — how it ended and how long it took. Its time is its own: the run's
+/// time budget starts when it ends.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Setup {
+    pub command: String,
+    /// `[worktree] setup_timeout` at dispatch.
+    pub timeout_s: u64,
+    #[serde(default, with = "crate::core::stamp::seconds::option")]
+    pub started_at: Option<Timestamp>,
+    /// How long it ran, in milliseconds; `None` until it has.
+    #[serde(default)]
+    pub elapsed_ms: Option<u64>,
+    /// Its exit code; `None` until it ends, or when it timed out or a signal ended it.
+    #[serde(default)]
+    pub exit_code: Option<i32>,
+    /// Whether it readied the worktree; `None` until it has run.
+    #[serde(default)]
+    pub passed: Option<bool>,
+    /// Why it did not pass, in words (the decision names it too).
+    #[serde(default)]
+    pub problem: Option<String>,
+}
+
+impl Setup {
+    /// A setup that has not run yet.
+    pub fn pending(command: &str, timeout_s: u64) -> Setup {
+        Setup {
+            command: command.to_string(),
+            timeout_s,
+            started_at: None,
+            elapsed_ms: None,
+            exit_code: None,
+            passed: None,
+            problem: None,
+        }
+    }
+
+    /// Whether it has run (whatever it came to).
+    pub fn ran(&self) -> bool {
+        self.passed.is_some()
+    }
 }
 
 /// An integrated run: the commit that brought it in, and on what terms.

@@ -5,7 +5,9 @@ use serde::Serialize;
 
 use super::footer::NeedsHelp;
 use super::human::{self, IntegrationState};
-use super::record::{DiffStat, Footer, Integration, Outcome, Phase, Pruning, RunRecord, Verify};
+use super::record::{
+    DiffStat, Footer, Integration, Outcome, Phase, Pruning, RunRecord, Setup, Verify,
+};
 use super::scope::Role;
 
 /// A run result: `status` and `wait` (`"runs"`), `show`, `attach`, `deliver` and
@@ -80,6 +82,8 @@ pub struct RunResult<'a> {
     pub retry_of: Option<&'a str>,
     /// What prune or integrate's cleanup removed (`null` while nothing was).
     pub pruned: Option<&'a Pruning>,
+    /// The run's `[worktree] setup` and what it came to (`null` without one).
+    pub setup: Option<&'a Setup>,
 }
 
 impl<'a> RunResult<'a> {
@@ -143,6 +147,7 @@ impl<'a> RunResult<'a> {
             usage: record.usage.as_ref(),
             retry_of: record.retry_of.as_deref(),
             pruned: record.pruned.as_ref(),
+            setup: record.setup.as_ref(),
         }
     }
 }
@@ -256,6 +261,9 @@ pub fn result_block(record: &RunRecord, now: u64) -> String {
             ),
         },
     ];
+    if let Some(setup) = &record.setup {
+        out.push(setup_line(setup));
+    }
     if let Some(spend) = spend(record) {
         out.push(spend);
     }
@@ -342,6 +350,26 @@ fn times(record: &RunRecord, now: u64) -> String {
             shown(record, record.deadline)
         ),
     }
+}
+
+/// The run's setup for people: its command, how it ended and the time it took, apart
+/// from the worker's.
+fn setup_line(setup: &Setup) -> String {
+    let took = |ms: u64| match ms {
+        0..1000 => format!("{ms}ms"),
+        1000..60_000 => format!("{}.{}s", ms / 1000, (ms % 1000) / 100),
+        _ => human::duration(ms / 1000),
+    };
+    let how = match (setup.passed, setup.elapsed_ms) {
+        (None, _) => format!("not run yet (bound {})", human::duration(setup.timeout_s)),
+        (Some(true), ms) => format!("passed in {}", took(ms.unwrap_or(0))),
+        (Some(false), ms) => format!(
+            "failed after {}: {}",
+            took(ms.unwrap_or(0)),
+            setup.problem.as_deref().unwrap_or("it did not pass")
+        ),
+    };
+    format!("setup `{}`: {how}", human::printable(&setup.command))
 }
 
 /// What the run spent, in total and (for more than one) per attempt, and its spend

@@ -113,6 +113,23 @@ impl GitRunner {
         )))
     }
 
+    /// [`GitRunner::raw_within`] with git's exit code (`None` when a signal ended it)
+    /// rather than whether it succeeded: for `git hook run`, whose code is the hook's.
+    pub fn code_within(
+        &self,
+        args: &[&str],
+        timeout: Duration,
+    ) -> anyhow::Result<Option<(Option<i32>, String)>> {
+        let mut out = tempfile::tempfile()?;
+        let Some(status) = self.status_within(args, None, &out, &out, timeout)? else {
+            return Ok(None);
+        };
+        Ok(Some((
+            status.code(),
+            String::from_utf8_lossy(&read_back(&mut out)?).into_owned(),
+        )))
+    }
+
     /// [`GitRunner::raw_within`] with `stdin` as git's input and its stdout kept apart
     /// from its stderr.
     pub fn within(
@@ -144,6 +161,20 @@ impl GitRunner {
         err: &std::fs::File,
         timeout: Duration,
     ) -> anyhow::Result<Option<bool>> {
+        Ok(self
+            .status_within(args, stdin, out, err, timeout)?
+            .map(|status| status.success()))
+    }
+
+    /// [`GitRunner::spawn_within`], with git's exit status.
+    fn status_within(
+        &self,
+        args: &[&str],
+        stdin: Option<std::fs::File>,
+        out: &std::fs::File,
+        err: &std::fs::File,
+        timeout: Duration,
+    ) -> anyhow::Result<Option<std::process::ExitStatus>> {
         use std::os::unix::process::CommandExt;
         let mut cmd = self.command(args);
         if let Some(fence) = &self.fence {
@@ -159,7 +190,7 @@ impl GitRunner {
         let start = Instant::now();
         loop {
             if let Some(status) = child.try_wait()? {
-                return Ok(Some(status.success()));
+                return Ok(Some(status));
             }
             if start.elapsed() > timeout {
                 crate::sys::process::kill_group(child.id());

@@ -108,17 +108,12 @@ pub fn unlock(repo_dir: &Path, path: &Path) -> anyhow::Result<()> {
     }
 }
 
-/// What committing a worker's leftover work came to.
+/// What git-crew's commit of a worker's staged work came to.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Commit {
-    /// Nothing was left uncommitted.
-    Clean,
     Committed,
-    /// A hook refused the commit; its output.
+    /// git refused it; what it printed.
     Refused(String),
-    /// A step before the commit (`git status`, `git add`) ran past its bound and was
-    /// stopped.
-    OutOfTime(crate::core::oversize::Step),
 }
 
 /// How git-crew's own git runs in a run's worktree once the run's processes are gone:
@@ -350,24 +345,6 @@ impl RunTree {
             .within(args, None, bound.left())
     }
 
-    /// [`RunTree::is_dirty`] within `bound`: `None` when git ran past it. (`git status`
-    /// hashes a tracked file whose size matches its index entry but whose time does not.)
-    pub fn is_dirty_within(&self, bound: &Bound) -> anyhow::Result<Option<bool>> {
-        let args = [
-            "status",
-            "--porcelain",
-            "--untracked-files=all",
-            "--ignore-submodules=all",
-        ];
-        let Some(out) = self.git_within(&args, bound)? else {
-            return Ok(None);
-        };
-        if !out.success {
-            bail!("git status failed: {}", out.stderr.trim());
-        }
-        Ok(Some(!out.stdout.iter().all(u8::is_ascii_whitespace)))
-    }
-
     /// The regular files git would add here that are bigger than `larger_than` bytes: the
     /// untracked files git does not ignore and the tracked ones, each measured by
     /// `lstat` (its apparent size; nothing is read), a tracked one with the size of the
@@ -548,50 +525,373 @@ impl RunTree {
         }
     }
 
-    /// Commits everything left in the worktree, through its hooks: every git command
-    /// inside the bound's fence, and all of them within its time (a hook that hangs, or a
-    /// `git add` with too much to hash, must not hang the caller).
-    pub fn commit_all(&self, message: &str, bound: &Bound) -> anyhow::Result<Commit> {
+    /// The paths with uncommitted changes, as [`RunTree::uncommitted`], with git inside
+    /// `bound`'s fence (a status may run the repository's filters) and within its time:
+    /// `None` when it ran past.
+    pub fn uncommitted_within(&self, bound: &Bound) -> anyhow::Result<Option<Vec<String>>> {
+        let args = [
+            "status",
+            "--porcelain",
+            "-z",
+            "--untracked-files=all",
+            "--ignore-submodules=all",
+        ];
+        let Some(out) = self.git_within(&args, bound)? else {
+            return Ok(None);
+        };
+        if !out.success {
+            bail!("git status failed: {}", out.stderr.trim());
+        }
+        let status = String::from_utf8_lossy(&out.stdout);
+        let mut paths = Vec::new();
+        let mut fields = status.split('\0').filter(|f| !f.is_empty());
+        while let Some(entry) = fields.next() {
+            let (code, path) = entry.split_at(entry.len().min(3));
+            paths.push(path.to_string());
+            if code.starts_with(['R', 'C']) {
+                fields.next();
+            }
+        }
+        Ok(Some(paths))
+    }
+
+    /// Whether the worktree has uncommitted changes, as [`RunTree::is_dirty`], inside the
+    /// bound's fence and within its time (`git status` hashes a tracked file whose size
+    /// matches its index entry but whose time does not, through its filter); when it
+    /// fails, the facts of whose failure it is (a filter it ran, or the worktree as the
+    /// worker left it).
+    pub fn status(&self, bound: &Bound) -> anyhow::Result<Looked> {
+        let args = [
+            "status",
+            "--porcelain",
+            "--untracked-files=all",
+            "--ignore-submodules=all",
+        ];
+        let Some(out) = self.git_within(&args, bound)? else {
+            return Ok(Looked::OutOfTime);
+        };
+        if out.success {
+            return Ok(if out.stdout.iter().all(u8::is_ascii_whitespace) {
+                Looked::Clean
+            } else {
+                Looked::Dirty
+            });
+        }
+        let output = String::from_utf8_lossy(&out.stdout).into_owned() + &out.stderr;
+        Ok(
+            match self.failure(crate::core::toolchain::GitStep::Status, output, bound)? {
+                Some(failure) => Looked::Failed(failure),
+                None => Looked::OutOfTime,
+            },
+        )
+    }
+
+    /// Stages everything left in the worktree (`git add -A`, which runs the repository's
+    /// filters), inside the bound's fence and within its time. When git refuses, the
+    /// facts of whose failure it is are gathered: whether the same step succeeds with
+    /// every filter off (into a scratch index and a scratch object folder, both thrown
+    /// away), and which filters the paths carry.
+    pub fn stage_all(&self, bound: &Bound) -> anyhow::Result<Staged> {
         use crate::core::oversize::Step;
-        match self.is_dirty_within(bound)? {
-            None => return Ok(Commit::OutOfTime(Step::Status)),
-            Some(false) => return Ok(Commit::Clean),
-            Some(true) => {}
+        match self.status(bound)? {
+            Looked::OutOfTime => return Ok(Staged::OutOfTime(Step::Status)),
+            Looked::Clean => return Ok(Staged::Clean),
+            Looked::Failed(failure) => return Ok(Staged::Failed(failure)),
+            Looked::Dirty => {}
         }
         let Some(added) = self.git_within(&["add", "-A"], bound)? else {
             // The stopped `git add` leaves its lock; nothing else holds it.
             clear_index_lock(&self.admin);
-            return Ok(Commit::OutOfTime(Step::Add));
+            return Ok(Staged::OutOfTime(Step::Add));
         };
         if !added.success {
-            bail!("git add -A failed: {}", added.stderr.trim());
+            clear_index_lock(&self.admin);
+            let output = String::from_utf8_lossy(&added.stdout).into_owned() + &added.stderr;
+            return Ok(
+                match self.failure(crate::core::toolchain::GitStep::Add, output, bound)? {
+                    Some(failure) => Staged::Failed(failure),
+                    None => Staged::OutOfTime(Step::Add),
+                },
+            );
         }
         let Some(staged) = self.git_within(&["diff", "--cached", "--quiet"], bound)? else {
-            return Ok(Commit::OutOfTime(Step::Add));
+            return Ok(Staged::OutOfTime(Step::Add));
         };
-        if staged.success {
-            return Ok(Commit::Clean);
+        Ok(if staged.success {
+            Staged::Clean
+        } else {
+            Staged::Staged
+        })
+    }
+
+    /// The facts of a failed `step` that printed `output`: `None` when gathering them
+    /// ran past the bound.
+    fn failure(
+        &self,
+        step: crate::core::toolchain::GitStep,
+        output: String,
+        bound: &Bound,
+    ) -> anyhow::Result<Option<crate::core::toolchain::Failure>> {
+        let (without_filters, filters) = match self.probe_without_filters(step, bound) {
+            Ok(Some(found)) => found,
+            Ok(None) => return Ok(None),
+            Err(_) => (None, Vec::new()),
+        };
+        Ok(Some(crate::core::toolchain::Failure::Git {
+            step,
+            output,
+            without_filters,
+            filters,
+        }))
+    }
+
+    /// The filter drivers the repository configures: (name, command), the command its
+    /// `process` where it has one, else its `clean`. `None` when git ran past the bound.
+    fn configured_filters(&self, bound: &Bound) -> anyhow::Result<Option<Vec<(String, String)>>> {
+        let args = [
+            "config",
+            "-z",
+            "--get-regexp",
+            r"^filter\..*\.(clean|process)$",
+        ];
+        let Some(out) = self.git_within(&args, bound)? else {
+            return Ok(None);
+        };
+        let text = String::from_utf8_lossy(&out.stdout);
+        // (name, command, whether it is the `process` one)
+        let mut drivers: Vec<(String, String, bool)> = Vec::new();
+        for entry in text.split('\0').filter(|e| !e.is_empty()) {
+            let (key, value) = entry.split_once('\n').unwrap_or((entry, ""));
+            let Some(rest) = key.strip_prefix("filter.") else {
+                continue;
+            };
+            // git prints the section and the key in lower case, the name as written.
+            let (name, process) = match (rest.strip_suffix(".process"), rest.strip_suffix(".clean"))
+            {
+                (Some(name), _) => (name, true),
+                (None, Some(name)) => (name, false),
+                _ => continue,
+            };
+            match drivers.iter_mut().find(|(n, _, _)| n == name) {
+                Some(found) if process && !found.2 => {
+                    *found = (name.to_string(), value.to_string(), true);
+                }
+                Some(_) => {}
+                None => drivers.push((name.to_string(), value.to_string(), process)),
+            }
         }
-        commit(&self.path, message, bound.left(), bound.fence.clone())
+        Ok(Some(
+            drivers
+                .into_iter()
+                .filter(|(_, command, _)| !command.trim().is_empty())
+                .map(|(name, command, _)| (name, command))
+                .collect(),
+        ))
+    }
+
+    /// After a failed `step`: whether it succeeds with every configured filter off, and
+    /// the configured filters the worktree's paths carry. `None` when it ran past the
+    /// bound.
+    #[allow(clippy::type_complexity)]
+    fn probe_without_filters(
+        &self,
+        step: crate::core::toolchain::GitStep,
+        bound: &Bound,
+    ) -> anyhow::Result<Option<(Option<bool>, Vec<crate::core::toolchain::Filter>)>> {
+        let Some(drivers) = self.configured_filters(bound)? else {
+            return Ok(None);
+        };
+        let scratch_index = self.admin.join("crew-probe-index");
+        let scratch_objects = self.admin.join("crew-probe-objects");
+        let clear = || {
+            let _ = std::fs::remove_file(&scratch_index);
+            let _ = std::fs::remove_dir_all(&scratch_objects);
+        };
+        clear();
+        if std::fs::symlink_metadata(self.admin.join("index")).is_ok_and(|m| m.is_file()) {
+            std::fs::copy(self.admin.join("index"), &scratch_index)
+                .context("cannot copy the worktree's index")?;
+        }
+        std::fs::create_dir_all(scratch_objects.join("info"))
+            .context("cannot make the probe's object folder")?;
+        // What git writes here is thrown away: its objects go to a folder of their own
+        // (never the run's quarantine), reading the store (and the quarantine) as
+        // alternates.
+        let common_objects = self
+            .admin
+            .parent()
+            .and_then(Path::parent)
+            .context("a worktree's administration lies in its git dir")?
+            .join("objects");
+        let objects = scratch_objects.to_string_lossy().into_owned();
+        let mut alternates = common_objects.to_string_lossy().into_owned();
+        if let Some(fence) = &bound.fence
+            && let Some((_, quarantine)) =
+                fence.env.iter().find(|(k, _)| k == "GIT_OBJECT_DIRECTORY")
+        {
+            alternates = format!("{quarantine}:{alternates}");
+        }
+        let fence = bound.fence.clone().map(|mut fence| {
+            fence.env.retain(|(k, _)| {
+                k != "GIT_OBJECT_DIRECTORY" && k != "GIT_ALTERNATE_OBJECT_DIRECTORIES"
+            });
+            fence
+                .env
+                .push(("GIT_OBJECT_DIRECTORY".into(), objects.clone()));
+            fence.env.push((
+                "GIT_ALTERNATE_OBJECT_DIRECTORIES".into(),
+                alternates.clone(),
+            ));
+            fence
+        });
+        let index = scratch_index.to_string_lossy().into_owned();
+        let mut git = self
+            .git()
+            .with_env("GIT_INDEX_FILE", &index)
+            .with_env("GIT_OBJECT_DIRECTORY", &objects)
+            .with_env("GIT_ALTERNATE_OBJECT_DIRECTORIES", &alternates)
+            .with_env("GIT_OPTIONAL_LOCKS", "0");
+        for (name, _) in &drivers {
+            git = git
+                .with_config(&format!("filter.{name}.clean="))
+                .with_config(&format!("filter.{name}.smudge="))
+                .with_config(&format!("filter.{name}.process="))
+                .with_config(&format!("filter.{name}.required=false"));
+        }
+        let git = git.with_fence(fence);
+        let args: &[&str] = match step {
+            crate::core::toolchain::GitStep::Add => &["add", "-A"],
+            crate::core::toolchain::GitStep::Status => &[
+                "status",
+                "--porcelain",
+                "--untracked-files=all",
+                "--ignore-submodules=all",
+            ],
+        };
+        let probed = (|| -> anyhow::Result<Option<(bool, Vec<u8>)>> {
+            let Some(done) = git.within(args, None, bound.left())? else {
+                return Ok(None);
+            };
+            // Every path git looks at here, tracked or not: no file is read.
+            let Some(listed) = git.within(
+                &[
+                    "ls-files",
+                    "-z",
+                    "--cached",
+                    "--others",
+                    "--exclude-standard",
+                ],
+                None,
+                bound.left(),
+            )?
+            else {
+                return Ok(None);
+            };
+            Ok(Some((done.success, listed.stdout)))
+        })();
+        clear();
+        let Some((succeeded, listed)) = probed? else {
+            return Ok(None);
+        };
+        if drivers.is_empty() || listed.is_empty() {
+            return Ok(Some((Some(succeeded), Vec::new())));
+        }
+        // Which filter each path carries (`.gitattributes` as the worktree has it).
+        let mut paths = tempfile::tempfile()?;
+        std::io::Write::write_all(&mut paths, &listed)?;
+        std::io::Seek::rewind(&mut paths)?;
+        let Some(attrs) = self.git().with_fence(bound.fence.clone()).within(
+            &["check-attr", "-z", "--stdin", "filter"],
+            Some(paths),
+            bound.left(),
+        )?
+        else {
+            return Ok(None);
+        };
+        let text = String::from_utf8_lossy(&attrs.stdout);
+        let fields: Vec<&str> = text.split('\0').collect();
+        let mut filters: Vec<crate::core::toolchain::Filter> = Vec::new();
+        for triple in fields.chunks(3) {
+            let [path, _, value] = triple else { continue };
+            let Some((name, command)) = drivers.iter().find(|(n, _)| n == value) else {
+                continue;
+            };
+            match filters.iter_mut().find(|f| &f.name == name) {
+                Some(f) => f.paths.push(path.to_string()),
+                None => filters.push(crate::core::toolchain::Filter {
+                    name: name.clone(),
+                    command: command.clone(),
+                    paths: vec![path.to_string()],
+                }),
+            }
+        }
+        Ok(Some((Some(succeeded), filters)))
+    }
+
+    /// Runs the worktree's pre-commit hook on its own (`git hook run`), as `git commit`
+    /// would, inside the bound's fence and within its time: its exit code and output, or
+    /// `None` when it ran past (its whole group killed). No hook is a pass.
+    pub fn pre_commit(&self, bound: &Bound) -> anyhow::Result<Option<HookRun>> {
+        let git = GitRunner::new(&self.path)
+            .with_env("GIT_EDITOR", ":")
+            .with_fence(bound.fence.clone());
+        let Some((exit_code, output)) = git.code_within(
+            &["hook", "run", "--ignore-missing", "pre-commit"],
+            bound.left(),
+        )?
+        else {
+            return Ok(None);
+        };
+        Ok(Some(HookRun { exit_code, output }))
+    }
+
+    /// Commits what is staged, its pre-commit hook already run ([`RunTree::pre_commit`]):
+    /// `--no-verify`, so neither it nor a commit-msg hook (which would judge git-crew's
+    /// own message) runs again.
+    pub fn commit_staged(&self, message: &str, bound: &Bound) -> anyhow::Result<Commit> {
+        let git = GitRunner::new(&self.path).with_fence(bound.fence.clone());
+        match git.raw_within(
+            &["commit", "--quiet", "--no-verify", "-m", message],
+            bound.left(),
+        )? {
+            Some((true, _)) => Ok(Commit::Committed),
+            Some((false, output)) => Ok(Commit::Refused(output.trim().to_string())),
+            None => Ok(Commit::Refused(
+                "git commit ran past the time left and was stopped".to_string(),
+            )),
+        }
     }
 }
 
-/// `git commit` in a worktree, its hooks inside `fence`, within `timeout`.
-fn commit(
-    worktree: &Path,
-    message: &str,
-    timeout: std::time::Duration,
-    fence: Option<crate::sys::fence::Fence>,
-) -> anyhow::Result<Commit> {
-    let git = GitRunner::new(worktree).with_fence(fence);
-    match git.raw_within(&["commit", "--quiet", "-m", message], timeout)? {
-        Some((true, _)) => Ok(Commit::Committed),
-        Some((false, output)) => Ok(Commit::Refused(output.trim().to_string())),
-        None => Ok(Commit::Refused(format!(
-            "the commit's hooks ran past {}s and were stopped",
-            timeout.as_secs()
-        ))),
-    }
+/// What `git status` in a run's worktree came to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Looked {
+    Clean,
+    Dirty,
+    /// It failed: the facts of whose failure it is.
+    Failed(crate::core::toolchain::Failure),
+    /// It ran past its bound and was stopped.
+    OutOfTime,
+}
+
+/// What staging the work left behind came to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Staged {
+    /// Nothing was left uncommitted.
+    Clean,
+    Staged,
+    /// `git status` or `git add` failed: the facts of whose failure it is.
+    Failed(crate::core::toolchain::Failure),
+    /// A step (`git status`, `git add`) ran past its bound and was stopped.
+    OutOfTime(crate::core::oversize::Step),
+}
+
+/// A pre-commit hook run on its own.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HookRun {
+    /// `None` when a signal ended it.
+    pub exit_code: Option<i32>,
+    pub output: String,
 }
 
 /// The commit a revision names.

@@ -264,5 +264,29 @@ pub fn fenced(
         Err(_) => Vec::new(),
     };
     let namespaces = crate::core::dispatch::fence_has_namespaces(record.fence.as_deref());
-    base(workenv, run_dir, namespaces, &extra).map(Some)
+    let mut fence = base(workenv, run_dir, namespaces, &extra)?;
+    // A run with a setup may have links into the lead's checkout (heavy folders a setup
+    // links rather than copies): its processes read it, never write it, even under a
+    // private /tmp. (`<common>/crew/runs/<run>`)
+    if record.setup.is_some()
+        && let Some(main) = run_dir
+            .parent()
+            .and_then(Path::parent)
+            .and_then(Path::parent)
+            .and_then(main_worktree)
+    {
+        fence.readable.push(main);
+    }
+    Ok(Some(fence))
+}
+
+/// The repository's main worktree as git names it (`get_main_worktree`): its common dir
+/// without the trailing `.git`, canonical; none for a bare repository, whose common dir
+/// is not a `.git` folder.
+pub fn main_worktree(common_dir: &Path) -> Option<PathBuf> {
+    let common = common_dir.canonicalize().ok()?;
+    if common.file_name()? != ".git" {
+        return None;
+    }
+    common.parent().map(Path::to_path_buf)
 }

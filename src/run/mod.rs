@@ -19,6 +19,7 @@ pub mod process;
 pub mod prompt;
 pub mod prune;
 pub mod queue;
+pub mod setup;
 pub mod strays;
 pub mod supervisor;
 pub mod verify;

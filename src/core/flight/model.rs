@@ -255,6 +255,10 @@ impl Fences {
 pub struct WorktreePolicy {
     pub cleanup: WorktreeCleanup,
     pub port_range: String,
+    /// `[worktree] setup`: the shell command that readies a new run worktree.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub setup: Option<String>,
+    pub setup_timeout: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

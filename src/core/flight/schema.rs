@@ -369,6 +369,17 @@ const WORKTREE: &[Field] = &[
         "Ports handed to workers as CREW_PORT, e.g. \"4100-4199\": one per live run.",
     )
     .defaults_to(Str("4100-4199")),
+    field(
+        "setup",
+        Kind::Str,
+        "A shell command (`sh -c`) run once in each new run worktree, inside the run's fence and with the worker's environment, before the worker starts (e.g. \"npm ci\"); its failure is an infrastructure error, never the worker's. Unset: none.",
+    ),
+    field(
+        "setup_timeout",
+        Kind::Duration,
+        "How long the setup may take; it does not count against the run's time budget.",
+    )
+    .defaults_to(Str("10m")),
 ];
 
 const PLANS: &[Field] = &[field(

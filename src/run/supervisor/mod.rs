@@ -30,6 +30,7 @@ mod capture;
 mod launch;
 mod reap;
 mod settle;
+mod setup;
 mod spend;
 
 use reap::end_outside;
@@ -342,6 +343,14 @@ impl<'a> Supervisor<'a> {
     }
 
     fn drive(&mut self) -> anyhow::Result<()> {
+        // The worktree is readied once per run, before its first attempt: an `advise`
+        // or a continuation finds it ready.
+        if self.record.setup.as_ref().is_some_and(|s| !s.ran())
+            && let Some(problem) = self.ready_worktree()?
+        {
+            self.record.decision = Some(crate::core::toolchain::setup_decision(&problem));
+            return self.finish(Outcome::Error);
+        }
         self.record.phase = Phase::Working;
         self.save()?;
         let mut next = self.first_prompt()?;

@@ -100,9 +100,16 @@ impl Supervisor<'_> {
         }
         let read_only = !self.record.role.may_commit();
         if read_only {
-            let dirty = match tree.is_dirty_within(&bound) {
-                Ok(Some(dirty)) => dirty,
-                Ok(None) => return Ok(Some(crate::core::oversize::out_of_time(Step::Status))),
+            let dirty = match tree.status(&bound) {
+                Ok(worktree::Looked::Dirty) => true,
+                Ok(worktree::Looked::Clean) => false,
+                Ok(worktree::Looked::OutOfTime) => {
+                    return Ok(Some(crate::core::oversize::out_of_time(Step::Status)));
+                }
+                Ok(worktree::Looked::Failed(failure)) => {
+                    let b = crate::core::toolchain::blame(&failure);
+                    return Ok(Some((b.outcome, b.decision)));
+                }
                 Err(e) => return tampered(format!("git cannot read the worktree: {e:#}")),
             };
             if dirty {
@@ -117,8 +124,9 @@ impl Supervisor<'_> {
                 self.record.run, self.record.task
             );
             // Within what is left of the budget, and the grace for a run that ran out of
-            // it: `git status`, `git add` and the commit alike.
-            let committed = tree.commit_all(&message, &bound);
+            // it: `git status`, `git add`, the hook and the commit alike. Each is its own
+            // step, so a failure is known by the step that failed, never by its words.
+            let committed = self.commit_left_over(&tree, &message, &bound, &identity);
             // The commit's hooks ran the worker's code too: nothing they started stays,
             // and what they wrote into the administration is put back.
             process::reap_orphans();
@@ -127,39 +135,10 @@ impl Supervisor<'_> {
                 Ok(tree) => tree,
                 Err(why) => return tampered(why),
             };
-            let committed = match committed {
-                Ok(committed) => committed,
+            match committed {
+                Ok(None) => {}
+                Ok(Some(decided)) => return Ok(Some(decided)),
                 Err(e) => return tampered(format!("git cannot read the worktree: {e:#}")),
-            };
-            if let worktree::Commit::OutOfTime(step) = committed {
-                return Ok(Some(crate::core::oversize::out_of_time(step)));
-            }
-            if let worktree::Commit::Refused(output) = committed {
-                // Whether the scope refused it is decided here, by the same check the hook
-                // runs, on what is staged — never read from the hook's words. Any other
-                // refusal (a lint hook, a missing identity) is a failure.
-                let violations = match tree.staged() {
-                    Ok(changes) => scope::check_commit(&identity, &changes),
-                    Err(e) => return tampered(format!("git cannot read the worktree: {e:#}")),
-                };
-                let scope_lines: Vec<String> = violations.iter().map(ToString::to_string).collect();
-                return Ok(Some(if scope_lines.is_empty() {
-                    (
-                        Outcome::Fail,
-                        format!(
-                            "a hook refused the commit of the work left behind: {}",
-                            output.trim()
-                        ),
-                    )
-                } else {
-                    (
-                        Outcome::ScopeReject,
-                        format!(
-                            "the commit of the work left behind was refused: {}",
-                            scope_lines.join("; ")
-                        ),
-                    )
-                }));
             }
         }
         if let Some(decided) = self.refused_objects() {
@@ -218,6 +197,81 @@ impl Supervisor<'_> {
             Outcome::ScopeReject,
             format!("the branch breaks its fences: {}", text.join("; ")),
         )))
+    }
+
+    /// Commits the work left behind, step by step: `git add` (the filters), git-crew's
+    /// scope check on what is staged, the pre-commit hook run on its own, the scope check
+    /// again (a hook may stage more), then the commit with no hook run twice. The decision
+    /// when a step refuses, whose failure it is told by which step failed and its facts
+    /// (`core::toolchain::blame`).
+    fn commit_left_over(
+        &self,
+        tree: &worktree::RunTree,
+        message: &str,
+        bound: &worktree::Bound,
+        identity: &scope::RunIdentity,
+    ) -> anyhow::Result<Option<(Outcome, String)>> {
+        use crate::core::toolchain::{Failure, blame};
+        let decided = |failure: Failure| {
+            let b = blame(&failure);
+            Some((b.outcome, b.decision))
+        };
+        match tree.stage_all(bound)? {
+            worktree::Staged::Clean => return Ok(None),
+            worktree::Staged::OutOfTime(step) => {
+                return Ok(Some(crate::core::oversize::out_of_time(step)));
+            }
+            worktree::Staged::Failed(failure) => return Ok(decided(failure)),
+            worktree::Staged::Staged => {}
+        }
+        // Whether the scope refuses it is decided here, by the same check the hook runs,
+        // on what is staged — never read from the hook's words.
+        let out_of_scope = || -> anyhow::Result<Option<(Outcome, String)>> {
+            let violations = scope::check_commit(identity, &tree.staged()?);
+            if violations.is_empty() {
+                return Ok(None);
+            }
+            let lines: Vec<String> = violations.iter().map(ToString::to_string).collect();
+            Ok(Some((
+                Outcome::ScopeReject,
+                format!(
+                    "the commit of the work left behind was refused: {}",
+                    lines.join("; ")
+                ),
+            )))
+        };
+        if let Some(refused) = out_of_scope()? {
+            return Ok(Some(refused));
+        }
+        let Some(hook) = tree.pre_commit(bound)? else {
+            return Ok(Some((
+                Outcome::Fail,
+                format!(
+                    "a hook refused the commit of the work left behind: the commit's hooks ran past {}s and were stopped",
+                    bound.left().as_secs()
+                ),
+            )));
+        };
+        if hook.exit_code != Some(0) {
+            // The repository's own hook, which git-crew's run hook chains.
+            let program = crate::git::hooks_dir::hooks_dir(self.repo).join("pre-commit");
+            let runnable = std::fs::metadata(&program).is_ok_and(|m| {
+                use std::os::unix::fs::PermissionsExt;
+                m.is_file() && m.permissions().mode() & 0o111 != 0
+            });
+            return Ok(decided(Failure::Hook {
+                hook: runnable.then(|| program.to_string_lossy().into_owned()),
+                exit_code: hook.exit_code,
+                output: hook.output,
+            }));
+        }
+        if let Some(refused) = out_of_scope()? {
+            return Ok(Some(refused));
+        }
+        match tree.commit_staged(message, bound)? {
+            worktree::Commit::Committed => Ok(None),
+            worktree::Commit::Refused(output) => Ok(decided(Failure::Commit { output })),
+        }
     }
 
     /// The decision on the objects the run's processes wrote that were kept out of the

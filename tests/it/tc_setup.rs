@@ -1,0 +1,329 @@
+//! A run worktree's `[worktree] setup`, and toolchain failures that are not the worker's:
+//! a setup runs once, inside the run's fence with the worker's environment, before the
+//! worker starts, its output in the transcript and its time reported on its own; a setup,
+//! a filter or a hook that fails for want of a tool is an `error` the two-failure rule
+//! never counts, while a hook that refuses the worker's content stays the worker's.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+
+use crate::common::{TestEnv, read, write};
+
+/// `crew-repo.sh` at `<tmp>/repo`, with `deps/` ignored (committed).
+fn repo(env: &TestEnv) -> PathBuf {
+    let repo = env.fixture("crew-repo.sh", "repo", &[]);
+    write(&repo.join(".gitignore"), "deps/\n");
+    env.git_ok(&repo, &["add", ".gitignore"]);
+    env.git_ok(&repo, &["commit", "-q", "-m", "ignore deps"]);
+    repo
+}
+
+/// `--set worktree.setup=<command>`.
+fn setup(command: &str) -> String {
+    format!("worktree.setup={}", toml_string(command))
+}
+
+fn toml_string(text: &str) -> String {
+    toml::Value::String(text.to_string()).to_string()
+}
+
+/// Dispatches `backend` for `task` with the `--set`s, waits, and returns the result.
+fn run(env: &TestEnv, repo: &Path, task: &str, backend: &str, args: &[&str]) -> (String, Value) {
+    let run = env
+        .dispatch(repo, task)
+        .backend(backend)
+        .scope("src/routes/**")
+        .args(args)
+        .run_id();
+    let (_, result) = env.wait(repo, &run).timeout("120s").result();
+    (run, result)
+}
+
+/// should-stop's count of the task's failures under the `ok`-like backend's key.
+fn failures(env: &TestEnv, repo: &Path, task: &str, backend: &str) -> u64 {
+    let verdict = env
+        .should_stop(repo, task)
+        .model(&format!("backend:{backend}"))
+        .verdict();
+    verdict["failures"].as_u64().expect("failures")
+}
+
+#[test]
+fn a_setup_readies_the_worktree_before_the_worker_with_its_environment() {
+    let env = TestEnv::new();
+    let repo = repo(&env);
+    let command = "mkdir -p deps && printf 'ready home=%s tmp=%s main=%s\\n' \"$HOME\" \"$TMPDIR\" \"$CREW_MAIN_WORKTREE\" > deps/ready && echo setup-says-hello && echo setup-warns >&2";
+    let set = setup(command);
+    let (id, result) = run(
+        &env,
+        &repo,
+        "setup",
+        "uses-setup",
+        &[
+            "--set",
+            &set,
+            "--verify",
+            "grep -q ready src/routes/from-setup.txt",
+        ],
+    );
+    let transcript = env.transcript(&repo, &id);
+    assert_eq!(result["outcome"], "pass", "{result}\n{transcript}");
+    // Its output is in the transcript, under a header of its own, before the worker's.
+    let header = transcript
+        .find(&format!("setup `{command}`"))
+        .unwrap_or_else(|| panic!("no setup header:\n{transcript}"));
+    let said = transcript.find("setup-says-hello").expect("setup stdout");
+    assert!(transcript.contains("setup-warns"), "{transcript}");
+    let attempt = transcript
+        .find("attempt 1 backend")
+        .expect("attempt header");
+    assert!(header < said && said < attempt, "{transcript}");
+    // The worker's environment: its own home and temp folder; the lead's checkout named.
+    let made = read(
+        &repo
+            .join(".git/crew/worktrees")
+            .join(&id)
+            .join("deps/ready"),
+    );
+    let git_dir = repo.join(".git").canonicalize().unwrap();
+    let field = |name: &str| {
+        made.split_whitespace()
+            .find_map(|w| w.strip_prefix(&format!("{name}=")))
+            .unwrap_or_else(|| panic!("no {name} in {made}"))
+            .to_string()
+    };
+    assert!(
+        Path::new(&field("home")).starts_with(repo.join(".git/crew"))
+            || Path::new(&field("home")).starts_with(&git_dir),
+        "{made}"
+    );
+    assert!(field("tmp").contains("/crew/runs/"), "{made}");
+    assert_eq!(
+        Path::new(&field("main")),
+        repo.canonicalize().unwrap(),
+        "{made}"
+    );
+    // Its time is reported on its own, in the JSON and for people.
+    let show = env.crew(&repo, &["show", &id]).json();
+    let s = &show["run"]["setup"];
+    assert_eq!(s["command"], command, "{show}");
+    assert_eq!(s["passed"], true, "{show}");
+    assert_eq!(s["exit_code"], 0, "{show}");
+    assert!(s["elapsed_ms"].as_u64().is_some(), "{show}");
+    assert!(s["started_at"].as_str().is_some(), "{show}");
+    let status = env.crew(&repo, &["status", "--json"]).json();
+    let listed = status["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["run"] == id.as_str())
+        .unwrap_or_else(|| panic!("{status}"));
+    assert_eq!(listed["setup"]["passed"], true, "{status}");
+    let human = env.crew(&repo, &["show", &id, "--human"]);
+    assert!(
+        human
+            .stdout
+            .contains(&format!("setup `{command}`: passed in ")),
+        "{}",
+        human.stdout
+    );
+    // What the setup made is not work: it does not land.
+    env.crew(&repo, &["integrate", &id]).expect_code(0);
+    let landed = env.git_ok(&repo, &["show", "--stat", "--format=", "HEAD^2"]);
+    assert!(landed.contains("src/routes/from-setup.txt"), "{landed}");
+    let tree = env.git_ok(&repo, &["ls-tree", "-r", "--name-only", "HEAD"]);
+    assert!(!tree.contains("deps/"), "{tree}");
+}
+
+#[test]
+fn a_failed_setup_is_an_error_the_worker_never_starts_and_should_stop_never_counts() {
+    let env = TestEnv::new();
+    let repo = repo(&env);
+    let command = "echo about-to-fail; exit 7";
+    let set = setup(command);
+    for _ in 0..2 {
+        let (id, result) = run(&env, &repo, "broken", "ok", &["--set", &set]);
+        assert_eq!(result["outcome"], "error", "{result}");
+        assert_eq!(result["attempts"], 0, "{result}");
+        let decision = result["decision"].as_str().unwrap();
+        assert!(
+            decision.contains(&format!("the worktree setup `{command}` exited 7")),
+            "{decision}"
+        );
+        assert!(
+            decision.contains("the worker was not started"),
+            "{decision}"
+        );
+        assert_eq!(result["setup"]["passed"], false, "{result}");
+        assert_eq!(result["setup"]["exit_code"], 7, "{result}");
+        let transcript = env.transcript(&repo, &id);
+        assert!(transcript.contains("about-to-fail"), "{transcript}");
+        assert!(!transcript.contains("attempt 1 backend"), "{transcript}");
+        assert!(result["diff"]["files"].as_array().unwrap().is_empty());
+    }
+    assert_eq!(failures(&env, &repo, "broken", "ok"), 0);
+    let verdict = env
+        .should_stop(&repo, "broken")
+        .model("backend:ok")
+        .verdict();
+    assert_eq!(verdict["decision"], "continue", "{verdict}");
+}
+
+#[test]
+fn a_setup_past_its_bound_or_that_changes_tracked_files_is_an_error() {
+    let env = TestEnv::new();
+    let repo = repo(&env);
+    let set = setup("sleep 30");
+    let started = std::time::Instant::now();
+    let (_, result) = run(
+        &env,
+        &repo,
+        "slow-setup",
+        "ok",
+        &["--set", &set, "--set", "worktree.setup_timeout=\"1s\""],
+    );
+    assert!(started.elapsed() < std::time::Duration::from_secs(25));
+    assert_eq!(result["outcome"], "error", "{result}");
+    let decision = result["decision"].as_str().unwrap();
+    assert!(decision.contains("setup_timeout, 1s"), "{decision}");
+
+    let set = setup("echo more >> README.md");
+    let (_, result) = run(&env, &repo, "dirty-setup", "ok", &["--set", &set]);
+    assert_eq!(result["outcome"], "error", "{result}");
+    let decision = result["decision"].as_str().unwrap();
+    assert!(
+        decision.contains("changed what git tracks (README.md)"),
+        "{decision}"
+    );
+    assert_eq!(failures(&env, &repo, "slow-setup", "ok"), 0);
+    assert_eq!(failures(&env, &repo, "dirty-setup", "ok"), 0);
+}
+
+#[test]
+fn a_setup_runs_once_per_run_not_per_attempt() {
+    let env = TestEnv::new();
+    let repo = repo(&env);
+    let set = setup("mkdir -p deps && echo ran >> deps/count");
+    // A run that asks for help, then is advised: one run, two supervisors.
+    let id = env
+        .dispatch(&repo, "helped")
+        .backend("help-then-work")
+        .scope("src/routes/**")
+        .args(&["--set", &set])
+        .run_id();
+    let (_, parked) = env.wait(&repo, &id).result();
+    assert_eq!(parked["phase"], "needs-help", "{parked}");
+    env.crew(&repo, &["advise", &id, "--text", "sqlite"])
+        .expect_code(0);
+    let (_, result) = env.wait(&repo, &id).result();
+    assert_eq!(result["outcome"], "pass", "{result}");
+    // A failed verify tried again in the same run.
+    let flaky = env
+        .dispatch(&repo, "flaky")
+        .backend("flaky")
+        .scope("src/routes/**")
+        .verify("grep right src/routes/f.rs")
+        .args(&["--set", &set, "--continue-until-pass"])
+        .run_id();
+    let (_, again) = env.wait(&repo, &flaky).result();
+    assert_eq!(again["outcome"], "pass", "{again}");
+    assert_eq!(again["attempts"], 2, "{again}");
+    for run in [&id, &flaky] {
+        let count = read(
+            &repo
+                .join(".git/crew/worktrees")
+                .join(run)
+                .join("deps/count"),
+        );
+        assert_eq!(count, "ran\n", "run {run}");
+    }
+}
+
+/// Appends `lines` to the repository's own pre-commit hook (the one `init` chained), which
+/// every commit in a run worktree runs after git-crew's scope check.
+fn add_to_hook(repo: &Path, lines: &str) {
+    let hook = repo.join(".git/hooks/pre-commit");
+    let text = read(&hook);
+    write(&hook, &format!("{text}\n{lines}\n"));
+}
+
+#[test]
+fn a_hook_that_runs_a_missing_tool_is_an_error_not_the_workers() {
+    let env = TestEnv::new();
+    let repo = repo(&env);
+    add_to_hook(&repo, "no-such-linter --check \"$@\"");
+    for _ in 0..2 {
+        let (id, result) = run(&env, &repo, "lint", "ok", &[]);
+        let transcript = env.transcript(&repo, &id);
+        assert_eq!(result["outcome"], "error", "{result}\n{transcript}");
+        let decision = result["decision"].as_str().unwrap();
+        let hook = repo.join(".git/hooks/pre-commit");
+        assert!(
+            decision.contains(&format!(
+                "the pre-commit hook {} exited 127",
+                hook.display()
+            )),
+            "{decision}"
+        );
+        assert!(decision.contains("not the worker's"), "{decision}");
+    }
+    assert_eq!(failures(&env, &repo, "lint", "ok"), 0);
+}
+
+#[test]
+fn a_hook_that_refuses_the_workers_content_is_the_workers_failure() {
+    let env = TestEnv::new();
+    let repo = repo(&env);
+    // A lint that reads what is staged and refuses it.
+    add_to_hook(
+        &repo,
+        "if git diff --cached --name-only | grep -q 'crew.rs$'; then echo 'crew.rs: a function without a test' >&2; exit 1; fi",
+    );
+    let (_, result) = run(&env, &repo, "lint", "ok", &[]);
+    assert_eq!(result["outcome"], "fail", "{result}");
+    let decision = result["decision"].as_str().unwrap();
+    assert!(
+        decision.starts_with("a hook refused the commit of the work left behind"),
+        "{decision}"
+    );
+    assert!(decision.contains("exited 1"), "{decision}");
+    assert_eq!(failures(&env, &repo, "lint", "ok"), 1);
+}
+
+#[test]
+fn a_filter_that_fails_in_git_add_is_an_error_naming_the_filter() {
+    let env = TestEnv::new();
+    let repo = repo(&env);
+    // A clean filter for *.txt that always fails (required, as git-lfs sets its own).
+    env.git_ok(
+        &repo,
+        &[
+            "config",
+            "filter.stamp.clean",
+            "stamp-tool --clean %f; exit 3",
+        ],
+    );
+    env.git_ok(&repo, &["config", "filter.stamp.required", "true"]);
+    write(&repo.join(".gitattributes"), "*.txt filter=stamp\n");
+    env.git_ok(&repo, &["add", ".gitattributes"]);
+    env.git_ok(&repo, &["commit", "-q", "-m", "stamp txt files"]);
+    for _ in 0..2 {
+        let run = env
+            .dispatch(&repo, "stamped")
+            .backend("own-file")
+            .scope("work/**")
+            .run_id();
+        let (_, result) = env.wait(&repo, &run).result();
+        assert_eq!(result["outcome"], "error", "{result}");
+        let decision = result["decision"].as_str().unwrap();
+        assert!(
+            decision.contains(
+                "the `stamp` filter (`stamp-tool --clean %f; exit 3`) on work/stamped.txt"
+            ),
+            "{decision}"
+        );
+        assert!(decision.contains("not the worker's"), "{decision}");
+    }
+    assert_eq!(failures(&env, &repo, "stamped", "own-file"), 0);
+}
