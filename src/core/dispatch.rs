@@ -671,12 +671,14 @@ pub fn decide(flight: &Flight, request: &Request, facts: &Facts) -> Result<Plan,
         usage: None,
         retry_of: request.retry_of.clone(),
         pruned: None,
+        // A native run's worker is the lead's own sub-task, which git-crew does not
+        // start: it readies its worktree itself.
         setup: flight
             .worktree
             .setup
             .as_deref()
             .map(str::trim)
-            .filter(|c| !c.is_empty())
+            .filter(|c| !c.is_empty() && adapter != crate::core::flight::AdapterKind::Native)
             .map(|command| {
                 let timeout = humantime::parse_duration(&flight.worktree.setup_timeout)
                     .unwrap_or(Duration::from_secs(10 * 60));
@@ -910,6 +912,24 @@ mod tests {
         record.run = run.into();
         record.phase = Phase::Working;
         record
+    }
+
+    #[test]
+    fn a_worktree_setup_is_carried_by_every_run_but_a_native_one() {
+        let world = World::new();
+        let f = flight("[worktree]\nsetup = \" npm ci \"\nsetup_timeout = \"90s\"\n");
+        let plan = world.decide(&f, &request("api", &["src/**"])).unwrap();
+        let setup = plan.record.setup.expect("a setup");
+        assert_eq!((setup.command.as_str(), setup.timeout_s), ("npm ci", 90));
+        assert!(!setup.ran());
+        let mut native = request("api", &["src/**"]);
+        native.backend = Some("native".into());
+        let plan = world.decide(&f, &native).unwrap();
+        assert_eq!(plan.record.setup, None);
+        let plan = world
+            .decide(&flight(""), &request("api", &["src/**"]))
+            .unwrap();
+        assert_eq!(plan.record.setup, None);
     }
 
     #[test]

@@ -49,6 +49,8 @@ pub const HOME_VARS: &[&str] = &[
     "npm_config_cache",
     "NPM_CONFIG_CACHE",
     "npm_config_store_dir",
+    "pnpm_config_store_dir",
+    "PNPM_CONFIG_STORE_DIR",
     "YARN_CACHE_FOLDER",
     "PIP_CACHE_DIR",
     "UV_CACHE_DIR",
@@ -208,7 +210,10 @@ pub fn variables(places: &Places, lead: &Lead) -> Vec<(String, String)> {
         ("GOPATH".into(), home("go")),
         ("CARGO_HOME".into(), cache("cargo")),
         ("npm_config_cache".into(), cache("npm")),
-        ("npm_config_store_dir".into(), cache("pnpm")),
+        // pnpm 11 reads `pnpm_config_*` only, and npm never warns of it (npm 11 warns
+        // `Unknown env config "store-dir"` at every command of a `npm_config_store_dir`);
+        // pnpm 10 and older read their store from the worker's `pnpm/rc` ([`pnpm_rc`]).
+        ("pnpm_config_store_dir".into(), cache("pnpm")),
         ("YARN_CACHE_FOLDER".into(), cache("yarn")),
         ("PIP_CACHE_DIR".into(), cache("pip")),
         ("UV_CACHE_DIR".into(), cache("uv")),
@@ -237,6 +242,16 @@ pub fn variables(places: &Places, lead: &Lead) -> Vec<(String, String)> {
         },
     ));
     env
+}
+
+/// What pnpm 10 and older read their store folder from, since they take no
+/// `pnpm_config_*` variable: the worker's global pnpm config (`$XDG_CONFIG_HOME/pnpm/rc`,
+/// relative to its home) and the line that points it at the workers' shared store.
+pub fn pnpm_rc(places: &Places) -> (PathBuf, String) {
+    (
+        PathBuf::from(".config/pnpm/rc"),
+        format!("store-dir={}", places.cache.join("pnpm").display()),
+    )
 }
 
 /// The folders of a worker's environment made before its fence goes up (git-crew's
@@ -422,6 +437,25 @@ mod tests {
         for key in SCRUBBED {
             assert!(get(&env, key).is_none());
         }
+    }
+
+    /// npm warns of every `npm_config_*` variable it does not know, at every command.
+    #[test]
+    fn npm_is_given_no_variable_it_does_not_know() {
+        let env = variables(&places(), &lead());
+        let npm: Vec<&str> = env
+            .iter()
+            .map(|(k, _)| k.as_str())
+            .filter(|k| k.to_ascii_lowercase().starts_with("npm_config_"))
+            .collect();
+        assert_eq!(npm, ["npm_config_cache"]);
+        assert_eq!(
+            get(&env, "pnpm_config_store_dir"),
+            Some("/r/.git/crew/worker-cache/pnpm")
+        );
+        let (rc, line) = pnpm_rc(&places());
+        assert_eq!(rc, Path::new(".config/pnpm/rc"));
+        assert_eq!(line, "store-dir=/r/.git/crew/worker-cache/pnpm");
     }
 
     #[test]

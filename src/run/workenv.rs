@@ -84,6 +84,26 @@ pub fn prepare(
         };
         crate::sys::fs::mkdirs_beneath(root, rel)?;
     }
+    // pnpm 10 and older find the shared store in the worker's own pnpm config; a line
+    // the worker (or an earlier run) left there stays. Best effort: without it, pnpm
+    // keeps its store in the worker's home.
+    let (rc, line) = workenv::pnpm_rc(&places);
+    let had = crate::sys::fs::read_capped(
+        &places.home.join(&rc),
+        SEED_CAP,
+        crate::sys::fs::Links::Refuse,
+    )
+    .map(|b| String::from_utf8_lossy(&b).into_owned())
+    .unwrap_or_default();
+    if !had.lines().any(|l| l.trim_start().starts_with("store-dir")) {
+        let mut text = had;
+        if !text.is_empty() && !text.ends_with('\n') {
+            text.push('\n');
+        }
+        text.push_str(&line);
+        text.push('\n');
+        let _ = crate::sys::fs::write_beneath(&places.home, &rc, text.as_bytes());
+    }
     let lead = lead(config);
     let mut seeded = Vec::new();
     let extra = config.seed.clone().unwrap_or_default();

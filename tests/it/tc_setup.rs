@@ -327,3 +327,75 @@ fn a_filter_that_fails_in_git_add_is_an_error_naming_the_filter() {
     }
     assert_eq!(failures(&env, &repo, "stamped", "own-file"), 0);
 }
+
+/// `npm ci` as the setup of a Node project, against the npm registry: the worker requires
+/// the devDependency it installed, the verify runs node on the worker's module, and what
+/// lands is the module alone — no `node_modules`. npm says nothing of an unknown env
+/// config (a `npm_config_*` variable npm does not know, as pnpm's store folder once was).
+#[test]
+#[ignore = "needs the npm registry; .ci/run runs it"]
+fn npm_ci_as_the_setup_readies_a_node_project() {
+    let env = TestEnv::new();
+    let repo = env.fixture("npm-project.sh", "repo", &[]);
+    let set = setup("npm ci --no-audit --no-fund");
+    let run = env
+        .dispatch(&repo, "even")
+        .backend("npm-user")
+        .scope("src/**")
+        .verify("node -e 'process.exit(require(\"./src/even.js\")(4) && !require(\"./src/even.js\")(3) ? 0 : 1)'")
+        .args(&["--set", &set])
+        .run_id();
+    let (_, result) = env.wait(&repo, &run).timeout("300s").result();
+    let transcript = env.transcript(&repo, &run);
+    assert_eq!(result["outcome"], "pass", "{result}\n{transcript}");
+    assert_eq!(result["setup"]["passed"], true, "{result}");
+    assert!(result["setup"]["elapsed_ms"].as_u64().is_some(), "{result}");
+    assert!(transcript.contains("added 1 package"), "{transcript}");
+    assert!(!transcript.contains("Unknown env config"), "{transcript}");
+    assert!(!transcript.contains("npm warn"), "{transcript}");
+    // npm's cache is the workers' shared one, never the lead's.
+    assert!(
+        repo.join(".git/crew/worker-cache/npm")
+            .read_dir()
+            .unwrap()
+            .next()
+            .is_some()
+    );
+    assert!(!env.home().join(".npm").exists());
+    env.crew(&repo, &["integrate", &run]).expect_code(0);
+    let landed = env.git_ok(&repo, &["diff", "--name-only", "HEAD^1", "HEAD"]);
+    let landed: Vec<&str> = landed.lines().collect();
+    assert!(landed.contains(&"src/even.js"), "{landed:?}");
+    assert!(
+        landed
+            .iter()
+            .all(|p| *p == "src/even.js" || *p == "docs/state/crew.json"),
+        "{landed:?}"
+    );
+    let tree = env.git_ok(&repo, &["ls-tree", "-r", "--name-only", "HEAD"]);
+    assert!(!tree.contains("node_modules"), "{tree}");
+}
+
+/// pnpm 11 reads its store folder from `pnpm_config_store_dir`, pnpm 10 and older from
+/// their global rc: both name the workers' shared store, and npm is given no variable
+/// it would warn of.
+#[test]
+fn pnpm_of_any_version_finds_the_shared_store_and_npm_no_unknown_config() {
+    let env = TestEnv::new();
+    let repo = repo(&env);
+    let set = setup(
+        "mkdir -p deps && { echo \"env=$pnpm_config_store_dir\"; cat \"$XDG_CONFIG_HOME/pnpm/rc\"; env | grep -i '^npm_config_' | cut -d= -f1; } > deps/pnpm",
+    );
+    let (id, result) = run(&env, &repo, "pnpm", "ok", &["--set", &set]);
+    assert_eq!(result["outcome"], "pass", "{result}");
+    let seen = read(&repo.join(".git/crew/worktrees").join(&id).join("deps/pnpm"));
+    let store = repo.join(".git/crew/worker-cache/pnpm");
+    assert_eq!(
+        seen,
+        format!(
+            "env={}\nstore-dir={}\nnpm_config_cache\n",
+            store.display(),
+            store.display()
+        )
+    );
+}
