@@ -63,8 +63,14 @@ pub fn run(ctx: &CommandContext, args: VerifyArgs) -> Result<Report> {
         .map_err(CrewError::from)?;
     let passed = matches!(&verdict, Verified::Done(result) if result.passed);
     let timed_out = matches!(verdict, Verified::Timeout);
+    let setup_failed = match &verdict {
+        Verified::SetupFailed(problem) => Some(problem.clone()),
+        _ => None,
+    };
     let human = if timed_out {
         format!("verify of run {} timed out", record.run)
+    } else if let Some(problem) = &setup_failed {
+        format!("verify of run {} did not run: {problem}", record.run)
     } else {
         format!(
             "verify of run {} {} ({}); the run is {} (outcome {})",
@@ -84,8 +90,12 @@ pub fn run(ctx: &CommandContext, args: VerifyArgs) -> Result<Report> {
     };
     let output = Output {
         run: &record.run,
-        verify: record.verify.as_ref().filter(|_| !timed_out),
+        verify: record
+            .verify
+            .as_ref()
+            .filter(|_| !timed_out && setup_failed.is_none()),
         timed_out,
+        setup_failed: setup_failed.as_deref(),
         phase: record.phase,
         outcome: record.outcome,
     };
@@ -96,13 +106,18 @@ pub fn run(ctx: &CommandContext, args: VerifyArgs) -> Result<Report> {
             CrewError::check(
                 if timed_out {
                     "verify-timed-out"
+                } else if setup_failed.is_some() {
+                    "verify-setup-failed"
                 } else {
                     "verify-failed"
                 },
-                match problem {
-                    Some(problem) => format!("verify of run {} failed: {problem}", record.run),
-                    None if timed_out => format!("verify of run {} timed out", record.run),
-                    None => format!("verify of run {} failed", record.run),
+                match (problem, &setup_failed) {
+                    (_, Some(setup)) => {
+                        format!("verify of run {} did not run: {setup}", record.run)
+                    }
+                    (Some(problem), _) => format!("verify of run {} failed: {problem}", record.run),
+                    (None, _) if timed_out => format!("verify of run {} timed out", record.run),
+                    (None, _) => format!("verify of run {} failed", record.run),
                 },
             )
             .hinted("`git crew transcript RUN` shows what the verify printed"),
@@ -117,6 +132,10 @@ struct Output<'a> {
     run: &'a str,
     verify: Option<&'a crate::core::record::Verify>,
     timed_out: bool,
+    /// Why the run's `[worktree] setup` did not ready the throwaway checkout (nothing
+    /// was verified); absent when it did, or had none to run.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    setup_failed: Option<&'a str>,
     phase: crate::core::record::Phase,
     outcome: Option<Outcome>,
 }

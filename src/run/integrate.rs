@@ -360,6 +360,11 @@ pub fn integrate(
                         "verify timed out on the merge of run {run} onto {into}; {into} is untouched"
                     ))));
                 }
+                verify::Verified::SetupFailed(problem) => {
+                    return Ok(Err(Refusal::MergedVerify(format!(
+                        "the merge of run {run} onto {into} was not verified: {problem}; {into} is untouched"
+                    ))));
+                }
             }
         }
 
@@ -912,6 +917,7 @@ fn verify_merged(
         &transcript,
         deadline,
         super::fence::base_for(record, &dir)?,
+        record.setup.as_ref(),
     )
 }
 

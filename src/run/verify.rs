@@ -15,6 +15,9 @@ pub enum Verified {
     Done(Verify),
     /// The verifier ran out of time: a timeout, never a failed solution.
     Timeout,
+    /// The run's `[worktree] setup` did not ready the throwaway checkout (why): nothing
+    /// was verified, and it says nothing of the solution.
+    SetupFailed(String),
 }
 
 /// Runs `command` of run `run_id` with `sh -c` in `worktree`; its output is archived to
@@ -78,7 +81,8 @@ pub fn run(
 
 #[allow(clippy::too_many_arguments)]
 /// Runs `command` on `commit` checked out clean in a throwaway worktree at `wt` (no
-/// hooks run there), removed again afterwards.
+/// hooks run there), readied first by the run's `[worktree] setup` when it has one,
+/// removed again afterwards.
 pub fn in_throwaway(
     run_id: &str,
     repo_dir: &Path,
@@ -89,6 +93,7 @@ pub fn in_throwaway(
     transcript: &Path,
     deadline: Instant,
     fenced: Option<crate::sys::fence::Fence>,
+    setup: Option<&crate::core::record::Setup>,
 ) -> anyhow::Result<Verified> {
     if wt.exists() {
         crate::git::worktree::force_remove(repo_dir, wt);
@@ -103,6 +108,46 @@ pub fn in_throwaway(
         let fence = fenced
             .map(|base| super::fence::for_checkout(&common_dir, wt, verifier_dir, base))
             .transpose()?;
+        if let Some(setup) = setup {
+            let mut env = vec![
+                ("CREW_RUN".to_string(), run_id.to_string()),
+                (
+                    "CREW_WORKTREE".to_string(),
+                    wt.to_string_lossy().into_owned(),
+                ),
+            ];
+            if let Some(main) = super::fence::main_worktree(&common_dir) {
+                env.push((
+                    "CREW_MAIN_WORKTREE".to_string(),
+                    main.to_string_lossy().into_owned(),
+                ));
+            }
+            let output = (
+                crate::core::layout::verifier_output(verifier_dir, "setup-out"),
+                crate::core::layout::verifier_output(verifier_dir, "setup-err"),
+            );
+            let end = super::setup::run(
+                &super::setup::Setup {
+                    run: run_id,
+                    task: "-",
+                    command: &setup.command,
+                    worktree: wt,
+                    output: output.clone(),
+                    transcript,
+                    env,
+                    fence: fence.clone(),
+                    timeout: Duration::from_secs(setup.timeout_s),
+                    max_output: super::output::DEFAULT_CAP,
+                },
+                &mut || false,
+            )?;
+            let _ = std::fs::remove_file(&output.0);
+            let _ = std::fs::remove_file(&output.1);
+            if let Some(problem) = crate::core::toolchain::setup_problem(&setup.command, &end, &[])
+            {
+                return Ok(Verified::SetupFailed(problem));
+            }
+        }
         run(
             run_id,
             command,
@@ -306,6 +351,7 @@ pub fn again(
             &transcript,
             deadline,
             fence,
+            record.setup.as_ref(),
         )
     }?;
     match &verdict {
@@ -345,7 +391,7 @@ pub fn again(
             crate::git::seal::write(repo, &resealed.with_verdict(&record))?;
             store.update_record(&record)?;
         }
-        Verified::Timeout => {}
+        Verified::Timeout | Verified::SetupFailed(_) => {}
     }
     Ok(Ok((verdict, record)))
 }

@@ -399,3 +399,42 @@ fn pnpm_of_any_version_finds_the_shared_store_and_npm_no_unknown_config() {
         )
     );
 }
+
+/// Integrate verifies the merge again in a throwaway checkout when the target moved: the
+/// setup readies that checkout too, or a verify that needs what it made could never pass
+/// there.
+#[test]
+fn a_throwaway_checkout_is_set_up_before_the_merge_is_verified_again() {
+    let env = TestEnv::new();
+    let repo = repo(&env);
+    let set = setup("mkdir -p deps && echo ready > deps/ready");
+    let (id, result) = run(
+        &env,
+        &repo,
+        "moved",
+        "uses-setup",
+        &[
+            "--set",
+            &set,
+            "--verify",
+            "test -f deps/ready && grep -q ready src/routes/from-setup.txt",
+        ],
+    );
+    assert_eq!(result["outcome"], "pass", "{result}");
+    // The target moves on, outside the run's scope.
+    write(&repo.join("docs/guide.md"), "# Docs, moved on\n");
+    env.git_ok(&repo, &["commit", "-q", "-am", "main moves"]);
+    let out = env.crew(&repo, &["integrate", &id]);
+    out.expect_code(0);
+    assert!(
+        out.json()["merged_verify"]["passed"] == true,
+        "{}",
+        out.stdout
+    );
+    let transcript = env.transcript(&repo, &id);
+    assert_eq!(
+        transcript.matches("setup `mkdir -p deps").count(),
+        2,
+        "the run's worktree and the throwaway checkout:\n{transcript}"
+    );
+}

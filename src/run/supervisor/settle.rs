@@ -309,6 +309,12 @@ impl Supervisor<'_> {
                 self.record.decision = Some("the verifier ran out of the time budget".into());
                 self.finish(Outcome::Timeout)
             }
+            // The run's own worktree was readied before its first attempt: only a
+            // throwaway checkout is set up by verify.
+            verify::Verified::SetupFailed(problem) => {
+                self.record.decision = Some(problem);
+                self.finish(Outcome::Error)
+            }
             verify::Verified::Done(result) => {
                 let passed = result.passed;
                 self.record.verified_tip = tested.map(|t| t.to_string());
