@@ -832,7 +832,10 @@ impl RunTree {
     /// would, inside the bound's fence and within its time: its exit code and output, or
     /// `None` when it ran past (its whole group killed). No hook is a pass.
     pub fn pre_commit(&self, bound: &Bound) -> anyhow::Result<Option<HookRun>> {
+        // What `git commit` hands its hooks: the index it commits, and no editor.
+        let index = self.admin.join("index");
         let git = GitRunner::new(&self.path)
+            .with_env("GIT_INDEX_FILE", &index.to_string_lossy())
             .with_env("GIT_EDITOR", ":")
             .with_fence(bound.fence.clone());
         let Some((exit_code, output)) = git.code_within(
