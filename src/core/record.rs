@@ -595,6 +595,15 @@ impl RunRecord {
             branch: false,
             ignored: vec!["target/".into()],
         });
+        r.setup = Some(Setup {
+            command: "npm ci".into(),
+            timeout_s: 600,
+            started_at: Some("2026-01-01T00:00:00Z".parse().unwrap()),
+            elapsed_ms: Some(2300),
+            exit_code: Some(1),
+            passed: Some(false),
+            problem: Some("the worktree setup `npm ci` exited 1".into()),
+        });
         r
     }
 

@@ -465,6 +465,29 @@ mod tests {
     }
 
     #[test]
+    fn a_setup_is_told_with_its_own_time() {
+        let mut setup = Setup::pending("npm ci", 600);
+        assert_eq!(
+            setup_line(&setup),
+            "setup `npm ci`: not run yet (bound 10m)"
+        );
+        setup.passed = Some(true);
+        setup.elapsed_ms = Some(340);
+        assert_eq!(setup_line(&setup), "setup `npm ci`: passed in 340ms");
+        setup.elapsed_ms = Some(2345);
+        assert_eq!(setup_line(&setup), "setup `npm ci`: passed in 2.3s");
+        setup.passed = Some(false);
+        setup.elapsed_ms = Some(125_000);
+        setup.problem = Some("the worktree setup `npm ci` exited 1".into());
+        assert_eq!(
+            setup_line(&setup),
+            "setup `npm ci`: failed after 2m05s: the worktree setup `npm ci` exited 1"
+        );
+        let r = RunRecord::full();
+        assert!(result_block(&r, 0).contains("setup `npm ci`: failed after 2.3s"));
+    }
+
+    #[test]
     fn a_finished_run_result_is_the_record_as_stored_key_for_key() {
         // Every field set, so that none is left out or out of place.
         let r = RunRecord::full();
