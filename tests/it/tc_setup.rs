@@ -438,3 +438,43 @@ fn a_throwaway_checkout_is_set_up_before_the_merge_is_verified_again() {
         "the run's worktree and the throwaway checkout:\n{transcript}"
     );
 }
+
+/// A setup may link a heavy folder the project ignores from the main worktree rather than
+/// build or copy it: the run's processes read through the link (under a private /tmp too,
+/// where the test's folders lie), and the fence lets nothing write the lead's folder.
+#[test]
+fn a_setup_links_an_ignored_folder_of_the_main_worktree() {
+    crate::dispatch::require_fence();
+    let env = TestEnv::new();
+    let repo = repo(&env);
+    // `deps/` would ignore a folder only: git sees the link as a file.
+    write(&repo.join(".gitignore"), "deps\n");
+    env.git_ok(
+        &repo,
+        &["commit", "-q", "-am", "ignore deps, folder or link"],
+    );
+    write(&repo.join("deps/ready"), "ready in the lead's checkout\n");
+    let set = setup(
+        "ln -s \"$CREW_MAIN_WORKTREE/deps\" deps && if echo x > deps/planted; then echo wrote; else echo refused; fi",
+    );
+    let (id, result) = run(
+        &env,
+        &repo,
+        "linked",
+        "uses-setup",
+        &[
+            "--set",
+            &set,
+            "--verify",
+            "grep -q 'lead' src/routes/from-setup.txt",
+        ],
+    );
+    let transcript = env.transcript(&repo, &id);
+    assert_eq!(result["outcome"], "pass", "{result}\n{transcript}");
+    assert!(transcript.contains("refused"), "{transcript}");
+    assert!(!repo.join("deps/planted").exists());
+    assert_eq!(
+        read(&repo.join("deps/ready")),
+        "ready in the lead's checkout\n"
+    );
+}
