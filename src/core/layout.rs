@@ -92,6 +92,11 @@ pub fn tmp(dir: &Path) -> PathBuf {
 pub fn quarantine(dir: &Path) -> PathBuf {
     dir.join("objects")
 }
+/// The run's git LFS store (`lfs.storage` inside the fence): the LFS objects its
+/// processes write, imported into the repository's when an attempt ends.
+pub fn lfs_store(dir: &Path) -> PathBuf {
+    dir.join("lfs")
+}
 /// An attempt's stdout and stderr while it runs.
 pub fn attempt_output(dir: &Path, attempt: u32, stream: &str) -> PathBuf {
     dir.join(format!("attempt-{attempt}.{stream}"))

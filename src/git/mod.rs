@@ -8,6 +8,7 @@ pub mod config;
 pub mod diff;
 pub mod hooks_dir;
 pub mod identity;
+pub mod lfs;
 pub mod merge;
 pub mod notes;
 pub mod objects;

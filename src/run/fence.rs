@@ -49,6 +49,21 @@ fn quarantine_objects(
     Ok(())
 }
 
+/// Sends git LFS's new objects, and its temp files, to the run's own LFS store
+/// (`core::layout::lfs_store`, given as `lfs.storage`), never into the repository's
+/// (`<common>/lfs`): a lead-side checkout reads an LFS object by its name without hashing
+/// it again. git-crew imports them, each hashed again, when an attempt ends
+/// (`git::lfs`). git-lfs still reads the repository's objects, from the LFS store beside
+/// the alternate object store (`GIT_ALTERNATE_OBJECT_DIRECTORIES`), copying what it needs
+/// into the run's. Given to every run, read-only ones too: `git status` cleans a file
+/// through git-lfs when the index's stat data cannot vouch for it.
+fn lfs_store(fence: &mut Fence, store: &Path) -> anyhow::Result<()> {
+    std::fs::create_dir_all(store).with_context(|| format!("cannot create {}", store.display()))?;
+    fence.add_repo_dir(store);
+    fence.git_config("lfs.storage", &store.to_string_lossy());
+    Ok(())
+}
+
 /// Why a `[sandbox] writable` entry cannot be used.
 pub fn check_writable(entry: &Path, repo_dir: &Path, common_dir: &Path) -> Result<(), String> {
     let canon = |p: &Path| p.canonicalize().unwrap_or_else(|_| p.to_path_buf());
@@ -169,6 +184,7 @@ pub fn for_run(
         }
         fence.add(file);
     }
+    lfs_store(&mut fence, &crate::core::layout::lfs_store(paths.run_dir))?;
     if paths.may_commit {
         fence.add_repo_dir(paths.worktree);
         let name = paths
@@ -223,6 +239,7 @@ pub fn for_checkout(
         &crate::core::layout::quarantine(run_dir),
         common_dir,
     )?;
+    lfs_store(&mut fence, &crate::core::layout::lfs_store(run_dir))?;
     fence.add(verifier_dir);
     Ok(fence)
 }

@@ -102,6 +102,29 @@ impl Fence {
         }
     }
 
+    /// Gives every process of the fence the git config `key = value`, as `git -c` would
+    /// (`GIT_CONFIG_COUNT`, `GIT_CONFIG_KEY_<n>`, `GIT_CONFIG_VALUE_<n>`): over every
+    /// config file, the worktree's own included, and after the entries this process's own
+    /// environment holds, which it keeps.
+    pub fn git_config(&mut self, key: &str, value: &str) {
+        let count = self
+            .env
+            .iter()
+            .rev()
+            .find(|(k, _)| k == "GIT_CONFIG_COUNT")
+            .map(|(_, v)| v.clone())
+            .or_else(|| std::env::var("GIT_CONFIG_COUNT").ok())
+            .and_then(|v| v.trim().parse::<usize>().ok())
+            .unwrap_or(0);
+        self.env.retain(|(k, _)| k != "GIT_CONFIG_COUNT");
+        self.env
+            .push((format!("GIT_CONFIG_KEY_{count}"), key.to_string()));
+        self.env
+            .push((format!("GIT_CONFIG_VALUE_{count}"), value.to_string()));
+        self.env
+            .push(("GIT_CONFIG_COUNT".into(), (count + 1).to_string()));
+    }
+
     /// What a process started by `command` needs to see under a private `/tmp`.
     fn needs(&self, command: &Command) -> crate::sys::ns::Needs {
         let mut writable = self.dirs.clone();
@@ -172,9 +195,18 @@ impl Fence {
         }
         if let Some(private) = &self.private_tmp {
             let plan = crate::sys::ns::plan(private, &self.needs(command), &self.hide)?;
+            let own_ptys = plan.own_ptys();
             // SAFETY: `enter` makes only system calls on strings prepared here.
             unsafe {
                 command.pre_exec(move || plan.enter());
+            }
+            if own_ptys {
+                let ptys = OwnPtys::prepare(&ruleset)?;
+                // SAFETY: `add` makes only system calls (open, landlock_add_rule, close)
+                // on constant strings and the values prepared here.
+                unsafe {
+                    command.pre_exec(move || ptys.add());
+                }
             }
         }
         let slot = Mutex::new(Some(ruleset));
@@ -196,6 +228,90 @@ impl Fence {
                     Err(_) => Err(std::io::Error::other("cannot put up the write fence")),
                 }
             });
+        }
+        Ok(())
+    }
+}
+
+/// `struct landlock_path_beneath_attr` (linux/landlock.h), packed as the kernel has it.
+#[repr(C, packed)]
+struct PathBeneathAttr {
+    allowed_access: u64,
+    parent_fd: i32,
+}
+
+/// `LANDLOCK_RULE_PATH_BENEATH` (linux/landlock.h).
+const RULE_PATH_BENEATH: libc::c_int = 1;
+
+/// The rules that let a process with a devpts instance of its own (`sys::ns`) use its
+/// pseudo-terminals: open `/dev/ptmx` and `/dev/pts/<n>` for writing and send them ioctls
+/// (`TIOCGPTN`, `TIOCSPTLCK`, `TIOCSCTTY`, termios). They are added in the child, once the
+/// instance is mounted: the rules name inodes, and the parent cannot name the instance's.
+/// The lead's own terminals — the machine's devpts instance, reachable under it in no
+/// other place by the rule, and `/dev/tty` — keep taking no ioctl, so no `TIOCSTI`.
+struct OwnPtys {
+    /// The ruleset the fence is being built in (a duplicate of its descriptor).
+    ruleset: std::os::fd::OwnedFd,
+    /// The rights, as the kernel handles them.
+    access: u64,
+    /// Whether `/dev/ptmx` is there to be named.
+    ptmx: bool,
+}
+
+impl OwnPtys {
+    fn prepare(ruleset: &landlock::RulesetCreated) -> anyhow::Result<OwnPtys> {
+        let ruleset: Option<std::os::fd::OwnedFd> = ruleset
+            .try_clone()
+            .context("cannot set up the write fence")?
+            .into();
+        let handled = AccessFs::from_write(HANDLED)
+            & AccessFs::from_write(ABI::from(kernel_abi().unwrap_or(0)));
+        Ok(OwnPtys {
+            ruleset: ruleset.context("the kernel has no write fence to add to")?,
+            access: ((AccessFs::WriteFile | AccessFs::IoctlDev) & handled).bits(),
+            ptmx: Path::new("/dev/ptmx").exists(),
+        })
+    }
+
+    /// Adds the rules, in the child, between fork and exec.
+    fn add(&self) -> std::io::Result<()> {
+        use std::os::fd::AsRawFd;
+        let paths = [
+            (
+                c"/dev/pts",
+                libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC,
+                true,
+            ),
+            (c"/dev/ptmx", libc::O_PATH | libc::O_CLOEXEC, self.ptmx),
+        ];
+        for (path, flags, wanted) in paths {
+            if !wanted {
+                continue;
+            }
+            // SAFETY: open, landlock_add_rule and close on a constant NUL-terminated path,
+            // a live attribute struct and descriptors this process owns.
+            unsafe {
+                let fd = libc::open(path.as_ptr(), flags);
+                if fd < 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                let attr = PathBeneathAttr {
+                    allowed_access: self.access,
+                    parent_fd: fd,
+                };
+                let added = libc::syscall(
+                    libc::SYS_landlock_add_rule,
+                    self.ruleset.as_raw_fd(),
+                    RULE_PATH_BENEATH,
+                    &attr as *const PathBeneathAttr,
+                    0u32,
+                );
+                let error = std::io::Error::last_os_error();
+                libc::close(fd);
+                if added != 0 {
+                    return Err(error);
+                }
+            }
         }
         Ok(())
     }

@@ -89,6 +89,45 @@ pub fn read_head(path: &Path, max: u64, links: Links) -> Result<Vec<u8>, Unread>
     Ok(bytes)
 }
 
+/// `rel` beneath the folder `root` opened for reading when it is a regular file, and the
+/// size it claims: no symlink is followed on the way or at the end, nor `..`. For files
+/// a run's processes wrote in a folder of their own, read by git-crew.
+pub fn open_beneath(root: &Path, rel: &Path) -> Result<(std::fs::File, u64), Unread> {
+    use rustix::fs::{Mode, OFlags};
+    let fail = |e: rustix::io::Errno| match e {
+        rustix::io::Errno::NOENT | rustix::io::Errno::NOTDIR => Unread::Missing,
+        rustix::io::Errno::LOOP | rustix::io::Errno::XDEV => Unread::NotRegular("a symbolic link"),
+        e => Unread::Failed(e.into()),
+    };
+    // Looked at before it is opened: opening a FIFO or a device may wait or do anything.
+    regular(&std::fs::symlink_metadata(root.join(rel)).map_err(|e| {
+        if e.kind() == std::io::ErrorKind::NotFound {
+            Unread::Missing
+        } else {
+            Unread::Failed(e)
+        }
+    })?)?;
+    let dir = rustix::fs::open(
+        root,
+        OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC | OFlags::RDONLY,
+        Mode::empty(),
+    )
+    .map_err(fail)?;
+    let fd = rustix::fs::openat2(
+        &dir,
+        rel,
+        OFlags::RDONLY | OFlags::NONBLOCK | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+        Mode::empty(),
+        strict(),
+    )
+    .map_err(fail)?;
+    let file = std::fs::File::from(fd);
+    // What was opened is what is read: it may have been swapped since it was looked at.
+    let opened = file.metadata().map_err(Unread::Failed)?;
+    regular(&opened)?;
+    Ok((file, opened.len()))
+}
+
 /// `path` opened for reading when it is a regular file, and the size it claims.
 fn open_regular(path: &Path, links: Links) -> Result<(std::fs::File, u64), Unread> {
     use std::os::unix::fs::OpenOptionsExt;

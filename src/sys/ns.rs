@@ -2,7 +2,8 @@
 //! namespace when git-crew is not root): the run's own temp folder is the process's
 //! `/tmp` — or, when paths the process needs lie under the real `/tmp`, an empty `/tmp`
 //! with just those bound back in (read-only unless its fence lets it write them) — and
-//! `$XDG_RUNTIME_DIR` is covered by an empty tmpfs. Every other mount is read-only but
+//! `$XDG_RUNTIME_DIR` is covered by an empty tmpfs, and `/dev/pts` by a devpts instance of
+//! its own (pseudo-terminals it opens, none of the lead's). Every other mount is read-only but
 //! for the paths the process's fence lets it write, bound back writable: the kernel fence
 //! governs writes, not a file's mode, owner or times, which a read-only mount keeps.
 //! So no socket of the lead's that lives there (tmux, ssh-agent, X11, D-Bus) can be
@@ -42,6 +43,10 @@ enum Step {
     ReadOnlyRoot,
     /// Covers a folder with an empty tmpfs of these options.
     Hide(CString, &'static std::ffi::CStr),
+    /// Mounts a new devpts instance of the process's own on `/dev/pts`: the ptys it opens
+    /// (through `/dev/ptmx`, which finds the instance at `pts` beside it) are its own,
+    /// and no terminal of the lead's is there.
+    Devpts,
 }
 
 /// `open_tree`'s flag for a detached copy of the tree (linux/mount.h).
@@ -58,6 +63,9 @@ struct MountAttr {
 const MOUNT_ATTR_RDONLY: u64 = 0x0000_0001;
 /// `move_mount`'s flag for a source given as a file descriptor (linux/mount.h).
 const MOVE_MOUNT_F_EMPTY_PATH: libc::c_uint = 0x0000_0004;
+
+/// Where the process's own devpts instance is mounted.
+const PTS: &std::ffi::CStr = c"/dev/pts";
 
 /// The paths a process needs, sorted by what it may do with them.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
@@ -129,6 +137,9 @@ pub fn plan(private: &Path, needs: &Needs, hide: &[PathBuf]) -> anyhow::Result<P
     // the kernel fence governs what is written, not a file's mode, owner or times, which
     // a read-only mount refuses to change.
     let mut steps = vec![Step::ReadOnlyRoot];
+    if Path::new(std::ffi::OsStr::from_bytes(PTS.to_bytes())).is_dir() {
+        steps.push(Step::Devpts);
+    }
     let private = std::fs::canonicalize(private).context("cannot find the run's temp folder")?;
     let mut bind = |steps: &mut Vec<Step>, from: &Path, to: &Path| -> anyhow::Result<()> {
         sources.push(cstr(from)?);
@@ -259,6 +270,12 @@ fn write_proc(path: &std::ffi::CStr, text: &[u8]) -> std::io::Result<()> {
 }
 
 impl Plan {
+    /// Whether the process gets a devpts instance of its own on `/dev/pts` (so every pty
+    /// it can reach there is its own).
+    pub fn own_ptys(&self) -> bool {
+        self.steps.iter().any(|s| matches!(s, Step::Devpts))
+    }
+
     /// Carries the plan out in the child, between fork and exec: no allocation, only
     /// system calls on the prepared strings.
     pub fn enter(&self) -> std::io::Result<()> {
@@ -364,6 +381,18 @@ impl Plan {
                             null,
                             libc::MS_BIND | libc::MS_REMOUNT | libc::MS_RDONLY | kept,
                             std::ptr::null(),
+                        ) != 0
+                        {
+                            return Err(last());
+                        }
+                    }
+                    Step::Devpts => {
+                        if libc::mount(
+                            c"devpts".as_ptr(),
+                            PTS.as_ptr(),
+                            c"devpts".as_ptr(),
+                            libc::MS_NOSUID | libc::MS_NOEXEC,
+                            c"newinstance,ptmxmode=0666,mode=0620".as_ptr().cast(),
                         ) != 0
                         {
                             return Err(last());

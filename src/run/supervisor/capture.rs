@@ -180,8 +180,8 @@ impl Supervisor<'_> {
         }
     }
 
-    /// Brings what the run's processes wrote into its object quarantine into the
-    /// repository's store, each object hashed again, within the run's bounds (no object
+    /// Brings what the run's processes wrote into its object quarantine and its LFS store
+    /// into the repository's stores, each object hashed again, within the run's bounds (no object
     /// over `fences.max_file_size`, nothing past the deadline and its grace); what is kept
     /// out is noted.
     pub(super) fn import_objects(&mut self) -> anyhow::Result<()> {
@@ -198,6 +198,16 @@ impl Supervisor<'_> {
             limits,
         )?;
         self.rejected_objects.extend(imported.rejected);
+        // Its LFS objects too, for a run that may commit; a read-only run's (what
+        // `git status` cleaned) are never taken in.
+        if self.record.role.may_commit() {
+            let lfs = git::lfs::import(
+                &crate::core::layout::lfs_store(&self.run_dir),
+                self.repo.common_dir(),
+                limits,
+            )?;
+            self.rejected_objects.extend(lfs.rejected);
+        }
         Ok(())
     }
 }
