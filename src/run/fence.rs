@@ -5,10 +5,11 @@
 //! What a commit in a linked worktree writes (checked with real git under the fence): the
 //! worktree, its private git dir (`<common>/worktrees/<name>/`: index, HEAD, logs,
 //! config.worktree), new objects — sent to the run's own quarantine, never the
-//! repository's store — and its branch's ref and reflog folders
-//! (`refs/heads/crew/<task>/`, `logs/refs/heads/crew/<task>/`). Nothing else of the
-//! repository: not the main checkout, other worktrees, hooks, `packed-refs`, other refs,
-//! the notes, or git-crew's own records.
+//! repository's store, and LFS objects to the run's own LFS store — and its branch's ref
+//! and reflog folders (`refs/heads/crew/<task>/`, `logs/refs/heads/crew/<task>/`).
+//! Nothing else of the repository: not the main checkout, other worktrees, hooks,
+//! `packed-refs`, other refs, the notes, the repository's LFS store, or git-crew's own
+//! records.
 
 use std::path::{Path, PathBuf};
 
@@ -165,7 +166,7 @@ pub struct RunPaths<'a> {
 
 /// The fence of a run's worker: for a run that commits, its worktree, its private git
 /// dir, the object store, its branch's ref and reflog folders; for any run, its temp
-/// folder (`TMPDIR`), and the files it hands in (its manifest, session and usage files,
+/// folder (`TMPDIR`), its LFS store, and the files it hands in (its manifest, session and usage files,
 /// created empty if missing). Returns the fence and the temp folder.
 pub fn for_run(
     paths: &RunPaths,
@@ -217,8 +218,8 @@ pub fn ref_folders(common_dir: &Path, task: &str) -> anyhow::Result<[PathBuf; 2]
 }
 
 /// The fence of a verify in a checkout (the run's worktree, or a throwaway one): that
-/// checkout, its private git dir, the run's object quarantine (next to the verifier
-/// folder) and the verifier folder.
+/// checkout, its private git dir, the run's object quarantine and LFS store (next to the
+/// verifier folder) and the verifier folder.
 pub fn for_checkout(
     common_dir: &Path,
     checkout: &Path,
