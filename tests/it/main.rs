@@ -23,6 +23,8 @@ mod snapshots;
 mod spend;
 mod strays;
 mod sync;
+mod tc_git_view;
+mod tc_toolchains;
 mod term;
 mod watch;
 mod worker_env;
