@@ -88,14 +88,29 @@ pub const PROMPT_FILE_CAP: u64 = 1 << 20;
 pub fn tmp(dir: &Path) -> PathBuf {
     dir.join("tmp")
 }
-/// The run's object quarantine (`GIT_OBJECT_DIRECTORY` inside the fence).
+/// The run's object quarantine: where the objects its processes write into the
+/// repository's store land (the upper layer of the store in their git view, or
+/// `GIT_OBJECT_DIRECTORY` where they have none).
 pub fn quarantine(dir: &Path) -> PathBuf {
     dir.join("objects")
 }
-/// The run's git LFS store (`lfs.storage` inside the fence): the LFS objects its
-/// processes write, imported into the repository's when an attempt ends.
+/// overlayfs's work folder for the quarantine (same filesystem, kept empty).
+pub fn quarantine_work(dir: &Path) -> PathBuf {
+    dir.join("objects.work")
+}
+/// The run's git LFS store: where the LFS objects its processes write land (the upper
+/// layer of the repository's LFS store in their git view, or `lfs.storage` where they
+/// have none), imported into the repository's when an attempt ends.
 pub fn lfs_store(dir: &Path) -> PathBuf {
     dir.join("lfs")
+}
+/// overlayfs's work folder for the LFS store (same filesystem, kept empty).
+pub fn lfs_work(dir: &Path) -> PathBuf {
+    dir.join("lfs.work")
+}
+/// The empty folder a fenced process's git view mounts its private tmpfs on.
+pub fn git_view_scratch(dir: &Path) -> PathBuf {
+    dir.join("gitview")
 }
 /// An attempt's stdout and stderr while it runs.
 pub fn attempt_output(dir: &Path, attempt: u32, stream: &str) -> PathBuf {

@@ -4,7 +4,9 @@
 //! is hashed again on the way in, as git objects are (`objects`): a file whose SHA-256 is
 //! not its name, one that is not a regular file, one that lies where git-lfs puts no
 //! object, or one over the run's `fences.max_file_size` is left out and named. Nothing
-//! in the store is followed: the run's processes could have made any entry a symlink.
+//! in the store is followed: the run's processes could have made any entry a symlink. In
+//! a git view the store is the upper layer of the repository's LFS store (`sys::ns`), so
+//! it may also hold overlayfs's marks of objects the view took away: those are dropped.
 
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
@@ -47,10 +49,14 @@ pub fn import(store: &Path, common_dir: &Path, limits: Limits) -> anyhow::Result
         }
         Err(_) => return Ok(imported),
     }
+    // An overlayfs mark of what the view took away is dropped; anything else that is
+    // not where git-lfs puts an object is refused.
     let refuse = |imported: &mut Imported, rel: &str, path: &Path| {
-        imported
-            .rejected
-            .push(Refused::FalseName(format!("LFS object {rel}")));
+        if !super::objects::is_whiteout(path) {
+            imported
+                .rejected
+                .push(Refused::FalseName(format!("LFS object {rel}")));
+        }
         remove_entry(path);
     };
     for first in std::fs::read_dir(&objects)?.flatten() {
@@ -69,8 +75,13 @@ pub fn import(store: &Path, common_dir: &Path, limits: Limits) -> anyhow::Result
             for entry in std::fs::read_dir(second.path())?.flatten() {
                 let oid = entry.file_name().to_string_lossy().into_owned();
                 let path = entry.path();
+                let regular = entry.file_type().is_ok_and(|t| t.is_file());
                 if !is_hex(&oid, 64) || !oid.starts_with(&format!("{a}{b}")) {
                     refuse(&mut imported, &format!("{rel}/{oid}"), &path);
+                    continue;
+                }
+                if !regular {
+                    refuse(&mut imported, &oid, &path);
                     continue;
                 }
                 match import_one(&objects, &format!("{rel}/{oid}"), &oid, common_dir, limits) {

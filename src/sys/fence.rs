@@ -8,7 +8,7 @@ use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::path::PathBuf;
 use std::process::Command;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use anyhow::Context;
 use landlock::{
@@ -70,6 +70,9 @@ pub struct Fence {
     /// Folders covered by an empty tmpfs under a private `/tmp` (the lead's
     /// `$XDG_RUNTIME_DIR`).
     pub hide: Vec<PathBuf>,
+    /// The repository's git dir, shown as a private view under a private `/tmp`
+    /// (`sys::ns`): what the process writes there beyond its fence stays its own.
+    pub git_view: Option<crate::sys::ns::GitView>,
 }
 
 impl Fence {
@@ -193,33 +196,52 @@ impl Fence {
         for (key, value) in &self.env {
             command.env(key, value);
         }
+        let mut plan = None;
         if let Some(private) = &self.private_tmp {
-            let plan = crate::sys::ns::plan(private, &self.needs(command), &self.hide)?;
-            let own_ptys = plan.own_ptys();
+            let made = Arc::new(crate::sys::ns::plan(
+                private,
+                &self.needs(command),
+                &self.hide,
+                self.git_view.as_ref(),
+            )?);
+            let entered = Arc::clone(&made);
             // SAFETY: `enter` makes only system calls on strings prepared here.
             unsafe {
-                command.pre_exec(move || plan.enter());
+                command.pre_exec(move || entered.enter());
             }
-            if own_ptys {
-                let ptys = OwnPtys::prepare(&ruleset)?;
-                // SAFETY: `add` makes only system calls (open, landlock_add_rule, close)
-                // on constant strings and the values prepared here.
-                unsafe {
-                    command.pre_exec(move || ptys.add());
-                }
-            }
+            plan = Some(made);
         }
+        // The git view is the process's own: it may write all of it (what it writes
+        // there stays in its view). Its rule can only be added once the view is mounted.
+        let view_rights = write & !special;
+        // So are the ptys of its own devpts instance (`sys::ns`): it may open them and
+        // `/dev/ptmx` for writing and send them ioctls (`TIOCGPTN`, `TIOCSPTLCK`,
+        // `TIOCSCTTY`, termios). The rules name the instance's inodes, which only the
+        // child can open; the machine's instance (the lead's terminals, in no other place
+        // beneath these rules) and `/dev/tty` keep taking no ioctl, so no `TIOCSTI`.
+        let pty_rights = AccessFs::WriteFile | AccessFs::IoctlDev;
         let slot = Mutex::new(Some(ruleset));
         // SAFETY: the closure runs in the forked child before exec. It takes the ruleset
-        // built above and makes two system calls (prctl, landlock_restrict_self); it
-        // allocates nothing on the success path.
+        // built above, adds the git view's and the ptys' rules on the descriptors `enter`
+        // opened, and makes only system calls (landlock_add_rule, prctl,
+        // landlock_restrict_self); it allocates nothing on the success path.
         unsafe {
             command.pre_exec(move || {
-                let ruleset = slot
+                let mut ruleset = slot
                     .lock()
                     .ok()
                     .and_then(|mut s| s.take())
                     .ok_or_else(|| std::io::Error::other("the write fence was already used"))?;
+                if let Some(fd) = plan.as_ref().and_then(|p| p.view_fd()) {
+                    ruleset = ruleset
+                        .add_rule(PathBeneath::new(fd, view_rights))
+                        .map_err(|_| std::io::Error::other("cannot fence the git view"))?;
+                }
+                for fd in plan.iter().flat_map(|p| p.pty_fds()) {
+                    ruleset = ruleset
+                        .add_rule(PathBeneath::new(fd, pty_rights))
+                        .map_err(|_| std::io::Error::other("cannot fence the ptys"))?;
+                }
                 match ruleset.restrict_self() {
                     Ok(status) if status.ruleset != RulesetStatus::NotEnforced => Ok(()),
                     Ok(_) => Err(std::io::Error::other(
@@ -228,90 +250,6 @@ impl Fence {
                     Err(_) => Err(std::io::Error::other("cannot put up the write fence")),
                 }
             });
-        }
-        Ok(())
-    }
-}
-
-/// `struct landlock_path_beneath_attr` (linux/landlock.h), packed as the kernel has it.
-#[repr(C, packed)]
-struct PathBeneathAttr {
-    allowed_access: u64,
-    parent_fd: i32,
-}
-
-/// `LANDLOCK_RULE_PATH_BENEATH` (linux/landlock.h).
-const RULE_PATH_BENEATH: libc::c_int = 1;
-
-/// The rules that let a process with a devpts instance of its own (`sys::ns`) use its
-/// pseudo-terminals: open `/dev/ptmx` and `/dev/pts/<n>` for writing and send them ioctls
-/// (`TIOCGPTN`, `TIOCSPTLCK`, `TIOCSCTTY`, termios). They are added in the child, once the
-/// instance is mounted: the rules name inodes, and the parent cannot name the instance's.
-/// The lead's own terminals — the machine's devpts instance, reachable under it in no
-/// other place by the rule, and `/dev/tty` — keep taking no ioctl, so no `TIOCSTI`.
-struct OwnPtys {
-    /// The ruleset the fence is being built in (a duplicate of its descriptor).
-    ruleset: std::os::fd::OwnedFd,
-    /// The rights, as the kernel handles them.
-    access: u64,
-    /// Whether `/dev/ptmx` is there to be named.
-    ptmx: bool,
-}
-
-impl OwnPtys {
-    fn prepare(ruleset: &landlock::RulesetCreated) -> anyhow::Result<OwnPtys> {
-        let ruleset: Option<std::os::fd::OwnedFd> = ruleset
-            .try_clone()
-            .context("cannot set up the write fence")?
-            .into();
-        let handled = AccessFs::from_write(HANDLED)
-            & AccessFs::from_write(ABI::from(kernel_abi().unwrap_or(0)));
-        Ok(OwnPtys {
-            ruleset: ruleset.context("the kernel has no write fence to add to")?,
-            access: ((AccessFs::WriteFile | AccessFs::IoctlDev) & handled).bits(),
-            ptmx: Path::new("/dev/ptmx").exists(),
-        })
-    }
-
-    /// Adds the rules, in the child, between fork and exec.
-    fn add(&self) -> std::io::Result<()> {
-        use std::os::fd::AsRawFd;
-        let paths = [
-            (
-                c"/dev/pts",
-                libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC,
-                true,
-            ),
-            (c"/dev/ptmx", libc::O_PATH | libc::O_CLOEXEC, self.ptmx),
-        ];
-        for (path, flags, wanted) in paths {
-            if !wanted {
-                continue;
-            }
-            // SAFETY: open, landlock_add_rule and close on a constant NUL-terminated path,
-            // a live attribute struct and descriptors this process owns.
-            unsafe {
-                let fd = libc::open(path.as_ptr(), flags);
-                if fd < 0 {
-                    return Err(std::io::Error::last_os_error());
-                }
-                let attr = PathBeneathAttr {
-                    allowed_access: self.access,
-                    parent_fd: fd,
-                };
-                let added = libc::syscall(
-                    libc::SYS_landlock_add_rule,
-                    self.ruleset.as_raw_fd(),
-                    RULE_PATH_BENEATH,
-                    &attr as *const PathBeneathAttr,
-                    0u32,
-                );
-                let error = std::io::Error::last_os_error();
-                libc::close(fd);
-                if added != 0 {
-                    return Err(error);
-                }
-            }
         }
         Ok(())
     }
