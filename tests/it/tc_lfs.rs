@@ -1,8 +1,8 @@
 //! git LFS in a run, with the real git-lfs: a worker's LFS objects go to the run's own
-//! LFS store (`lfs.storage`), git-crew hashes each again and brings it into the
-//! repository's `.git/lfs/objects` when the attempt ends, and the lead's checkout gets
-//! the pointers and the content. A file planted in the store under a false name is kept
-//! out, and the run says so.
+//! LFS store (the upper layer of `.git/lfs` in its view of the git dir, or `lfs.storage`),
+//! git-crew hashes each again and brings it into the repository's `.git/lfs/objects` when
+//! the attempt ends, and the lead's checkout gets the pointers and the content. A file
+//! planted in the store under a false name is kept out, and the run says so.
 
 use std::path::{Path, PathBuf};
 
