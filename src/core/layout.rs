@@ -35,6 +35,12 @@ pub fn verifier_output(verifier_dir: &Path, stream: &str) -> PathBuf {
 pub fn run_hooks(state_dir: &Path) -> PathBuf {
     state_dir.join("hooks")
 }
+/// This repository's own hooks directory, under `<git-common-dir>/crew/`: init makes it
+/// (and points the repository's `core.hooksPath` at it) when `core.hooksPath` names a
+/// folder other repositories share; its hooks run that folder's.
+pub fn repo_hooks(state_dir: &Path) -> PathBuf {
+    state_dir.join("repo-hooks")
+}
 /// The ledger's stats and estimates, cached by the notes tip they were learnt at.
 pub fn ledger_cache(state_dir: &Path) -> PathBuf {
     state_dir.join("cache").join("ledger-learnt.json")

@@ -9,6 +9,7 @@ use anyhow::Context;
 use super::prompt;
 use crate::core::dispatch::{Plan, Refusal, Request};
 use crate::core::flight::Flight;
+use crate::core::install::CLIENT_HOOKS;
 use crate::core::ledger::Row;
 use crate::core::record::{Phase, RunRecord};
 use crate::core::scope;
@@ -312,27 +313,6 @@ pub fn copy_worktree_includes(repo_dir: &Path, wt: &Path) -> anyhow::Result<()> 
     }
     Ok(())
 }
-
-/// The hook names git runs on the client side; the run worktrees' hooks directory has a
-/// shim for each, so the repository's own hooks keep running there.
-const CLIENT_HOOKS: &[&str] = &[
-    "applypatch-msg",
-    "pre-applypatch",
-    "post-applypatch",
-    "pre-commit",
-    "pre-merge-commit",
-    "prepare-commit-msg",
-    "commit-msg",
-    "post-commit",
-    "pre-rebase",
-    "post-checkout",
-    "post-merge",
-    "pre-push",
-    "post-rewrite",
-    "reference-transaction",
-    "push-to-checkout",
-    "pre-auto-gc",
-];
 
 /// Writes (or refreshes) `<git-common-dir>/crew/hooks/`: the hooks directory of every run
 /// worktree. `pre-commit` runs the scope check first; every shim then chains the hook the
