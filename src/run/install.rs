@@ -147,6 +147,9 @@ fn install(
     let dir = match &shared_hooks_dir {
         Some(shared) => {
             let own = crate::core::layout::repo_hooks(state);
+            std::fs::create_dir_all(&own)?;
+            // The value git reads in every worktree: named as a person would.
+            let own = own.canonicalize().unwrap_or(own);
             record.repo_hooks = Some(RepoHooks {
                 dir: own.clone(),
                 shared: shared.clone(),
@@ -172,6 +175,18 @@ fn install(
         warnings.push(format!(
             "the hooks in {} are part of the work tree: they call git-crew from PATH",
             dir.display()
+        ));
+    }
+    if let Some(old) = record.hooks_dir.as_ref().filter(|old| **old != dir)
+        && SHIMS
+            .iter()
+            .any(|(name, _)| hooks_dir::has_block(old, name).unwrap_or(false))
+    {
+        warnings.push(format!(
+            "the hooks in {} still carry git-crew's block from an earlier init; git-crew's hooks are in {} now: take the block out of {} by hand if nothing else needs it",
+            old.display(),
+            dir.display(),
+            old.display()
         ));
     }
     record.hooks_dir = Some(dir.clone());
@@ -591,7 +606,7 @@ fn uninstall(
     InitRecord::delete(state)?;
     Ok(Setup {
         hooks_dir: dir,
-        shared_hooks_dir: record.repo_hooks.as_ref().map(|own| own.shared.clone()),
+        shared_hooks_dir: None,
         hooks,
         config,
         flight: FlightStep {

@@ -182,6 +182,57 @@ fn a_bare_repository_with_linked_worktrees_keeps_working_after_init() {
 }
 
 #[test]
+fn a_git_dir_apart_from_its_work_tree_keeps_core_worktree_for_the_main_worktree_alone() {
+    let env = TestEnv::new();
+    let (meta, main) = (env.root().join("meta.git"), env.root().join("main"));
+    std::fs::create_dir_all(&main).unwrap();
+    let git_dir = format!("--git-dir={}", meta.display());
+    let work_tree = format!("--work-tree={}", main.display());
+    env.git_ok(
+        env.root(),
+        &[&git_dir, &work_tree, "init", "-q", "-b", "main"],
+    );
+    write(&main.join(".git"), "gitdir: ../meta.git\n");
+    write(&main.join("README.md"), "# Project\n");
+    env.git_ok(&main, &["add", "README.md"]);
+    env.git_ok(&main, &["commit", "-q", "-m", "initial"]);
+    let shared_before = read(&meta.join("config"));
+
+    let out = env.crew(&main, &["init"]);
+    out.expect_code(0);
+    let moved = config_step(&out.json(), "core.worktree").clone();
+    assert_eq!(moved["action"], "moved");
+    assert!(!read(&meta.join("config")).contains("worktree ="));
+    // A linked worktree is its own work tree, not the main one's.
+    env.git_ok(
+        &main,
+        &["worktree", "add", "-q", "-b", "second", "../second"],
+    );
+    let second = env.root().join("second");
+    assert_eq!(
+        PathBuf::from(
+            env.git_ok(&second, &["rev-parse", "--show-toplevel"])
+                .trim()
+        ),
+        second.canonicalize().unwrap()
+    );
+    assert_eq!(
+        PathBuf::from(env.git_ok(&main, &["rev-parse", "--show-toplevel"]).trim()),
+        main.canonicalize().unwrap()
+    );
+    env.git_ok(&main, &["worktree", "remove", "../second"]);
+
+    let out = env.crew(&main, &["init", "--uninstall"]);
+    out.expect_code(0);
+    assert_eq!(
+        config_step(&out.json(), "core.worktree")["action"],
+        "moved-back"
+    );
+    assert_eq!(keys(&read(&meta.join("config"))), keys(&shared_before));
+    assert!(!meta.join("config.worktree").exists());
+}
+
+#[test]
 fn a_global_hooks_path_is_left_alone_and_its_hooks_keep_running_here() {
     // Outside /tmp, where the lead's home lies on a real machine: a run sees the shared
     // hooks folder there.
