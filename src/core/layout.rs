@@ -94,9 +94,19 @@ pub const PROMPT_FILE_CAP: u64 = 1 << 20;
 pub fn tmp(dir: &Path) -> PathBuf {
     dir.join("tmp")
 }
-/// The run's object quarantine (`GIT_OBJECT_DIRECTORY` inside the fence).
+/// The run's object quarantine: where the objects its processes write into the
+/// repository's store land (the upper layer of the store in their git view, or
+/// `GIT_OBJECT_DIRECTORY` where they have none).
 pub fn quarantine(dir: &Path) -> PathBuf {
     dir.join("objects")
+}
+/// overlayfs's work folder for the quarantine (same filesystem, kept empty).
+pub fn quarantine_work(dir: &Path) -> PathBuf {
+    dir.join("objects.work")
+}
+/// The empty folder a fenced process's git view mounts its private tmpfs on.
+pub fn git_view_scratch(dir: &Path) -> PathBuf {
+    dir.join("gitview")
 }
 /// An attempt's stdout and stderr while it runs.
 pub fn attempt_output(dir: &Path, attempt: u32, stream: &str) -> PathBuf {

@@ -16,6 +16,7 @@ pub mod repo;
 pub mod run;
 pub mod seal;
 pub mod staged;
+pub mod submodules;
 pub mod sync;
 pub mod worktree;
 

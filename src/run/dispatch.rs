@@ -229,6 +229,7 @@ pub fn apply(
         crate::git::seal::write(repo, &crate::core::seal::Sealed::of(record))?;
         worktree::write_config(&git_dir, &worktree::run_config(&record.identity(), hooks))?;
         copy_worktree_includes(repo_dir, &wt)?;
+        crate::git::submodules::init(repo.common_dir(), &wt)?;
         worktree::lock(
             repo_dir,
             &wt,

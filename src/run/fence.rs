@@ -19,25 +19,52 @@ use crate::sys::fence::Fence;
 /// Sends git's new objects to the run's quarantine (`core::layout::quarantine`), never
 /// into the repository's store, which they could otherwise corrupt in place (nothing
 /// checks a loose object's name against its content on read); git-crew imports them,
-/// each hashed again, when an attempt ends. The repository's objects are read from
-/// `common_dir/objects`.
-fn quarantine_objects(
-    fence: &mut Fence,
-    quarantine: &Path,
-    common_dir: &Path,
-) -> anyhow::Result<()> {
+/// each hashed again, when an attempt ends.
+///
+/// Under a private `/tmp` (and where overlayfs serves), the process sees the git dir as
+/// a private view whose store writes into the quarantine: git needs no variable, so a
+/// nested repository (a submodule, a scratch repository of a test) keeps its own objects,
+/// and what git writes beyond the fence (`refs/stash`, `packed-refs.lock`) stays in the
+/// view. Elsewhere `GIT_OBJECT_DIRECTORY` names the quarantine and the repository's
+/// objects are read from `common_dir/objects`.
+fn quarantine_objects(fence: &mut Fence, run_dir: &Path, common_dir: &Path) -> anyhow::Result<()> {
+    let quarantine = crate::core::layout::quarantine(run_dir);
     for sub in ["pack", "info"] {
         std::fs::create_dir_all(quarantine.join(sub))
             .with_context(|| format!("cannot create {}", quarantine.display()))?;
     }
+    fence.add_repo_dir(&quarantine);
+    let alternates = quarantine.join("info").join("alternates");
+    if fence.private_tmp.is_some() {
+        let view = crate::sys::ns::GitView {
+            common: common_dir.to_path_buf(),
+            objects_upper: quarantine.clone(),
+            objects_work: crate::core::layout::quarantine_work(run_dir),
+            scratch: crate::core::layout::git_view_scratch(run_dir),
+        };
+        if view.representable() && crate::sys::ns::view_available() {
+            for dir in [&view.objects_work, &view.scratch] {
+                std::fs::create_dir_all(dir)
+                    .with_context(|| format!("cannot create {}", dir.display()))?;
+            }
+            // In the view the quarantine's `info/` lies over the store's own: no alternates
+            // of its own there (the worker's symlink is taken away, not followed).
+            match std::fs::symlink_metadata(&alternates) {
+                Ok(m) if m.is_dir() => std::fs::remove_dir_all(&alternates)?,
+                Ok(_) => std::fs::remove_file(&alternates)?,
+                Err(_) => {}
+            }
+            fence.git_view = Some(view);
+            return Ok(());
+        }
+    }
     // For readers that take no variable (git-crew's own hooks): the repository's store
     // is the quarantine's alternate.
     std::fs::write(
-        quarantine.join("info").join("alternates"),
+        &alternates,
         format!("{}\n", common_dir.join("objects").display()),
     )
     .context("cannot write the quarantine's alternates")?;
-    fence.add_repo_dir(quarantine);
     fence.env.push((
         "GIT_OBJECT_DIRECTORY".into(),
         quarantine.to_string_lossy().into_owned(),
@@ -176,11 +203,7 @@ pub fn for_run(
             .file_name()
             .context("a worktree path has a name")?;
         fence.add_repo_dir(&paths.common_dir.join("worktrees").join(name));
-        quarantine_objects(
-            &mut fence,
-            &crate::core::layout::quarantine(paths.run_dir),
-            paths.common_dir,
-        )?;
+        quarantine_objects(&mut fence, paths.run_dir, paths.common_dir)?;
         for dir in ref_folders(paths.common_dir, paths.task)? {
             fence.add_repo_dir(&dir);
         }
@@ -218,11 +241,7 @@ pub fn for_checkout(
     let run_dir = verifier_dir
         .parent()
         .context("a verifier folder lies in its run's folder")?;
-    quarantine_objects(
-        &mut fence,
-        &crate::core::layout::quarantine(run_dir),
-        common_dir,
-    )?;
+    quarantine_objects(&mut fence, run_dir, common_dir)?;
     fence.add(verifier_dir);
     Ok(fence)
 }

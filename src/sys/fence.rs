@@ -8,7 +8,7 @@ use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::path::PathBuf;
 use std::process::Command;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use anyhow::Context;
 use landlock::{
@@ -70,6 +70,9 @@ pub struct Fence {
     /// Folders covered by an empty tmpfs under a private `/tmp` (the lead's
     /// `$XDG_RUNTIME_DIR`).
     pub hide: Vec<PathBuf>,
+    /// The repository's git dir, shown as a private view under a private `/tmp`
+    /// (`sys::ns`): what the process writes there beyond its fence stays its own.
+    pub git_view: Option<crate::sys::ns::GitView>,
 }
 
 impl Fence {
@@ -170,24 +173,41 @@ impl Fence {
         for (key, value) in &self.env {
             command.env(key, value);
         }
+        let mut plan = None;
         if let Some(private) = &self.private_tmp {
-            let plan = crate::sys::ns::plan(private, &self.needs(command), &self.hide)?;
+            let made = Arc::new(crate::sys::ns::plan(
+                private,
+                &self.needs(command),
+                &self.hide,
+                self.git_view.as_ref(),
+            )?);
+            let entered = Arc::clone(&made);
             // SAFETY: `enter` makes only system calls on strings prepared here.
             unsafe {
-                command.pre_exec(move || plan.enter());
+                command.pre_exec(move || entered.enter());
             }
+            plan = Some(made);
         }
+        // The git view is the process's own: it may write all of it (what it writes
+        // there stays in its view). Its rule can only be added once the view is mounted.
+        let view_rights = write & !special;
         let slot = Mutex::new(Some(ruleset));
         // SAFETY: the closure runs in the forked child before exec. It takes the ruleset
-        // built above and makes two system calls (prctl, landlock_restrict_self); it
+        // built above, adds the git view's rule on the descriptor `enter` opened, and
+        // makes three system calls (landlock_add_rule, prctl, landlock_restrict_self); it
         // allocates nothing on the success path.
         unsafe {
             command.pre_exec(move || {
-                let ruleset = slot
+                let mut ruleset = slot
                     .lock()
                     .ok()
                     .and_then(|mut s| s.take())
                     .ok_or_else(|| std::io::Error::other("the write fence was already used"))?;
+                if let Some(fd) = plan.as_ref().and_then(|p| p.view_fd()) {
+                    ruleset = ruleset
+                        .add_rule(PathBeneath::new(fd, view_rights))
+                        .map_err(|_| std::io::Error::other("cannot fence the git view"))?;
+                }
                 match ruleset.restrict_self() {
                     Ok(status) if status.ruleset != RulesetStatus::NotEnforced => Ok(()),
                     Ok(_) => Err(std::io::Error::other(

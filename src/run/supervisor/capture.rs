@@ -198,6 +198,24 @@ impl Supervisor<'_> {
             limits,
         )?;
         self.rejected_objects.extend(imported.rejected);
+        // A submodule the run's worktree has (cloned from the lead's own copy) keeps the
+        // objects its commits made in the worktree's git dir: they go to the lead's copy,
+        // hashed again the same way, where the integrated superproject will look for them.
+        let admin = self
+            .repo
+            .common_dir()
+            .join("worktrees")
+            .join(&self.record.run);
+        for (name, lead_module) in git::submodules::initialised(self.repo.common_dir()) {
+            let Some(objects) = git::submodules::run_objects(&admin, &name) else {
+                continue;
+            };
+            let Ok(module) = gix::open(&lead_module) else {
+                continue;
+            };
+            let imported = git::objects::import(&module, &objects, limits)?;
+            self.rejected_objects.extend(imported.rejected);
+        }
         Ok(())
     }
 }
