@@ -96,6 +96,9 @@ pub fn in_throwaway(
     }
     crate::git::worktree::add_detached(repo_dir, wt, &commit.to_string())
         .context("cannot check out the commit to verify it")?;
+    // The lead's ignored files the verify may need (`.env`), copied as at dispatch: never
+    // through a symlink the commit holds, nor over anything it holds. What was passed
+    // over is the dispatch's to say.
     let _ = crate::run::dispatch::copy_worktree_includes(repo_dir, wt);
     // Whatever happens from here, the throwaway checkout goes again.
     let result = (|| {

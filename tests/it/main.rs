@@ -23,6 +23,7 @@ mod snapshots;
 mod spend;
 mod strays;
 mod sync;
+mod tc_worktree_files;
 mod term;
 mod watch;
 mod worker_env;
