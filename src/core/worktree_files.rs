@@ -53,6 +53,33 @@ pub fn excludes_text(user: Option<(&str, &str)>, ignore: &[String]) -> String {
     text
 }
 
+/// The lines that add what a verify left untracked in a run's worktree (`paths` as git
+/// lists them, a folder with its `/`) to the run's excludes file: each path anchored at
+/// the root and matched literally, so that a verify's own output (a coverage report, a
+/// cache no default names) never makes the worktree dirty for `verify`, cleanup or
+/// prune. Empty when there is none.
+pub fn verify_leftovers(paths: &[String]) -> String {
+    if paths.is_empty() {
+        return String::new();
+    }
+    let mut text = String::from("\n# left untracked by a verify\n");
+    for path in paths {
+        if path.contains(['\n', '\r']) {
+            continue;
+        }
+        text.push('/');
+        let last = path.trim_end_matches(' ').len();
+        for (i, c) in path.char_indices() {
+            if matches!(c, '*' | '?' | '[' | '\\') || (c == ' ' && i >= last) {
+                text.push('\\');
+            }
+            text.push(c);
+        }
+        text.push('\n');
+    }
+    text
+}
+
 /// Why a `[worktree] ignore` entry is not one gitignore pattern, if it is not.
 pub fn pattern_problem(pattern: &str) -> Option<&'static str> {
     if pattern.contains(['\n', '\r', '\0']) {
@@ -152,6 +179,22 @@ mod tests {
         let bare = excludes_text(None, &[]);
         assert!(!bare.contains("lead's") && !bare.contains("[worktree] ignore"));
         assert!(bare.contains("__pycache__/\n"));
+    }
+
+    #[test]
+    fn a_verify_leftover_is_excluded_by_its_literal_path_from_the_root() {
+        assert_eq!(verify_leftovers(&[]), "");
+        assert_eq!(
+            verify_leftovers(&[
+                "htmlcov/".into(),
+                "report.xml".into(),
+                "#odd[1]*?.txt".into(),
+                "!bang".into(),
+                "sp ".into(),
+                "bad\nname".into(),
+            ]),
+            "\n# left untracked by a verify\n/htmlcov/\n/report.xml\n/#odd\\[1]\\*\\?.txt\n/!bang\n/sp\\ \n"
+        );
     }
 
     #[test]

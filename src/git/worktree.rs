@@ -476,6 +476,23 @@ impl RunTree {
             .collect())
     }
 
+    /// The untracked files git does not ignore in the worktree, a folder of them named
+    /// once (`htmlcov/`).
+    pub fn untracked(&self) -> anyhow::Result<Vec<String>> {
+        let out = self.git().output(&[
+            "ls-files",
+            "--others",
+            "--exclude-standard",
+            "--directory",
+            "-z",
+        ])?;
+        Ok(out
+            .split('\0')
+            .filter(|p| !p.is_empty())
+            .map(str::to_string)
+            .collect())
+    }
+
     /// The files and folders git ignores in the worktree, a folder named once
     /// (`target/`) rather than file by file.
     pub fn ignored(&self) -> anyhow::Result<Vec<String>> {

@@ -347,6 +347,48 @@ fn tool_state_a_worker_leaves_at_the_root_is_never_its_work() {
 }
 
 #[test]
+fn what_a_verify_leaves_never_makes_the_worktree_dirty() {
+    let env = TestEnv::new();
+    let repo = env.fixture("crew-repo.sh", "repo", &[]);
+    // A report and a folder of them that no default names, left by every verify.
+    let verify = "mkdir -p htmlcov && echo x > htmlcov/index.html && echo r > 'report [1].xml' \
+                  && test -f src/routes/crew.rs";
+    let json = dispatch(
+        &env,
+        &repo,
+        "routes",
+        &[
+            "--backend",
+            "ok",
+            "--scope",
+            "src/routes/**",
+            "--verify",
+            verify,
+        ],
+    );
+    let run = json["run"].as_str().unwrap().to_string();
+    let wt = PathBuf::from(json["worktree"].as_str().unwrap());
+    let result = finished(&env, &repo, &run);
+    assert_eq!(result["outcome"], "pass", "{result}");
+    assert!(wt.join("htmlcov/index.html").exists() && wt.join("report [1].xml").exists());
+    // Verified again, twice, in the worktree: it is clean to git each time.
+    for _ in 0..2 {
+        let out = env.crew(&repo, &["verify", &run]);
+        out.expect_code(0);
+        assert_eq!(out.json()["verify"]["passed"], true, "{}", out.stdout);
+    }
+    let before = env.git_ok(&repo, &["rev-parse", "main"]);
+    let out = env.crew(&repo, &["integrate", &run]);
+    out.expect_code(0);
+    let cleanup = &out.json()["cleanup"];
+    assert_eq!(cleanup["worktree"], "removed", "{cleanup}");
+    assert_eq!(
+        changed(&env, &repo, &format!("{}..main", before.trim())),
+        ["src/routes/crew.rs"]
+    );
+}
+
+#[test]
 fn an_ignore_entry_that_is_no_pattern_is_refused_with_its_place() {
     let env = TestEnv::new();
     let repo = env.fixture("crew-repo.sh", "repo", &[]);
