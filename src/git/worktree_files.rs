@@ -154,11 +154,6 @@ pub fn included(repo_dir: &Path) -> anyhow::Result<Included> {
             Mode::FILE
         };
         let is_dir = kind.is_dir();
-        // A repository nested here is its own: git does not look into it.
-        if is_dir && std::fs::symlink_metadata(entry.path().join(".git")).is_ok() {
-            walk.skip_current_dir();
-            continue;
-        }
         // The line that decides, as in a `.gitignore`: the last that matches this entry
         // or a folder above it; whether it adds (or takes away: `!`).
         let decided = includes
@@ -166,20 +161,32 @@ pub fn included(repo_dir: &Path) -> anyhow::Result<Included> {
             .context("cannot match .worktreeinclude")?
             .matching_exclude_pattern()
             .map(|m| (!m.pattern.is_negative(), m.sequence_number));
+        let adds = decided.is_some_and(|(adds, _)| adds);
+        // A repository nested here is its own: git does not look into it, nor does this.
+        if is_dir && std::fs::symlink_metadata(entry.path().join(".git")).is_ok() {
+            if adds {
+                found.warnings.push(format!(
+                    "{INCLUDE_FILE}: {} is a repository of its own: not copied",
+                    rel.display()
+                ));
+            }
+            walk.skip_current_dir();
+            continue;
+        }
         let tracked = !is_dir && index.entry_by_path(rel_b).is_some();
         // Copied only when git ignores it and does not track it; asked at most once.
         let mut copyable: Option<bool> = None;
-        let mut is_copyable = |copyable: &mut Option<bool>| -> anyhow::Result<bool> {
-            if let Some(known) = *copyable {
+        let mut is_copyable = |known: &mut Option<bool>| -> anyhow::Result<bool> {
+            if let Some(known) = *known {
                 return Ok(known);
             }
-            let known = !tracked
+            let answer = !tracked
                 && ignored
                     .at_path(rel.as_path(), Some(mode))
                     .context("cannot match git's ignore rules")?
                     .is_excluded();
-            *copyable = Some(known);
-            Ok(known)
+            *known = Some(answer);
+            Ok(answer)
         };
         // Each pattern that matches this entry itself is told what it matched.
         let basename = rel_b.rfind_byte(b'/').map(|p| p + 1);
@@ -195,7 +202,6 @@ pub fn included(repo_dir: &Path) -> anyhow::Result<Included> {
                 tally.matched_ignored |= is_copyable(&mut copyable)?;
             }
         }
-        let adds = decided.is_some_and(|(adds, _)| adds);
         if is_dir {
             if !adds && !may_match_beneath(&adding, rel_b, case) {
                 walk.skip_current_dir();
@@ -215,10 +221,11 @@ pub fn included(repo_dir: &Path) -> anyhow::Result<Included> {
         let shown = rel.display();
         if kind.is_symlink() {
             let target = crate::sys::fs::read_link_beneath(repo_dir, &rel)?;
-            let (Some(link), Some(to)) = (rel.to_str(), target.to_str()) else {
-                continue;
+            let inside = match (rel.to_str(), target.to_str()) {
+                (Some(link), Some(to)) => link_stays_inside(link, to),
+                _ => false,
             };
-            if link_stays_inside(link, to) {
+            if inside {
                 found.items.push(Item::Link(rel.clone(), target));
             } else {
                 found.warnings.push(format!(
