@@ -715,13 +715,6 @@ pub fn force_remove(repo_dir: &Path, path: &Path) {
         GitRunner::new(repo_dir).raw(&["worktree", "remove", "--force", &path.to_string_lossy()]);
 }
 
-/// Whether git ignores `rel` (a path relative to the work tree at `repo_dir`).
-pub fn is_ignored(repo_dir: &Path, rel: &str) -> bool {
-    GitRunner::new(repo_dir)
-        .raw(&["check-ignore", "-q", "--", rel])
-        .is_ok_and(|o| o.status.success())
-}
-
 /// Whether `rel` has uncommitted changes in the work tree at `dir` (unknown counts as
 /// changed).
 pub fn path_is_dirty(dir: &Path, rel: &str) -> bool {
