@@ -26,6 +26,7 @@ mod sync;
 mod tc_git_view;
 mod tc_layouts;
 mod tc_toolchains;
+mod tc_worktree_files;
 mod term;
 mod watch;
 mod worker_env;
