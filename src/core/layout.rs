@@ -30,10 +30,26 @@ pub fn verify_merged_log(dir: &Path) -> PathBuf {
 pub fn verifier_output(verifier_dir: &Path, stream: &str) -> PathBuf {
     verifier_dir.with_extension(stream)
 }
+/// A run's folder, under `<git-common-dir>/crew/` (`RunStore::run_dir`).
+pub fn run_dir(state_dir: &Path, run: &str) -> PathBuf {
+    state_dir.join("runs").join(run)
+}
+/// The run's excludes file (`core.excludesFile` of its worktree's config): what git
+/// ignores in its worktree besides the project's own rules. Written at dispatch, outside
+/// the run's write fence.
+pub fn run_excludes(dir: &Path) -> PathBuf {
+    dir.join("exclude")
+}
 /// The hooks of run worktrees, under `<git-common-dir>/crew/` (`core.hooksPath` of every
 /// run's worktree config).
 pub fn run_hooks(state_dir: &Path) -> PathBuf {
     state_dir.join("hooks")
+}
+/// This repository's own hooks directory, under `<git-common-dir>/crew/`: init makes it
+/// (and points the repository's `core.hooksPath` at it) when `core.hooksPath` names a
+/// folder other repositories share; its hooks run that folder's.
+pub fn repo_hooks(state_dir: &Path) -> PathBuf {
+    state_dir.join("repo-hooks")
 }
 /// The ledger's stats and estimates, cached by the notes tip they were learnt at.
 pub fn ledger_cache(state_dir: &Path) -> PathBuf {

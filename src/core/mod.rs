@@ -35,3 +35,4 @@ pub mod usage;
 pub mod verify;
 pub mod wave;
 pub mod workenv;
+pub mod worktree_files;

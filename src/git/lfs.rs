@@ -111,8 +111,9 @@ fn import_one(
     if Instant::now() > limits.until {
         return Err(Refused::OutOfTime(name()));
     }
-    let (file, size) = crate::sys::fs::open_beneath(objects, Path::new(rel))
+    let (file, meta) = crate::sys::fs::open_beneath(objects, Path::new(rel))
         .map_err(|_| Refused::FalseName(name()))?;
+    let size = meta.len();
     if size > limits.max_object_size {
         return Err(Refused::OverCap { name: name(), size });
     }

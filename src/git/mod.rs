@@ -20,6 +20,7 @@ pub mod staged;
 pub mod submodules;
 pub mod sync;
 pub mod worktree;
+pub mod worktree_files;
 
 /// An open repository and an object id: the handles other modules pass back in.
 pub use gix::{ObjectId, Repository};

@@ -242,7 +242,7 @@ impl Supervisor<'_> {
         // (settle_work made sure the worktree is there, clean); a verify command that
         // moves the branch leaves the new tip unverified.
         let tested = git::merge::branch_tip(self.repo, &self.record.branch)?;
-        match verify::run(
+        let verified = verify::run(
             &self.record.run,
             &command,
             &wt,
@@ -250,7 +250,16 @@ impl Supervisor<'_> {
             &self.transcript,
             self.deadline,
             self.fence.as_ref(),
-        )? {
+        )?;
+        // What the verify left is its own, never the run's work; a next attempt's settle
+        // would otherwise commit it. Best effort: settle names a worktree it cannot read.
+        let _ = verify::exclude_leftovers(
+            self.repo.common_dir(),
+            &wt,
+            &self.record.identity(),
+            &self.run_dir,
+        );
+        match verified {
             verify::Verified::Timeout => {
                 self.record.decision = Some("the verifier ran out of the time budget".into());
                 self.finish(Outcome::Timeout)
