@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # plain.sh with git-crew initialised and one command backend per scripted worker of
 # git-fixtures/workers (backend `ok` runs workers/ok.sh, and so on): crew-repo.sh DIR
+# [BASE], where BASE is the fixture it starts from (plain.sh unless given)
 set -eu -o pipefail
 here=$(cd "$(dirname "$0")" && pwd)
-"$here/plain.sh" "$1"
+"$here/${2:-plain.sh}" "$1"
 cd "$1"
 git crew init >/dev/null
 {

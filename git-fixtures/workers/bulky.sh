@@ -14,6 +14,7 @@ commit)
 pack)
 	head -c "${SIZE:-5M}" /dev/zero > src/routes/big.bin
 	git -c core.bigFileThreshold=1k add src/routes/big.bin && git commit -q -m big
-	ls "$GIT_OBJECT_DIRECTORY/pack" | grep -q '\.pack$' && echo "pack: written" ;;
+	common=$(cd "$(git rev-parse --git-common-dir)" && pwd)
+	ls "${GIT_OBJECT_DIRECTORY:-$common/crew/runs/$CREW_RUN/objects}/pack" | grep -q '\.pack$' && echo "pack: written" ;;
 esac
 printf '## Result\nLeft src/routes/big.bin.\n## How to verify\ntrue\n## Deferred / concerns\nNone.\n'

@@ -14,12 +14,13 @@ set -u
 mkdir -p src/routes && echo "pub fn crew() {}" > src/routes/crew.rs
 admin=$(git rev-parse --absolute-git-dir)
 common=$(cd "$(git rev-parse --git-common-dir)" && pwd)
+quarantine=${GIT_OBJECT_DIRECTORY:-$common/crew/runs/$CREW_RUN/objects}
 case "$TAMPER" in
 quarantine)
-	ln -s "$common/refs/heads" "$GIT_OBJECT_DIRECTORY/aa"
-	rm -rf "$GIT_OBJECT_DIRECTORY/pack" && ln -s "$common/refs/heads" "$GIT_OBJECT_DIRECTORY/pack"
-	mkdir -p "$GIT_OBJECT_DIRECTORY/ab"
-	if mkfifo "$GIT_OBJECT_DIRECTORY/ab/cdef" 2>/dev/null; then echo "fifo: MADE"; else echo "fifo: refused"; fi ;;
+	ln -s "$common/refs/heads" "$quarantine/aa"
+	rm -rf "$quarantine/pack" && ln -s "$common/refs/heads" "$quarantine/pack"
+	mkdir -p "$quarantine/ab"
+	if mkfifo "$quarantine/ab/cdef" 2>/dev/null; then echo "fifo: MADE"; else echo "fifo: refused"; fi ;;
 fifo-head)
 	if rm -f "$admin/HEAD.new" && mkfifo "$admin/HEAD.new" 2>/dev/null && mv -f "$admin/HEAD.new" "$admin/HEAD"; then
 		echo "fifo: MADE"

@@ -226,6 +226,7 @@ pub(super) fn report(
         mut warnings,
         stale_days,
     } = outcome;
+    warnings.extend(started.warnings);
     let plan = &started.plan;
     let Some(record) = started.record else {
         let record = &plan.record;
@@ -247,6 +248,9 @@ pub(super) fn report(
         return Ok(Report::of(&output, human));
     };
     if wait {
+        for warning in &warnings {
+            eprintln!("warning: {warning}");
+        }
         return super::wait::wait_for(
             store,
             Some(repo_dir),

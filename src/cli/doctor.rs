@@ -16,7 +16,9 @@ use crate::state::runs::RunStore;
 /// remote's. With --fix, repair what can be repaired without losing work.
 ///
 /// Runs whose supervisor died are marked abandoned by every command (their commits are
-/// kept); doctor reports them. Orphan worktrees are listed, never removed. A stray task
+/// kept); doctor reports them. Orphan worktrees are listed, never removed. A hook that
+/// lost git-crew's block (hook-missing: husky writes .husky/_ again on `npm install`)
+/// gets it back with --fix. A stray task
 /// ref (stray-task-ref) is a ref in refs/heads/crew/<task>/ that is no run's branch; --fix
 /// keeps what it points at under refs/crew/strays/<run>/ and takes it out. Stranded work
 /// — finished runs holding commits or changes nothing else keeps — is listed with the

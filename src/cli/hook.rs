@@ -1,6 +1,9 @@
 //! `git crew hook pre-commit|post-merge|post-commit`: the entry points the installed hook
 //! shims call.
-//! Output is for the person running git (prefixed `crew:` on stderr) unless `--json`.
+//! A hook speaks to the person running git, on stderr (prefixed `crew:`), and only when it
+//! has something to say: a refusal, a warning, a run a merge brought in. Success says
+//! nothing. `GIT_CREW_FORMAT` does not change that; `--json` adds the data on stdout for
+//! a caller that runs the entry point itself.
 
 use clap::{Args, Subcommand};
 
@@ -35,7 +38,20 @@ pub enum Hook {
 
 pub fn run(ctx: &CommandContext, args: HookArgs) -> Result<Report> {
     match args.hook {
-        Hook::PreCommit => pre_commit(ctx),
+        Hook::PreCommit => {
+            let report = pre_commit(ctx)?;
+            // A refusal reaches the person on stderr whatever the format; under --json,
+            // stdout carries it as data too.
+            if ctx.format == Format::Json
+                && let super::ui::Status::Failed(verdict) = &report.status
+            {
+                eprint!(
+                    "{}",
+                    crate::core::human::sanitize(&verdict.render_human(report.prefix))
+                );
+            }
+            Ok(report)
+        }
         Hook::PostMerge { .. } => Ok(observe(ctx, "post-merge", crate::run::post_merge::audit)),
         Hook::PostCommit => Ok(observe(
             ctx,
@@ -58,7 +74,7 @@ fn observe(ctx: &CommandContext, hook: &str, audit: Audit) -> Report {
     let found = (|| -> anyhow::Result<Vec<crate::run::post_merge::Merged>> {
         let repo = ctx.repo()?;
         let repo_dir = ctx.workdir()?.to_path_buf();
-        audit(repo, &repo_dir, &mut |line| say(ctx, line))
+        audit(repo, &repo_dir, &mut |line| say(line))
     })();
     match found {
         Ok(runs) => Report::of(
@@ -70,7 +86,7 @@ fn observe(ctx: &CommandContext, hook: &str, audit: Audit) -> Report {
         ),
         Err(err) => {
             let message = format!("{hook} audit skipped: {err}");
-            say(ctx, &format!("warning: {message}"));
+            say(&format!("warning: {message}"));
             Report::of(
                 &PostMerge {
                     runs: Vec::new(),
@@ -82,11 +98,9 @@ fn observe(ctx: &CommandContext, hook: &str, audit: Audit) -> Report {
     }
 }
 
-/// Human lines from a hook go to stderr, where git shows them.
-fn say(ctx: &CommandContext, line: &str) {
-    if ctx.format == Format::Human {
-        eprintln!("crew: {line}");
-    }
+/// Lines from a hook go to stderr, where git shows them, in any format.
+fn say(line: &str) {
+    eprintln!("crew: {}", crate::core::human::sanitize(line));
 }
 
 fn pre_commit(ctx: &CommandContext) -> Result<Report> {
@@ -96,7 +110,7 @@ fn pre_commit(ctx: &CommandContext) -> Result<Report> {
     })?;
     match identity {
         Some(identity) => crew_worktree(repo, identity),
-        None => Ok(plain_checkout(ctx, repo)),
+        None => Ok(plain_checkout(repo)),
     }
 }
 
@@ -153,7 +167,7 @@ struct PreCommit<'a> {
 
 /// Outside crew worktrees the commit always proceeds, with a warning for each staged path
 /// an in-flight run holds in its exclusive scope.
-fn plain_checkout(ctx: &CommandContext, repo: &crate::git::Repository) -> Report {
+fn plain_checkout(repo: &crate::git::Repository) -> Report {
     let mut warnings = Vec::new();
     let runs = live::list(&state_dir(repo), &mut |path, err| {
         warnings.push(format!("unreadable live pointer {}: {err}", path.display()));
@@ -175,7 +189,7 @@ fn plain_checkout(ctx: &CommandContext, repo: &crate::git::Repository) -> Report
         }
     }
     for warning in &warnings {
-        say(ctx, &format!("warning: {warning}"));
+        say(&format!("warning: {warning}"));
     }
     Report::of(
         &PlainCheckout {

@@ -7,6 +7,7 @@ use clap::Args;
 use super::context::CommandContext;
 use super::error::{CrewError, ErrorKind, Result};
 use super::ui::Report;
+use crate::core::install::ConfigAction;
 use crate::git::hooks_dir::HookAction;
 use crate::run::install::{self, Setup};
 
@@ -17,15 +18,20 @@ const INIT_EXAMPLES: &str =
 ///
 /// Installs the pre-commit, post-merge and post-commit hook shims into the hooks directory
 /// git really uses (`core.hooksPath` when set, e.g. husky's, else .git/hooks), as marker
-/// blocks inside any existing hook; enables `extensions.worktreeConfig`; sets
-/// `notes.displayRef` and `notes.rewriteRef` to refs/notes/crew so `git log` shows run
-/// records and rebases keep them; writes a commented `.crew/flight.toml` if there is none.
-/// Running it twice changes nothing the second time.
+/// blocks inside any existing hook. A `core.hooksPath` set outside this repository (your
+/// global config) names a folder other repositories share: it is left as it is, and the
+/// hooks go into a folder of this repository's own (.git/crew/repo-hooks, made its
+/// `core.hooksPath`) whose hooks run the shared folder's. Enables
+/// `extensions.worktreeConfig`, moving a shared `core.bare = true` (a bare repository with
+/// linked worktrees) and `core.worktree` to the main worktree's `config.worktree`, as git
+/// prescribes; sets `notes.displayRef` and `notes.rewriteRef` to refs/notes/crew so `git
+/// log` shows run records and rebases keep them; writes a commented `.crew/flight.toml`
+/// if there is none. Running it twice changes nothing the second time.
 #[derive(Debug, Args)]
 #[command(after_help = INIT_EXAMPLES)]
 pub struct InitArgs {
     /// Remove exactly what init added (hook blocks, config values, an unedited starter
-    /// flight.toml), and nothing else.
+    /// flight.toml) and move back what it moved, and nothing else.
     #[arg(long)]
     pub uninstall: bool,
     /// With --uninstall: also remove what every finished run left behind, as
@@ -65,22 +71,44 @@ pub fn run(ctx: &CommandContext, args: InitArgs) -> Result<Report> {
     Ok(Report::new(report_fields, human))
 }
 
-/// One line per hook, config value and the flight file.
+/// One line per hook, config value and the flight file, after a line on a shared hooks
+/// folder left alone.
 fn human(setup: &Setup) -> String {
+    let shared = setup.shared_hooks_dir.iter().map(|shared| {
+        format!(
+            "hooks: {} (core.hooksPath, set outside this repository) serves other repositories too and is left as it is; this repository's hooks are in {}, and run its hooks",
+            shared.display(),
+            setup.hooks_dir.display()
+        )
+    });
     let hooks = setup
         .hooks
         .iter()
         .map(|h| format!("hook {}: {}", h.path.display(), action_word(h.action)));
-    let config = setup
-        .config
-        .iter()
-        .map(|c| format!("config {} = {}: {}", c.key, c.value, c.action.as_str()));
+    let config = setup.config.iter().map(|c| {
+        let file = match (c.action, &c.file) {
+            (ConfigAction::Moved, Some(file)) => format!(
+                " to {} (with extensions.worktreeConfig on, the shared config's would apply to every worktree)",
+                file.display()
+            ),
+            (ConfigAction::MovedBack, Some(file)) => format!(" to {}", file.display()),
+            (_, Some(file)) => format!(" in {}", file.display()),
+            (_, None) => String::new(),
+        };
+        format!(
+            "config {} = {}: {}{file}",
+            c.key,
+            c.value,
+            c.action.as_str().replace('-', " ")
+        )
+    });
     let flight = format!(
         "{}: {}",
         setup.flight.path.display(),
         setup.flight.action.as_str()
     );
-    hooks
+    shared
+        .chain(hooks)
         .chain(config)
         .chain(std::iter::once(flight))
         .collect::<Vec<_>>()

@@ -156,7 +156,13 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> u8 {
         Ok(cli) => cli,
         Err(err) => return usage_error(&args, err),
     };
-    let format = Format::detect(cli.json, cli.human, cli.command.human_by_default());
+    let format = match cli.command {
+        // git runs a hook for a person: it speaks on stderr, and only when it has
+        // something to say, whatever GIT_CREW_FORMAT the shell exports. JSON on stdout
+        // only for a caller that asks the entry point itself with --json.
+        Command::Hook(_) if !cli.json => Format::Human,
+        _ => Format::detect(cli.json, cli.human, cli.command.human_by_default()),
+    };
     let mut ctx = match CommandContext::new(&cli.directories, format) {
         Ok(ctx) => ctx,
         Err(err) => return ui::emit_error(format, &err),

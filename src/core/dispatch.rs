@@ -96,6 +96,8 @@ pub struct Plan {
     pub writable: Vec<PathBuf>,
     /// The `[notify]` command, told when the run needs help or ends.
     pub notify: Option<crate::core::notify::Notifier>,
+    /// `[worktree] ignore`: more of what git ignores in the run's worktree.
+    pub ignore: Vec<String>,
 }
 
 /// Where a dispatch was escalated from (SPEC §2 `escalated_from`).
@@ -712,6 +714,7 @@ pub fn decide(flight: &Flight, request: &Request, facts: &Facts) -> Result<Plan,
         escalated_from,
         writable,
         notify: crate::core::notify::Notifier::of(&flight.notify),
+        ignore: flight.worktree.ignore.clone(),
     })
 }
 

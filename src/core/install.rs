@@ -37,24 +37,103 @@ pub fn starter_flight(codex: bool, claude: bool) -> String {
 /// The notes ref that carries run records.
 pub const NOTES_REF: &str = "refs/notes/crew";
 
+/// `refs/notes/crew` as the pattern `notes.displayRef` and `notes.rewriteRef` name it: a
+/// glob that matches that one ref. git warns `notes ref refs/notes/crew is invalid` on
+/// every `git log` and rebase for a plain ref that does not exist yet (no run has been
+/// recorded), and says nothing for a glob that matches no ref.
+pub const NOTES_PATTERN: &str = "refs/notes/cre[w]";
+
 /// Config git-crew needs: (key, value, multi-valued).
 pub const CONFIG: &[(&str, &str, bool)] = &[
     ("extensions.worktreeConfig", "true", false),
-    ("notes.displayRef", NOTES_REF, true),
-    ("notes.rewriteRef", NOTES_REF, true),
+    ("notes.displayRef", NOTES_PATTERN, true),
+    ("notes.rewriteRef", NOTES_PATTERN, true),
 ];
+
+/// Values an earlier init set that this one replaces, when its record says they were
+/// init's: the plain notes ref, which made git warn until the first note existed.
+pub const REPLACED_CONFIG: &[(&str, &str)] = &[
+    ("notes.displayRef", NOTES_REF),
+    ("notes.rewriteRef", NOTES_REF),
+];
+
+/// Settings of the shared config that `extensions.worktreeConfig` would apply to every
+/// worktree, and that git's documentation has moved to the main worktree's own
+/// `config.worktree` when the extension goes on (as `git sparse-checkout` does):
+/// `core.bare` when true (a bare repository with linked worktrees), `core.worktree` always.
+/// `bare` and `worktree` are the values the shared config holds, in order; returns the
+/// keys to move.
+pub fn shared_worktree_settings(bare: &[String], worktree: &[String]) -> Vec<&'static str> {
+    let mut keys = Vec::new();
+    if bare.last().is_some_and(|v| git_bool(v) == Some(true)) {
+        keys.push("core.bare");
+    }
+    if !worktree.is_empty() {
+        keys.push("core.worktree");
+    }
+    keys
+}
+
+/// A config value as git reads a boolean (`None`: not one).
+pub fn git_bool(value: &str) -> Option<bool> {
+    match value.to_ascii_lowercase().as_str() {
+        "" | "true" | "yes" | "on" => Some(true),
+        "false" | "no" | "off" => Some(false),
+        number => number.parse::<i64>().ok().map(|n| n != 0),
+    }
+}
+
+/// The hook names git runs on the client side. The hooks directories git-crew writes
+/// (the run worktrees', and this repository's own when `core.hooksPath` is shared) have a
+/// shim for each, so the hooks they chain keep running.
+pub const CLIENT_HOOKS: &[&str] = &[
+    "applypatch-msg",
+    "pre-applypatch",
+    "post-applypatch",
+    "pre-commit",
+    "pre-merge-commit",
+    "prepare-commit-msg",
+    "commit-msg",
+    "post-commit",
+    "pre-rebase",
+    "post-checkout",
+    "post-merge",
+    "pre-push",
+    "post-rewrite",
+    "reference-transaction",
+    "push-to-checkout",
+    "pre-auto-gc",
+];
+
+/// The second line of every hook of this repository's own hooks directory.
+const REPO_HOOK_HEADER: &str = "# git-crew: this repository's hook; runs the one of the shared core.hooksPath (`git crew init --uninstall` removes it)";
+
+/// A hook of this repository's own hooks directory (when `core.hooksPath` names a folder
+/// other repositories share): it runs the hook of the same name in `shared`, if git would
+/// run it there. init adds git-crew's block after the shebang of the three it needs.
+pub fn repo_hook(name: &str, shared: &str) -> String {
+    let hook = sh_quote(&format!("{shared}/{name}"));
+    format!(
+        "{SHEBANG}\n{REPO_HOOK_HEADER}\nif [ -x {hook} ]; then exec {hook} \"$@\"; fi\n",
+        SHEBANG = crate::core::hookblock::SHEBANG
+    )
+}
 
 /// The config key init keeps on uninstall while worktrees still use their own config.
 pub const WORKTREE_CONFIG: &str = "extensions.worktreeConfig";
 
 /// What init did to one config value.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
+#[serde(rename_all = "kebab-case")]
 pub enum ConfigAction {
     Kept,
     Set,
     Unset,
     Absent,
+    /// Moved from the shared config to the main worktree's `config.worktree`.
+    Moved,
+    /// Moved back to the shared config.
+    MovedBack,
 }
 
 impl ConfigAction {
@@ -64,6 +143,8 @@ impl ConfigAction {
             ConfigAction::Set => "set",
             ConfigAction::Unset => "unset",
             ConfigAction::Absent => "absent",
+            ConfigAction::Moved => "moved",
+            ConfigAction::MovedBack => "moved-back",
         }
     }
 }
@@ -278,6 +359,55 @@ mod tests {
         assert!(kept_on_uninstall(WORKTREE_CONFIG, true));
         assert!(!kept_on_uninstall(WORKTREE_CONFIG, false));
         assert!(!kept_on_uninstall("notes.displayRef", true));
+    }
+
+    #[test]
+    fn a_shared_bare_true_and_any_core_worktree_move_to_the_main_worktree() {
+        assert_eq!(
+            shared_worktree_settings(&values(&["true"]), &[]),
+            ["core.bare"]
+        );
+        // A false core.bare may negate a global true: it stays, as git leaves it.
+        assert!(shared_worktree_settings(&values(&["false"]), &[]).is_empty());
+        assert!(shared_worktree_settings(&values(&["true", "no"]), &[]).is_empty());
+        assert_eq!(
+            shared_worktree_settings(&values(&["1"]), &values(&["../src"])),
+            ["core.bare", "core.worktree"]
+        );
+        assert!(shared_worktree_settings(&[], &[]).is_empty());
+        assert_eq!(git_bool("Yes"), Some(true));
+        assert_eq!(git_bool(""), Some(true));
+        assert_eq!(git_bool("0"), Some(false));
+        assert_eq!(git_bool("maybe"), None);
+    }
+
+    #[test]
+    fn a_repository_hook_runs_the_shared_one_and_takes_a_block() {
+        let hook = repo_hook("commit-msg", "/home/me/it's hooks");
+        assert_eq!(
+            hook,
+            "#!/bin/sh\n# git-crew: this repository's hook; runs the one of the shared core.hooksPath (`git crew init --uninstall` removes it)\n\
+             if [ -x '/home/me/it'\\''s hooks/commit-msg' ]; then exec '/home/me/it'\\''s hooks/commit-msg' \"$@\"; fi\n"
+        );
+        let block = hookblock::block_of(SHIMS[0].1).unwrap();
+        let hookblock::Install::Update(with_block) = hookblock::install(Some(&hook), block) else {
+            panic!("a repository hook is a shell script")
+        };
+        assert_eq!(hookblock::remove(&with_block).unwrap(), hook);
+        assert_eq!(CLIENT_HOOKS.len(), 16);
+    }
+
+    #[test]
+    fn the_notes_pattern_names_the_notes_ref_alone() {
+        // git reads a value with `[` as a glob (no warning when nothing matches).
+        assert!(NOTES_PATTERN.contains('['));
+        assert_eq!(NOTES_PATTERN.replace(['[', ']'], ""), NOTES_REF);
+        assert!(REPLACED_CONFIG.iter().all(|(key, value)| {
+            *value == NOTES_REF
+                && CONFIG
+                    .iter()
+                    .any(|(k, v, _)| k == key && *v == NOTES_PATTERN)
+        }));
     }
 
     #[test]

@@ -30,10 +30,26 @@ pub fn verify_merged_log(dir: &Path) -> PathBuf {
 pub fn verifier_output(verifier_dir: &Path, stream: &str) -> PathBuf {
     verifier_dir.with_extension(stream)
 }
+/// A run's folder, under `<git-common-dir>/crew/` (`RunStore::run_dir`).
+pub fn run_dir(state_dir: &Path, run: &str) -> PathBuf {
+    state_dir.join("runs").join(run)
+}
+/// The run's excludes file (`core.excludesFile` of its worktree's config): what git
+/// ignores in its worktree besides the project's own rules. Written at dispatch, outside
+/// the run's write fence.
+pub fn run_excludes(dir: &Path) -> PathBuf {
+    dir.join("exclude")
+}
 /// The hooks of run worktrees, under `<git-common-dir>/crew/` (`core.hooksPath` of every
 /// run's worktree config).
 pub fn run_hooks(state_dir: &Path) -> PathBuf {
     state_dir.join("hooks")
+}
+/// This repository's own hooks directory, under `<git-common-dir>/crew/`: init makes it
+/// (and points the repository's `core.hooksPath` at it) when `core.hooksPath` names a
+/// folder other repositories share; its hooks run that folder's.
+pub fn repo_hooks(state_dir: &Path) -> PathBuf {
+    state_dir.join("repo-hooks")
 }
 /// The ledger's stats and estimates, cached by the notes tip they were learnt at.
 pub fn ledger_cache(state_dir: &Path) -> PathBuf {
@@ -88,13 +104,33 @@ pub const PROMPT_FILE_CAP: u64 = 1 << 20;
 pub fn tmp(dir: &Path) -> PathBuf {
     dir.join("tmp")
 }
-/// The run's object quarantine (`GIT_OBJECT_DIRECTORY` inside the fence).
+/// The run's object quarantine: where the objects its processes write into the
+/// repository's store land (the upper layer of the store in their git view, or
+/// `GIT_OBJECT_DIRECTORY` where they have none).
 pub fn quarantine(dir: &Path) -> PathBuf {
     dir.join("objects")
 }
 /// The worktree setup's stdout and stderr while it runs.
 pub fn setup_output(dir: &Path, stream: &str) -> PathBuf {
     dir.join(format!("setup.{stream}"))
+}
+/// overlayfs's work folder for the quarantine (same filesystem, kept empty).
+pub fn quarantine_work(dir: &Path) -> PathBuf {
+    dir.join("objects.work")
+}
+/// The run's git LFS store: where the LFS objects its processes write land (the upper
+/// layer of the repository's LFS store in their git view, or `lfs.storage` where they
+/// have none), imported into the repository's when an attempt ends.
+pub fn lfs_store(dir: &Path) -> PathBuf {
+    dir.join("lfs")
+}
+/// overlayfs's work folder for the LFS store (same filesystem, kept empty).
+pub fn lfs_work(dir: &Path) -> PathBuf {
+    dir.join("lfs.work")
+}
+/// The empty folder a fenced process's git view mounts its private tmpfs on.
+pub fn git_view_scratch(dir: &Path) -> PathBuf {
+    dir.join("gitview")
 }
 /// An attempt's stdout and stderr while it runs.
 pub fn attempt_output(dir: &Path, attempt: u32, stream: &str) -> PathBuf {

@@ -36,3 +36,4 @@ pub mod usage;
 pub mod verify;
 pub mod wave;
 pub mod workenv;
+pub mod worktree_files;

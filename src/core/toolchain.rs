@@ -47,14 +47,16 @@ pub enum Failure {
         without_filters: Option<bool>,
         filters: Vec<Filter>,
     },
-    /// The pre-commit hook, run on its own, exited non-zero (`None`: a signal ended it).
-    /// `hook`: the program it runs (the repository's hook), when there is one.
+    /// `git commit` was refused, and its pre-commit hook, run again on its own, exited
+    /// non-zero (`None`: a signal ended it). `hook`: the program it runs (the
+    /// repository's hook), when there is one.
     Hook {
         hook: Option<String>,
         exit_code: Option<i32>,
         output: String,
     },
-    /// `git commit` failed after its pre-commit hook had passed.
+    /// `git commit` was refused, though its pre-commit hook passes on its own: another
+    /// hook (commit-msg, which judges git-crew's own message) or git itself.
     Commit { output: String },
 }
 
@@ -113,8 +115,9 @@ fn some_paths(paths: &[String]) -> String {
 /// - the pre-commit hook exited 126 (cannot be run) or 127 (a program it runs is not
 ///   there): the environment's `error`, naming the hook. Any other refusal is the hook
 ///   judging the worker's content: the worker's `fail`.
-/// - `git commit` failed after the hook passed (no identity, a lock it may not take):
-///   git-crew's own commit, an `error`.
+/// - `git commit` was refused though its pre-commit hook passes on its own: a hook that
+///   judges git-crew's own message, or git itself (no identity, a lock it may not
+///   take) — not the worker's content, an `error`.
 pub fn blame(failure: &Failure) -> Blame {
     let error = |decision: String| Blame {
         outcome: Outcome::Error,
@@ -209,7 +212,7 @@ pub fn blame(failure: &Failure) -> Blame {
             said(output)
         )),
         Failure::Commit { output } => error(format!(
-            "git-crew's commit of the work left behind failed after its hooks passed (not the worker's){}",
+            "git-crew's commit of the work left behind was refused, though its pre-commit hook passes: another hook (commit-msg judges git-crew's own message) or git itself, not the worker's content{}",
             said(output)
         )),
     }

@@ -22,20 +22,71 @@ pub fn hooks_dir(repo: &gix::Repository) -> PathBuf {
         .map(|v| v.to_string())
         .filter(|v| !v.is_empty());
     match configured {
-        Some(value) => {
-            let path = match value.strip_prefix("~/") {
-                Some(rest) => std::env::var_os("HOME")
-                    .map_or_else(|| PathBuf::from(&value), |h| PathBuf::from(h).join(rest)),
-                None => PathBuf::from(&value),
-            };
-            if path.is_absolute() {
-                path
-            } else {
-                repo.workdir().unwrap_or_else(|| repo.git_dir()).join(path)
-            }
-        }
+        Some(value) => resolve(repo, &value),
         None => repo.common_dir().join("hooks"),
     }
+}
+
+/// A `core.hooksPath` value as git reads it: `~/` is the home folder, and a relative path
+/// is relative to the work tree (of the worktree git runs in).
+pub fn resolve(repo: &gix::Repository, value: &str) -> PathBuf {
+    let path = match value.strip_prefix("~/") {
+        Some(rest) => std::env::var_os("HOME")
+            .map_or_else(|| PathBuf::from(value), |h| PathBuf::from(h).join(rest)),
+        None => PathBuf::from(value),
+    };
+    if path.is_absolute() {
+        path
+    } else {
+        repo.workdir().unwrap_or_else(|| repo.git_dir()).join(path)
+    }
+}
+
+/// Writes the hooks of this repository's own hooks directory `dir`, each running the
+/// hook of the same name in `shared` (a folder other repositories use too, left as it
+/// is). A hook that already carries git-crew's block keeps it.
+pub fn write_repo_hooks(dir: &Path, shared: &Path) -> anyhow::Result<()> {
+    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    let shared = shared.to_string_lossy();
+    for name in crate::core::install::CLIENT_HOOKS {
+        let path = dir.join(name);
+        let mut text = crate::core::install::repo_hook(name, &shared);
+        if let Some(current) = read_optional(&path)?
+            && let Some(block) = hookblock::block_of(&current)
+            && let Install::Update(with_block) = hookblock::install(Some(&text), block)
+        {
+            text = with_block;
+        }
+        if read_optional(&path)?.as_deref() != Some(text.as_str()) {
+            crate::sys::fs::write_atomic(&path, &text, 0o755)?;
+        }
+    }
+    Ok(())
+}
+
+/// Takes this repository's own hooks directory `dir` back: the hooks init wrote there
+/// (without git-crew's block, which uninstall took out first) go, and so does the
+/// folder once it is empty. Returns the hooks removed, and whether something the user
+/// put there keeps the folder.
+pub fn remove_repo_hooks(dir: &Path, shared: &Path) -> anyhow::Result<(Vec<&'static str>, bool)> {
+    let shared = shared.to_string_lossy();
+    let mut removed = Vec::new();
+    for name in crate::core::install::CLIENT_HOOKS {
+        let path = dir.join(name);
+        if read_optional(&path)?.as_deref()
+            == Some(crate::core::install::repo_hook(name, &shared).as_str())
+        {
+            std::fs::remove_file(&path)
+                .with_context(|| format!("cannot remove {}", path.display()))?;
+            removed.push(*name);
+        }
+    }
+    let kept = match std::fs::remove_dir(dir) {
+        Ok(()) => false,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => false,
+        Err(_) => true,
+    };
+    Ok((removed, kept))
 }
 
 /// What happened to one hook file.
@@ -146,6 +197,11 @@ pub fn uninstall(dir: &Path, name: &str, created: bool) -> anyhow::Result<HookAc
     let mode = std::fs::metadata(&path).map_or(0o755, |m| m.permissions().mode() & 0o7777);
     crate::sys::fs::write_atomic(&path, &left, mode)?;
     Ok(HookAction::Removed)
+}
+
+/// Whether the hook `name` in `dir` carries git-crew's block.
+pub fn has_block(dir: &Path, name: &str) -> anyhow::Result<bool> {
+    Ok(read_optional(&dir.join(name))?.is_some_and(|text| hookblock::block_of(&text).is_some()))
 }
 
 fn read_optional(path: &Path) -> anyhow::Result<Option<String>> {

@@ -8,6 +8,7 @@ pub mod config;
 pub mod diff;
 pub mod hooks_dir;
 pub mod identity;
+pub mod lfs;
 pub mod merge;
 pub mod notes;
 pub mod objects;
@@ -16,8 +17,10 @@ pub mod repo;
 pub mod run;
 pub mod seal;
 pub mod staged;
+pub mod submodules;
 pub mod sync;
 pub mod worktree;
+pub mod worktree_files;
 
 /// An open repository and an object id: the handles other modules pass back in.
 pub use gix::{ObjectId, Repository};

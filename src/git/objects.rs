@@ -64,6 +64,12 @@ pub fn import(
         for file in std::fs::read_dir(dir.path())?.flatten() {
             let name = format!("{prefix}{}", file.file_name().to_string_lossy());
             let is_file = file.file_type().is_ok_and(|t| t.is_file());
+            if is_whiteout(&file.path()) {
+                // An object of the store the run's git view took away (a `git gc` in it):
+                // nothing to bring in.
+                remove_entry(&file.path());
+                continue;
+            }
             if is_file && file.file_name().to_string_lossy().starts_with("tmp_") {
                 // What a git killed half-way through writing an object leaves: nothing.
                 let _ = std::fs::remove_file(file.path());
@@ -118,6 +124,10 @@ pub fn import(
         for entry in packs.flatten() {
             let path = entry.path();
             let name = entry.file_name().to_string_lossy().into_owned();
+            if is_whiteout(&path) {
+                remove_entry(&path);
+                continue;
+            }
             if !entry.file_type().is_ok_and(|t| t.is_file()) {
                 imported.rejected.push(Refused::FalseName(name));
                 remove_entry(&path);
@@ -283,6 +293,13 @@ fn object_over(
 }
 
 /// Whether `path` is a folder itself (not a symlink to one).
+/// Whether `path` is overlayfs's mark of an entry its lower layer has and its view took
+/// away (a character device 0:0), as a git view's quarantine holds them.
+pub(crate) fn is_whiteout(path: &Path) -> bool {
+    use std::os::unix::fs::{FileTypeExt, MetadataExt};
+    std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_char_device() && m.rdev() == 0)
+}
+
 fn is_real_dir(path: &Path) -> bool {
     std::fs::symlink_metadata(path).is_ok_and(|m| m.is_dir())
 }

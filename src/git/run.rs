@@ -203,8 +203,31 @@ impl GitRunner {
 
     /// Every value of a key in the repository's own config (`--local`); empty when unset.
     pub fn local_values(&self, key: &str) -> anyhow::Result<Vec<String>> {
+        self.values(&["--local"], key)
+    }
+
+    /// The values of a key in one config file, in order (`file` need not exist).
+    pub fn file_values(&self, file: &Path, key: &str) -> anyhow::Result<Vec<String>> {
+        self.values(&["--file", &file.to_string_lossy()], key)
+    }
+
+    /// The values of a key in every scope git reads, in order, each with its scope
+    /// (`global`, `system`, `local`, `worktree`, `command`).
+    pub fn scoped_values(&self, key: &str) -> anyhow::Result<Vec<(String, String)>> {
+        Ok(self
+            .values(&["--show-scope"], key)?
+            .iter()
+            .filter_map(|line| line.split_once('\t'))
+            .map(|(scope, value)| (scope.to_string(), value.to_string()))
+            .collect())
+    }
+
+    fn values(&self, scope: &[&str], key: &str) -> anyhow::Result<Vec<String>> {
+        let mut args = vec!["config"];
+        args.extend_from_slice(scope);
+        args.extend_from_slice(&["--get-all", key]);
         let out = self
-            .command(&["config", "--local", "--get-all", key])
+            .command(&args)
             .output()
             .with_context(|| format!("cannot run git config --get-all {key}"))?;
         // Exit 1 means "no such key".
@@ -219,6 +242,55 @@ impl GitRunner {
                 String::from_utf8_lossy(&out.stderr).trim()
             ),
         }
+    }
+
+    /// Every `(key, value)` of one config file, keys as git prints them (section and name
+    /// in lower case); empty when the file does not exist.
+    pub fn file_entries(&self, file: &Path) -> anyhow::Result<Vec<(String, String)>> {
+        if !file.exists() {
+            return Ok(Vec::new());
+        }
+        let list = self.output(&["config", "--file", &file.to_string_lossy(), "--list"])?;
+        Ok(list
+            .lines()
+            .map(|line| match line.split_once('=') {
+                Some((key, value)) => (key.to_string(), value.to_string()),
+                None => (line.to_string(), String::new()),
+            })
+            .collect())
+    }
+
+    /// Sets a single-valued key of one config file (created when missing).
+    pub fn set_in_file(&self, file: &Path, key: &str, value: &str) -> anyhow::Result<()> {
+        self.output(&["config", "--file", &file.to_string_lossy(), key, value])
+            .map(drop)
+    }
+
+    /// Adds a value to a key of one config file (created when missing).
+    pub fn add_in_file(&self, file: &Path, key: &str, value: &str) -> anyhow::Result<()> {
+        self.output(&[
+            "config",
+            "--file",
+            &file.to_string_lossy(),
+            "--add",
+            key,
+            value,
+        ])
+        .map(drop)
+    }
+
+    /// Removes exactly one value of a key from one config file.
+    pub fn unset_in_file(&self, file: &Path, key: &str, value: &str) -> anyhow::Result<()> {
+        self.output(&[
+            "config",
+            "--file",
+            &file.to_string_lossy(),
+            "--fixed-value",
+            "--unset-all",
+            key,
+            value,
+        ])
+        .map(drop)
     }
 
     /// Adds a value to a (multi-valued) key of the repository's own config.

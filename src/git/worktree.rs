@@ -135,11 +135,14 @@ impl Bound {
 }
 
 /// The config dispatch gives a run's worktree (`config.worktree`): its identity for the
-/// in-worktree pre-commit hook, and git-crew's hooks.
+/// in-worktree pre-commit hook, git-crew's hooks, and the run's excludes file (in
+/// `run_dir`), so that the tool state a worker or a verify leaves is never work.
 pub fn run_config(
     identity: &crate::core::scope::RunIdentity,
     hooks: &Path,
+    run_dir: &Path,
 ) -> Vec<(&'static str, &'static str, Vec<String>)> {
+    let excludes = crate::core::layout::run_excludes(run_dir);
     vec![
         ("crew", "run", vec![identity.run.clone()]),
         ("crew", "task", vec![identity.task.clone()]),
@@ -149,6 +152,11 @@ pub fn run_config(
             "core",
             "hooksPath",
             vec![hooks.to_string_lossy().into_owned()],
+        ),
+        (
+            "core",
+            "excludesFile",
+            vec![excludes.to_string_lossy().into_owned()],
         ),
     ]
 }
@@ -288,14 +296,16 @@ impl RunTree {
                 0o644,
             )?;
         }
-        let hooks = crate::core::layout::run_hooks(&common_dir.join("crew"));
+        let state_dir = common_dir.join("crew");
+        let hooks = crate::core::layout::run_hooks(&state_dir);
+        let run_dir = crate::core::layout::run_dir(&state_dir, &identity.run);
         write_atomic(&admin.join("commondir"), "../..\n", 0o644)?;
         write_atomic(
             &admin.join("gitdir"),
             &format!("{}\n", path.join(".git").display()),
             0o644,
         )?;
-        write_config(&admin, &run_config(identity, &hooks))?;
+        write_config(&admin, &run_config(identity, &hooks, &run_dir))?;
         if std::fs::symlink_metadata(path).is_ok_and(|m| m.is_dir()) {
             let link = path.join(".git");
             // Never tracked content: a `.git` folder or link here is the worker's stand-in
@@ -440,6 +450,23 @@ impl RunTree {
                 let hidden = tag.chars().all(|c| c.is_ascii_lowercase()) || tag == "S";
                 hidden.then(|| path.to_string())
             })
+            .collect())
+    }
+
+    /// The untracked files git does not ignore in the worktree, a folder of them named
+    /// once (`htmlcov/`).
+    pub fn untracked(&self) -> anyhow::Result<Vec<String>> {
+        let out = self.git().output(&[
+            "ls-files",
+            "--others",
+            "--exclude-standard",
+            "--directory",
+            "-z",
+        ])?;
+        Ok(out
+            .split('\0')
+            .filter(|p| !p.is_empty())
+            .map(str::to_string)
             .collect())
     }
 
@@ -830,7 +857,8 @@ impl RunTree {
 
     /// Runs the worktree's pre-commit hook on its own (`git hook run`), as `git commit`
     /// would, inside the bound's fence and within its time: its exit code and output, or
-    /// `None` when it ran past (its whole group killed). No hook is a pass.
+    /// `None` when it ran past (its whole group killed). No hook is a pass. For a commit
+    /// that was refused: whether its pre-commit hook refuses, and with which code.
     pub fn pre_commit(&self, bound: &Bound) -> anyhow::Result<Option<HookRun>> {
         // What `git commit` hands its hooks: the index it commits, and no editor.
         let index = self.admin.join("index");
@@ -848,21 +876,18 @@ impl RunTree {
         Ok(Some(HookRun { exit_code, output }))
     }
 
-    /// Commits what is staged, its pre-commit hook already run ([`RunTree::pre_commit`]):
-    /// `--no-verify`, so neither it nor a commit-msg hook (which would judge git-crew's
-    /// own message) runs again.
-    pub fn commit_staged(&self, message: &str, bound: &Bound) -> anyhow::Result<Commit> {
+    /// Commits what is staged, through every hook (`git commit` as a person runs it),
+    /// inside the bound's fence and within its time: `None` when it ran past (its whole
+    /// group killed).
+    pub fn commit_staged(&self, message: &str, bound: &Bound) -> anyhow::Result<Option<Commit>> {
         let git = GitRunner::new(&self.path).with_fence(bound.fence.clone());
-        match git.raw_within(
-            &["commit", "--quiet", "--no-verify", "-m", message],
-            bound.left(),
-        )? {
-            Some((true, _)) => Ok(Commit::Committed),
-            Some((false, output)) => Ok(Commit::Refused(output.trim().to_string())),
-            None => Ok(Commit::Refused(
-                "git commit ran past the time left and was stopped".to_string(),
-            )),
-        }
+        Ok(
+            match git.raw_within(&["commit", "--quiet", "-m", message], bound.left())? {
+                Some((true, _)) => Some(Commit::Committed),
+                Some((false, output)) => Some(Commit::Refused(output.trim().to_string())),
+                None => None,
+            },
+        )
     }
 }
 
@@ -989,13 +1014,6 @@ pub fn add_detached(repo_dir: &Path, path: &Path, commit: &str) -> anyhow::Resul
 pub fn force_remove(repo_dir: &Path, path: &Path) {
     let _ =
         GitRunner::new(repo_dir).raw(&["worktree", "remove", "--force", &path.to_string_lossy()]);
-}
-
-/// Whether git ignores `rel` (a path relative to the work tree at `repo_dir`).
-pub fn is_ignored(repo_dir: &Path, rel: &str) -> bool {
-    GitRunner::new(repo_dir)
-        .raw(&["check-ignore", "-q", "--", rel])
-        .is_ok_and(|o| o.status.success())
 }
 
 /// Whether `rel` has uncommitted changes in the work tree at `dir` (unknown counts as

@@ -9,9 +9,9 @@ use anyhow::Context;
 use super::prompt;
 use crate::core::dispatch::{Plan, Refusal, Request};
 use crate::core::flight::Flight;
+use crate::core::install::CLIENT_HOOKS;
 use crate::core::ledger::Row;
 use crate::core::record::{Phase, RunRecord};
-use crate::core::scope;
 use crate::git::worktree;
 use crate::state::runs::RunStore;
 use crate::sys::clock::now_millis;
@@ -92,6 +92,8 @@ pub fn plan(
 pub struct Started {
     pub plan: Plan,
     pub record: Option<RunRecord>,
+    /// What the lead should hear of the worktree's making (`.worktreeinclude`).
+    pub warnings: Vec<String>,
 }
 
 /// Dispatches `request`: under the dispatch lock, refuses a task that nests with
@@ -158,14 +160,19 @@ pub fn start(
         return Ok(Err(Refusal::NotInitialised));
     }
     if dry_run {
-        return Ok(Ok(Started { plan, record: None }));
+        return Ok(Ok(Started {
+            plan,
+            record: None,
+            warnings: Vec::new(),
+        }));
     }
     let run_hooks = crate::core::layout::run_hooks(store.root());
     ensure_run_hooks(&run_hooks, &crate::git::hooks_dir::hooks_dir(repo))?;
-    let record = apply(&plan, repo, repo_dir, &run_hooks, store)?;
+    let (record, warnings) = apply(&plan, repo, repo_dir, &run_hooks, store)?;
     Ok(Ok(Started {
         plan,
         record: Some(record),
+        warnings,
     }))
 }
 
@@ -202,14 +209,15 @@ pub fn file_report(store: &RunStore, task: &str, report: &str) -> Option<PathBuf
 }
 
 /// Carries out a plan: worktree and branch, identity, hooks, prompt, live pointer, and
-/// the detached supervisor. On failure everything created so far is taken back.
+/// the detached supervisor. On failure everything created so far is taken back. Returns
+/// the run's record and the warnings of its worktree's making (`.worktreeinclude`).
 pub fn apply(
     plan: &Plan,
     repo: &crate::git::Repository,
     repo_dir: &Path,
     hooks: &Path,
     store: &RunStore,
-) -> anyhow::Result<RunRecord> {
+) -> anyhow::Result<(RunRecord, Vec<String>)> {
     let record = &plan.record;
     let wt = PathBuf::from(&record.worktree);
     std::fs::create_dir_all(wt.parent().context("worktree path has a parent")?)?;
@@ -223,18 +231,37 @@ pub fn apply(
         let _ = crate::git::seal::remove(repo, &record.run);
         err
     };
+    let mut warnings = Vec::new();
     let result = (|| -> anyhow::Result<RunRecord> {
         // The lead's facts, sealed before any worker process exists.
         crate::git::seal::write(repo, &crate::core::seal::Sealed::of(record))?;
-        worktree::write_config(&git_dir, &worktree::run_config(&record.identity(), hooks))?;
-        copy_worktree_includes(repo_dir, &wt)?;
+        let run_dir = store.run_dir(&record.run);
+        std::fs::create_dir_all(&run_dir)?;
+        // What git ignores in the worktree besides the project's rules: the lead's own
+        // excludes (which the run's file takes the place of), tool state and the flight's
+        // `[worktree] ignore`.
+        let lead = crate::git::worktree_files::lead_excludes(repo);
+        let excludes = crate::core::worktree_files::excludes_text(
+            lead.as_ref()
+                .map(|(path, text)| (path.to_str().unwrap_or("?"), text.as_str())),
+            &plan.ignore,
+        );
+        crate::sys::fs::write_atomic(
+            &crate::core::layout::run_excludes(&run_dir),
+            &excludes,
+            0o644,
+        )?;
+        worktree::write_config(
+            &git_dir,
+            &worktree::run_config(&record.identity(), hooks, &run_dir),
+        )?;
+        warnings.extend(copy_worktree_includes(repo_dir, &wt));
+        crate::git::submodules::init(repo.common_dir(), &wt)?;
         worktree::lock(
             repo_dir,
             &wt,
             &format!("git-crew run {} is live", record.run),
         )?;
-        let run_dir = store.run_dir(&record.run);
-        std::fs::create_dir_all(&run_dir)?;
         // What the task's ref folder holds now, its new branch included: anything else
         // the run leaves there is a stray of its.
         super::strays::note(repo, &record.task, &run_dir)?;
@@ -275,64 +302,47 @@ pub fn apply(
         started.supervisor_pid = Some(pid);
         Ok(started)
     })();
-    result.map_err(undo)
+    result.map(|record| (record, warnings)).map_err(undo)
 }
 
-/// Copies the ignored files `.worktreeinclude` lists (one path per line, `#` comments)
-/// from the main work tree into the run's worktree.
-pub fn copy_worktree_includes(repo_dir: &Path, wt: &Path) -> anyhow::Result<()> {
-    let Ok(list) = std::fs::read_to_string(repo_dir.join(".worktreeinclude")) else {
-        return Ok(());
+/// Copies what `.worktreeinclude` names in the lead's checkout at `repo_dir` (the files
+/// git ignores there and does not track, `git::worktree_files::included`) into the new
+/// checkout at `wt`, to the same paths. Every write stays beneath `wt` and follows no
+/// symlink (the checkout's content may be a worker's: a committed `.env` link, a
+/// `config` link to a folder elsewhere); nothing already there is replaced. A symlink of
+/// the lead's is copied as a link when it points inside the checkout, else passed over.
+/// Returns the warnings: what was passed over, and patterns that copy nothing.
+pub fn copy_worktree_includes(repo_dir: &Path, wt: &Path) -> Vec<String> {
+    use crate::git::worktree_files::Item;
+    use crate::sys::fs::Put;
+    let include = crate::core::worktree_files::INCLUDE_FILE;
+    let found = match crate::git::worktree_files::included(repo_dir) {
+        Ok(found) => found,
+        Err(e) => return vec![format!("{include}: nothing copied: {e:#}")],
     };
-    for line in list
-        .lines()
-        .map(str::trim)
-        .filter(|l| !l.is_empty() && !l.starts_with('#'))
-    {
-        let Ok(rel) = scope::normalize_path(line) else {
-            continue;
+    let mut warnings = found.warnings;
+    for item in &found.items {
+        let (rel, put) = match item {
+            Item::File(rel) => (
+                rel,
+                crate::sys::fs::open_beneath(repo_dir, rel).and_then(|(mut file, meta)| {
+                    use std::os::unix::fs::PermissionsExt;
+                    crate::sys::fs::create_beneath(wt, rel, &mut file, meta.permissions().mode())
+                }),
+            ),
+            Item::Link(rel, target) => (rel, crate::sys::fs::symlink_beneath(wt, rel, target)),
         };
-        let from = repo_dir.join(&rel);
-        let to = wt.join(&rel);
-        // Only files git ignores: anything else would be committed with the run's work
-        // (or break its scope).
-        if !worktree::is_ignored(repo_dir, &rel) {
-            eprintln!(
-                "warning: .worktreeinclude lists {rel}, which git does not ignore; not copied"
-            );
-            continue;
-        }
-        if from.is_file() && !to.exists() {
-            if let Some(dir) = to.parent() {
-                std::fs::create_dir_all(dir)?;
-            }
-            std::fs::copy(&from, &to)
-                .with_context(|| format!("cannot copy {rel} into the worktree"))?;
+        match put {
+            Ok(Put::Made) => {}
+            Ok(Put::Taken) => warnings.push(format!(
+                "{include}: {} is in the checked-out commit already: not copied over it",
+                rel.display()
+            )),
+            Err(e) => warnings.push(format!("{include}: {} not copied: {e:#}", rel.display())),
         }
     }
-    Ok(())
+    warnings
 }
-
-/// The hook names git runs on the client side; the run worktrees' hooks directory has a
-/// shim for each, so the repository's own hooks keep running there.
-const CLIENT_HOOKS: &[&str] = &[
-    "applypatch-msg",
-    "pre-applypatch",
-    "post-applypatch",
-    "pre-commit",
-    "pre-merge-commit",
-    "prepare-commit-msg",
-    "commit-msg",
-    "post-commit",
-    "pre-rebase",
-    "post-checkout",
-    "post-merge",
-    "pre-push",
-    "post-rewrite",
-    "reference-transaction",
-    "push-to-checkout",
-    "pre-auto-gc",
-];
 
 /// Writes (or refreshes) `<git-common-dir>/crew/hooks/`: the hooks directory of every run
 /// worktree. `pre-commit` runs the scope check first; every shim then chains the hook the

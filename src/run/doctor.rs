@@ -52,7 +52,7 @@ pub fn check(
     problems.extend(stale_pointers(store, repo_dir, &live, fix));
     problems.extend(orphan_worktrees(store, &known));
     problems.extend(stray_refs(repo, store, fix));
-    problems.extend(missing_hooks(repo, store));
+    problems.extend(missing_hooks(repo, repo_dir, store, fix));
     problems.extend(diverged_notes(repo, fix));
     Ok(Checkup {
         problems,
@@ -292,8 +292,14 @@ fn stray_refs(repo: &crate::git::Repository, store: &RunStore, fix: bool) -> Vec
     }
 }
 
-/// Hooks init installed that lost git-crew's block.
-fn missing_hooks(repo: &crate::git::Repository, store: &RunStore) -> Vec<Problem> {
+/// Hooks init installed that lost git-crew's block (a hook manager such as husky wrote
+/// its hooks again on `npm install`); `fix` puts the block back.
+fn missing_hooks(
+    repo: &crate::git::Repository,
+    repo_dir: &Path,
+    store: &RunStore,
+    fix: bool,
+) -> Vec<Problem> {
     let Ok(Some(record)) = crate::state::init_record::InitRecord::load(store.root()) else {
         return Vec::new();
     };
@@ -301,20 +307,46 @@ fn missing_hooks(repo: &crate::git::Repository, store: &RunStore) -> Vec<Problem
         .hooks_dir
         .clone()
         .unwrap_or_else(|| crate::git::hooks_dir::hooks_dir(repo));
-    crate::core::install::SHIMS
+    let missing: Vec<&str> = crate::core::install::SHIMS
         .iter()
         .map(|(name, _)| *name)
-        .filter(|name| {
-            let text = std::fs::read_to_string(dir.join(name)).unwrap_or_default();
-            !text.contains(crate::core::hookblock::BEGIN)
-        })
-        .map(|name| Problem {
-            kind: ProblemKind::HookMissing,
-            detail: format!(
-                "{} has lost git-crew's block; run `git crew init` to put it back",
-                dir.join(name).display()
-            ),
-            fixed: false,
+        .filter(|name| !crate::git::hooks_dir::has_block(&dir, name).unwrap_or(false))
+        .collect();
+    if missing.is_empty() {
+        return Vec::new();
+    }
+    let restored = if fix {
+        crate::run::install::restore_hooks(repo, repo_dir)
+    } else {
+        Ok(Vec::new())
+    };
+    let (restored, failure) = match restored {
+        Ok(restored) => (restored, None),
+        Err(err) => (Vec::new(), Some(format!("{err:#}"))),
+    };
+    missing
+        .into_iter()
+        .map(|name| {
+            let fixed = restored.iter().any(|(n, _)| *n == name);
+            let detail = match (&failure, fixed) {
+                (_, true) => format!(
+                    "{} had lost git-crew's block; put back",
+                    dir.join(name).display()
+                ),
+                (Some(err), false) => format!(
+                    "{} has lost git-crew's block, and it could not be put back: {err}",
+                    dir.join(name).display()
+                ),
+                (None, false) => format!(
+                    "{} has lost git-crew's block; `git crew doctor --fix` or `git crew init` puts it back",
+                    dir.join(name).display()
+                ),
+            };
+            Problem {
+                kind: ProblemKind::HookMissing,
+                detail,
+                fixed,
+            }
         })
         .collect()
 }

@@ -5,10 +5,11 @@
 //! What a commit in a linked worktree writes (checked with real git under the fence): the
 //! worktree, its private git dir (`<common>/worktrees/<name>/`: index, HEAD, logs,
 //! config.worktree), new objects — sent to the run's own quarantine, never the
-//! repository's store — and its branch's ref and reflog folders
-//! (`refs/heads/crew/<task>/`, `logs/refs/heads/crew/<task>/`). Nothing else of the
-//! repository: not the main checkout, other worktrees, hooks, `packed-refs`, other refs,
-//! the notes, or git-crew's own records.
+//! repository's store, and LFS objects to the run's own LFS store — and its branch's ref
+//! and reflog folders (`refs/heads/crew/<task>/`, `logs/refs/heads/crew/<task>/`).
+//! Nothing else of the repository: not the main checkout, other worktrees, hooks,
+//! `packed-refs`, other refs, the notes, the repository's LFS store, or git-crew's own
+//! records.
 
 use std::path::{Path, PathBuf};
 
@@ -19,25 +20,63 @@ use crate::sys::fence::Fence;
 /// Sends git's new objects to the run's quarantine (`core::layout::quarantine`), never
 /// into the repository's store, which they could otherwise corrupt in place (nothing
 /// checks a loose object's name against its content on read); git-crew imports them,
-/// each hashed again, when an attempt ends. The repository's objects are read from
-/// `common_dir/objects`.
-fn quarantine_objects(
-    fence: &mut Fence,
-    quarantine: &Path,
-    common_dir: &Path,
-) -> anyhow::Result<()> {
+/// each hashed again, when an attempt ends.
+///
+/// Under a private `/tmp` (and where overlayfs serves), the process sees the git dir as
+/// a private view whose store writes into the quarantine: git needs no variable, so a
+/// nested repository (a submodule, a scratch repository of a test) keeps its own objects,
+/// and what git writes beyond the fence (`refs/stash`, `packed-refs.lock`) stays in the
+/// view. Elsewhere `GIT_OBJECT_DIRECTORY` names the quarantine and the repository's
+/// objects are read from `common_dir/objects`.
+fn quarantine_objects(fence: &mut Fence, run_dir: &Path, common_dir: &Path) -> anyhow::Result<()> {
+    let quarantine = crate::core::layout::quarantine(run_dir);
     for sub in ["pack", "info"] {
         std::fs::create_dir_all(quarantine.join(sub))
             .with_context(|| format!("cannot create {}", quarantine.display()))?;
     }
+    fence.add_repo_dir(&quarantine);
+    let alternates = quarantine.join("info").join("alternates");
+    if fence.private_tmp.is_some() {
+        let view = crate::sys::ns::GitView {
+            common: common_dir.to_path_buf(),
+            objects_upper: quarantine.clone(),
+            objects_work: crate::core::layout::quarantine_work(run_dir),
+            lfs_upper: crate::core::layout::lfs_store(run_dir),
+            lfs_work: crate::core::layout::lfs_work(run_dir),
+            scratch: crate::core::layout::git_view_scratch(run_dir),
+        };
+        if view.representable() && crate::sys::ns::view_available() {
+            // The LFS overlay's lower layer is the repository's LFS store, made if the
+            // repository has none yet (git-lfs makes it on first use).
+            let lfs = common_dir.join("lfs");
+            for dir in [
+                &view.objects_work,
+                &view.scratch,
+                &view.lfs_upper,
+                &view.lfs_work,
+                &lfs,
+            ] {
+                std::fs::create_dir_all(dir)
+                    .with_context(|| format!("cannot create {}", dir.display()))?;
+            }
+            // In the view the quarantine's `info/` lies over the store's own: no alternates
+            // of its own there (the worker's symlink is taken away, not followed).
+            match std::fs::symlink_metadata(&alternates) {
+                Ok(m) if m.is_dir() => std::fs::remove_dir_all(&alternates)?,
+                Ok(_) => std::fs::remove_file(&alternates)?,
+                Err(_) => {}
+            }
+            fence.git_view = Some(view);
+            return Ok(());
+        }
+    }
     // For readers that take no variable (git-crew's own hooks): the repository's store
     // is the quarantine's alternate.
     std::fs::write(
-        quarantine.join("info").join("alternates"),
+        &alternates,
         format!("{}\n", common_dir.join("objects").display()),
     )
     .context("cannot write the quarantine's alternates")?;
-    fence.add_repo_dir(quarantine);
     fence.env.push((
         "GIT_OBJECT_DIRECTORY".into(),
         quarantine.to_string_lossy().into_owned(),
@@ -46,6 +85,29 @@ fn quarantine_objects(
         "GIT_ALTERNATE_OBJECT_DIRECTORIES".into(),
         common_dir.join("objects").to_string_lossy().into_owned(),
     ));
+    Ok(())
+}
+
+/// Sends git LFS's new objects, and its temp files, to the run's own LFS store
+/// (`core::layout::lfs_store`), never into the repository's (`<common>/lfs`): a lead-side
+/// checkout reads an LFS object by its name without hashing it again. git-crew imports
+/// them, each hashed again, when an attempt ends (`git::lfs`). In a git view (see
+/// [`quarantine_objects`]) the repository's LFS store is an overlay whose upper layer is
+/// the run's: git-lfs needs no setting and reads the repository's objects as they are.
+/// Elsewhere every fenced process gets `lfs.storage` (through `GIT_CONFIG_COUNT`), and
+/// git-lfs reads the repository's objects from the LFS store beside the alternate object
+/// store (`GIT_ALTERNATE_OBJECT_DIRECTORIES`, for a run that commits), copying what it
+/// needs into the run's. Given to every run, read-only ones too: `git status` cleans a
+/// file through git-lfs when the index's stat data cannot vouch for it.
+fn lfs_store(fence: &mut Fence, run_dir: &Path) -> anyhow::Result<()> {
+    if fence.git_view.is_some() {
+        return Ok(());
+    }
+    let store = crate::core::layout::lfs_store(run_dir);
+    std::fs::create_dir_all(&store)
+        .with_context(|| format!("cannot create {}", store.display()))?;
+    fence.add_repo_dir(&store);
+    fence.git_config("lfs.storage", &store.to_string_lossy());
     Ok(())
 }
 
@@ -150,7 +212,7 @@ pub struct RunPaths<'a> {
 
 /// The fence of a run's worker: for a run that commits, its worktree, its private git
 /// dir, the object store, its branch's ref and reflog folders; for any run, its temp
-/// folder (`TMPDIR`), and the files it hands in (its manifest, session and usage files,
+/// folder (`TMPDIR`), its LFS store, and the files it hands in (its manifest, session and usage files,
 /// created empty if missing). Returns the fence and the temp folder.
 pub fn for_run(
     paths: &RunPaths,
@@ -176,15 +238,12 @@ pub fn for_run(
             .file_name()
             .context("a worktree path has a name")?;
         fence.add_repo_dir(&paths.common_dir.join("worktrees").join(name));
-        quarantine_objects(
-            &mut fence,
-            &crate::core::layout::quarantine(paths.run_dir),
-            paths.common_dir,
-        )?;
+        quarantine_objects(&mut fence, paths.run_dir, paths.common_dir)?;
         for dir in ref_folders(paths.common_dir, paths.task)? {
             fence.add_repo_dir(&dir);
         }
     }
+    lfs_store(&mut fence, paths.run_dir)?;
     Ok((fence, tmp))
 }
 
@@ -201,8 +260,8 @@ pub fn ref_folders(common_dir: &Path, task: &str) -> anyhow::Result<[PathBuf; 2]
 }
 
 /// The fence of a verify in a checkout (the run's worktree, or a throwaway one): that
-/// checkout, its private git dir, the run's object quarantine (next to the verifier
-/// folder) and the verifier folder.
+/// checkout, its private git dir, the run's object quarantine and LFS store (next to the
+/// verifier folder) and the verifier folder.
 pub fn for_checkout(
     common_dir: &Path,
     checkout: &Path,
@@ -218,11 +277,8 @@ pub fn for_checkout(
     let run_dir = verifier_dir
         .parent()
         .context("a verifier folder lies in its run's folder")?;
-    quarantine_objects(
-        &mut fence,
-        &crate::core::layout::quarantine(run_dir),
-        common_dir,
-    )?;
+    quarantine_objects(&mut fence, run_dir, common_dir)?;
+    lfs_store(&mut fence, run_dir)?;
     fence.add(verifier_dir);
     Ok(fence)
 }

@@ -7,7 +7,7 @@
 
 use std::path::{Path, PathBuf};
 
-use anyhow::anyhow;
+use anyhow::{Context, anyhow};
 use serde::Serialize;
 
 use crate::core::hookblock;
@@ -15,7 +15,7 @@ use crate::core::install::{self, CONFIG, ConfigAction, FlightAction, SHIMS, Star
 use crate::git::hooks_dir::{self, ChainTargetTaken, HookAction};
 use crate::git::repo::state_dir;
 use crate::git::run::GitRunner;
-use crate::state::init_record::{ConfigValue, InitRecord};
+use crate::state::init_record::{ConfigMove, ConfigValue, InitRecord, RepoHooks};
 use crate::state::live;
 use crate::state::runs::RunStore;
 
@@ -32,6 +32,10 @@ pub enum Refusal {
 #[derive(Debug, Serialize)]
 pub struct Setup {
     pub hooks_dir: PathBuf,
+    /// The folder `core.hooksPath` names outside this repository, shared with other
+    /// repositories: left as it is, and run by the hooks of `hooks_dir`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub shared_hooks_dir: Option<PathBuf>,
     pub hooks: Vec<HookStep>,
     pub config: Vec<ConfigStep>,
     pub flight: FlightStep,
@@ -53,6 +57,10 @@ pub struct ConfigStep {
     pub key: String,
     pub value: String,
     pub action: ConfigAction,
+    /// The config file the value was moved to (`moved`, `kept`) or back to
+    /// (`moved-back`); none for the repository's own config.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub file: Option<PathBuf>,
 }
 
 #[derive(Debug, Serialize)]
@@ -130,17 +138,38 @@ fn install(
     // Saved after each step, so a failure half-way never leaves an addition that
     // uninstall does not know about.
     let checkpoint = |record: &InitRecord| record.save(state);
-    let dir = hooks_dir::hooks_dir(repo);
     let mut warnings = Vec::new();
-    let shared_hooks_path =
-        crate::git::config::hooks_path_set(repo) && git.local_values("core.hooksPath")?.is_empty();
-    if shared_hooks_path {
-        warnings.push(format!(
-            "core.hooksPath is set outside this repository: the hooks in {} serve every repository that uses it",
-            dir.display()
-        ));
-    }
+    let mut config = Vec::new();
+
+    // A core.hooksPath other repositories share is never written to: the hooks go into a
+    // folder of this repository's own, whose hooks run the shared folder's.
+    let shared_hooks_dir = shared_hooks_dir(repo, workdir, git, &record)?;
+    let dir = match &shared_hooks_dir {
+        Some(shared) => {
+            let own = crate::core::layout::repo_hooks(state);
+            std::fs::create_dir_all(&own)?;
+            // The value git reads in every worktree: named as a person would.
+            let own = own.canonicalize().unwrap_or(own);
+            record.repo_hooks = Some(RepoHooks {
+                dir: own.clone(),
+                shared: shared.clone(),
+            });
+            checkpoint(&record)?;
+            hooks_dir::write_repo_hooks(&own, shared)?;
+            config.push(set_config(
+                git,
+                &mut record,
+                state,
+                "core.hooksPath",
+                &own.to_string_lossy(),
+            )?);
+            own
+        }
+        None => hooks_dir::hooks_dir(repo),
+    };
     std::fs::create_dir_all(&dir)?;
+    // Named as a person would (a linked worktree's common dir is `<git-dir>/../..`).
+    let dir = dir.canonicalize().unwrap_or(dir);
     let embed_exe = !inside_work_tree(&dir, workdir, repo.common_dir());
     if !embed_exe {
         warnings.push(format!(
@@ -148,11 +177,22 @@ fn install(
             dir.display()
         ));
     }
+    if let Some(old) = record.hooks_dir.as_ref().filter(|old| **old != dir)
+        && SHIMS
+            .iter()
+            .any(|(name, _)| hooks_dir::has_block(old, name).unwrap_or(false))
+    {
+        warnings.push(format!(
+            "the hooks in {} still carry git-crew's block from an earlier init; git-crew's hooks are in {} now: take the block out of {} by hand if nothing else needs it",
+            old.display(),
+            dir.display(),
+            old.display()
+        ));
+    }
     record.hooks_dir = Some(dir.clone());
     let mut hooks = Vec::new();
     for (name, shim) in SHIMS {
-        let block = shim_block(shim, embed_exe)?;
-        let action = match hooks_dir::install(&dir, name, &block) {
+        let action = match install_hook(&dir, name, shim, embed_exe) {
             Ok(action) => action,
             Err(e) => {
                 return match e.downcast::<ChainTargetTaken>() {
@@ -172,7 +212,6 @@ fn install(
         });
     }
 
-    let mut config = Vec::new();
     for (key, value, multi) in CONFIG {
         let current = git.local_values(key)?;
         let action = if install::config_present(&current, value, *multi) {
@@ -197,8 +236,36 @@ fn install(
             key: key.to_string(),
             value: value.to_string(),
             action,
+            file: None,
         });
     }
+    // What an earlier init set and this one replaces.
+    for (key, value) in install::REPLACED_CONFIG {
+        let old = ConfigValue {
+            key: key.to_string(),
+            value: value.to_string(),
+        };
+        if !record.config_added.contains(&old) {
+            continue;
+        }
+        if install::config_holds(&git.local_values(key)?, value) {
+            git.unset_local(key, value)?;
+            config.push(ConfigStep {
+                key: key.to_string(),
+                value: value.to_string(),
+                action: ConfigAction::Unset,
+                file: None,
+            });
+        }
+        record.config_added.retain(|added| *added != old);
+        checkpoint(&record)?;
+    }
+    config.extend(move_shared_worktree_settings(
+        repo,
+        git,
+        &mut record,
+        state,
+    )?);
 
     let flight_path = workdir.join(".crew").join("flight.toml");
     let flight_action = if flight_path.exists() {
@@ -218,6 +285,7 @@ fn install(
     // it, so nothing needs ignoring in the work tree.
     Ok(Ok(Setup {
         hooks_dir: dir,
+        shared_hooks_dir,
         hooks,
         config,
         flight: FlightStep {
@@ -227,6 +295,199 @@ fn install(
         state_dir: Some(state.to_path_buf()),
         warnings,
     }))
+}
+
+/// Adds git-crew's block of the shim `shim` to the hook `name` in `dir`.
+fn install_hook(dir: &Path, name: &str, shim: &str, embed_exe: bool) -> anyhow::Result<HookAction> {
+    hooks_dir::install(dir, name, &shim_block(shim, embed_exe)?)
+}
+
+/// Puts git-crew's block back into the hooks init installed that lost it (a hook manager
+/// such as husky wrote its hooks again): what `doctor --fix` does for `hook-missing`.
+/// Returns the hooks repaired.
+pub fn restore_hooks(
+    repo: &crate::git::Repository,
+    workdir: &Path,
+) -> anyhow::Result<Vec<(&'static str, HookAction)>> {
+    let state = state_dir(repo);
+    let Some(mut record) = InitRecord::load(&state)? else {
+        return Ok(Vec::new());
+    };
+    let dir = record
+        .hooks_dir
+        .clone()
+        .unwrap_or_else(|| hooks_dir::hooks_dir(repo));
+    let embed_exe = !inside_work_tree(&dir, workdir, repo.common_dir());
+    let mut restored = Vec::new();
+    for (name, shim) in SHIMS {
+        if hooks_dir::has_block(&dir, name)? {
+            continue;
+        }
+        let action = install_hook(&dir, name, shim, embed_exe)?;
+        if action == HookAction::Created && !record.hooks_created.iter().any(|h| h == name) {
+            record.hooks_created.push(name.to_string());
+            record.save(&state)?;
+        }
+        restored.push((*name, action));
+    }
+    Ok(restored)
+}
+
+/// The folder `core.hooksPath` names when that is set outside this repository (the
+/// user's global config, the system's) and lies outside it: a folder every repository of
+/// the user runs. Also when an earlier init already pointed this repository at a folder
+/// of its own for that reason (the local value is then init's).
+fn shared_hooks_dir(
+    repo: &crate::git::Repository,
+    workdir: &Path,
+    git: &GitRunner,
+    record: &InitRecord,
+) -> anyhow::Result<Option<PathBuf>> {
+    let values = git.scoped_values("core.hooksPath")?;
+    let ours = |value: &str| {
+        record
+            .repo_hooks
+            .as_ref()
+            .is_some_and(|own| own.dir == Path::new(value))
+    };
+    let Some((scope, value)) = values
+        .iter()
+        .rev()
+        .find(|(scope, value)| !(scope == "local" && ours(value)))
+    else {
+        return Ok(None);
+    };
+    if !matches!(scope.as_str(), "global" | "system") || value.is_empty() {
+        return Ok(None);
+    }
+    let path = hooks_dir::resolve(repo, value);
+    let canon = |p: &Path| p.canonicalize().unwrap_or_else(|_| p.to_path_buf());
+    let inside = canon(&path).starts_with(canon(workdir))
+        || canon(&path).starts_with(canon(repo.common_dir()));
+    Ok((!inside).then_some(path))
+}
+
+/// Sets a single-valued key of the repository's config to `value`, recording it as
+/// init's when the key held nothing before.
+fn set_config(
+    git: &GitRunner,
+    record: &mut InitRecord,
+    state: &Path,
+    key: &str,
+    value: &str,
+) -> anyhow::Result<ConfigStep> {
+    let current = git.local_values(key)?;
+    let action = if current.last().map(String::as_str) == Some(value) {
+        ConfigAction::Kept
+    } else {
+        let added = ConfigValue {
+            key: key.to_string(),
+            value: value.to_string(),
+        };
+        if install::config_is_ours(&current, false) && !record.config_added.contains(&added) {
+            record.config_added.push(added);
+            record.save(state)?;
+        }
+        git.set_local(key, value)?;
+        ConfigAction::Set
+    };
+    Ok(ConfigStep {
+        key: key.to_string(),
+        value: value.to_string(),
+        action,
+        file: None,
+    })
+}
+
+/// The shared config and the main worktree's own (`config.worktree` in the common dir).
+fn shared_config_files(repo: &crate::git::Repository) -> (PathBuf, PathBuf) {
+    let common = repo
+        .common_dir()
+        .canonicalize()
+        .unwrap_or_else(|_| repo.common_dir().to_path_buf());
+    (common.join("config"), common.join("config.worktree"))
+}
+
+/// With `extensions.worktreeConfig` on, the shared config's `core.bare = true` (a bare
+/// repository with linked worktrees) and `core.worktree` would apply to every worktree:
+/// they move to the main worktree's `config.worktree`, as git's documentation of the
+/// extension prescribes, and the move is recorded for uninstall.
+fn move_shared_worktree_settings(
+    repo: &crate::git::Repository,
+    git: &GitRunner,
+    record: &mut InitRecord,
+    state: &Path,
+) -> anyhow::Result<Vec<ConfigStep>> {
+    let on = git
+        .local_values(install::WORKTREE_CONFIG)?
+        .last()
+        .and_then(|v| install::git_bool(v))
+        .unwrap_or(false);
+    if !on {
+        return Ok(Vec::new());
+    }
+    let (from, to) = shared_config_files(repo);
+    let keys = install::shared_worktree_settings(
+        &git.file_values(&from, "core.bare")?,
+        &git.file_values(&from, "core.worktree")?,
+    );
+    let mut steps = Vec::new();
+    for key in keys {
+        let values = git.file_values(&from, key)?;
+        let Some(value) = values.last().cloned() else {
+            continue;
+        };
+        record.config_moved.push(ConfigMove {
+            key: key.to_string(),
+            values: values.clone(),
+            from: from.clone(),
+            to: to.clone(),
+            created: !to.exists(),
+        });
+        record.save(state)?;
+        git.set_in_file(&to, key, &value)?;
+        for old in &values {
+            git.unset_in_file(&from, key, old)?;
+        }
+        steps.push(ConfigStep {
+            key: key.to_string(),
+            value,
+            action: ConfigAction::Moved,
+            file: Some(to.clone()),
+        });
+    }
+    Ok(steps)
+}
+
+/// Moves a setting init moved back to the shared config, as it was; what is already
+/// back (an uninstall that stopped half-way) is left as it is.
+fn move_back(git: &GitRunner, moved: &ConfigMove) -> anyhow::Result<ConfigAction> {
+    let Some(value) = moved.values.last() else {
+        return Ok(ConfigAction::Absent);
+    };
+    let there = install::config_holds(&git.file_values(&moved.to, &moved.key)?, value);
+    let back = !git.file_values(&moved.from, &moved.key)?.is_empty();
+    if !back {
+        for old in &moved.values {
+            git.add_in_file(&moved.from, &moved.key, old)?;
+        }
+    }
+    if there {
+        git.unset_in_file(&moved.to, &moved.key, value)?;
+    }
+    if moved.created && git.file_entries(&moved.to)?.is_empty() {
+        match std::fs::remove_file(&moved.to) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                return Err(e).with_context(|| format!("cannot remove {}", moved.to.display()));
+            }
+            _ => {}
+        }
+    }
+    Ok(if there || !back {
+        ConfigAction::MovedBack
+    } else {
+        ConfigAction::Absent
+    })
 }
 
 fn uninstall(
@@ -254,7 +515,7 @@ fn uninstall(
         });
     }
 
-    let in_use = worktree_config_in_use(repo);
+    let in_use = worktree_config_in_use(repo, git, &record.config_moved)?;
     let mut config = Vec::new();
     for added in &record.config_added {
         let action = if install::kept_on_uninstall(&added.key, in_use) {
@@ -272,7 +533,46 @@ fn uninstall(
             key: added.key.clone(),
             value: added.value.clone(),
             action,
+            file: None,
         });
+    }
+    // Moved settings go back once the extension that needed them moved is off (the
+    // shared config's `core.bare = true` would otherwise apply to every worktree again).
+    let still_on = git
+        .local_values(install::WORKTREE_CONFIG)?
+        .last()
+        .and_then(|v| install::git_bool(v))
+        .unwrap_or(false);
+    for moved in record.config_moved.iter().rev() {
+        let value = moved.values.last().cloned().unwrap_or_default();
+        let (action, file) = if still_on {
+            warnings.push(format!(
+                "kept {} = {value} in {}: extensions.worktreeConfig stays on",
+                moved.key,
+                moved.to.display()
+            ));
+            (ConfigAction::Kept, moved.to.clone())
+        } else {
+            (move_back(git, moved)?, moved.from.clone())
+        };
+        config.push(ConfigStep {
+            key: moved.key.clone(),
+            value,
+            action,
+            file: Some(file),
+        });
+    }
+    if let Some(own) = &record.repo_hooks {
+        let (removed, kept) = hooks_dir::remove_repo_hooks(&own.dir, &own.shared)?;
+        for step in hooks.iter_mut().filter(|s| removed.contains(&s.name)) {
+            step.action = HookAction::Deleted;
+        }
+        if kept {
+            warnings.push(format!(
+                "kept {}: it holds files init did not write",
+                own.dir.display()
+            ));
+        }
     }
     if !known {
         warnings
@@ -306,6 +606,7 @@ fn uninstall(
     InitRecord::delete(state)?;
     Ok(Setup {
         hooks_dir: dir,
+        shared_hooks_dir: None,
         hooks,
         config,
         flight: FlightStep {
@@ -318,12 +619,27 @@ fn uninstall(
 }
 
 /// Whether anything still relies on `extensions.worktreeConfig`: a live run, or any
-/// worktree (the main one included) with a non-empty `config.worktree`.
-fn worktree_config_in_use(repo: &crate::git::Repository) -> bool {
-    let live = !live::list(&state_dir(repo), &mut |_, _| {}).is_empty();
-    live || crate::git::identity::worktree_git_dirs(repo.common_dir())
-        .iter()
-        .any(|dir| {
-            std::fs::read(dir.join("config.worktree")).is_ok_and(|b| !b.trim_ascii().is_empty())
-        })
+/// worktree (the main one included) with a `config.worktree` that holds something — the
+/// main worktree's beyond the settings init moved there (`moved`).
+fn worktree_config_in_use(
+    repo: &crate::git::Repository,
+    git: &GitRunner,
+    moved: &[ConfigMove],
+) -> anyhow::Result<bool> {
+    if !live::list(&state_dir(repo), &mut |_, _| {}).is_empty() {
+        return Ok(true);
+    }
+    let (_, main) = shared_config_files(repo);
+    let main_in_use = git.file_entries(&main)?.iter().any(|(key, value)| {
+        !moved
+            .iter()
+            .any(|m| m.key.eq_ignore_ascii_case(key) && m.values.last().is_some_and(|v| v == value))
+    });
+    Ok(main_in_use
+        || crate::git::identity::worktree_git_dirs(repo.common_dir())
+            .iter()
+            .skip(1)
+            .any(|dir| {
+                std::fs::read(dir.join("config.worktree")).is_ok_and(|b| !b.trim_ascii().is_empty())
+            }))
 }

@@ -438,7 +438,17 @@ pub fn integrate(
             );
         }
         crate::sys::failpoint::crash("integrate-after-target");
-        // Landed. Keep the run's commits, mark it, file the ledger row, clean up.
+        // Landed. The submodule commits it moved stay reachable in the lead's copies (a
+        // convenience: the objects are in those copies' stores already, so a failure here
+        // loses nothing).
+        let _ = crate::git::submodules::keep(
+            repo.common_dir(),
+            repo_dir,
+            &record.base,
+            &commit.to_string(),
+            &record.branch,
+        );
+        // Keep the run's commits, mark it, file the ledger row, clean up.
         let cleanup = land(
             repo_dir,
             repo,

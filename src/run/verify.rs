@@ -79,6 +79,29 @@ pub fn run(
     )))
 }
 
+/// After a verify in a run's own worktree (clean when it started): what it left there
+/// untracked — a report, a cache no default names — is added to the run's excludes file,
+/// so that it never makes the worktree dirty for `verify`, cleanup or prune. The
+/// worktree's administration is put back first (the verify ran the worker's code).
+/// Returns what was added.
+pub fn exclude_leftovers(
+    common_dir: &Path,
+    worktree: &Path,
+    identity: &crate::core::scope::RunIdentity,
+    run_dir: &Path,
+) -> anyhow::Result<Vec<String>> {
+    let tree = crate::git::worktree::RunTree::restore(common_dir, worktree, identity)?;
+    let left = tree.untracked()?;
+    let lines = crate::core::worktree_files::verify_leftovers(&left);
+    if !lines.is_empty() {
+        let path = crate::core::layout::run_excludes(run_dir);
+        let mut text = std::fs::read_to_string(&path).unwrap_or_default();
+        text.push_str(&lines);
+        crate::sys::fs::write_atomic(&path, &text, 0o644)?;
+    }
+    Ok(left)
+}
+
 #[allow(clippy::too_many_arguments)]
 /// Runs `command` on `commit` checked out clean in a throwaway worktree at `wt` (no
 /// hooks run there), readied first by the run's `[worktree] setup` when it has one,
@@ -101,6 +124,9 @@ pub fn in_throwaway(
     }
     crate::git::worktree::add_detached(repo_dir, wt, &commit.to_string())
         .context("cannot check out the commit to verify it")?;
+    // The lead's ignored files the verify may need (`.env`), copied as at dispatch: never
+    // through a symlink the commit holds, nor over anything it holds. What was passed
+    // over is the dispatch's to say.
     let _ = crate::run::dispatch::copy_worktree_includes(repo_dir, wt);
     // Whatever happens from here, the throwaway checkout goes again.
     let result = (|| {
@@ -331,7 +357,7 @@ pub fn again(
         let fence = fence
             .map(|base| super::fence::for_checkout(&common, &worktree, &verifier_dir, base))
             .transpose()?;
-        run(
+        let verdict = run(
             &record.run,
             command,
             &worktree,
@@ -339,7 +365,10 @@ pub fn again(
             &transcript,
             deadline,
             fence.as_ref(),
-        )
+        );
+        // Best effort: a worktree left dirty is named by the next verify.
+        let _ = exclude_leftovers(&common, &worktree, &sealed.identity(), &dir);
+        verdict
     } else {
         in_throwaway(
             &record.run,

@@ -17,6 +17,28 @@ pub struct ConfigValue {
     pub value: String,
 }
 
+/// A setting init moved from one config file to another, so uninstall can move it back.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ConfigMove {
+    pub key: String,
+    /// The values the key held in `from`, in order; the last one was written to `to`.
+    pub values: Vec<String>,
+    pub from: PathBuf,
+    pub to: PathBuf,
+    /// `to` did not exist before init wrote it.
+    #[serde(default)]
+    pub created: bool,
+}
+
+/// This repository's own hooks directory, made by init when `core.hooksPath` names a
+/// folder other repositories share: its hooks run the shared folder's.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RepoHooks {
+    pub dir: PathBuf,
+    /// The shared folder its hooks run.
+    pub shared: PathBuf,
+}
+
 /// Everything init added over all its runs (a second init adds nothing new).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct InitRecord {
@@ -28,6 +50,13 @@ pub struct InitRecord {
     pub hooks_created: Vec<String>,
     #[serde(default)]
     pub config_added: Vec<ConfigValue>,
+    /// Settings moved out of the shared config (`core.bare` of a bare repository with
+    /// linked worktrees) when `extensions.worktreeConfig` went on.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub config_moved: Vec<ConfigMove>,
+    /// The hooks directory init made for this repository alone.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub repo_hooks: Option<RepoHooks>,
     /// The starter `.crew/flight.toml` as written, when init created it.
     #[serde(default)]
     pub flight_created: Option<String>,

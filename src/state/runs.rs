@@ -47,7 +47,7 @@ impl RunStore {
 
     /// The folder holding a run's prompt, manifest and supervisor log.
     pub fn run_dir(&self, run: &str) -> PathBuf {
-        self.root.join("runs").join(run)
+        crate::core::layout::run_dir(&self.root, run)
     }
 
     /// Every run's worktree lives here.

@@ -8,7 +8,7 @@ use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::path::PathBuf;
 use std::process::Command;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use anyhow::Context;
 use landlock::{
@@ -70,6 +70,9 @@ pub struct Fence {
     /// Folders covered by an empty tmpfs under a private `/tmp` (the lead's
     /// `$XDG_RUNTIME_DIR`).
     pub hide: Vec<PathBuf>,
+    /// The repository's git dir, shown as a private view under a private `/tmp`
+    /// (`sys::ns`): what the process writes there beyond its fence stays its own.
+    pub git_view: Option<crate::sys::ns::GitView>,
 }
 
 impl Fence {
@@ -100,6 +103,29 @@ impl Fence {
             Ok(_) => self.files.push(path.to_path_buf()),
             Err(_) => {}
         }
+    }
+
+    /// Gives every process of the fence the git config `key = value`, as `git -c` would
+    /// (`GIT_CONFIG_COUNT`, `GIT_CONFIG_KEY_<n>`, `GIT_CONFIG_VALUE_<n>`): over every
+    /// config file, the worktree's own included, and after the entries this process's own
+    /// environment holds, which it keeps.
+    pub fn git_config(&mut self, key: &str, value: &str) {
+        let count = self
+            .env
+            .iter()
+            .rev()
+            .find(|(k, _)| k == "GIT_CONFIG_COUNT")
+            .map(|(_, v)| v.clone())
+            .or_else(|| std::env::var("GIT_CONFIG_COUNT").ok())
+            .and_then(|v| v.trim().parse::<usize>().ok())
+            .unwrap_or(0);
+        self.env.retain(|(k, _)| k != "GIT_CONFIG_COUNT");
+        self.env
+            .push((format!("GIT_CONFIG_KEY_{count}"), key.to_string()));
+        self.env
+            .push((format!("GIT_CONFIG_VALUE_{count}"), value.to_string()));
+        self.env
+            .push(("GIT_CONFIG_COUNT".into(), (count + 1).to_string()));
     }
 
     /// What a process started by `command` needs to see under a private `/tmp`.
@@ -170,24 +196,52 @@ impl Fence {
         for (key, value) in &self.env {
             command.env(key, value);
         }
+        let mut plan = None;
         if let Some(private) = &self.private_tmp {
-            let plan = crate::sys::ns::plan(private, &self.needs(command), &self.hide)?;
+            let made = Arc::new(crate::sys::ns::plan(
+                private,
+                &self.needs(command),
+                &self.hide,
+                self.git_view.as_ref(),
+            )?);
+            let entered = Arc::clone(&made);
             // SAFETY: `enter` makes only system calls on strings prepared here.
             unsafe {
-                command.pre_exec(move || plan.enter());
+                command.pre_exec(move || entered.enter());
             }
+            plan = Some(made);
         }
+        // The git view is the process's own: it may write all of it (what it writes
+        // there stays in its view). Its rule can only be added once the view is mounted.
+        let view_rights = write & !special;
+        // So are the ptys of its own devpts instance (`sys::ns`): it may open them and
+        // `/dev/ptmx` for writing and send them ioctls (`TIOCGPTN`, `TIOCSPTLCK`,
+        // `TIOCSCTTY`, termios). The rules name the instance's inodes, which only the
+        // child can open; the machine's instance (the lead's terminals, in no other place
+        // beneath these rules) and `/dev/tty` keep taking no ioctl, so no `TIOCSTI`.
+        let pty_rights = AccessFs::WriteFile | AccessFs::IoctlDev;
         let slot = Mutex::new(Some(ruleset));
         // SAFETY: the closure runs in the forked child before exec. It takes the ruleset
-        // built above and makes two system calls (prctl, landlock_restrict_self); it
-        // allocates nothing on the success path.
+        // built above, adds the git view's and the ptys' rules on the descriptors `enter`
+        // opened, and makes only system calls (landlock_add_rule, prctl,
+        // landlock_restrict_self); it allocates nothing on the success path.
         unsafe {
             command.pre_exec(move || {
-                let ruleset = slot
+                let mut ruleset = slot
                     .lock()
                     .ok()
                     .and_then(|mut s| s.take())
                     .ok_or_else(|| std::io::Error::other("the write fence was already used"))?;
+                if let Some(fd) = plan.as_ref().and_then(|p| p.view_fd()) {
+                    ruleset = ruleset
+                        .add_rule(PathBeneath::new(fd, view_rights))
+                        .map_err(|_| std::io::Error::other("cannot fence the git view"))?;
+                }
+                for fd in plan.iter().flat_map(|p| p.pty_fds()) {
+                    ruleset = ruleset
+                        .add_rule(PathBeneath::new(fd, pty_rights))
+                        .map_err(|_| std::io::Error::other("cannot fence the ptys"))?;
+                }
                 match ruleset.restrict_self() {
                     Ok(status) if status.ruleset != RulesetStatus::NotEnforced => Ok(()),
                     Ok(_) => Err(std::io::Error::other(

@@ -215,9 +215,14 @@ fn strict() -> rustix::fs::ResolveFlags {
     ResolveFlags::BENEATH | ResolveFlags::NO_SYMLINKS | ResolveFlags::NO_MAGICLINKS
 }
 
-/// Opens folder `rel` beneath `root`, making it and the folders on the way, never
-/// following a symlink.
+/// Opens folder `rel` beneath `root`, making it and the folders on the way (private to
+/// the user), never following a symlink.
 fn dir_beneath(root: &Path, rel: &Path) -> anyhow::Result<std::os::fd::OwnedFd> {
+    dir_beneath_with(root, rel, 0o700)
+}
+
+/// [`dir_beneath`], making the missing folders with `mode` (less the umask).
+fn dir_beneath_with(root: &Path, rel: &Path, mode: u32) -> anyhow::Result<std::os::fd::OwnedFd> {
     use rustix::fs::{Mode, OFlags};
     let mut dir = rustix::fs::open(
         root,
@@ -229,7 +234,7 @@ fn dir_beneath(root: &Path, rel: &Path) -> anyhow::Result<std::os::fd::OwnedFd> 
         let std::path::Component::Normal(part) = part else {
             anyhow::bail!("{} is not a plain relative path", rel.display());
         };
-        match rustix::fs::mkdirat(&dir, part, Mode::from_raw_mode(0o700)) {
+        match rustix::fs::mkdirat(&dir, part, Mode::from_raw_mode(mode)) {
             Ok(()) | Err(rustix::io::Errno::EXIST) => {}
             Err(e) => anyhow::bail!("cannot create {}: {e}", root.join(rel).display()),
         }
@@ -279,6 +284,106 @@ pub fn write_beneath(root: &Path, rel: &Path, bytes: &[u8]) -> anyhow::Result<()
     Ok(())
 }
 
+/// What putting an entry beneath a root came to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Put {
+    Made,
+    /// Something (of any kind, a symlink included) is there already: it was left as it
+    /// is and nothing was written.
+    Taken,
+}
+
+/// Makes a new file `rel` beneath `root` with `mode` and what `from` holds, making the
+/// folders on the way (mode 0755 less the umask), without ever following a symlink or
+/// leaving `root`, and never over anything already there ([`Put::Taken`]): for files
+/// git-crew copies into a checkout whose content a worker may have chosen.
+pub fn create_beneath(
+    root: &Path,
+    rel: &Path,
+    from: &mut dyn std::io::Read,
+    mode: u32,
+) -> anyhow::Result<Put> {
+    use rustix::fs::{Mode, OFlags};
+    let name = rel.file_name().context("a file path has a name")?;
+    let dir = dir_beneath_with(root, rel.parent().unwrap_or(Path::new("")), 0o755)?;
+    let fd = match rustix::fs::openat2(
+        &dir,
+        name,
+        OFlags::CREATE | OFlags::EXCL | OFlags::WRONLY | OFlags::CLOEXEC | OFlags::NOFOLLOW,
+        Mode::from_raw_mode(mode & 0o777),
+        strict(),
+    ) {
+        Ok(fd) => fd,
+        Err(rustix::io::Errno::EXIST) => return Ok(Put::Taken),
+        Err(e) => anyhow::bail!("cannot create {}: {e}", root.join(rel).display()),
+    };
+    let mut file = std::fs::File::from(fd);
+    if let Err(e) = std::io::copy(from, &mut file) {
+        drop(file);
+        let _ = rustix::fs::unlinkat(&dir, name, rustix::fs::AtFlags::empty());
+        anyhow::bail!("cannot write {}: {e}", root.join(rel).display());
+    }
+    Ok(Put::Made)
+}
+
+/// Makes a symlink `rel` to `target` beneath `root`, as [`create_beneath`] makes a file:
+/// the folders on the way are never symlinks, and nothing already there is replaced.
+pub fn symlink_beneath(root: &Path, rel: &Path, target: &Path) -> anyhow::Result<Put> {
+    let name = rel.file_name().context("a link path has a name")?;
+    let dir = dir_beneath_with(root, rel.parent().unwrap_or(Path::new("")), 0o755)?;
+    match rustix::fs::symlinkat(target, &dir, name) {
+        Ok(()) => Ok(Put::Made),
+        Err(rustix::io::Errno::EXIST) => Ok(Put::Taken),
+        Err(e) => anyhow::bail!("cannot create {}: {e}", root.join(rel).display()),
+    }
+}
+
+/// Opens the existing folder `rel` beneath `root`, never through a symlink.
+fn existing_dir_beneath(root: &Path, rel: &Path) -> anyhow::Result<std::os::fd::OwnedFd> {
+    use rustix::fs::{Mode, OFlags};
+    let flags = OFlags::DIRECTORY | OFlags::CLOEXEC | OFlags::RDONLY;
+    let dir = rustix::fs::open(root, flags | OFlags::NOFOLLOW, Mode::empty())
+        .with_context(|| format!("cannot open {}", root.display()))?;
+    if rel.as_os_str().is_empty() {
+        return Ok(dir);
+    }
+    rustix::fs::openat2(&dir, rel, flags, Mode::empty(), strict())
+        .with_context(|| format!("{} is not a plain folder", root.join(rel).display()))
+}
+
+/// Opens the regular file `rel` beneath `root` for reading, never through a symlink (the
+/// file's own or a folder's on the way) and never outside `root`; with its metadata.
+pub fn open_beneath(root: &Path, rel: &Path) -> anyhow::Result<(std::fs::File, std::fs::Metadata)> {
+    use rustix::fs::{Mode, OFlags};
+    let name = rel.file_name().context("a file path has a name")?;
+    let dir = existing_dir_beneath(root, rel.parent().unwrap_or(Path::new("")))?;
+    // Non-blocking: a FIFO put there since it was seen is not waited on.
+    let fd = rustix::fs::openat2(
+        &dir,
+        name,
+        OFlags::RDONLY | OFlags::CLOEXEC | OFlags::NOFOLLOW | OFlags::NONBLOCK,
+        Mode::empty(),
+        strict(),
+    )
+    .with_context(|| format!("cannot open {}", root.join(rel).display()))?;
+    let file = std::fs::File::from(fd);
+    let meta = file.metadata()?;
+    if let Err(why) = regular(&meta) {
+        anyhow::bail!("{} {why}", root.join(rel).display());
+    }
+    Ok((file, meta))
+}
+
+/// The target of the symlink `rel` beneath `root`, read without following anything.
+pub fn read_link_beneath(root: &Path, rel: &Path) -> anyhow::Result<std::path::PathBuf> {
+    use std::os::unix::ffi::OsStringExt;
+    let name = rel.file_name().context("a link path has a name")?;
+    let dir = existing_dir_beneath(root, rel.parent().unwrap_or(Path::new("")))?;
+    let target = rustix::fs::readlinkat(&dir, name, Vec::new())
+        .with_context(|| format!("cannot read the link {}", root.join(rel).display()))?;
+    Ok(std::ffi::OsString::from_vec(target.into_bytes()).into())
+}
+
 #[cfg(test)]
 mod beneath_tests {
     use super::*;
@@ -319,5 +424,65 @@ mod beneath_tests {
         std::os::unix::fs::symlink(&outside, root.join(".claude")).unwrap();
         assert!(write_beneath(&root, Path::new(".claude/x.json"), b"x").is_err());
         assert!(!outside.join("x.json").exists());
+    }
+
+    #[test]
+    fn a_copy_beneath_never_goes_through_a_symlink_nor_over_anything() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("checkout");
+        let outside = dir.path().join("lead");
+        std::fs::create_dir_all(&root).unwrap();
+        std::fs::create_dir_all(&outside).unwrap();
+        let put = |rel: &str, text: &str| {
+            create_beneath(&root, Path::new(rel), &mut text.as_bytes(), 0o600)
+        };
+        assert_eq!(put("config/secrets/key", "KEY").unwrap(), Put::Made);
+        assert_eq!(
+            read_capped(&root.join("config/secrets/key"), 9, Links::Refuse).unwrap(),
+            b"KEY"
+        );
+        let mode = std::fs::metadata(root.join("config/secrets/key"))
+            .unwrap()
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o777, 0o600);
+        // What is there stays: a file, and a dangling link (never written through).
+        assert_eq!(put("config/secrets/key", "NEW").unwrap(), Put::Taken);
+        assert_eq!(
+            read_capped(&root.join("config/secrets/key"), 9, Links::Refuse).unwrap(),
+            b"KEY"
+        );
+        std::os::unix::fs::symlink(outside.join("planted"), root.join(".env")).unwrap();
+        assert_eq!(put(".env", "SECRET").unwrap(), Put::Taken);
+        assert!(!outside.join("planted").exists());
+        // A folder on the way that is a link is refused, absolute or relative.
+        std::os::unix::fs::symlink(&outside, root.join("abs")).unwrap();
+        std::os::unix::fs::symlink("../lead", root.join("rel")).unwrap();
+        assert!(put("abs/x", "x").is_err());
+        assert!(put("rel/x", "x").is_err());
+        assert!(symlink_beneath(&root, Path::new("abs/l"), Path::new("x")).is_err());
+        assert!(std::fs::read_dir(&outside).unwrap().next().is_none());
+        // A link is made as it reads, never over anything.
+        assert_eq!(
+            symlink_beneath(&root, Path::new("a/link"), Path::new("../.env")).unwrap(),
+            Put::Made
+        );
+        assert_eq!(
+            std::fs::read_link(root.join("a/link")).unwrap(),
+            Path::new("../.env")
+        );
+        assert_eq!(
+            symlink_beneath(&root, Path::new(".env"), Path::new("elsewhere")).unwrap(),
+            Put::Taken
+        );
+        // Reading beneath: a regular file only, never through a link.
+        assert!(open_beneath(&root, Path::new("config/secrets/key")).is_ok());
+        assert!(open_beneath(&root, Path::new(".env")).is_err());
+        assert!(open_beneath(&root, Path::new("rel/anything")).is_err());
+        assert!(open_beneath(&root, Path::new("config")).is_err());
+        assert_eq!(
+            read_link_beneath(&root, Path::new("a/link")).unwrap(),
+            Path::new("../.env")
+        );
     }
 }

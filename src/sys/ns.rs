@@ -6,8 +6,18 @@
 //! for the paths the process's fence lets it write, bound back writable: the kernel fence
 //! governs writes, not a file's mode, owner or times, which a read-only mount keeps.
 //! So no socket of the lead's that lives there (tmux, ssh-agent, X11, D-Bus) can be
-//! reached by path. Everything is prepared here, in the parent; the child only makes
-//! system calls on prepared strings between fork and exec.
+//! reached by path. `/dev/pts` is a devpts instance of the process's own: the
+//! pseudo-terminals it opens are there, none of the lead's is.
+//!
+//! Where the fence asks for it ([`GitView`]), the repository's git dir is a private,
+//! copy-on-write view (overlayfs): what the process writes there that its fence does not
+//! let it write for real (`refs/stash`, `packed-refs.lock`, a tag, the config) lands in a
+//! tmpfs that goes away with it, and the new objects it writes into the repository's
+//! store land in the run's quarantine. No variable points git at the quarantine, so a
+//! nested repository (a submodule, a test's scratch repository) keeps its own objects.
+//!
+//! Everything is prepared here, in the parent; the child only makes system calls on
+//! prepared strings between fork and exec.
 
 use std::ffi::CString;
 use std::os::unix::ffi::OsStrExt;
@@ -22,9 +32,56 @@ pub struct Plan {
     /// namespace before the real `/tmp` is covered, into its slot.
     sources: Vec<CString>,
     slots: Vec<AtomicI32>,
+    late: Vec<AtomicI32>,
     steps: Vec<Step>,
     cwd: Option<CString>,
     uid_map: Option<(CString, CString)>,
+    /// The git view's merged folder, opened (`O_PATH`) once every mount is made: the
+    /// write fence's rule for it is added in the child ([`Plan::view_fd`]).
+    view: Option<(CString, AtomicI32)>,
+    /// The process's own `/dev/pts` and `/dev/ptmx`, opened (`O_PATH`) once its devpts
+    /// instance is mounted: the write fence's rules for them are added in the child
+    /// ([`Plan::pty_fds`]). Empty when it gets no instance.
+    ptys: Vec<(CString, libc::c_int, AtomicI32)>,
+}
+
+/// A private view of a repository's git dir (see the module's notes).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GitView {
+    /// The repository's common git dir.
+    pub common: PathBuf,
+    /// Where the objects written into the repository's store land (the run's
+    /// quarantine), and overlayfs's work folder beside it (same filesystem, empty).
+    pub objects_upper: PathBuf,
+    pub objects_work: PathBuf,
+    /// Where what git-lfs writes into the repository's LFS store (`<common>/lfs`, which
+    /// must exist) lands (the run's LFS store), and overlayfs's work folder beside it.
+    pub lfs_upper: PathBuf,
+    pub lfs_work: PathBuf,
+    /// An empty folder of the run's, under `common`, to mount the view's tmpfs on.
+    pub scratch: PathBuf,
+}
+
+impl GitView {
+    /// Whether overlayfs can be given these paths (its options cannot carry every byte).
+    pub fn representable(&self) -> bool {
+        [
+            &self.common,
+            &self.objects_upper,
+            &self.objects_work,
+            &self.lfs_upper,
+            &self.lfs_work,
+            &self.scratch,
+        ]
+        .iter()
+        .all(|p| {
+            let bytes = p.as_os_str().as_bytes();
+            p.is_absolute()
+                && !bytes
+                    .iter()
+                    .any(|b| matches!(b, b',' | b':' | b'\\' | b'\n'))
+        })
+    }
 }
 
 enum Step {
@@ -42,7 +99,23 @@ enum Step {
     ReadOnlyRoot,
     /// Covers a folder with an empty tmpfs of these options.
     Hide(CString, &'static std::ffi::CStr),
+    /// Mounts an overlayfs of these options on the target.
+    Overlay { target: CString, data: CString },
+    /// Clones the mount at the path into late slot `slot` (taken after the mounts
+    /// before it, unlike the sources, which are taken first).
+    Take { slot: usize, path: CString },
+    /// Attaches the clone in late slot `slot` on the target.
+    BindLate { slot: usize, target: CString },
+    /// Mounts a new devpts instance of the process's own on `/dev/pts`: the ptys it opens
+    /// (through `/dev/ptmx`, which finds the instance at `pts` beside it) are its own,
+    /// and no terminal of the lead's is there.
+    Devpts,
 }
+
+/// Where the process's own devpts instance is mounted, and the multiplexer that opens a
+/// pty in it.
+const PTS: &std::ffi::CStr = c"/dev/pts";
+const PTMX: &std::ffi::CStr = c"/dev/ptmx";
 
 /// `open_tree`'s flag for a detached copy of the tree (linux/mount.h).
 const OPEN_TREE_CLONE: libc::c_uint = 1;
@@ -95,8 +168,14 @@ fn real_tmp() -> PathBuf {
 
 /// Prepares the private `/tmp` of a process whose temp folder is `private` (a folder of
 /// its own, which it may write), for what it `needs`; `hide` are folders to cover with an
-/// empty tmpfs (the lead's `$XDG_RUNTIME_DIR`).
-pub fn plan(private: &Path, needs: &Needs, hide: &[PathBuf]) -> anyhow::Result<Plan> {
+/// empty tmpfs (the lead's `$XDG_RUNTIME_DIR`); `view`, the repository's git dir to show
+/// as a private view.
+pub fn plan(
+    private: &Path,
+    needs: &Needs,
+    hide: &[PathBuf],
+    view: Option<&GitView>,
+) -> anyhow::Result<Plan> {
     let tmp = real_tmp();
     let canon = |p: &PathBuf| std::fs::canonicalize(p).ok();
     let under = |p: &Path| p.starts_with(&tmp) && p != tmp;
@@ -125,10 +204,22 @@ pub fn plan(private: &Path, needs: &Needs, hide: &[PathBuf]) -> anyhow::Result<P
     elsewhere.sort();
     elsewhere.dedup();
     let mut sources = Vec::new();
+    // The git view's overlays are made first, on the real folders, and cloned: the clones
+    // stay writable when the tree is made read-only, and are attached again after the
+    // paths the process reads are in place.
+    let (mut steps, late_binds) = match view {
+        Some(view) => view_steps(view)?,
+        None => (Vec::new(), Vec::new()),
+    };
+    let late_count = late_binds.len();
     // The whole tree is read-only to the process but for what its fence lets it write:
     // the kernel fence governs what is written, not a file's mode, owner or times, which
     // a read-only mount refuses to change.
-    let mut steps = vec![Step::ReadOnlyRoot];
+    steps.push(Step::ReadOnlyRoot);
+    let own_ptys = Path::new(std::ffi::OsStr::from_bytes(PTS.to_bytes())).is_dir();
+    if own_ptys {
+        steps.push(Step::Devpts);
+    }
     let private = std::fs::canonicalize(private).context("cannot find the run's temp folder")?;
     let mut bind = |steps: &mut Vec<Step>, from: &Path, to: &Path| -> anyhow::Result<()> {
         sources.push(cstr(from)?);
@@ -170,6 +261,7 @@ pub fn plan(private: &Path, needs: &Needs, hide: &[PathBuf]) -> anyhow::Result<P
         // Read-only, whatever the kernel fence says of it.
         steps.push(Step::ReadOnly(cstr(path)?, mount_flags(path)));
     }
+    steps.extend(late_binds);
     for path in &writable {
         if !readable.iter().any(|r| path.starts_with(r)) {
             mount_point(&mut steps, path)?;
@@ -206,11 +298,109 @@ pub fn plan(private: &Path, needs: &Needs, hide: &[PathBuf]) -> anyhow::Result<P
     });
     Ok(Plan {
         slots: sources.iter().map(|_| AtomicI32::new(-1)).collect(),
+        late: (0..late_count).map(|_| AtomicI32::new(-1)).collect(),
         cwd: needs.cwd.as_deref().map(cstr).transpose()?,
         sources,
         steps,
         uid_map,
+        view: view
+            .map(|v| cstr(&v.common).map(|c| (c, AtomicI32::new(-1))))
+            .transpose()?,
+        ptys: if own_ptys {
+            let mut ptys = vec![(
+                PTS.to_owned(),
+                libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC,
+                AtomicI32::new(-1),
+            )];
+            if Path::new(std::ffi::OsStr::from_bytes(PTMX.to_bytes())).exists() {
+                ptys.push((
+                    PTMX.to_owned(),
+                    libc::O_PATH | libc::O_CLOEXEC,
+                    AtomicI32::new(-1),
+                ));
+            }
+            ptys
+        } else {
+            Vec::new()
+        },
     })
+}
+
+/// The steps of a git view made before the tree is made read-only (the objects overlay
+/// on the real store, with the quarantine as its upper layer; the LFS overlay on the real
+/// LFS store, with the run's LFS store as its upper layer; a tmpfs on the scratch
+/// folder; the git dir's overlay, with the tmpfs as its upper layer; each cloned), and
+/// those that attach the clones again afterwards.
+fn view_steps(view: &GitView) -> anyhow::Result<(Vec<Step>, Vec<Step>)> {
+    anyhow::ensure!(
+        view.representable(),
+        "the repository's path cannot be given to overlayfs"
+    );
+    let objects = view.common.join("objects");
+    let lfs = view.common.join("lfs");
+    let upper = view.scratch.join("upper");
+    let work = view.scratch.join("work");
+    // `representable` leaves no separator overlayfs would split on.
+    let data = |lower: &Path, upper: &Path, work: &Path| {
+        let mut bytes = Vec::new();
+        for (key, path) in [
+            ("lowerdir=", lower),
+            (",upperdir=", upper),
+            (",workdir=", work),
+        ] {
+            bytes.extend_from_slice(key.as_bytes());
+            bytes.extend_from_slice(path.as_os_str().as_bytes());
+        }
+        CString::new(bytes).context("a path holds a NUL byte")
+    };
+    let before = vec![
+        Step::Overlay {
+            target: cstr(&objects)?,
+            data: data(&objects, &view.objects_upper, &view.objects_work)?,
+        },
+        Step::Take {
+            slot: 0,
+            path: cstr(&objects)?,
+        },
+        // git-lfs reads the repository's LFS objects and writes new ones (and its temp
+        // files) into the run's LFS store, as git does the store's.
+        Step::Overlay {
+            target: cstr(&lfs)?,
+            data: data(&lfs, &view.lfs_upper, &view.lfs_work)?,
+        },
+        Step::Take {
+            slot: 2,
+            path: cstr(&lfs)?,
+        },
+        Step::Hide(cstr(&view.scratch)?, c"size=256m,mode=700"),
+        Step::Mkdir(cstr(&upper)?),
+        Step::Mkdir(cstr(&work)?),
+        // Its lower layer is the real git dir: the objects overlay, a mount, is not part
+        // of it, and is attached on top again below.
+        Step::Overlay {
+            target: cstr(&view.common)?,
+            data: data(&view.common, &upper, &work)?,
+        },
+        Step::Take {
+            slot: 1,
+            path: cstr(&view.common)?,
+        },
+    ];
+    let after = vec![
+        Step::BindLate {
+            slot: 1,
+            target: cstr(&view.common)?,
+        },
+        Step::BindLate {
+            slot: 0,
+            target: cstr(&objects)?,
+        },
+        Step::BindLate {
+            slot: 2,
+            target: cstr(&lfs)?,
+        },
+    ];
+    Ok((before, after))
 }
 
 /// The flags of the mount `path` lies on that a remount must keep.
@@ -369,6 +559,57 @@ impl Plan {
                             return Err(last());
                         }
                     }
+                    Step::Overlay { target, data } => {
+                        if libc::mount(
+                            c"overlay".as_ptr(),
+                            target.as_ptr(),
+                            c"overlay".as_ptr(),
+                            libc::MS_NOSUID | libc::MS_NODEV,
+                            data.as_ptr().cast(),
+                        ) != 0
+                        {
+                            return Err(last());
+                        }
+                    }
+                    Step::Take { slot, path } => {
+                        let fd = libc::syscall(
+                            libc::SYS_open_tree,
+                            libc::AT_FDCWD,
+                            path.as_ptr(),
+                            OPEN_TREE_CLONE | libc::O_CLOEXEC as libc::c_uint,
+                        );
+                        if fd < 0 {
+                            return Err(last());
+                        }
+                        self.late[*slot].store(fd as i32, Ordering::Relaxed);
+                    }
+                    Step::BindLate { slot, target } => {
+                        let fd = self.late[*slot].load(Ordering::Relaxed);
+                        if libc::syscall(
+                            libc::SYS_move_mount,
+                            fd,
+                            c"".as_ptr(),
+                            libc::AT_FDCWD,
+                            target.as_ptr(),
+                            MOVE_MOUNT_F_EMPTY_PATH,
+                        ) != 0
+                        {
+                            return Err(last());
+                        }
+                        libc::close(fd);
+                    }
+                    Step::Devpts => {
+                        if libc::mount(
+                            c"devpts".as_ptr(),
+                            PTS.as_ptr(),
+                            c"devpts".as_ptr(),
+                            libc::MS_NOSUID | libc::MS_NOEXEC,
+                            c"newinstance,ptmxmode=0666,mode=0620".as_ptr().cast(),
+                        ) != 0
+                        {
+                            return Err(last());
+                        }
+                    }
                     Step::Hide(target, options) => {
                         if libc::mount(
                             c"tmpfs".as_ptr(),
@@ -383,6 +624,23 @@ impl Plan {
                     }
                 }
             }
+            if let Some((path, slot)) = &self.view {
+                let fd = libc::open(
+                    path.as_ptr(),
+                    libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC,
+                );
+                if fd < 0 {
+                    return Err(last());
+                }
+                slot.store(fd, Ordering::Relaxed);
+            }
+            for (path, flags, slot) in &self.ptys {
+                let fd = libc::open(path.as_ptr(), *flags);
+                if fd < 0 {
+                    return Err(last());
+                }
+                slot.store(fd, Ordering::Relaxed);
+            }
             // The working folder std entered lies beneath the mounts made since.
             if let Some(cwd) = &self.cwd
                 && libc::chdir(cwd.as_ptr()) != 0
@@ -392,14 +650,77 @@ impl Plan {
         }
         Ok(())
     }
+
+    /// The process's own `/dev/pts` and `/dev/ptmx`, once [`Plan::enter`] mounted its
+    /// devpts instance (in the child); none when it gets no instance.
+    pub fn pty_fds(&self) -> impl Iterator<Item = std::os::fd::BorrowedFd<'_>> {
+        self.ptys.iter().filter_map(|(_, _, slot)| {
+            let fd = slot.load(Ordering::Relaxed);
+            // SAFETY: the descriptor was opened by `enter` in this process and stays open
+            // until exec (it is close-on-exec).
+            (fd >= 0).then(|| unsafe { std::os::fd::BorrowedFd::borrow_raw(fd) })
+        })
+    }
+
+    /// The git view's merged folder, once [`Plan::enter`] made it (in the child).
+    pub fn view_fd(&self) -> Option<std::os::fd::BorrowedFd<'_>> {
+        let fd = self.view.as_ref()?.1.load(Ordering::Relaxed);
+        // SAFETY: the descriptor was opened by `enter` in this process and stays open
+        // until exec (it is close-on-exec).
+        (fd >= 0).then(|| unsafe { std::os::fd::BorrowedFd::borrow_raw(fd) })
+    }
 }
 
 /// Whether this machine lets git-crew give a process a private `/tmp`: tried once on a
 /// throwaway `sh -c :`, with the same calls a worker's start makes.
 pub fn available() -> bool {
-    use std::os::unix::process::CommandExt;
     // Any folder will do as the throwaway's /tmp: `/` needs no writable place.
-    let Ok(plan) = plan(Path::new("/"), &Needs::default(), &[]) else {
+    probe(Path::new("/"), &Needs::default(), None)
+}
+
+/// Whether overlayfs serves a git view here: tried once per process, on a throwaway
+/// `sh -c :` with a view of a scratch folder (the same calls a worker's start makes).
+pub fn view_available() -> bool {
+    static AVAILABLE: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *AVAILABLE.get_or_init(|| {
+        let root = std::env::temp_dir().join(format!("git-crew-view-probe-{}", std::process::id()));
+        let view = GitView {
+            common: root.join("git"),
+            objects_upper: root.join("upper"),
+            objects_work: root.join("work"),
+            lfs_upper: root.join("lfs-upper"),
+            lfs_work: root.join("lfs-work"),
+            scratch: root.join("git").join("scratch"),
+        };
+        let private = root.join("tmp");
+        let made = [
+            &view.common.join("objects"),
+            &view.common.join("lfs"),
+            &view.objects_upper,
+            &view.objects_work,
+            &view.lfs_upper,
+            &view.lfs_work,
+            &view.scratch,
+            &private,
+        ]
+        .iter()
+        .all(|d| std::fs::create_dir_all(d).is_ok());
+        // As a run's process would: the folder it reads kept in view (under /tmp, where
+        // the probe's may lie, it is bound back), a temp folder of its own.
+        let needs = Needs {
+            readable: vec![root.clone()],
+            ..Needs::default()
+        };
+        let works = made && probe(&private, &needs, Some(&view));
+        let _ = std::fs::remove_dir_all(&root);
+        works
+    })
+}
+
+/// Runs a throwaway `sh -c :` in a private namespace (with `view`).
+fn probe(private: &Path, needs: &Needs, view: Option<&GitView>) -> bool {
+    use std::os::unix::process::CommandExt;
+    let Ok(plan) = plan(private, needs, &[], view) else {
         return false;
     };
     let mut cmd = std::process::Command::new("/bin/sh");
@@ -417,6 +738,35 @@ pub fn available() -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_git_view_is_made_only_of_paths_overlayfs_can_be_given() {
+        let view = |common: &str| GitView {
+            common: common.into(),
+            objects_upper: "/r/.git/crew/runs/1/objects".into(),
+            objects_work: "/r/.git/crew/runs/1/objects.work".into(),
+            lfs_upper: "/r/.git/crew/runs/1/lfs".into(),
+            lfs_work: "/r/.git/crew/runs/1/lfs.work".into(),
+            scratch: "/r/.git/crew/runs/1/gitview".into(),
+        };
+        assert!(view("/r/.git").representable());
+        for bad in [
+            "/r,upperdir=/x/.git",
+            "/r:/x/.git",
+            "relative/.git",
+            "/r\\/.git",
+        ] {
+            assert!(!view(bad).representable(), "{bad}");
+            assert!(view_steps(&view(bad)).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn this_machine_serves_a_git_view() {
+        // The kernels git-crew is tested on have overlayfs in user namespaces (5.11+).
+        assert!(available());
+        assert!(view_available());
+    }
 
     #[test]
     fn only_the_topmost_of_nested_paths_is_kept() {

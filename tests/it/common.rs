@@ -27,6 +27,8 @@ pub struct TestEnv {
     pub tmp: tempfile::TempDir,
     /// `GIT_CREW_TEST_NOW` for the processes started from here on.
     clock: RefCell<String>,
+    /// Variables set over [`TestEnv::vars`]'s for the processes started from here on.
+    overrides: RefCell<Vec<(&'static str, OsString)>>,
 }
 
 /// What a process did.
@@ -106,6 +108,7 @@ impl TestEnv {
         let env = TestEnv {
             tmp,
             clock: RefCell::new(String::new()),
+            overrides: RefCell::new(Vec::new()),
         };
         env.set_clock(EPOCH);
         env
@@ -159,7 +162,19 @@ impl TestEnv {
             ),
         ];
         vars.extend(fixed.map(|(key, value)| (key, OsString::from(value))));
+        for (key, value) in self.overrides.borrow().iter() {
+            vars.retain(|(k, _)| k != key);
+            vars.push((key, value.clone()));
+        }
         vars
+    }
+
+    /// From now on, every process started from here gets `key=value` in place of what
+    /// [`TestEnv::vars`] gives it (a real global git config, for example).
+    pub fn set_var(&self, key: &'static str, value: impl Into<OsString>) {
+        let mut overrides = self.overrides.borrow_mut();
+        overrides.retain(|(k, _)| *k != key);
+        overrides.push((key, value.into()));
     }
 
     /// A command with the hermetic environment: [`TestEnv::vars`] and nothing else.

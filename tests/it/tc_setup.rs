@@ -478,3 +478,28 @@ fn a_setup_links_an_ignored_folder_of_the_main_worktree() {
         "ready in the lead's checkout\n"
     );
 }
+
+/// A commit-msg hook that refuses git-crew's own message judges no content of the
+/// worker's: its pre-commit hook passes when run again on its own, so the refusal is an
+/// `error`, not counted.
+#[test]
+fn a_commit_refused_though_its_pre_commit_hook_passes_is_not_the_workers() {
+    use std::os::unix::fs::PermissionsExt;
+    let env = TestEnv::new();
+    let repo = repo(&env);
+    let hook = repo.join(".git/hooks/commit-msg");
+    write(
+        &hook,
+        "#!/bin/sh\ngrep -q '^feat' \"$1\" || { echo 'commit-msg: conventional commits only' >&2; exit 1; }\n",
+    );
+    std::fs::set_permissions(&hook, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let (_, result) = run(&env, &repo, "message", "ok", &[]);
+    assert_eq!(result["outcome"], "error", "{result}");
+    let decision = result["decision"].as_str().unwrap();
+    assert!(
+        decision.contains("though its pre-commit hook passes"),
+        "{decision}"
+    );
+    assert!(decision.contains("conventional commits only"), "{decision}");
+    assert_eq!(failures(&env, &repo, "message", "ok"), 0);
+}

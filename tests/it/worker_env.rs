@@ -246,8 +246,9 @@ fn a_worker_cannot_change_anything_the_lead_later_reads_or_runs() {
 }
 
 /// With the test's folders where a real machine has them, the worker sees the lead's
-/// home, checkout and git dir, and only the write fence stands between them: it must
-/// keep their modes as well as their content.
+/// home and checkout, and only the write fence stands between them: it must keep their
+/// modes as well as their content. The git dir is its private view: what it writes there
+/// must stay there.
 #[test]
 fn a_worker_cannot_change_anything_the_lead_later_reads_or_runs_outside_tmp() {
     require_fence();
@@ -349,9 +350,14 @@ fn lead_state_stays_the_leads(env: &TestEnv) {
             .iter()
             .any(|p| name.ends_with(&format!(" {}", p.display())))
     };
+    // The repository's git dir is a private, copy-on-write view in the run: a write
+    // there may get through to the worker's own view, and the snapshot of the real one
+    // shows that none reached the lead.
+    let git_dir = format!(" {}/.git/", repo.display());
+    let in_view = |name: &str| name.contains(&git_dir) || name == "git-config-local";
     let mut wrote = Vec::new();
     for (name, result) in &attempts {
-        if !name.starts_with("own ") && !in_tmp(name) && result != "refused" {
+        if !name.starts_with("own ") && !in_tmp(name) && !in_view(name) && result != "refused" {
             wrote.push(format!("{name}: {result}"));
         }
     }
@@ -616,4 +622,61 @@ fn a_lead_whose_runtime_folder_lies_under_tmp_still_gets_its_workers_started() {
         "{run}"
     );
     assert_eq!(run["outcome"], "pass", "{run}\n{transcript}");
+}
+
+/// A worker opens pseudo-terminals and runs programs on them (python's `pty`, `script`):
+/// they live in a devpts instance of its own. The lead's terminals stay out of its reach:
+/// a keystroke pushed with TIOCSTI at the path of the lead's pane (which, in the
+/// worker's view, names one of its own ptys if anything), through another process's view
+/// of /dev, or through /dev/tty never shows in the lead's pane.
+#[test]
+fn a_worker_runs_programs_on_its_own_ptys_but_cannot_type_into_the_leads() {
+    require_fence();
+    let env = TestEnv::new();
+    let repo = env.fixture("crew-repo.sh", "repo", &[]);
+    let lead = Tmux::start(&env, env.root().join("lead-tmux/default"), None);
+    let tty = lead.pane_tty(&env);
+    let (run, transcript) = hostile_run(
+        &env,
+        &repo,
+        "ptys",
+        "pty",
+        &[format!("backends.pty.env.LEAD_TTYS=\"{tty}\"")],
+        &[],
+    );
+    assert!(
+        run["fence"].as_str().is_some_and(|f| f.ends_with("+ns")),
+        "{run}\n{transcript}"
+    );
+    assert_eq!(run["outcome"], "pass", "{run}\n{transcript}");
+    // Its programs ran on its ptys.
+    for line in ["own pty: /dev/pts/", "on a tty", "via script: /dev/pts/"] {
+        assert!(transcript.contains(line), "no {line:?}:\n{transcript}");
+    }
+    // The pushes: at the pane's path, through its parent's and init's views, /dev/tty.
+    let pushes: Vec<(String, String)> = transcript
+        .lines()
+        .filter(|l| l.starts_with("tiocsti "))
+        .filter_map(|l| l.rsplit_once(": "))
+        .map(|(name, result)| (name.to_string(), result.to_string()))
+        .collect();
+    assert_eq!(pushes.len(), 4, "{transcript}");
+    let drove: Vec<&(String, String)> = pushes
+        .iter()
+        .filter(|(_, result)| result != "refused" && result != "own pty")
+        .collect();
+    assert!(drove.is_empty(), "{drove:?}\n{transcript}");
+    // Whatever it pushed has had time to show, echoed, in the lead's pane.
+    std::thread::sleep(Duration::from_secs(1));
+    let out = lead
+        .tmux(&env)
+        .args(["capture-pane", "-p", "-t", "lead"])
+        .output()
+        .expect("tmux");
+    assert!(out.status.success());
+    let pane = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        !pane.contains("crewpwned"),
+        "the worker typed into the lead's pane:\n{pane}\n{transcript}"
+    );
 }

@@ -51,7 +51,9 @@ fn kind_schema(kind: Kind) -> serde_json::Value {
             {"type": "string", "pattern": "^\\s*([0-9]+(\\.[0-9]+)?|\\.[0-9]+)\\s*([bB]|[kKmMgGtT][iI]?[bB])?\\s*$"},
             {"type": "integer", "minimum": 1},
         ]}),
-        Kind::StrArray => json!({"type": "array", "items": {"type": "string"}}),
+        Kind::StrArray | Kind::PatternArray => {
+            json!({"type": "array", "items": {"type": "string"}})
+        }
         Kind::EnumArray(values) => {
             json!({"type": "array", "items": {"type": "string", "enum": values}})
         }

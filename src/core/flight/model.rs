@@ -259,6 +259,9 @@ pub struct WorktreePolicy {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub setup: Option<String>,
     pub setup_timeout: String,
+    /// Gitignore patterns ignored in every run's worktree, after the tool state
+    /// (`core::worktree_files::TOOL_STATE`).
+    pub ignore: Vec<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -368,7 +371,9 @@ mod tests {
                 Kind::Number => Value::Float(if even { 0.0 } else { 2.5 }),
                 Kind::Duration => Value::String(format!("{}m", n + 1)),
                 Kind::Size => Value::String(format!("{}MiB", n + 1)),
-                Kind::StrArray => Value::Array(vec![Value::String(format!("a{n}"))]),
+                Kind::StrArray | Kind::PatternArray => {
+                    Value::Array(vec![Value::String(format!("a{n}"))])
+                }
                 Kind::EnumArray(values) => Value::Array(
                     values
                         .iter()

@@ -60,6 +60,8 @@ pub enum Kind {
     /// zero.
     Size,
     StrArray,
+    /// An array of gitignore patterns, one line each (`[worktree] ignore`).
+    PatternArray,
     /// An array whose items are each one of these values.
     EnumArray(&'static [&'static str]),
     /// A table of string values (`env`).
@@ -78,6 +80,7 @@ impl Kind {
             Kind::Duration => "a duration string such as \"25m\"",
             Kind::Size => "a size such as \"100MiB\"",
             Kind::StrArray | Kind::EnumArray(_) => "an array of strings",
+            Kind::PatternArray => "an array of gitignore patterns",
             Kind::StrMap => "a table of strings",
         }
     }
@@ -380,6 +383,12 @@ const WORKTREE: &[Field] = &[
         "How long the setup may take; it does not count against the run's time budget.",
     )
     .defaults_to(Str("10m")),
+    field(
+        "ignore",
+        Kind::PatternArray,
+        "More gitignore patterns git ignores in every run's worktree, beside the tool state always ignored there (__pycache__/, *.pyc, .pytest_cache/, .mypy_cache/, .ruff_cache/, .aider*): what a worker or verify leaves there that matches is never committed as work. `!pattern` takes one back.",
+    )
+    .defaults_to(List(&[])),
 ];
 
 const PLANS: &[Field] = &[field(

@@ -217,12 +217,24 @@ impl<'a> Walker<'a> {
                     None
                 }
             },
-            (Kind::StrArray | Kind::EnumArray(_), DeValue::Array(items)) => {
+            (Kind::StrArray | Kind::EnumArray(_) | Kind::PatternArray, DeValue::Array(items)) => {
                 let mut out = Vec::new();
                 for (i, item) in items.iter().enumerate() {
                     let item_key = format!("{dotted}[{i}]");
                     match item.get_ref() {
                         DeValue::String(s) => {
+                            if matches!(kind, Kind::PatternArray)
+                                && let Some(problem) =
+                                    crate::core::worktree_files::pattern_problem(s)
+                            {
+                                self.report(
+                                    item.span().start,
+                                    &item_key,
+                                    format!("{s:?} is not a gitignore pattern: {problem}"),
+                                    None,
+                                );
+                                continue;
+                            }
                             if let Kind::EnumArray(allowed) = kind
                                 && !allowed.contains(&s.as_ref())
                             {

@@ -180,8 +180,8 @@ impl Supervisor<'_> {
         }
     }
 
-    /// Brings what the run's processes wrote into its object quarantine into the
-    /// repository's store, each object hashed again, within the run's bounds (no object
+    /// Brings what the run's processes wrote into its object quarantine and its LFS store
+    /// into the repository's stores, each object hashed again, within the run's bounds (no object
     /// over `fences.max_file_size`, nothing past the deadline and its grace); what is kept
     /// out is noted.
     pub(super) fn import_objects(&mut self) -> anyhow::Result<()> {
@@ -198,6 +198,34 @@ impl Supervisor<'_> {
             limits,
         )?;
         self.rejected_objects.extend(imported.rejected);
+        // A submodule the run's worktree has (cloned from the lead's own copy) keeps the
+        // objects its commits made in the worktree's git dir: they go to the lead's copy,
+        // hashed again the same way, where the integrated superproject will look for them.
+        let admin = self
+            .repo
+            .common_dir()
+            .join("worktrees")
+            .join(&self.record.run);
+        for (name, lead_module) in git::submodules::initialised(self.repo.common_dir()) {
+            let Some(objects) = git::submodules::run_objects(&admin, &name) else {
+                continue;
+            };
+            let Ok(module) = gix::open(&lead_module) else {
+                continue;
+            };
+            let imported = git::objects::import(&module, &objects, limits)?;
+            self.rejected_objects.extend(imported.rejected);
+        }
+        // Its LFS objects too, for a run that may commit; a read-only run's (what
+        // `git status` cleaned) are never taken in.
+        if self.record.role.may_commit() {
+            let lfs = git::lfs::import(
+                &crate::core::layout::lfs_store(&self.run_dir),
+                self.repo.common_dir(),
+                limits,
+            )?;
+            self.rejected_objects.extend(lfs.rejected);
+        }
         Ok(())
     }
 }

@@ -65,6 +65,13 @@ pub(super) fn end_outside(
             &crate::core::layout::quarantine(&store.run_dir(&record.run)),
             limits,
         );
+        if record.role.may_commit() {
+            let _ = git::lfs::import(
+                &crate::core::layout::lfs_store(&store.run_dir(&record.run)),
+                repo.common_dir(),
+                limits,
+            );
+        }
         // Its processes are gone: what it wrote into its worktree's administration goes
         // too, so no later git command there runs it or chokes on it.
         let _ = worktree::RunTree::restore(

@@ -200,10 +200,10 @@ impl Supervisor<'_> {
     }
 
     /// Commits the work left behind, step by step: `git add` (the filters), git-crew's
-    /// scope check on what is staged, the pre-commit hook run on its own, the scope check
-    /// again (a hook may stage more), then the commit with no hook run twice. The decision
-    /// when a step refuses, whose failure it is told by which step failed and its facts
-    /// (`core::toolchain::blame`).
+    /// scope check on what is staged, then `git commit` through every hook. When the
+    /// commit is refused, its pre-commit hook is run again on its own for its exit code.
+    /// Whose failure a refusal is, is told by which step failed and its facts
+    /// (`core::toolchain::blame`), never by the words a tool printed.
     fn commit_left_over(
         &self,
         tree: &worktree::RunTree,
@@ -225,53 +225,50 @@ impl Supervisor<'_> {
             worktree::Staged::Staged => {}
         }
         // Whether the scope refuses it is decided here, by the same check the hook runs,
-        // on what is staged — never read from the hook's words.
-        let out_of_scope = || -> anyhow::Result<Option<(Outcome, String)>> {
-            let violations = scope::check_commit(identity, &tree.staged()?);
-            if violations.is_empty() {
-                return Ok(None);
-            }
+        // on what is staged — never read from the hook's words. (What a hook stages
+        // beyond it is caught by the audit of the branch.)
+        let violations = scope::check_commit(identity, &tree.staged()?);
+        if !violations.is_empty() {
             let lines: Vec<String> = violations.iter().map(ToString::to_string).collect();
-            Ok(Some((
+            return Ok(Some((
                 Outcome::ScopeReject,
                 format!(
                     "the commit of the work left behind was refused: {}",
                     lines.join("; ")
                 ),
-            )))
-        };
-        if let Some(refused) = out_of_scope()? {
-            return Ok(Some(refused));
+            )));
         }
-        let Some(hook) = tree.pre_commit(bound)? else {
-            return Ok(Some((
+        let ran_past = || {
+            Some((
                 Outcome::Fail,
                 format!(
                     "a hook refused the commit of the work left behind: the commit's hooks ran past {}s and were stopped",
                     bound.left().as_secs()
                 ),
-            )));
+            ))
         };
-        if hook.exit_code != Some(0) {
-            // The repository's own hook, which git-crew's run hook chains.
-            let program = crate::git::hooks_dir::hooks_dir(self.repo).join("pre-commit");
-            let runnable = std::fs::metadata(&program).is_ok_and(|m| {
-                use std::os::unix::fs::PermissionsExt;
-                m.is_file() && m.permissions().mode() & 0o111 != 0
-            });
-            return Ok(decided(Failure::Hook {
-                hook: runnable.then(|| program.to_string_lossy().into_owned()),
-                exit_code: hook.exit_code,
-                output: hook.output,
-            }));
+        let output = match tree.commit_staged(message, bound)? {
+            Some(worktree::Commit::Committed) => return Ok(None),
+            Some(worktree::Commit::Refused(output)) => output,
+            None => return Ok(ran_past()),
+        };
+        let Some(hook) = tree.pre_commit(bound)? else {
+            return Ok(ran_past());
+        };
+        if hook.exit_code == Some(0) {
+            return Ok(decided(Failure::Commit { output }));
         }
-        if let Some(refused) = out_of_scope()? {
-            return Ok(Some(refused));
-        }
-        match tree.commit_staged(message, bound)? {
-            worktree::Commit::Committed => Ok(None),
-            worktree::Commit::Refused(output) => Ok(decided(Failure::Commit { output })),
-        }
+        // The repository's own hook, which git-crew's run hook chains.
+        let program = crate::git::hooks_dir::hooks_dir(self.repo).join("pre-commit");
+        let runnable = std::fs::metadata(&program).is_ok_and(|m| {
+            use std::os::unix::fs::PermissionsExt;
+            m.is_file() && m.permissions().mode() & 0o111 != 0
+        });
+        Ok(decided(Failure::Hook {
+            hook: runnable.then(|| program.to_string_lossy().into_owned()),
+            exit_code: hook.exit_code,
+            output: hook.output,
+        }))
     }
 
     /// The decision on the objects the run's processes wrote that were kept out of the
@@ -296,7 +293,7 @@ impl Supervisor<'_> {
         // (settle_work made sure the worktree is there, clean); a verify command that
         // moves the branch leaves the new tip unverified.
         let tested = git::merge::branch_tip(self.repo, &self.record.branch)?;
-        match verify::run(
+        let verified = verify::run(
             &self.record.run,
             &command,
             &wt,
@@ -304,7 +301,16 @@ impl Supervisor<'_> {
             &self.transcript,
             self.deadline,
             self.fence.as_ref(),
-        )? {
+        )?;
+        // What the verify left is its own, never the run's work; a next attempt's settle
+        // would otherwise commit it. Best effort: settle names a worktree it cannot read.
+        let _ = verify::exclude_leftovers(
+            self.repo.common_dir(),
+            &wt,
+            &self.record.identity(),
+            &self.run_dir,
+        );
+        match verified {
             verify::Verified::Timeout => {
                 self.record.decision = Some("the verifier ran out of the time budget".into());
                 self.finish(Outcome::Timeout)
