@@ -24,6 +24,7 @@ mod spend;
 mod strays;
 mod sync;
 mod tc_git_view;
+mod tc_hook_managers;
 mod tc_layouts;
 mod tc_lfs;
 mod tc_setup;
