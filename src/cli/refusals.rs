@@ -51,6 +51,11 @@ impl From<dispatch::Refusal> for CrewError {
             "extensions.worktreeConfig is off: a run worktree could not carry its own identity and hooks",
         )
         .hinted("run `git crew init` once in this repository"),
+        Refusal::NoIdentity => CrewError::usage(
+            "no-identity",
+            "git has no committer identity here (user.name and user.email): a run's branch and its commits need one",
+        )
+        .hinted("set them: `git config --global user.name \"Your Name\"` and `git config --global user.email you@example.com`"),
     }
     }
 }

@@ -82,6 +82,9 @@ pub enum Refusal {
     /// `git crew init` has not run here.
     #[error("extensions.worktreeConfig is off")]
     NotInitialised,
+    /// git has no committer identity here.
+    #[error("git has no committer identity")]
+    NoIdentity,
 }
 
 /// Everything decided before anything is written.

@@ -182,17 +182,9 @@ fn import_one(
     Ok(())
 }
 
-/// Removes an entry of the store without following it.
+/// Removes an entry of the store without following it (best effort).
 fn remove_entry(path: &Path) {
-    match std::fs::symlink_metadata(path) {
-        Ok(m) if m.is_dir() => {
-            let _ = std::fs::remove_dir_all(path);
-        }
-        Ok(_) => {
-            let _ = std::fs::remove_file(path);
-        }
-        Err(_) => {}
-    }
+    let _ = crate::sys::fs::remove_entry(path);
 }
 
 #[cfg(test)]

@@ -305,17 +305,9 @@ fn is_real_dir(path: &Path) -> bool {
 }
 
 /// Removes an entry of the quarantine without following it: a symlink goes, not what it
-/// points at.
+/// points at. Best effort: what stays is never read again.
 fn remove_entry(path: &Path) {
-    match std::fs::symlink_metadata(path) {
-        Ok(m) if m.is_dir() => {
-            let _ = std::fs::remove_dir_all(path);
-        }
-        Ok(_) => {
-            let _ = std::fs::remove_file(path);
-        }
-        Err(_) => {}
-    }
+    let _ = crate::sys::fs::remove_entry(path);
 }
 
 /// The id git gives a blob holding `bytes` (SHA-1), without writing it.

@@ -456,13 +456,16 @@ impl RunTree {
     /// The untracked files git does not ignore in the worktree, a folder of them named
     /// once (`htmlcov/`).
     pub fn untracked(&self) -> anyhow::Result<Vec<String>> {
-        let out = self.git().output(&[
-            "ls-files",
-            "--others",
-            "--exclude-standard",
-            "--directory",
-            "-z",
-        ])?;
+        self.others(&[])
+    }
+
+    /// `git ls-files --others --exclude-standard --directory` with `extra` flags: the
+    /// paths it lists, a folder named once.
+    fn others(&self, extra: &[&str]) -> anyhow::Result<Vec<String>> {
+        let mut args = vec!["ls-files", "--others"];
+        args.extend_from_slice(extra);
+        args.extend(["--exclude-standard", "--directory", "-z"]);
+        let out = self.git().output(&args)?;
         Ok(out
             .split('\0')
             .filter(|p| !p.is_empty())
@@ -473,19 +476,7 @@ impl RunTree {
     /// The files and folders git ignores in the worktree, a folder named once
     /// (`target/`) rather than file by file.
     pub fn ignored(&self) -> anyhow::Result<Vec<String>> {
-        let out = self.git().output(&[
-            "ls-files",
-            "--others",
-            "--ignored",
-            "--exclude-standard",
-            "--directory",
-            "-z",
-        ])?;
-        Ok(out
-            .split('\0')
-            .filter(|p| !p.is_empty())
-            .map(str::to_string)
-            .collect())
+        self.others(&["--ignored"])
     }
 
     /// The tree of everything the worktree holds that git does not ignore — its HEAD

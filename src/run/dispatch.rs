@@ -159,6 +159,11 @@ pub fn start(
     if !crate::git::config::worktree_config_on(repo) {
         return Ok(Err(Refusal::NotInitialised));
     }
+    // The run's branch is made with a reflog entry, and its commits carry the lead's
+    // identity: with none, git would refuse both later, less clearly.
+    if crate::git::config::committer(repo).is_none() {
+        return Ok(Err(Refusal::NoIdentity));
+    }
     if dry_run {
         return Ok(Ok(Started {
             plan,

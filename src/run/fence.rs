@@ -61,11 +61,7 @@ fn quarantine_objects(fence: &mut Fence, run_dir: &Path, common_dir: &Path) -> a
             }
             // In the view the quarantine's `info/` lies over the store's own: no alternates
             // of its own there (the worker's symlink is taken away, not followed).
-            match std::fs::symlink_metadata(&alternates) {
-                Ok(m) if m.is_dir() => std::fs::remove_dir_all(&alternates)?,
-                Ok(_) => std::fs::remove_file(&alternates)?,
-                Err(_) => {}
-            }
+            crate::sys::fs::remove_entry(&alternates)?;
             fence.git_view = Some(view);
             return Ok(());
         }

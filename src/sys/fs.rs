@@ -250,6 +250,17 @@ fn dir_beneath_with(root: &Path, rel: &Path, mode: u32) -> anyhow::Result<std::o
     Ok(dir)
 }
 
+/// Removes `path` without following it: a symlink goes, not what it points at; a folder
+/// goes with what it holds. A missing path is no error.
+pub fn remove_entry(path: &Path) -> std::io::Result<()> {
+    match std::fs::symlink_metadata(path) {
+        Ok(m) if m.is_dir() => std::fs::remove_dir_all(path),
+        Ok(_) => std::fs::remove_file(path),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(e),
+    }
+}
+
 /// Makes folder `rel` beneath `root` and the folders on the way, never following a
 /// symlink out of `root`.
 pub fn mkdirs_beneath(root: &Path, rel: &Path) -> anyhow::Result<()> {

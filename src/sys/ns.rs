@@ -431,6 +431,42 @@ fn last() -> std::io::Error {
     std::io::Error::last_os_error()
 }
 
+/// A detached clone of the mount at `path` (with the mounts beneath it when `recursive`),
+/// as a file descriptor.
+fn clone_tree(path: &std::ffi::CStr, recursive: bool) -> std::io::Result<i32> {
+    let mut flags = OPEN_TREE_CLONE | libc::O_CLOEXEC as libc::c_uint;
+    if recursive {
+        flags |= libc::AT_RECURSIVE as libc::c_uint;
+    }
+    // SAFETY: open_tree on a NUL-terminated path.
+    let fd = unsafe { libc::syscall(libc::SYS_open_tree, libc::AT_FDCWD, path.as_ptr(), flags) };
+    if fd < 0 {
+        return Err(last());
+    }
+    Ok(fd as i32)
+}
+
+/// Attaches the detached mount `fd` (from [`clone_tree`]) on `target`, and closes it.
+fn attach(fd: i32, target: &std::ffi::CStr) -> std::io::Result<()> {
+    // SAFETY: move_mount of a descriptor this process holds onto a NUL-terminated path.
+    let moved = unsafe {
+        libc::syscall(
+            libc::SYS_move_mount,
+            fd,
+            c"".as_ptr(),
+            libc::AT_FDCWD,
+            target.as_ptr(),
+            MOVE_MOUNT_F_EMPTY_PATH,
+        )
+    };
+    if moved != 0 {
+        return Err(last());
+    }
+    // SAFETY: the descriptor is ours and used no more.
+    unsafe { libc::close(fd) };
+    Ok(())
+}
+
 /// Writes `text` to `path` (a `/proc/self` file).
 fn write_proc(path: &std::ffi::CStr, text: &[u8]) -> std::io::Result<()> {
     // SAFETY: open, write and close on a NUL-terminated path and a live buffer.
@@ -485,18 +521,7 @@ impl Plan {
             // Every source is taken while the real /tmp is still in view (a mount of
             // the old namespace cannot be bound into this one: it is cloned here).
             for (source, slot) in self.sources.iter().zip(&self.slots) {
-                let fd = libc::syscall(
-                    libc::SYS_open_tree,
-                    libc::AT_FDCWD,
-                    source.as_ptr(),
-                    OPEN_TREE_CLONE
-                        | libc::O_CLOEXEC as libc::c_uint
-                        | libc::AT_RECURSIVE as libc::c_uint,
-                );
-                if fd < 0 {
-                    return Err(last());
-                }
-                slot.store(fd as i32, Ordering::Relaxed);
+                slot.store(clone_tree(source, true)?, Ordering::Relaxed);
             }
             for step in &self.steps {
                 match step {
@@ -533,19 +558,7 @@ impl Plan {
                         }
                     }
                     Step::Bind { slot, target } => {
-                        let fd = self.slots[*slot].load(Ordering::Relaxed);
-                        if libc::syscall(
-                            libc::SYS_move_mount,
-                            fd,
-                            c"".as_ptr(),
-                            libc::AT_FDCWD,
-                            target.as_ptr(),
-                            MOVE_MOUNT_F_EMPTY_PATH,
-                        ) != 0
-                        {
-                            return Err(last());
-                        }
-                        libc::close(fd);
+                        attach(self.slots[*slot].load(Ordering::Relaxed), target)?;
                     }
                     Step::ReadOnly(target, kept) => {
                         if libc::mount(
@@ -572,31 +585,10 @@ impl Plan {
                         }
                     }
                     Step::Take { slot, path } => {
-                        let fd = libc::syscall(
-                            libc::SYS_open_tree,
-                            libc::AT_FDCWD,
-                            path.as_ptr(),
-                            OPEN_TREE_CLONE | libc::O_CLOEXEC as libc::c_uint,
-                        );
-                        if fd < 0 {
-                            return Err(last());
-                        }
-                        self.late[*slot].store(fd as i32, Ordering::Relaxed);
+                        self.late[*slot].store(clone_tree(path, false)?, Ordering::Relaxed);
                     }
                     Step::BindLate { slot, target } => {
-                        let fd = self.late[*slot].load(Ordering::Relaxed);
-                        if libc::syscall(
-                            libc::SYS_move_mount,
-                            fd,
-                            c"".as_ptr(),
-                            libc::AT_FDCWD,
-                            target.as_ptr(),
-                            MOVE_MOUNT_F_EMPTY_PATH,
-                        ) != 0
-                        {
-                            return Err(last());
-                        }
-                        libc::close(fd);
+                        attach(self.late[*slot].load(Ordering::Relaxed), target)?;
                     }
                     Step::Devpts => {
                         if libc::mount(

@@ -1783,3 +1783,42 @@ fn a_lead_that_is_not_root_gives_its_workers_a_private_tmp_too() {
         "its own home: {stdout}"
     );
 }
+
+#[test]
+fn a_repository_without_a_committer_identity_is_refused_as_a_configuration_error() {
+    let env = TestEnv::new();
+    let repo = crew_repo(&env);
+    let mut cmd = env.command(crate::common::bin());
+    cmd.current_dir(&repo).args([
+        "dispatch",
+        "--task",
+        "routes",
+        "--prompt",
+        "x",
+        "--scope",
+        "src/routes/**",
+    ]);
+    for key in [
+        "GIT_AUTHOR_NAME",
+        "GIT_AUTHOR_EMAIL",
+        "GIT_COMMITTER_NAME",
+        "GIT_COMMITTER_EMAIL",
+    ] {
+        cmd.env_remove(key);
+    }
+    let out = crate::common::run(&mut cmd, None);
+    out.expect_code(2);
+    let error = &out.json()["error"];
+    assert_eq!(error["code"], "no-identity", "{}", out.stdout);
+    assert!(error["hint"].as_str().unwrap().contains("user.email"));
+    // Nothing was made.
+    let branches = env.git_ok(&repo, &["branch", "--list", "crew/*"]);
+    assert!(branches.trim().is_empty(), "{branches}");
+    assert!(
+        !repo.join(".git/crew/worktrees").exists()
+            || std::fs::read_dir(repo.join(".git/crew/worktrees"))
+                .unwrap()
+                .next()
+                .is_none()
+    );
+}

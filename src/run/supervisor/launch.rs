@@ -157,13 +157,7 @@ impl Supervisor<'_> {
             },
             session.as_deref(),
             &self.workenv.env,
-            &self
-                .config
-                .env
-                .clone()
-                .unwrap_or_default()
-                .into_iter()
-                .collect::<Vec<_>>(),
+            &self.backend_env(),
         );
         let stdout_file = crate::core::layout::attempt_output(&self.run_dir, n, "out");
         let stderr_file = crate::core::layout::attempt_output(&self.run_dir, n, "err");

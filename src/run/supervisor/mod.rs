@@ -219,6 +219,16 @@ struct Supervisor<'a> {
 }
 
 impl<'a> Supervisor<'a> {
+    /// The `env` of the run's backend, as the lead configured it.
+    fn backend_env(&self) -> Vec<(String, String)> {
+        self.config
+            .env
+            .clone()
+            .unwrap_or_default()
+            .into_iter()
+            .collect()
+    }
+
     fn new(
         repo: &'a crate::git::Repository,
         store: &'a RunStore,

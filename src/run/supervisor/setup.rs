@@ -44,13 +44,7 @@ impl Supervisor<'_> {
             self.tmp.as_ref().map(|t| t.to_string_lossy()).as_deref(),
             main.as_ref().map(|m| m.to_string_lossy()).as_deref(),
             &self.workenv.env,
-            &self
-                .config
-                .env
-                .clone()
-                .unwrap_or_default()
-                .into_iter()
-                .collect::<Vec<_>>(),
+            &self.backend_env(),
         );
         let output = (
             crate::core::layout::setup_output(&self.run_dir, "out"),
