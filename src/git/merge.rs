@@ -234,7 +234,16 @@ pub fn has_tracked_changes(worktree: &Path) -> anyhow::Result<bool> {
 
 /// Fast-forwards the checked-out branch of `worktree` to `commit` (its hooks run, with
 /// `env` set).
+///
+/// git checks every path before it writes one, but a filter (git-lfs's smudge of an
+/// object it cannot find) can fail half-way through the checkout: the branch stays where
+/// it was, and the files it wrote are taken back — those of the paths the fast-forward
+/// changes that were clean (or absent) before and are not now. A path that was not clean
+/// before is never touched: git refused for it, before writing anything.
 pub fn fast_forward(worktree: &Path, commit: ObjectId, env: (&str, &str)) -> anyhow::Result<()> {
+    let git = GitRunner::new(worktree).with_env("GIT_LITERAL_PATHSPECS", "1");
+    let changed = changed_paths(&git, commit)?;
+    let dirty_before = dirty(&git, &changed)?;
     let out = GitRunner::new(worktree).with_env(env.0, env.1).raw(&[
         "merge",
         "--ff-only",
@@ -242,10 +251,84 @@ pub fn fast_forward(worktree: &Path, commit: ObjectId, env: (&str, &str)) -> any
         &commit.to_string(),
     ])?;
     if !out.status.success() {
+        let mut undone = String::new();
+        if let Err(e) = take_back(worktree, &changed, &dirty_before) {
+            undone = format!(" (and what it wrote could not all be taken back: {e:#})");
+        }
         bail!(
-            "git merge --ff-only refused: {}",
+            "git merge --ff-only refused: {}{undone}",
             String::from_utf8_lossy(&out.stderr).trim()
         );
+    }
+    Ok(())
+}
+
+/// The paths between HEAD and `commit`, each with whether HEAD has it.
+fn changed_paths(git: &GitRunner, commit: ObjectId) -> anyhow::Result<Vec<(String, bool)>> {
+    let out = git.output(&[
+        "diff",
+        "--name-status",
+        "-z",
+        "--no-renames",
+        "HEAD",
+        &commit.to_string(),
+    ])?;
+    let mut parts = out.split('\0').filter(|p| !p.is_empty());
+    let mut paths = Vec::new();
+    while let (Some(status), Some(path)) = (parts.next(), parts.next()) {
+        paths.push((path.to_string(), status != "A"));
+    }
+    Ok(paths)
+}
+
+/// Which of `paths` differ from HEAD in the work tree (or exist untracked).
+fn dirty(git: &GitRunner, paths: &[(String, bool)]) -> anyhow::Result<Vec<String>> {
+    if paths.is_empty() {
+        return Ok(Vec::new());
+    }
+    let mut args = vec!["status", "--porcelain", "-z", "--untracked-files=all", "--"];
+    args.extend(paths.iter().map(|(p, _)| p.as_str()));
+    let out = git.output(&args)?;
+    Ok(out
+        .split('\0')
+        .filter_map(|entry| entry.get(3..))
+        .filter(|p| !p.is_empty())
+        .map(str::to_string)
+        .collect())
+}
+
+/// Takes back what a failed fast-forward wrote (see [`fast_forward`]).
+fn take_back(
+    worktree: &Path,
+    paths: &[(String, bool)],
+    dirty_before: &[String],
+) -> anyhow::Result<()> {
+    let git = GitRunner::new(worktree).with_env("GIT_LITERAL_PATHSPECS", "1");
+    let now = dirty(&git, paths)?;
+    let mut restore = Vec::new();
+    for (path, in_head) in paths {
+        if !now.contains(path) || dirty_before.contains(path) {
+            continue;
+        }
+        if *in_head {
+            restore.push(path.as_str());
+        } else {
+            let full = worktree.join(path);
+            crate::sys::fs::remove_entry(&full)?;
+            // Folders the checkout made for it, now empty.
+            let mut dir = full.parent();
+            while let Some(d) = dir.filter(|d| *d != worktree) {
+                if std::fs::remove_dir(d).is_err() {
+                    break;
+                }
+                dir = d.parent();
+            }
+        }
+    }
+    if !restore.is_empty() {
+        let mut args = vec!["checkout", "HEAD", "--"];
+        args.extend(restore);
+        git.output(&args)?;
     }
     Ok(())
 }

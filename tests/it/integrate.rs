@@ -765,3 +765,48 @@ fn a_trial_merge_into_a_branch_since_deleted_does_not_count_as_integrated() {
     // Once on a branch, it stands.
     env.crew(&repo, &["integrate", &run]).expect_code(4);
 }
+
+#[test]
+fn a_fast_forward_a_filter_breaks_half_way_leaves_the_leads_checkout_as_it_was() {
+    let env = TestEnv::new();
+    let repo = env.fixture("crew-repo.sh", "repo", &[]);
+    // A filter whose smudge fails, as git-lfs's does for an object it cannot find: the
+    // worker's file goes in through its clean side.
+    for (key, value) in [
+        ("filter.boom.clean", "cat"),
+        ("filter.boom.smudge", "false"),
+        ("filter.boom.required", "true"),
+    ] {
+        env.git(&repo, &["config", key, value]).expect_code(0);
+    }
+    write(&repo.join(".gitattributes"), "*.boom filter=boom\n");
+    env.git(&repo, &["add", ".gitattributes"]).expect_code(0);
+    env.git(&repo, &["commit", "-q", "-m", "boom filter"])
+        .expect_code(0);
+    crate::tc_toolchains::add_worker(
+        &env,
+        &repo,
+        "boom",
+        &format!(
+            "#!/bin/sh\nset -eu\nmkdir -p src/routes/new\necho 'pub fn a() {{}}' > src/routes/new/a.rs\n\
+             echo 'pub fn a() {{}}' > src/routes/a.rs\necho payload > src/routes/z.boom\n{}",
+            crate::tc_toolchains::FOOTER
+        ),
+    );
+    let run = env
+        .dispatch(&repo, "routes")
+        .backend("boom")
+        .scope("src/routes/**")
+        .verify("true")
+        .finished();
+    let main = env.git_ok(&repo, &["rev-parse", "main"]);
+    let out = env.crew(&repo, &["integrate", &run]);
+    out.expect_code(4);
+    assert_eq!(out.json()["error"]["code"], "checkout-refused");
+    // Nothing landed, and nothing the failed checkout wrote is left behind.
+    assert_eq!(env.git_ok(&repo, &["rev-parse", "main"]), main);
+    let status = env.git_ok(&repo, &["status", "--porcelain", "--untracked-files=all"]);
+    assert!(status.trim().is_empty(), "{status}");
+    assert!(!repo.join("src/routes/new").exists());
+    assert_eq!(read(&repo.join("src/routes/a.rs")), "pub fn routes() {}\n");
+}
