@@ -55,6 +55,11 @@ pub fn import(
         if matches!(prefix.as_str(), "pack" | "info") {
             continue;
         }
+        if is_whiteout(&dir.path()) {
+            // A fanout folder of the store the run's git view took away whole.
+            remove_entry(&dir.path());
+            continue;
+        }
         let is_dir = dir.file_type().is_ok_and(|t| t.is_dir());
         if prefix.len() != 2 || !prefix.bytes().all(|b| b.is_ascii_hexdigit()) || !is_dir {
             imported.rejected.push(Refused::FalseName(prefix));

@@ -261,7 +261,12 @@ pub fn apply(
             &worktree::run_config(&record.identity(), hooks, &run_dir),
         )?;
         warnings.extend(copy_worktree_includes(repo_dir, &wt));
-        crate::git::submodules::init(repo.common_dir(), &wt)?;
+        // A submodule that cannot be checked out (the lead's copy lacks the commit) is
+        // said, not a failed dispatch: the run can still work on the rest, and its setup
+        // may fetch it.
+        if let Err(e) = crate::git::submodules::init(repo.common_dir(), &wt) {
+            warnings.push(format!("{e:#}; the worker finds it empty"));
+        }
         worktree::lock(
             repo_dir,
             &wt,

@@ -149,6 +149,12 @@ pub fn base(
     fence
         .env
         .push(("TMPDIR".into(), tmp.to_string_lossy().into_owned()));
+    // No automatic gc or maintenance in a run: in a private view of the git dir a
+    // `gc --auto` after a commit would pack the refs into the view (and drop the run's
+    // real branch ref, packed there alone) and repack the repository's whole store into
+    // the run's quarantine. A worker's own `git gc` harms only its own run.
+    fence.git_config("gc.auto", "0");
+    fence.git_config("maintenance.auto", "false");
     fence.unset = crate::core::workenv::SCRUBBED
         .iter()
         .map(|s| s.to_string())

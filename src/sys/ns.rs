@@ -704,6 +704,11 @@ pub fn view_available() -> bool {
             ..Needs::default()
         };
         let works = made && probe(&private, &needs, Some(&view));
+        // overlayfs leaves its work folder's own `work` with no permissions at all.
+        let _ = std::fs::set_permissions(
+            view.objects_work.join("work"),
+            std::os::unix::fs::PermissionsExt::from_mode(0o700),
+        );
         let _ = std::fs::remove_dir_all(&root);
         works
     })

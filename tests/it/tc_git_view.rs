@@ -144,3 +144,65 @@ fn a_worker_commits_inside_a_submodule_and_the_commit_lands_in_the_leads_copy() 
     env.git(&repo, &["submodule", "update"]).expect_code(0);
     assert_eq!(read(&repo.join("vendor/lib/lib.txt")), "v2\n");
 }
+
+#[test]
+fn no_automatic_gc_runs_in_a_run_and_the_repositorys_objects_stay_out_of_its_quarantine() {
+    require_fence();
+    let env = TestEnv::new();
+    let repo = crew_repo(&env);
+    // A repository with loose objects enough for `gc --auto` (in the foreground) after
+    // every commit: in the worker's view it would repack the repository's whole store
+    // into the run's quarantine (one pack, over fences.max_file_size in a big store,
+    // which would take the run's own objects down with it).
+    let blobs = env.root().join("blobs");
+    std::fs::create_dir_all(&blobs).unwrap();
+    let mut list = String::new();
+    for i in 0..2000 {
+        let path = blobs.join(i.to_string());
+        write(&path, &format!("blob {i}\n"));
+        list.push_str(&format!("{}\n", path.display()));
+    }
+    let mut hash = env.command("git");
+    hash.current_dir(&repo)
+        .args(["hash-object", "-w", "--stdin-paths"]);
+    crate::common::run(&mut hash, Some(list.as_bytes())).expect_code(0);
+    for (key, value) in [
+        ("gc.auto", "1"),
+        ("gc.autoDetach", "false"),
+        ("maintenance.autoDetach", "false"),
+    ] {
+        env.git(&repo, &["config", key, value]).expect_code(0);
+    }
+    let packs = |repo: &Path| {
+        std::fs::read_dir(repo.join(".git/objects/pack"))
+            .map(|d| {
+                d.flatten()
+                    .filter(|e| e.file_name().to_string_lossy().ends_with(".pack"))
+                    .count()
+            })
+            .unwrap_or(0)
+    };
+    assert_eq!(packs(&repo), 0);
+    let run = env
+        .dispatch(&repo, "routes")
+        .backend("git-scratch")
+        .scope("src/routes/**")
+        .verify("test -f src/routes/crew.rs")
+        .run_id();
+    let (_, result) = env.wait(&repo, &run).result();
+    require_view(&result);
+    assert_eq!(
+        result["outcome"],
+        "pass",
+        "{result}\n{}",
+        env.transcript(&repo, &run)
+    );
+    // Only the run's own objects came in, loose: nothing repacked the store.
+    assert_eq!(packs(&repo), 0);
+    env.git_ok(
+        &repo,
+        &["rev-parse", &format!("refs/heads/crew/routes/{run}")],
+    );
+    env.crew(&repo, &["integrate", &run]).expect_code(0);
+    assert!(repo.join("src/routes/crew.rs").is_file());
+}
