@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use crate::core::footer::{FooterScanner, HelpRequest};
 use crate::core::record::Verify as VerifyResult;
-use crate::core::record::{Footer, RunRecord};
+use crate::core::record::{Footer, Outcome, RunRecord};
 
 /// The attempt limit of a run dispatched before `fences.max_attempts` existed.
 pub const DEFAULT_MAX_ATTEMPTS: u32 = 5;
@@ -32,6 +32,19 @@ impl Reading {
             help: None,
             problem: Some(problem.to_string()),
         }
+    }
+}
+
+/// How a run ends that ran out of a bound (its time budget, the idle watchdog, its
+/// spend fence): a timeout for `why` — unless settling the work it left found it broke
+/// its fences, which is the worker's own failure and outranks the timeout (the ledger
+/// counts it as such).
+pub fn out_of_bounds(why: &str, settled: Option<(Outcome, String)>) -> (Outcome, String) {
+    match settled {
+        Some((Outcome::ScopeReject, decision)) => {
+            (Outcome::ScopeReject, format!("{decision} ({why})"))
+        }
+        _ => (Outcome::Timeout, why.to_string()),
     }
 }
 
@@ -290,6 +303,32 @@ pub fn setup_env(
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn a_run_out_of_its_bounds_is_a_timeout_unless_its_work_broke_its_fences() {
+        let why = "the time budget was spent";
+        assert_eq!(
+            out_of_bounds(why, None),
+            (Outcome::Timeout, why.to_string())
+        );
+        let hook = (Outcome::Fail, "a hook refused the commit".to_string());
+        assert_eq!(out_of_bounds(why, Some(hook)).0, Outcome::Timeout);
+        let error = (Outcome::Error, "a toolchain failure".to_string());
+        assert_eq!(out_of_bounds(why, Some(error)).0, Outcome::Timeout);
+        let rejected = (
+            Outcome::ScopeReject,
+            "README.md (modified) is outside the write scope".to_string(),
+        );
+        assert_eq!(
+            out_of_bounds(why, Some(rejected)),
+            (
+                Outcome::ScopeReject,
+                "README.md (modified) is outside the write scope (the time budget was spent)"
+                    .to_string()
+            )
+        );
+    }
+
     use super::*;
 
     #[test]

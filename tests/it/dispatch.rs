@@ -1650,8 +1650,10 @@ fn a_flood_of_output_is_stored_once_capped_and_the_footer_survives() {
         "forever",
         "flood",
         &[
+            // Its scope covers the file it leaves: a work out of scope would make the
+            // run a scope rejection, which outranks the timeout.
             "--scope",
-            "src/forever/**",
+            "src/routes/**",
             "--set",
             "fences.max_output=1048576",
             "--set",
@@ -1821,4 +1823,35 @@ fn a_repository_without_a_committer_identity_is_refused_as_a_configuration_error
                 .next()
                 .is_none()
     );
+}
+
+#[test]
+fn a_run_past_its_budget_that_left_work_outside_its_scope_is_a_scope_reject() {
+    let env = TestEnv::new();
+    let repo = crew_repo(&env);
+    let run = dispatched(
+        &env,
+        &repo,
+        "routes",
+        "out-of-scope",
+        &[
+            "--time-budget",
+            "2s",
+            "--set",
+            "backends.out-of-scope.env.HANG=yes",
+        ],
+    );
+    let (_, result) = wait(&env, &repo, &run);
+    assert_eq!(result["outcome"], "scope-reject", "{result}");
+    let decision = result["decision"].as_str().unwrap();
+    assert!(
+        decision.contains("README.md (modified) is outside the write scope")
+            && decision.ends_with("(the time budget was spent)"),
+        "{decision}"
+    );
+    // The ledger counts it as the worker's scope rejection, not a timeout.
+    let ledger = env.crew(&repo, &["ledger", "--task", "routes", "--json"]);
+    ledger.expect_code(0);
+    assert!(ledger.stdout.contains("scope-reject"), "{}", ledger.stdout);
+    assert!(!ledger.stdout.contains("\"timeout\""), "{}", ledger.stdout);
 }

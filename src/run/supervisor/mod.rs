@@ -352,6 +352,15 @@ impl<'a> Supervisor<'a> {
         crate::core::usage::SpendFence::of(&self.record).breached(&total)
     }
 
+    /// Ends a run that ran out of a bound: the work it left is kept if it can be, and a
+    /// scope rejection found on the way outranks the timeout (`core::attempt::out_of_bounds`).
+    fn out_of_bounds(&mut self, why: &str) -> anyhow::Result<()> {
+        let settled = self.settle_work().ok().flatten();
+        let (outcome, decision) = crate::core::attempt::out_of_bounds(why, settled);
+        self.record.decision = Some(decision);
+        self.finish(outcome)
+    }
+
     fn drive(&mut self) -> anyhow::Result<()> {
         // The worktree is readied once per run, before its first attempt: an `advise`
         // or a continuation finds it ready.
@@ -369,32 +378,22 @@ impl<'a> Supervisor<'a> {
             // A run past its spend fence starts no other attempt: no continuation, no
             // corrective retry, no resume.
             if let Some(reason) = self.spent() {
-                let _ = self.settle_work();
-                self.record.decision = Some(reason);
-                return self.finish(Outcome::Timeout);
+                return self.out_of_bounds(&reason);
             }
             let ended = self.attempt(&next)?;
             match ended {
-                Ended::Deadline => {
-                    // The work is kept if it can be; the outcome stays a timeout.
-                    let _ = self.settle_work();
-                    self.record.decision = Some("the time budget was spent".into());
-                    return self.finish(Outcome::Timeout);
-                }
+                Ended::Deadline => return self.out_of_bounds("the time budget was spent"),
                 Ended::Idle => {
-                    let _ = self.settle_work();
                     let idle = self.record.idle_timeout_s.unwrap_or_default();
-                    self.record.decision =
-                        Some(format!("the worker was silent for {idle}s (idle watchdog)"));
-                    return self.finish(Outcome::Timeout);
+                    return self.out_of_bounds(&format!(
+                        "the worker was silent for {idle}s (idle watchdog)"
+                    ));
                 }
                 Ended::Stopped => {
-                    let _ = self.settle_work();
-                    self.record.decision = Some(
-                        self.spent()
-                            .unwrap_or_else(|| "the spend fence was reached".into()),
-                    );
-                    return self.finish(Outcome::Timeout);
+                    let why = self
+                        .spent()
+                        .unwrap_or_else(|| "the spend fence was reached".into());
+                    return self.out_of_bounds(&why);
                 }
                 Ended::Exited(_) => {}
             }
