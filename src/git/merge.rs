@@ -288,13 +288,7 @@ fn dirty(git: &GitRunner, paths: &[(String, bool)]) -> anyhow::Result<Vec<String
     }
     let mut args = vec!["status", "--porcelain", "-z", "--untracked-files=all", "--"];
     args.extend(paths.iter().map(|(p, _)| p.as_str()));
-    let out = git.output(&args)?;
-    Ok(out
-        .split('\0')
-        .filter_map(|entry| entry.get(3..))
-        .filter(|p| !p.is_empty())
-        .map(str::to_string)
-        .collect())
+    Ok(super::worktree::porcelain_paths(&git.output(&args)?))
 }
 
 /// Takes back what a failed fast-forward wrote (see [`fast_forward`]).

@@ -425,17 +425,7 @@ impl RunTree {
             "--untracked-files=all",
             "--ignore-submodules=all",
         ])?;
-        let mut paths = Vec::new();
-        let mut fields = status.split('\0').filter(|f| !f.is_empty());
-        while let Some(entry) = fields.next() {
-            let (code, path) = entry.split_at(entry.len().min(3));
-            paths.push(path.to_string());
-            // A rename or copy names its source in the next field.
-            if code.starts_with(['R', 'C']) {
-                fields.next();
-            }
-        }
-        Ok(paths)
+        Ok(porcelain_paths(&status))
     }
 
     /// Tracked files whose changes `git status` does not look at: marked
@@ -561,16 +551,7 @@ impl RunTree {
             bail!("git status failed: {}", out.stderr.trim());
         }
         let status = String::from_utf8_lossy(&out.stdout);
-        let mut paths = Vec::new();
-        let mut fields = status.split('\0').filter(|f| !f.is_empty());
-        while let Some(entry) = fields.next() {
-            let (code, path) = entry.split_at(entry.len().min(3));
-            paths.push(path.to_string());
-            if code.starts_with(['R', 'C']) {
-                fields.next();
-            }
-        }
-        Ok(Some(paths))
+        Ok(Some(porcelain_paths(&status)))
     }
 
     /// Whether the worktree has uncommitted changes, as [`RunTree::is_dirty`], inside the
@@ -911,6 +892,21 @@ pub struct HookRun {
     /// `None` when a signal ended it.
     pub exit_code: Option<i32>,
     pub output: String,
+}
+
+/// The paths `git status --porcelain -z` lists, each once (a rename or copy names its
+/// source in the next field, which is skipped).
+pub fn porcelain_paths(status: &str) -> Vec<String> {
+    let mut paths = Vec::new();
+    let mut fields = status.split('\0').filter(|f| !f.is_empty());
+    while let Some(entry) = fields.next() {
+        let (code, path) = entry.split_at(entry.len().min(3));
+        paths.push(path.to_string());
+        if code.starts_with(['R', 'C']) {
+            fields.next();
+        }
+    }
+    paths
 }
 
 /// The commit a revision names.
