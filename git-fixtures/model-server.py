@@ -62,7 +62,9 @@ keyed by the answer (tool_result, write, footer, help, nofooter, default; "*" fo
 others). A missing field is 0. `input` counts every input token, `cached` the part of
 them read from a cache, `cache_write` the part written to it; `output` counts every output
 token, `reasoning` the part of them spent reasoning. `delay` holds the answer back that
-many seconds. They are reported the way the real APIs do:
+many seconds; `hold` (Anthropic only) sends the message's start and its text, then holds
+back its tool call that many seconds, so a client that acts on the usage a message
+began with acts before the tool runs. They are reported the way the real APIs do:
     OpenAI Responses: response.completed.response.usage = {input_tokens: input,
         input_tokens_details: {cached_tokens: cached}, output_tokens: output,
         output_tokens_details: {reasoning_tokens: reasoning}, total_tokens}
@@ -229,6 +231,7 @@ def chosen_usage(path, answer):
         return None
     usage = {k: int(entry.get(k, 0)) for k in USAGE_FIELDS}
     usage["delay"] = float(entry.get("delay", 0))
+    usage["hold"] = float(entry.get("hold", 0))
     if usage["cached"] + usage["cache_write"] > usage["input"] or usage["reasoning"] > usage["output"]:
         raise ValueError("usage for %s: cached + cache_write > input or reasoning > output" % answer)
     return usage
@@ -236,7 +239,7 @@ def chosen_usage(path, answer):
 
 def default_usage(raw, out_len):
     return {"input": max(1, len(raw) // 4), "cached": 0, "cache_write": 0,
-            "output": max(1, out_len // 4), "reasoning": 0, "delay": 0.0}
+            "output": max(1, out_len // 4), "reasoning": 0, "delay": 0.0, "hold": 0.0}
 
 
 def anthropic_usage(usage, output_tokens):
@@ -272,6 +275,8 @@ def anthropic_events(model, usage, text=None, tool=None):
         events.append(("content_block_stop", {"type": "content_block_stop", "index": index}))
         index += 1
     if tool is not None:
+        if usage.get("hold", 0) > 0:
+            events.append(("hold", usage["hold"]))
         name, tool_input = tool
         partial = json.dumps(tool_input)
         events.append(("content_block_start", {
@@ -478,6 +483,9 @@ class Handler(BaseHTTPRequestHandler):
         self.send_header("Connection", "close")
         self.end_headers()
         for name, data in events:
+            if name == "hold":
+                time.sleep(data)
+                continue
             self.wfile.write(("event: %s\ndata: %s\n\n" % (name, json.dumps(data))).encode())
             self.wfile.flush()
         self.close_connection = True

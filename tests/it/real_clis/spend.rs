@@ -401,10 +401,14 @@ fn the_spend_fence_stops_claude_in_the_middle_and_no_attempt_follows() {
     let bin = clis();
     let env = TestEnv::new();
     let server = ModelServer::start(&env);
-    // The first request alone is past the fence; the answer after the tool call is held
-    // back a minute, so a CLI still running then would finish and say `result`.
+    // The first request alone is past the fence. Its tool call is held back half a
+    // minute after the text that carries its usage, so the fence stops the CLI before
+    // the tool runs (a kill in the middle of a write could leave a temporary file
+    // outside the scope, which would make the run a scope-reject). The answer after the
+    // tool call is held back a minute, so a CLI still running then would finish and say
+    // `result`.
     server.report_usage(json!({
-        "write": {"input": 20000, "cached": 5000, "cache_write": 3000, "output": 400},
+        "write": {"input": 20000, "cached": 5000, "cache_write": 3000, "output": 400, "hold": 30},
         "tool_result": {"input": 21000, "output": 300, "delay": 60},
     }));
     let repo = repo_with_real_backends_and(&env, &bin, &server, "");
@@ -438,6 +442,19 @@ fn the_spend_fence_stops_claude_in_the_middle_and_no_attempt_follows() {
     assert_eq!(result["phase"], "timed-out", "{result}");
     assert_eq!(result["attempts"], 1, "{result}");
     assert_eq!(result["max_tokens"], 10000);
+    // Stopped before its tool ran: nothing was written.
+    let worktree = std::path::Path::new(result["worktree"].as_str().unwrap());
+    let written: Vec<_> = std::fs::read_dir(worktree)
+        .expect("a timed-out run keeps its worktree")
+        .flatten()
+        .map(|e| e.file_name())
+        .collect();
+    assert!(
+        !written
+            .iter()
+            .any(|n| n.to_string_lossy().starts_with("hello.txt")),
+        "{written:?}"
+    );
     let streams = streams(&env, &repo, &run);
     assert_eq!(streams.len(), 1);
     assert!(
