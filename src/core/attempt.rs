@@ -9,7 +9,7 @@ use crate::core::record::Verify as VerifyResult;
 use crate::core::record::{Footer, Outcome, RunRecord};
 
 /// The attempt limit of a run dispatched before `fences.max_attempts` existed.
-pub const DEFAULT_MAX_ATTEMPTS: u32 = 5;
+pub use crate::core::flight::DEFAULT_MAX_ATTEMPTS;
 
 /// What a reply says, before any fact is checked.
 #[derive(Debug, Clone, PartialEq)]

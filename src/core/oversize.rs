@@ -9,7 +9,7 @@ use super::record::Outcome;
 use super::size;
 
 /// The shipped `fences.max_file_size`, and the cap of a run recorded before the key.
-pub const DEFAULT_MAX_FILE_SIZE: u64 = 100 << 20;
+pub use crate::core::flight::DEFAULT_MAX_FILE_SIZE;
 
 /// How long the supervisor's work after an attempt (the commit of the work left behind,
 /// its checks, the import of the run's objects) may run past the time budget.

@@ -377,7 +377,7 @@ impl RunRecord {
     /// The run's `fences.max_file_size` in bytes.
     pub fn file_size_cap(&self) -> u64 {
         self.max_file_size
-            .unwrap_or(crate::core::oversize::DEFAULT_MAX_FILE_SIZE)
+            .unwrap_or(crate::core::flight::DEFAULT_MAX_FILE_SIZE)
     }
 
     /// Who the run is, for a scope check.
@@ -494,6 +494,17 @@ impl RunRecord {
             ));
         }
         out
+    }
+}
+
+impl crate::core::usage::SpendFence {
+    /// The fence the lead set on `record`'s run at dispatch. (Beside the record, so
+    /// that `usage` knows nothing of it.)
+    pub fn of(record: &RunRecord) -> crate::core::usage::SpendFence {
+        crate::core::usage::SpendFence {
+            max_cost_usd: record.max_cost_usd,
+            max_tokens: record.max_tokens,
+        }
     }
 }
 

@@ -7,15 +7,8 @@ use serde::Serialize;
 use super::human::count;
 use super::plan::{Gate, Verdict};
 
-crate::core::flight::closed_set! {
-    /// When the summary is given (`summary.at`, `git crew summary --at`).
-    #[derive(clap::ValueEnum)]
-    pub enum At {
-        Dispatch = "dispatch",
-        Completion = "completion",
-        MicroPlan = "micro-plan",
-    }
-}
+/// When the summary is given: a value of the flight config (`summary.at`).
+pub use crate::core::flight::SummaryAt as At;
 
 /// One task of the wave, as the summary sees it.
 #[derive(Debug, Clone, Default)]

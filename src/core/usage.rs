@@ -41,13 +41,8 @@ pub struct Usage {
     pub cost_usd: Option<f64>,
 }
 
-/// A price per million tokens (`[prices."<model>"]`).
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub struct Price {
-    pub input: f64,
-    pub cached_input: f64,
-    pub output: f64,
-}
+/// A price per million tokens, as the flight config names it.
+pub use super::flight::Price;
 
 impl Usage {
     /// Tokens in and out: what `fences.max_tokens` counts.
@@ -360,14 +355,6 @@ pub struct SpendFence {
 }
 
 impl SpendFence {
-    /// The fence the lead set on `record`'s run at dispatch.
-    pub fn of(record: &super::record::RunRecord) -> SpendFence {
-        SpendFence {
-            max_cost_usd: record.max_cost_usd,
-            max_tokens: record.max_tokens,
-        }
-    }
-
     /// Why `spent` (the run's total so far) is past the fence, if it is: the limit that
     /// was reached, named.
     pub fn breached(&self, spent: &Usage) -> Option<String> {

@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use anyhow::Context;
 
 /// The default `fences.max_output` per stream and attempt, in bytes.
-pub const DEFAULT_CAP: u64 = 8 * 1024 * 1024;
+pub const DEFAULT_CAP: u64 = crate::core::flight::DEFAULT_MAX_OUTPUT;
 
 /// The line that marks where bytes were cut.
 pub fn marker(cut: u64) -> String {

@@ -90,8 +90,9 @@ pub fn summary(verb: &str, code: Option<i32>, stdout: &str, stderr: &str) -> Str
     }
 }
 
-/// Runs `show` or `diff` on the terminal (the console has handed it over), then waits
-/// for a key so what it printed can be read. Returns what the status line says.
+/// Runs `show` or `diff` on the terminal (the console has handed it over) and asks for a
+/// key (which the console waits for, so what it printed can be read). Returns what the
+/// status line says.
 pub fn on_terminal(dir: &Path, action: &Action) -> String {
     let Some(args) = args(action) else {
         return String::new();
@@ -100,7 +101,6 @@ pub fn on_terminal(dir: &Path, action: &Action) -> String {
     let mut out = std::io::stdout();
     let _ = writeln!(out, "\n[press any key to return to git crew watch]");
     let _ = out.flush();
-    let _ = super::live::any_key();
     match status {
         Ok(s) if s.success() => String::new(),
         Ok(s) => format!(

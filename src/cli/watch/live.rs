@@ -116,7 +116,11 @@ pub fn run(ctx: &CommandContext, interval: Duration) -> Result<()> {
             None => {}
             Some(Action::Quit) => return Ok(()),
             Some(action @ (Action::Show(_) | Action::Diff(_))) => {
-                app.status = console.handed_over(|| actions::on_terminal(&ctx.cwd, &action));
+                app.status = console.handed_over(|| {
+                    let status = actions::on_terminal(&ctx.cwd, &action);
+                    let _ = any_key();
+                    status
+                });
             }
             Some(action) => app.status = actions::start(&ctx.cwd, &action, done.clone()),
         }

@@ -8,6 +8,7 @@
 //!
 //! - `schema.rs`: the field table (`ROOT` and the tables below it), each key's default
 //!   beside it, and the defaults layer rendered from them.
+//! - `source.rs`: where a layer's text and each value came from (layer, file, line).
 //! - `walker.rs`: one layer's TOML walked against the schema, every problem reported.
 //! - `diagnostics.rs`: the reporter every TOML reader shares (flight layers, plans).
 //! - `layers.rs`: the layers, their merge with provenance, and the reference checks.
@@ -22,6 +23,7 @@ mod json_schema;
 mod layers;
 mod model;
 mod schema;
+mod source;
 mod values;
 mod walker;
 
@@ -29,10 +31,14 @@ pub use diagnostics::{Diagnostic, Lines, Located, did_you_mean, line_col};
 pub use json_schema::json_schema;
 pub use layers::{Invocation, Layer, LayerSource, Origin, Resolved, leaves, resolve};
 pub use model::{
-    Backend, Fences, Flight, Gates, ModelPrice, NotifyPolicy, PlansPolicy, Require, RoleRouting,
-    Roles, SandboxPolicy, SummaryPolicy, Worker, WorktreePolicy,
+    Backend, Fences, Flight, Gates, ModelPrice, NotifyPolicy, PlansPolicy, Price, Require,
+    RoleRouting, Roles, SandboxPolicy, SummaryPolicy, Worker, WorktreePolicy,
 };
-pub use schema::{ADAPTERS, DEFAULTS, DefaultValue, Field, Kind, MAX_DURATION, ROOT, SANDBOXES};
-pub(crate) use values::closed_set;
-pub use values::{AdapterKind, Enforcement, OnFail, Reflex, SandboxMode, WorktreeCleanup};
+pub use schema::{
+    ADAPTERS, DEFAULT_MAX_ATTEMPTS, DEFAULT_MAX_FILE_SIZE, DEFAULT_MAX_OUTPUT, DEFAULTS,
+    DefaultValue, Field, Kind, MAX_DURATION, ROOT, SANDBOXES,
+};
+pub use values::{
+    AdapterKind, Enforcement, OnFail, Reflex, SandboxMode, SummaryAt, WorktreeCleanup,
+};
 pub use walker::{ParsedLayer, parse_layer};

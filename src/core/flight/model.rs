@@ -8,8 +8,8 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use super::values::SummaryAt as At;
 use super::values::{AdapterKind, Enforcement, OnFail, Reflex, SandboxMode, WorktreeCleanup};
-use crate::core::summary::At;
 
 /// The resolved routing config (every layer merged and validated).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -57,10 +57,19 @@ pub struct ModelPrice {
     pub output: Option<f64>,
 }
 
+/// A price per million tokens (`[prices."<model>"]`), whole: what a run's spend is
+/// reckoned by (`core::usage`).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Price {
+    pub input: f64,
+    pub cached_input: f64,
+    pub output: f64,
+}
+
 impl ModelPrice {
     /// The price, when it names both input and output (cached input defaults to input).
-    pub fn price(&self) -> Option<crate::core::usage::Price> {
-        Some(crate::core::usage::Price {
+    pub fn price(&self) -> Option<Price> {
+        Some(Price {
             input: self.input?,
             cached_input: self.cached_input.or(self.input)?,
             output: self.output?,
@@ -246,7 +255,7 @@ impl Fences {
         crate::core::size::parse(&self.max_file_size)
             .ok()
             .filter(|n| *n > 0)
-            .unwrap_or(crate::core::oversize::DEFAULT_MAX_FILE_SIZE)
+            .unwrap_or(super::schema::DEFAULT_MAX_FILE_SIZE)
     }
 }
 

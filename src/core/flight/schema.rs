@@ -28,9 +28,9 @@ use std::fmt::Write;
 use std::sync::LazyLock;
 
 use super::diagnostics::join_key;
+use super::values::SummaryAt as At;
 use super::values::{AdapterKind, Enforcement, OnFail, Reflex, SandboxMode, WorktreeCleanup};
-use crate::core::summary::At;
-use DefaultValue::{Bool, Entries, Int, List, Str};
+use DefaultValue::{Bool, Entries, Int, List, Size, Str};
 
 /// The longest duration a key may hold: a deadline past it is no deadline (and one far
 /// enough out overflows the clock).
@@ -115,12 +115,22 @@ impl Field {
     }
 }
 
+/// The default of `fences.max_attempts`, for the code that meets a run recorded without
+/// one.
+pub const DEFAULT_MAX_ATTEMPTS: u32 = 5;
+/// The default of `fences.max_output` (bytes).
+pub const DEFAULT_MAX_OUTPUT: u64 = 8 << 20;
+/// The default of `fences.max_file_size` (bytes).
+pub const DEFAULT_MAX_FILE_SIZE: u64 = 100 << 20;
+
 /// A shipped default, as declared on a [`Field`].
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum DefaultValue {
     Str(&'static str),
     Int(i64),
     Bool(bool),
+    /// A size in bytes, written with a binary unit (`100MiB`).
+    Size(u64),
     List(&'static [&'static str]),
     /// The entries of a table (the shipped backends, a role's routing): keys with their
     /// defaults.
@@ -304,7 +314,7 @@ const FENCES: &[Field] = &[
         Kind::Int { min: 1, max: 100 },
         "The most attempts one run makes (continuation and corrective retries included), whatever the ledger says.",
     )
-    .defaults_to(Int(5)),
+    .defaults_to(Int(DEFAULT_MAX_ATTEMPTS as i64)),
     field(
         "max_output",
         Kind::Int {
@@ -313,13 +323,13 @@ const FENCES: &[Field] = &[
         },
         "Bytes of stdout (and of stderr) kept per attempt: the first part and the latest, the cut marked.",
     )
-    .defaults_to(Int(8 << 20)),
+    .defaults_to(Int(DEFAULT_MAX_OUTPUT as i64)),
     field(
         "max_file_size",
         Kind::Size,
         "The largest file a run may leave for git-crew to commit, and the largest object it may bring into the repository: a run over it is a scope-reject, and nothing of it is hashed.",
     )
-    .defaults_to(Str("100MiB")),
+    .defaults_to(Size(DEFAULT_MAX_FILE_SIZE)),
     field(
         "manifest_required",
         Kind::Bool,
@@ -613,6 +623,7 @@ fn toml_value(value: DefaultValue) -> String {
         Str(s) => string(s),
         Int(n) => n.to_string(),
         Bool(b) => b.to_string(),
+        Size(bytes) => string(&crate::core::size::show(bytes).replace(' ', "")),
         List(items) => format!(
             "[{}]",
             items

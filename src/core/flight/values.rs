@@ -50,7 +50,16 @@ macro_rules! closed_set {
         }
     };
 }
-pub(crate) use closed_set;
+
+closed_set! {
+    /// When the summary is given (`summary.at`, `git crew summary --at`).
+    #[derive(clap::ValueEnum)]
+    pub enum SummaryAt {
+        Dispatch = "dispatch",
+        Completion = "completion",
+        MicroPlan = "micro-plan",
+    }
+}
 
 closed_set! {
     /// What drives a backend's worker (`backends.<name>.adapter`).
@@ -141,7 +150,7 @@ closed_set! {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::core::summary::At;
+    use SummaryAt as At;
 
     /// The serde form, `as_str`, `Display` and `FromStr` of every value agree.
     fn agrees<T>(all: &[T])

@@ -7,8 +7,8 @@ use toml::de::{DeTable, DeValue};
 use toml::{Table, Value};
 
 use super::diagnostics::{Diagnostic, Located, did_you_mean, join_key};
-use super::layers::{LayerSource, Origin};
 use super::schema::{Field, Kind, MAX_DURATION, ROOT};
+use super::source::{LayerSource, Origin};
 
 /// A validated layer: its values and where each key was set.
 #[derive(Debug, Clone, Default)]
