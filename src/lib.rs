@@ -2,9 +2,9 @@
 //! agents.
 //!
 //! Every command gathers facts (`git`, `state`, `sys`), decides in pure code (`core`),
-//! then applies the decision (`git`, `run`) and renders it (`cli`). The modules are
-//! layers, lowest first — `core`, `sys`, `git`, `state`, `run`, `cli` — and each imports
-//! only the ones below it.
+//! then applies the decision (`git`, `run`) and renders it (`cli`, through the
+//! presentation models of `view`). The modules are layers, lowest first — `core`, `view`,
+//! `sys`, `git`, `state`, `run`, `cli` — and each imports only the ones below it.
 
 pub mod cli;
 pub mod core;
@@ -12,3 +12,4 @@ pub mod git;
 pub mod run;
 pub mod state;
 pub mod sys;
+pub mod view;

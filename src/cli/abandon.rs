@@ -57,7 +57,7 @@ pub fn abandon(ctx: &CommandContext, args: AbandonArgs) -> Result<Report> {
 /// What `abandon` of an ended run prints: the run, and what now keeps its work.
 #[derive(Debug, Serialize)]
 struct Given<'a> {
-    run: crate::core::result::RunResult<'a>,
+    run: crate::view::result::RunResult<'a>,
     kept: &'a crate::run::prune::Kept,
 }
 

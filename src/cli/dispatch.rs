@@ -8,8 +8,9 @@ use super::context::CommandContext;
 use super::error::{CrewError, Result};
 use super::flight::{RoutingArgs, resolve};
 use super::ui::Report;
-use crate::core::dispatch::{Dispatched, DryRun, Flags, PromptSource, prompt_source, request};
+use crate::core::dispatch::{Flags, PromptSource, prompt_source, request};
 use crate::run::dispatch;
+use crate::view::dispatch::{Dispatched, DryRun};
 
 const EXAMPLES: &str = "Examples:\n  git crew dispatch --task routes --scope 'src/routes/**' --prompt 'Add the /crew routes.'\n  git crew dispatch --task audit --role review --prompt-file docs/review.md --backend claude\n  git crew dispatch --task fix-login --scope src/auth/ --prompt-file task.md --verify 'cargo test auth' --wait";
 

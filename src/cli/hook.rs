@@ -47,7 +47,7 @@ pub fn run(ctx: &CommandContext, args: HookArgs) -> Result<Report> {
             {
                 eprint!(
                     "{}",
-                    crate::core::human::sanitize(&verdict.render_human(report.prefix))
+                    crate::view::human::sanitize(&verdict.render_human(report.prefix))
                 );
             }
             Ok(report)
@@ -100,7 +100,7 @@ fn observe(ctx: &CommandContext, hook: &str, audit: Audit) -> Report {
 
 /// Lines from a hook go to stderr, where git shows them, in any format.
 fn say(line: &str) {
-    eprintln!("crew: {}", crate::core::human::sanitize(line));
+    eprintln!("crew: {}", crate::view::human::sanitize(line));
 }
 
 fn pre_commit(ctx: &CommandContext) -> Result<Report> {

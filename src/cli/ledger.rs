@@ -98,7 +98,7 @@ pub fn ledger(ctx: &CommandContext, args: LedgerArgs) -> Result<Report> {
                     s.backend,
                     s.model.as_deref().unwrap_or("-"),
                     s.effort.as_deref().unwrap_or("-"),
-                    crate::core::human::count(s.runs, "run", "runs"),
+                    crate::view::human::count(s.runs, "run", "runs"),
                     s.pass_rate * 100.0,
                     s.horizon_h.map_or("-".into(), |h| format!("{h}h")),
                     s.speed_factor.map_or("-".into(), |f| f.to_string()),

@@ -5,8 +5,8 @@
 use super::context::CommandContext;
 use super::error::{CrewError, ErrorKind, Result};
 use crate::core::record::RunRecord;
-use crate::core::result::{RunOutput, RunResult};
 use crate::state::runs::RunStore;
+use crate::view::result::{RunOutput, RunResult};
 
 /// The run store of the current repository, as it is.
 pub fn open(ctx: &CommandContext) -> Result<RunStore> {
@@ -118,10 +118,10 @@ pub fn output(record: &RunRecord) -> RunOutput<'_> {
 
 /// A run in full for people, as of now.
 pub fn result_block(record: &RunRecord) -> String {
-    crate::core::result::result_block(record, crate::sys::clock::now_millis())
+    crate::view::result::result_block(record, crate::sys::clock::now_millis())
 }
 
 /// One line per run for people, measured now.
 pub fn result_line(record: &RunRecord) -> String {
-    crate::core::result::result_line(record, crate::sys::clock::now_millis())
+    crate::view::result::result_line(record, crate::sys::clock::now_millis())
 }

@@ -8,8 +8,8 @@ use super::error::{CrewError, Result};
 use super::runs;
 use super::table::{Cell, Column, Fit, Table, tone};
 use super::ui::Report;
-use crate::core::human::{self, IntegrationState, Tone};
 use crate::core::record::{Phase, RunRecord};
+use crate::view::human::{self, IntegrationState, Tone};
 
 const EXAMPLES: &str =
     "Examples:\n  git crew status\n  git crew status 20261202-101500-1a2b\n  git crew ls --all";
@@ -38,7 +38,7 @@ pub struct StatusArgs {
 /// older finished runs were left out (`--all` shows them).
 #[derive(Debug, Serialize)]
 pub struct StatusOutput<'a> {
-    pub runs: Vec<crate::core::result::RunResult<'a>>,
+    pub runs: Vec<crate::view::result::RunResult<'a>>,
     pub hidden: usize,
 }
 

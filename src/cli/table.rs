@@ -7,7 +7,7 @@
 
 use anstyle::{AnsiColor, Style};
 
-use crate::core::human::{Tone, truncate};
+use crate::view::human::{Tone, truncate};
 
 /// The colour a tone is shown in.
 pub fn tone(tone: Tone) -> Style {
@@ -57,7 +57,7 @@ impl Column {
 }
 
 /// A cell: its text and how it is coloured when colour is on. The text is made
-/// [printable](crate::core::human::printable) as the cell is made — one line, no escape
+/// [printable](crate::view::human::printable) as the cell is made — one line, no escape
 /// sequence or control character — so what a worker wrote (a decision, a question) cannot
 /// drive the terminal, and the only styling is the cell's own.
 #[derive(Debug, Clone, Default)]
@@ -69,7 +69,7 @@ pub struct Cell {
 impl Cell {
     pub fn styled(text: impl Into<String>, style: Style) -> Cell {
         Cell {
-            text: crate::core::human::printable(&text.into()),
+            text: crate::view::human::printable(&text.into()),
             style,
         }
     }

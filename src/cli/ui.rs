@@ -6,7 +6,7 @@ use std::io::{IsTerminal, Write};
 use serde_json::{Map, Value};
 
 use super::error::{CrewError, exit};
-use crate::core::human::sanitize;
+use crate::view::human::sanitize;
 
 /// How a command's data is printed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -85,7 +85,7 @@ pub struct Report {
     pub raw: bool,
     /// The rendering carries its own colours and made what others wrote printable
     /// itself (a [table](super::table)'s cells): printed as it is. Every other human
-    /// rendering is [sanitized](crate::core::human::sanitize) on its way out.
+    /// rendering is [sanitized](crate::view::human::sanitize) on its way out.
     pub styled: bool,
 }
 

@@ -68,7 +68,7 @@ pub fn run(ctx: &CommandContext, args: WaitArgs) -> Result<Report> {
 /// timeout came first (SPEC §2, `wait`'s `"runs"`).
 #[derive(Debug, Serialize)]
 pub struct WaitOutput<'a> {
-    pub runs: Vec<crate::core::result::RunResult<'a>>,
+    pub runs: Vec<crate::view::result::RunResult<'a>>,
     pub timed_out: bool,
     /// The runs waited for that have not settled (empty unless the timeout came first,
     /// or `--any` returned with others still going).
@@ -128,10 +128,10 @@ pub fn wait_for(
     drop(progress);
     // With --any, the runs that settled are the answer; the others are still going.
     let judged: Vec<&RunRecord> = records.iter().filter(|r| !any || settled(r)).collect();
-    let code = match crate::core::result::awaited(&judged, timed_out) {
-        crate::core::result::Awaited::Passed => exit::OK,
-        crate::core::result::Awaited::NeedsLead => exit::ATTENTION,
-        crate::core::result::Awaited::Failed => exit::CHECK,
+    let code = match crate::view::result::awaited(&judged, timed_out) {
+        crate::view::result::Awaited::Passed => exit::OK,
+        crate::view::result::Awaited::NeedsLead => exit::ATTENTION,
+        crate::view::result::Awaited::Failed => exit::CHECK,
     };
     let now = now_millis();
     let still_working: Vec<StillWorking> = records

@@ -136,7 +136,7 @@ pub fn refused_objects(refused: &[Refused], cap: u64) -> Option<(Outcome, String
             format!(
                 "importing the run's objects ran past the time budget and its {}s grace: {} left out",
                 GRACE.as_secs(),
-                super::human::count(late, "object", "objects")
+                super::text::count(late, "object", "objects")
             ),
         )
     })

@@ -81,7 +81,7 @@ fn run(notifier: &Notifier, repo_dir: &Path, record: &RunRecord, run_dir: &Path)
     let Some((program, args)) = notifier.command.split_first() else {
         return Told::Nobody;
     };
-    let result = crate::core::result::RunResult::at(record, crate::sys::clock::now_millis());
+    let result = crate::view::result::RunResult::at(record, crate::sys::clock::now_millis());
     // Stdin is a file, not a pipe: a command that never reads it cannot block us on a
     // full pipe, and one that reads it gets all of it.
     let stdin = (|| -> std::io::Result<std::fs::File> {

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::mpsc::Sender;
 
-use crate::core::console::Action;
+use crate::view::console::Action;
 
 /// The command line of `action` (none for quitting).
 fn args(action: &Action) -> Option<Vec<&str>> {

@@ -4,8 +4,8 @@
 use super::super::context::CommandContext;
 use super::frame;
 use super::render::{Prompt, View};
-use crate::core::console::table::Row;
-use crate::core::console::{self, Action, Key, Listed, Mode};
+use crate::view::console::table::Row;
+use crate::view::console::{self, Action, Key, Listed, Mode};
 
 #[derive(Default)]
 pub struct App {

@@ -9,10 +9,10 @@ use serde::Serialize;
 use super::super::context::CommandContext;
 use super::super::error::{CrewError, Result};
 use super::super::runs;
-use crate::core::console::table::{self, Row};
-use crate::core::human::{self, IntegrationState};
 use crate::core::record::RunRecord;
-use crate::core::result::RunResult;
+use crate::view::console::table::{self, Row};
+use crate::view::human::{self, IntegrationState};
+use crate::view::result::RunResult;
 
 /// How many of the most recent finished runs are looked at for one that waits to be
 /// integrated.

@@ -14,7 +14,7 @@ use super::super::context::CommandContext;
 use super::super::error::{CrewError, ErrorKind, Result};
 use super::app::App;
 use super::{actions, render};
-use crate::core::console::{Action, Key, Mode};
+use crate::view::console::{Action, Key, Mode};
 
 /// The longest the console waits for a key before it looks at finished actions and
 /// signals again.

@@ -11,8 +11,8 @@ use ratatui::widgets::{
     Cell, HighlightSpacing, Paragraph, Row as TableRow, StatefulWidget, Table, TableState, Widget,
 };
 
-use crate::core::console::table::{self, Column, Row};
-use crate::core::human::{Tone, truncate};
+use crate::view::console::table::{self, Column, Row};
+use crate::view::human::{Tone, truncate};
 
 /// The key line.
 pub const KEYS: &str =

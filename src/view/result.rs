@@ -3,12 +3,12 @@
 
 use serde::Serialize;
 
-use super::footer::NeedsHelp;
 use super::human::{self, IntegrationState};
-use super::record::{
+use crate::core::footer::NeedsHelp;
+use crate::core::record::{
     DiffStat, Footer, Integration, Outcome, Phase, Pruning, RunRecord, Setup, Verify,
 };
-use super::scope::Role;
+use crate::core::scope::Role;
 
 /// A run result: `status` and `wait` (`"runs"`), `show`, `attach`, `deliver` and
 /// `abandon` (`"run"`), `watch` (each frame's `"runs"`) — SPEC §2, Stable JSON fields.
@@ -173,7 +173,7 @@ pub fn shown(record: &RunRecord, at: jiff::Timestamp) -> String {
     if record.unreadable.is_some() {
         String::new()
     } else {
-        super::stamp::format_seconds(at)
+        crate::core::stamp::format_seconds(at)
     }
 }
 
@@ -186,9 +186,9 @@ fn elapsed_at(record: &RunRecord, now: u64) -> u64 {
     } else if record.finished_at.is_some() {
         record.elapsed_s
     } else if let Some(parked) = record.parked_at {
-        super::stamp::elapsed_s(record.started_at, super::human::millis(parked))
+        crate::core::stamp::elapsed_s(record.started_at, super::human::millis(parked))
     } else {
-        super::stamp::elapsed_s(record.started_at, now)
+        crate::core::stamp::elapsed_s(record.started_at, now)
     }
 }
 

@@ -2,7 +2,9 @@
 //! times (`3m ago`), the integration state and the tone a phase is shown in. Pure: the
 //! caller gives the time now; colour and layout are the renderers' business.
 
-use super::record::{Outcome, Phase, RunRecord};
+use crate::core::record::{Outcome, Phase, RunRecord};
+/// The text helpers every rendering shares, from `core` (whose decisions word things too).
+pub use crate::core::text::{count, printable, sanitize, truncate};
 
 /// A duration as people write it: `45s`, `1m12s`, `25m`, `1h05m`, `2d03h`. Seconds are
 /// shown under an hour (dropped when zero), minutes under a day, hours beyond.
@@ -116,7 +118,7 @@ impl Tone {
 
 /// A diff stat as git's `--shortstat` words it: `1 file changed, 3 insertions(+),
 /// 1 deletion(-)`; `no change` for none.
-pub fn diff_stat(diff: &super::record::DiffStat) -> String {
+pub fn diff_stat(diff: &crate::core::record::DiffStat) -> String {
     if diff.files.is_empty() {
         return "no change".to_string();
     }
@@ -138,118 +140,6 @@ pub fn diff_stat(diff: &super::record::DiffStat) -> String {
         ));
     }
     parts.join(", ")
-}
-
-/// `n` things, with the plural people expect: `1 run`, `2 runs`, `0 workers`.
-pub fn count(n: usize, one: &str, many: &str) -> String {
-    format!("{n} {}", if n == 1 { one } else { many })
-}
-
-/// `text` cut to `width` characters, ending in `…` when cut.
-pub fn truncate(text: &str, width: usize) -> String {
-    if text.chars().count() <= width {
-        return text.to_string();
-    }
-    if width == 0 {
-        return String::new();
-    }
-    let mut cut: String = text.chars().take(width - 1).collect();
-    cut.push('…');
-    cut
-}
-
-/// Text that another program wrote — a worker's footer or question, a hook's words, a
-/// session id — as it may go on a terminal: every escape sequence dropped whole (CSI such
-/// as erase-line `ESC [2K` or conceal `ESC [8m`; OSC such as a clipboard write
-/// `ESC ]52;c;...BEL`; DCS, SOS, PM and APC strings; their 8-bit C1 forms; the short
-/// `ESC x` ones), and every other control character — C0, DEL and C1 — dropped, except
-/// the line feed and the tab. What can be seen stays. The one sanitizer of every human
-/// rendering: JSON carries the text as it came, as data.
-pub fn sanitize(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    let mut chars = text.chars().peekable();
-    while let Some(c) = chars.next() {
-        match c {
-            '\n' | '\t' => out.push(c),
-            '\u{1b}' => match chars.peek().copied() {
-                Some('[') => {
-                    chars.next();
-                    skip_csi(&mut chars);
-                }
-                Some(']' | 'P' | 'X' | '^' | '_') => {
-                    chars.next();
-                    skip_string(&mut chars);
-                }
-                // nF: intermediate bytes, then one final byte (`ESC ( B`).
-                Some(' '..='/') => {
-                    while chars.next_if(|c| (' '..='/').contains(c)).is_some() {}
-                    chars.next_if(|c| ('0'..='~').contains(c));
-                }
-                // Fp, Fe, Fs: one byte (`ESC 7`, `ESC c`).
-                Some('0'..='~') => {
-                    chars.next();
-                }
-                // Before a control character (another ESC, a line break) or at the end,
-                // the ESC goes alone and what follows is read as it comes.
-                _ => {}
-            },
-            '\u{9b}' => skip_csi(&mut chars),
-            '\u{90}' | '\u{98}' | '\u{9d}' | '\u{9e}' | '\u{9f}' => skip_string(&mut chars),
-            c if c.is_control() => {}
-            c => out.push(c),
-        }
-    }
-    out
-}
-
-/// Skips a control sequence's parameter and intermediate bytes and its final byte.
-fn skip_csi(chars: &mut std::iter::Peekable<std::str::Chars>) {
-    while chars.next_if(|c| (' '..='?').contains(c)).is_some() {}
-    chars.next_if(|c| ('@'..='~').contains(c));
-}
-
-/// Skips a control string (OSC, DCS, SOS, PM, APC) up to its terminator (BEL, ST, `ESC
-/// \`), or to a line break or a cancel (CAN, SUB), which end it as a terminal ends it;
-/// the line break is kept.
-fn skip_string(chars: &mut std::iter::Peekable<std::str::Chars>) {
-    while let Some(c) = chars.peek().copied() {
-        match c {
-            '\n' => return,
-            '\u{7}' | '\u{9c}' | '\u{18}' | '\u{1a}' => {
-                chars.next();
-                return;
-            }
-            // `ESC \` ends it; any other ESC ends it too, and starts what comes next.
-            '\u{1b}' => {
-                let mut ahead = chars.clone();
-                ahead.next();
-                if ahead.peek() == Some(&'\\') {
-                    chars.next();
-                    chars.next();
-                }
-                return;
-            }
-            _ => {
-                chars.next();
-            }
-        }
-    }
-}
-
-/// [`sanitize`]d text on one line, for a table cell or a status line: a carriage return
-/// keeps what follows it (a progress line shows its last state), line breaks and tabs
-/// become spaces, and the ends are trimmed.
-pub fn printable(text: &str) -> String {
-    let last = text
-        .rsplit('\r')
-        .find(|s| !s.trim().is_empty())
-        .unwrap_or("");
-    sanitize(last)
-        .chars()
-        .map(|c| if c.is_whitespace() { ' ' } else { c })
-        .collect::<String>()
-        .trim()
-        .to_string()
 }
 
 #[cfg(test)]

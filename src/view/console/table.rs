@@ -3,8 +3,8 @@
 //! waits for it, else the last line of its output), the columns that fit a width, and
 //! worker text made safe to put on a terminal.
 
-use crate::core::human::{self, IntegrationState};
 use crate::core::record::{Phase, RunRecord};
+use crate::view::human::{self, IntegrationState};
 
 /// A run of the table, in words.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -22,7 +22,7 @@ pub struct Row {
 /// The row of `record` at `now` (Unix milliseconds); `last_line` is the last line of its
 /// output.
 pub fn row(record: &RunRecord, now: u64, last_line: &str) -> Row {
-    let elapsed = crate::core::result::RunResult::at(record, now).elapsed_s;
+    let elapsed = crate::view::result::RunResult::at(record, now).elapsed_s;
     let active = record.last_activity_at.or(record.finished_at);
     let last = match (&record.needs_help, IntegrationState::of(record)) {
         (Some(help), _) if record.phase == Phase::NeedsHelp => format!("asks: {}", help.question),

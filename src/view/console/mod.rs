@@ -4,7 +4,7 @@
 
 pub mod table;
 
-use super::record::Phase;
+use crate::core::record::Phase;
 
 /// A key, as far as the console cares.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

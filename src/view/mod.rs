@@ -1,0 +1,11 @@
+//! What people and programs read about runs, as values: a run's result (the JSON of
+//! `status`/`show`/`wait`), the human wording of durations, states and tones, the live
+//! console's model, and the wave summary's rendering. Built from `core`'s records and
+//! decisions; rendered to a terminal or stdout by `cli`. Pure: the caller gives the time
+//! now and the facts.
+
+pub mod console;
+pub mod dispatch;
+pub mod human;
+pub mod result;
+pub mod summary;
