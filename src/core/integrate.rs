@@ -1053,4 +1053,641 @@ mod tests {
         assert_eq!(reverify(&record, true, true), None);
         assert_eq!(reverify(&record, false, false), None);
     }
+
+    // The rules of admit, onto, after_merge and what follows: a passing run, then each
+    // fact that refuses it.
+
+    use crate::core::scope::ChangeKind;
+
+    const BASE: &str = "1111111111111111111111111111111111111111";
+    const TIP: &str = "2222222222222222222222222222222222222222";
+    const MAIN: &str = "3333333333333333333333333333333333333333";
+
+    fn passed() -> Verify {
+        Verify {
+            command: "make test".into(),
+            reward: 1.0,
+            passed: true,
+            problem: None,
+            decided_by: Some(crate::core::record::DecidedBy::Exit),
+            exit_code: Some(0),
+        }
+    }
+
+    /// A run that passed verify at its tip, cut from main.
+    fn verified_run() -> RunRecord {
+        let mut record = RunRecord::example();
+        record.base = BASE.into();
+        record.base_ref = Some("main".into());
+        record.verify_command = Some("make test".into());
+        record.verify = Some(passed());
+        record.verified_tip = Some(TIP.into());
+        record
+    }
+
+    fn asked() -> Asked {
+        Asked {
+            into: None,
+            squash: false,
+            force_unverified: false,
+            dry_run: false,
+            session_reuse: false,
+            cleanup: WorktreeCleanup::Conservative,
+        }
+    }
+
+    /// Everything integrate gathers about `record`, sealed as it stands, its branch one
+    /// commit inside its scope on top of main's old tip.
+    fn facts_of(record: RunRecord) -> Facts {
+        Facts {
+            run: record.run.clone(),
+            asked: asked(),
+            live: false,
+            seal: Some(Sealed::of(&record).with_verdict(&record)),
+            record: Some(record),
+            standing: false,
+            branch: Some(Branch {
+                tip: TIP.into(),
+                base: BASE.into(),
+                head: Some("main".into()),
+                descends: true,
+                target: Some(MAIN.into()),
+                merged: false,
+                changes: vec![Change::new("src/a.rs", ChangeKind::Added)],
+            }),
+        }
+    }
+
+    fn facts() -> Facts {
+        facts_of(verified_run())
+    }
+
+    /// Seals the record as it stands now (a change made before dispatch sealed it).
+    fn reseal(facts: &mut Facts) {
+        let record = facts.record.as_ref().unwrap();
+        facts.seal = Some(Sealed::of(record).with_verdict(record));
+    }
+
+    fn branch(facts: &mut Facts) -> &mut Branch {
+        facts.branch.as_mut().unwrap()
+    }
+
+    fn refused(facts: &Facts) -> Refusal {
+        admit(facts).unwrap_err()
+    }
+
+    fn plan() -> Plan {
+        admit(&facts()).unwrap()
+    }
+
+    fn integration() -> Integration {
+        Integration {
+            commit: "c0ffee".into(),
+            into: "main".into(),
+            at: "t".into(),
+            by: "A".into(),
+            squash: false,
+            forced_unverified: false,
+        }
+    }
+
+    #[test]
+    fn a_verified_run_is_admitted_to_merge_onto_the_branch_it_was_cut_from() {
+        let plan = plan();
+        assert_eq!(plan.route, Route::Merge { verified: true });
+        assert_eq!((plan.run.as_str(), plan.into.as_str()), ("r", "main"));
+        assert_eq!((plan.base.as_str(), plan.tip.as_str()), (BASE, TIP));
+        assert!(plan.verified());
+        let note = plan.note(
+            "2026-01-01T00:00:00Z",
+            "A <a@x>",
+            vec![json!({"gate": "g"})],
+        );
+        assert!(!note.forced_unverified);
+        assert_eq!(note.gates, vec![json!({"gate": "g"})]);
+    }
+
+    #[test]
+    fn a_run_in_flight_is_refused_first() {
+        let mut facts = facts();
+        facts.live = true;
+        facts.seal = None;
+        facts.record.as_mut().unwrap().phase = crate::core::record::Phase::Verifying;
+        assert_eq!(
+            refused(&facts),
+            Refusal::Live("run r is still verifying".into())
+        );
+        facts.record = None;
+        assert_eq!(
+            refused(&facts),
+            Refusal::Live("run r is still in flight".into())
+        );
+    }
+
+    #[test]
+    fn a_run_with_no_record_is_not_found() {
+        let mut facts = facts();
+        facts.record = None;
+        assert_eq!(refused(&facts), Refusal::NotFound("no run r".into()));
+    }
+
+    #[test]
+    fn an_integration_that_stands_refuses_and_one_that_landed_nowhere_is_forgotten() {
+        let mut facts = facts();
+        facts.record.as_mut().unwrap().integration = Some(integration());
+        facts.standing = true;
+        assert_eq!(
+            refused(&facts),
+            Refusal::AlreadyIntegrated("run r was integrated into main as c0ffee".into())
+        );
+        // Merged into a branch since deleted: the run may land, and its record no longer
+        // says it did.
+        facts.standing = false;
+        assert_eq!(admit(&facts).unwrap().record.integration, None);
+    }
+
+    #[test]
+    fn a_record_its_seal_does_not_vouch_for_is_tampered() {
+        let mut facts = facts();
+        facts.seal = None;
+        // Its branch is not even looked at: what the record names is not trusted.
+        facts.branch = None;
+        assert_eq!(
+            refused(&facts),
+            Refusal::Tampered(
+                "run r has no seal (refs/crew/sealed/r): nothing vouches for its record".into()
+            )
+        );
+        let mut facts = self::facts();
+        facts.record.as_mut().unwrap().scope = vec!["**".into()];
+        assert_eq!(
+            refused(&facts),
+            Refusal::Tampered(
+                "run r's record disagrees with its seal on scope: it was changed after dispatch"
+                    .into()
+            )
+        );
+        assert!(admit_record(&facts).is_err());
+        assert!(admit_record(&self::facts()).is_ok());
+    }
+
+    #[test]
+    fn a_run_whose_commits_are_gone_is_not_found() {
+        let mut facts = facts();
+        facts.branch = None;
+        assert_eq!(
+            refused(&facts),
+            Refusal::NotFound("run r's branch crew/t/r is gone".into())
+        );
+    }
+
+    #[test]
+    fn a_branch_with_no_commits_of_its_own_has_nothing_to_integrate() {
+        let mut facts = facts();
+        branch(&mut facts).tip = BASE.into();
+        assert_eq!(
+            refused(&facts),
+            Refusal::Nothing("run r made no commits: there is nothing to integrate".into())
+        );
+    }
+
+    #[test]
+    fn the_target_is_into_else_the_branch_it_was_cut_from_else_heads() {
+        let mut facts = facts();
+        facts.record.as_mut().unwrap().base_ref = None;
+        reseal(&mut facts);
+        branch(&mut facts).head = Some("dev".into());
+        assert_eq!(admit(&facts).unwrap().into, "dev");
+        facts.asked.into = Some("release".into());
+        assert_eq!(admit(&facts).unwrap().into, "release");
+        facts.asked.into = None;
+        branch(&mut facts).head = None;
+        assert_eq!(
+            refused(&facts),
+            Refusal::NoTarget("the run was not cut from a branch and HEAD is detached".into())
+        );
+        assert_eq!(
+            target(&asked(), &verified_run(), Some("dev")).as_deref(),
+            Some("main")
+        );
+    }
+
+    #[test]
+    fn a_branch_that_does_not_descend_from_its_base_was_rewritten() {
+        let mut facts = facts();
+        branch(&mut facts).descends = false;
+        assert_eq!(
+            refused(&facts),
+            Refusal::Rewritten(format!(
+                "run r's branch crew/t/r no longer descends from its base {BASE}: it was rewritten"
+            ))
+        );
+    }
+
+    #[test]
+    fn a_run_its_target_contains_is_recorded_as_merged_by_hand_whatever_its_verdict() {
+        let mut facts = facts();
+        branch(&mut facts).merged = true;
+        // The hand merge is audited from the commit that brought it in, not from here;
+        // and it is judged by its record, never refused for it.
+        branch(&mut facts).changes = vec![Change::new("docs/x.md", ChangeKind::Added)];
+        facts
+            .record
+            .as_mut()
+            .unwrap()
+            .verify
+            .as_mut()
+            .unwrap()
+            .passed = false;
+        reseal(&mut facts);
+        assert_eq!(
+            admit(&facts).unwrap().route,
+            Route::ByHand {
+                target: MAIN.into()
+            }
+        );
+    }
+
+    #[test]
+    fn a_branch_that_changed_paths_outside_its_scope_is_a_scope_violation() {
+        let mut facts = facts();
+        branch(&mut facts)
+            .changes
+            .push(Change::new("docs/x.md", ChangeKind::Added));
+        match refused(&facts) {
+            Refusal::Scope(violations) => {
+                assert_eq!(violations.len(), 1, "{violations:?}");
+                assert!(violations[0].contains("docs/x.md"), "{violations:?}");
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(refused(&facts).counts_as_scope_reject());
+    }
+
+    #[test]
+    fn an_unverified_run_is_refused_unless_forced_and_the_note_says_so() {
+        let mut facts = facts();
+        // Its branch moved since verify passed.
+        branch(&mut facts).tip = "4444444444444444444444444444444444444444".into();
+        assert!(matches!(
+            refused(&facts),
+            Refusal::Unverified(m) if m.contains("moved since verify passed")
+        ));
+        facts.asked.force_unverified = true;
+        let plan = admit(&facts).unwrap();
+        assert_eq!(plan.route, Route::Merge { verified: false });
+        assert!(plan.note("t", "A", Vec::new()).forced_unverified);
+    }
+
+    #[test]
+    fn the_first_refusal_in_order_wins() {
+        // Tampered, gone, no commits, rewritten, out of scope and unverified at once: the
+        // seal speaks first.
+        let mut facts = facts();
+        facts
+            .record
+            .as_mut()
+            .unwrap()
+            .verify
+            .as_mut()
+            .unwrap()
+            .passed = false;
+        branch(&mut facts).descends = false;
+        branch(&mut facts)
+            .changes
+            .push(Change::new("docs/x.md", ChangeKind::Added));
+        assert!(matches!(refused(&facts), Refusal::Tampered(_)));
+        reseal(&mut facts);
+        assert!(matches!(refused(&facts), Refusal::Rewritten(_)));
+        branch(&mut facts).descends = true;
+        assert!(matches!(refused(&facts), Refusal::Scope(_)));
+        branch(&mut facts).changes.pop();
+        assert!(matches!(refused(&facts), Refusal::Unverified(_)));
+    }
+
+    #[test]
+    fn a_run_integrated_while_it_waited_its_turn_is_refused() {
+        let plan = plan();
+        assert_eq!(turn(&plan, None), Ok(()));
+        assert_eq!(
+            turn(&plan, Some(&integration())),
+            Err(Refusal::AlreadyIntegrated(
+                "run r was integrated into main as c0ffee".into()
+            ))
+        );
+    }
+
+    fn main_tip() -> Target {
+        Target {
+            tip: MAIN.into(),
+            contains_run: false,
+            contains_base: true,
+            dirty_checkout: None,
+            state_file: None,
+        }
+    }
+
+    fn onto_main(plan: &Plan, target: Option<&Target>) -> Result<Onto, Refusal> {
+        let note = plan.note("2026-01-01T00:00:00Z", "A", Vec::new());
+        onto(plan, &note, target)
+    }
+
+    #[test]
+    fn the_merge_is_built_on_the_target_as_it_is_now() {
+        let plan = plan();
+        let built = onto_main(&plan, Some(&main_tip())).unwrap();
+        assert_eq!(built.tip, MAIN);
+        assert_eq!(built.shape, Shape::of(true, false));
+        assert_eq!(built.range_from, None);
+        assert!(lists_run(built.state_file.as_bytes(), "r"));
+        // A target below the run's base gets exactly base..tip.
+        let below = Target {
+            contains_base: false,
+            ..main_tip()
+        };
+        let built = onto_main(&plan, Some(&below)).unwrap();
+        assert_eq!(built.shape.applied_as, "range");
+        assert_eq!(built.range_from.as_deref(), Some(BASE));
+        let mut squash = plan.clone();
+        squash.asked.squash = true;
+        assert_eq!(
+            onto_main(&squash, Some(&main_tip()))
+                .unwrap()
+                .shape
+                .applied_as,
+            "squash"
+        );
+    }
+
+    #[test]
+    fn the_target_refuses_a_merge_when_it_is_gone_has_the_run_or_is_dirty() {
+        let plan = plan();
+        assert_eq!(
+            onto_main(&plan, None),
+            Err(Refusal::NoTarget("no branch main".into()))
+        );
+        let has_run = Target {
+            contains_run: true,
+            ..main_tip()
+        };
+        assert_eq!(
+            onto_main(&plan, Some(&has_run)),
+            Err(Refusal::AlreadyIntegrated(
+                "main already contains run r's commits (merged by hand?)".into()
+            ))
+        );
+        let dirty = Target {
+            dirty_checkout: Some(PathBuf::from("/lead")),
+            ..main_tip()
+        };
+        assert_eq!(
+            onto_main(&plan, Some(&dirty)),
+            Err(Refusal::Dirty(PathBuf::from("/lead")))
+        );
+        let listed = Target {
+            state_file: Some(br#"{"runs": [{"run": "r"}]}"#.to_vec()),
+            ..main_tip()
+        };
+        assert_eq!(
+            onto_main(&plan, Some(&listed)),
+            Err(Refusal::AlreadyIntegrated(format!(
+                "main's {STATE_FILE} already lists run r"
+            )))
+        );
+        let foreign = Target {
+            state_file: Some(b"[1, 2]".to_vec()),
+            ..main_tip()
+        };
+        assert!(matches!(
+            onto_main(&plan, Some(&foreign)),
+            Err(Refusal::BadState(m)) if m.contains("not a JSON object")
+        ));
+    }
+
+    fn clean(applied: Vec<Change>) -> Built<&'static str> {
+        Built::Clean {
+            tree: "tree",
+            applied,
+        }
+    }
+
+    #[test]
+    fn a_clean_merge_inside_the_scope_lands_with_its_parents_and_message() {
+        let plan = plan();
+        let onto = onto_main(&plan, Some(&main_tip())).unwrap();
+        let mut link = Change::new("src/link", ChangeKind::Added);
+        link.link_target = Some("docs/secret".into());
+        let applied = vec![Change::new("src/a.rs", ChangeKind::Added), link];
+        let (tree, landing) = after_merge(&plan, &onto, clean(applied)).unwrap();
+        assert_eq!(tree, "tree");
+        assert_eq!(landing.parents, [MAIN, TIP]);
+        assert_eq!(landing.applied_as, "merge");
+        assert!(!landing.squash);
+        assert_eq!(landing.files, ["src/a.rs", "src/link"]);
+        assert_eq!(landing.links_outside_scope, ["src/link -> docs/secret"]);
+        assert!(!landing.by_hand && !landing.forced_unverified);
+        assert!(
+            landing
+                .message
+                .starts_with("crew: merge run r (task t) into main\n"),
+            "{}",
+            landing.message
+        );
+        assert!(landing.message.ends_with("\nCrew-Run: r\nCrew-Task: t\n"));
+        // The target moved since the run's base: verified again.
+        assert_eq!(landing.reverify.as_deref(), Some("make test"));
+
+        // A squash has the target as its only parent.
+        let mut squash = plan.clone();
+        squash.asked.squash = true;
+        let onto = onto_main(&squash, Some(&main_tip())).unwrap();
+        let (_, landing) = after_merge(&squash, &onto, clean(Vec::new())).unwrap();
+        assert_eq!(landing.parents, [MAIN]);
+        assert!(landing.squash);
+        assert!(landing.message.starts_with("crew: squash run r"));
+    }
+
+    #[test]
+    fn the_merged_tree_is_verified_again_only_for_a_verified_run_whose_target_moved() {
+        let plan = plan();
+        let at_base = Target {
+            tip: BASE.into(),
+            ..main_tip()
+        };
+        let onto = onto_main(&plan, Some(&at_base)).unwrap();
+        let (_, landing) = after_merge(&plan, &onto, clean(Vec::new())).unwrap();
+        assert_eq!(landing.reverify, None);
+        let mut forced = plan.clone();
+        forced.route = Route::Merge { verified: false };
+        let onto = onto_main(&forced, Some(&main_tip())).unwrap();
+        let (_, landing) = after_merge(&forced, &onto, clean(Vec::new())).unwrap();
+        assert_eq!(landing.reverify, None);
+        assert!(landing.forced_unverified);
+    }
+
+    #[test]
+    fn a_conflict_or_a_merged_tree_outside_the_scope_refuses() {
+        let plan = plan();
+        let onto = onto_main(&plan, Some(&main_tip())).unwrap();
+        assert_eq!(
+            after_merge(
+                &plan,
+                &onto,
+                Built::<()>::Conflicts(vec!["src/a.rs".into()])
+            )
+            .unwrap_err(),
+            Refusal::Conflict {
+                into: "main".into(),
+                branch: "crew/t/r".into(),
+                paths: vec!["src/a.rs".into()],
+            }
+        );
+        // The audited diff is the applied diff.
+        let outside = clean(vec![Change::new("docs/x.md", ChangeKind::Modified)]);
+        assert!(matches!(
+            after_merge(&plan, &onto, outside).unwrap_err(),
+            Refusal::Scope(v) if v.len() == 1 && v[0].contains("docs/x.md")
+        ));
+    }
+
+    #[test]
+    fn a_verify_of_the_merged_tree_that_does_not_pass_leaves_the_target_untouched() {
+        let plan = plan();
+        assert_eq!(reverified(&plan, Reverified::Done(passed())), Ok(passed()));
+        let mut failed = passed();
+        failed.passed = false;
+        failed.exit_code = Some(1);
+        assert!(matches!(
+            reverified(&plan, Reverified::Done(failed)),
+            Err(Refusal::MergedVerify(m))
+                if m.starts_with("verify failed on the merge of run r onto main (")
+                    && m.ends_with("); main is untouched")
+        ));
+        assert_eq!(
+            reverified(&plan, Reverified::Timeout),
+            Err(Refusal::MergedVerify(
+                "verify timed out on the merge of run r onto main; main is untouched".into()
+            ))
+        );
+        assert_eq!(
+            reverified(&plan, Reverified::SetupFailed("npm ci failed".into())),
+            Err(Refusal::MergedVerify(
+                "the merge of run r onto main was not verified: npm ci failed; main is untouched"
+                    .into()
+            ))
+        );
+    }
+
+    #[test]
+    fn a_target_that_will_not_advance_is_merged_again_refused_or_an_error() {
+        let lead = Some(PathBuf::from("/lead"));
+        assert_eq!(
+            advance_failed(true, lead.clone(), "e".into()),
+            Advance::Retry
+        );
+        assert_eq!(
+            advance_failed(false, lead, "untracked file in the way".into()),
+            Advance::Refused(Refusal::Checkout(
+                PathBuf::from("/lead"),
+                "untracked file in the way".into()
+            ))
+        );
+        assert_eq!(advance_failed(false, None, "e".into()), Advance::Failed);
+        assert_eq!(
+            kept_moving(&plan()),
+            Refusal::KeptMoving(
+                "main kept moving while run r was being integrated; nothing was changed".into()
+            )
+        );
+    }
+
+    fn hand(violations: Vec<String>) -> Hand {
+        Hand {
+            commit: "c0ffee".into(),
+            parents: vec![MAIN.into(), TIP.into()],
+            fast_forward: false,
+            files: vec!["src/a.rs".into()],
+            violations,
+        }
+    }
+
+    #[test]
+    fn a_hand_merge_is_recorded_unless_it_changed_paths_outside_the_scope() {
+        let mut facts = facts();
+        branch(&mut facts).merged = true;
+        let plan = admit(&facts).unwrap();
+        let landing = by_hand(&plan, hand(Vec::new())).unwrap();
+        assert!(landing.by_hand);
+        assert_eq!(landing.applied_as, "merge");
+        assert_eq!(landing.parents, [MAIN, TIP]);
+        assert_eq!(landing.files, ["src/a.rs"]);
+        assert!(!landing.forced_unverified);
+        let ff = Hand {
+            fast_forward: true,
+            ..hand(Vec::new())
+        };
+        assert_eq!(by_hand(&plan, ff).unwrap().applied_as, "fast-forward");
+        assert_eq!(
+            by_hand(&plan, hand(vec!["docs/x.md: outside".into()])),
+            Err(Refusal::HandScope {
+                run: "r".into(),
+                commit: "c0ffee".into(),
+                violations: vec!["docs/x.md: outside".into()],
+            })
+        );
+        // Merged without a passing verify at its tip: recorded as forced.
+        let mut unverified = plan.clone();
+        unverified.record.verify.as_mut().unwrap().passed = false;
+        assert!(
+            by_hand(&unverified, hand(Vec::new()))
+                .unwrap()
+                .forced_unverified
+        );
+    }
+
+    #[test]
+    fn cleanup_says_why_it_keeps_a_worktree() {
+        use WorktreeCleanup::{Conservative, Never};
+        assert_eq!(cleanup(Conservative, true, true).kept_because, None);
+        assert!(
+            cleanup(Conservative, false, true)
+                .kept_because
+                .unwrap()
+                .contains("uncommitted changes")
+        );
+        assert!(
+            cleanup(Never, true, false)
+                .kept_because
+                .unwrap()
+                .contains("commits that were not integrated")
+        );
+    }
+
+    #[test]
+    fn the_dry_run_prints_the_landing_with_the_fields_it_always_had() {
+        let plan = plan();
+        let onto = onto_main(&plan, Some(&main_tip())).unwrap();
+        let (_, landing) = after_merge(&plan, &onto, clean(Vec::new())).unwrap();
+        let value = serde_json::to_value(&landing).unwrap();
+        let keys: Vec<&str> = value
+            .as_object()
+            .unwrap()
+            .keys()
+            .map(String::as_str)
+            .collect();
+        assert_eq!(
+            keys,
+            [
+                "run",
+                "task",
+                "into",
+                "parents",
+                "applied_as",
+                "files",
+                "links_outside_scope",
+                "forced_unverified",
+                "reverify"
+            ]
+        );
+    }
 }
