@@ -146,6 +146,8 @@ fn gather(
     let standing = (record.as_ref())
         .and_then(|r| r.integration.as_ref())
         .is_some_and(|done| standing(repo, done));
+    // Read only where admit gets to it (as the branch below), so that a seal that cannot
+    // be read never hides an earlier refusal.
     let seal = match (&record, live, standing) {
         (Some(_), false, false) => git::seal::read(repo, run)?,
         _ => None,
