@@ -139,42 +139,37 @@ pub fn run(ctx: &CommandContext, args: IntegrateArgs) -> Result<Report> {
     } else {
         ""
     };
-    for link in &done.links_outside_scope {
+    let landing = &done.landing;
+    for link in &landing.links_outside_scope {
         eprintln!("warning: symlink outside the run's scope: {link}");
     }
     if done.dry_run {
-        let human = match done.by_hand {
+        let human = match landing.by_hand {
             true => format!(
                 "run {} (task {}) is in {} already, merged by hand in {}: {} paths, all inside its scope; integrate would record it",
-                done.record.run,
-                done.record.task,
-                done.into,
+                landing.run,
+                landing.task,
+                landing.into,
                 &done.commit.to_string()[..12],
-                done.files.len()
+                landing.files.len()
             ),
             false => format!(
                 "would integrate run {} (task {}) into {} ({}): {} paths, all inside its scope",
-                done.record.run,
-                done.record.task,
-                done.into,
-                done.applied_as,
-                done.files.len()
+                landing.run,
+                landing.task,
+                landing.into,
+                landing.applied_as,
+                landing.files.len()
             ),
         };
+        // The plan itself: the value the real command applies.
         let output = WouldLand {
             dry_run: true,
-            run: &done.record.run,
-            task: &done.record.task,
-            into: &done.into,
-            parents: done.parents.iter().map(ToString::to_string).collect(),
-            applied_as: done.applied_as,
-            files: &done.files,
-            links_outside_scope: &done.links_outside_scope,
-            by_hand: done.by_hand,
+            landing,
         };
         return Ok(Report::of(&output, human));
     }
-    let how = if done.by_hand {
+    let how = if landing.by_hand {
         " (merged by hand before; recorded now)"
     } else {
         ""
@@ -183,7 +178,7 @@ pub fn run(ctx: &CommandContext, args: IntegrateArgs) -> Result<Report> {
         "integrated run {} (task {}) into {} as {}{how}{forced}{}\n  notes: {} commits; worktree {}; branch {}{}{}",
         done.record.run,
         done.record.task,
-        done.into,
+        landing.into,
         &done.commit.to_string()[..12],
         done.merged_verify
             .as_ref()
@@ -202,21 +197,21 @@ pub fn run(ctx: &CommandContext, args: IntegrateArgs) -> Result<Report> {
     let output = Landed {
         run: &done.record.run,
         task: &done.record.task,
-        into: &done.into,
+        into: &landing.into,
         commit: done.commit.to_string(),
-        parents: done.parents.iter().map(ToString::to_string).collect(),
-        squash: !matches!(done.applied_as, "merge" | "fast-forward"),
-        applied_as: done.applied_as,
+        parents: &landing.parents,
+        squash: !matches!(landing.applied_as, "merge" | "fast-forward"),
+        applied_as: landing.applied_as,
         completed: done.completed,
-        by_hand: done.by_hand,
-        links_outside_scope: &done.links_outside_scope,
+        by_hand: landing.by_hand,
+        links_outside_scope: &landing.links_outside_scope,
         forced_unverified: done
             .record
             .integration
             .as_ref()
             .is_some_and(|i| i.forced_unverified),
         merged_verify: done.merged_verify.as_ref(),
-        files: &done.files,
+        files: &landing.files,
         noted: done.noted.iter().map(ToString::to_string).collect(),
         attempts_ref: &done.attempts_ref,
         cleanup: &done.cleanup,
@@ -224,19 +219,12 @@ pub fn run(ctx: &CommandContext, args: IntegrateArgs) -> Result<Report> {
     Ok(Report::of(&output, human))
 }
 
-/// What `integrate --dry-run` prints: what would land, nothing changed.
+/// What `integrate --dry-run` prints: the plan integrate would apply, nothing changed.
 #[derive(serde::Serialize)]
 struct WouldLand<'a> {
     dry_run: bool,
-    run: &'a str,
-    task: &'a str,
-    into: &'a str,
-    parents: Vec<String>,
-    applied_as: &'static str,
-    files: &'a [String],
-    links_outside_scope: &'a [String],
-    #[serde(skip_serializing_if = "std::ops::Not::not")]
-    by_hand: bool,
+    #[serde(flatten)]
+    landing: &'a crate::core::integrate::Landing,
 }
 
 /// What `integrate` prints (SPEC §2 `integrate`).
@@ -246,7 +234,7 @@ struct Landed<'a> {
     task: &'a str,
     into: &'a str,
     commit: String,
-    parents: Vec<String>,
+    parents: &'a [String],
     squash: bool,
     applied_as: &'static str,
     completed: bool,
@@ -259,7 +247,7 @@ struct Landed<'a> {
     files: &'a [String],
     noted: Vec<String>,
     attempts_ref: &'a str,
-    cleanup: &'a integrate::Cleaned,
+    cleanup: &'a crate::run::landing::Cleaned,
 }
 
 /// The status line of an integration at `step`.

@@ -15,6 +15,7 @@ pub mod objects;
 pub mod refs;
 pub mod repo;
 pub mod run;
+pub mod run_range;
 pub mod seal;
 pub mod staged;
 pub mod submodules;

@@ -97,14 +97,14 @@ fn unfinished_integrations(
     store: &RunStore,
     fix: bool,
 ) -> Vec<Problem> {
-    crate::run::integrate::unfinished(store)
+    crate::run::landing::unfinished(store)
         .into_iter()
         .map(|run| {
             let fixed = fix
                 && store
                     .integrate_lock(Duration::from_secs(600))
                 .is_ok_and(|_turn| {
-                    crate::run::integrate::resume(
+                    crate::run::landing::resume(
                         repo_dir,
                         repo,
                         store,

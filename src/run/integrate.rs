@@ -3,26 +3,27 @@
 //! target moved since the run's base), recorded in the notes and `docs/state/crew.json`,
 //! and the target is advanced with a compare-and-swap — one integration at a time.
 //! Cleanup follows `worktree.cleanup` and never loses work.
+//!
+//! Plan, then execute: this module gathers the facts, `core::integrate` decides on them
+//! (every refusal, the shape of the merge, whether it is verified again, cleanup), and
+//! this module applies the [`Landing`] it returns — or, under `--dry-run`, returns it
+//! unapplied. What follows the target's advance (the journal, the bookkeeping, cleanup)
+//! is `run::landing`'s.
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use crate::git::ObjectId;
 use anyhow::Context;
 
+use super::landing::{self, Cleaned, Journal};
 use super::verify;
-use crate::core::flight::WorktreeCleanup;
-use crate::core::integrate::Refusal;
-use crate::core::integrate::{self, RunNote, STATE_FILE};
-use crate::core::ledger::Row;
-use crate::core::record::{Integration, Outcome, RunRecord, Verify};
-use crate::core::scope;
-use crate::git::{self, merge, notes};
+use crate::core::integrate::{self, Advance, Built, Facts, Landing, Plan, Refusal, STATE_FILE};
+use crate::core::record::{Integration, RunRecord, Verify};
+use crate::git::{self, ObjectId, merge, notes};
 use crate::state::runs::RunStore;
 
-/// The variable `git merge --ff-only` carries into the hooks while integrate advances a
-/// checked-out branch: the post-merge hook leaves that run to integrate.
-pub const INTEGRATING_VAR: &str = "GIT_CREW_INTEGRATING";
+/// The change integrate would apply and audit for a run (`diff` shows it).
+pub use crate::git::run_range::audit_range;
 
 /// What the caller asked for.
 pub struct Request {
@@ -31,7 +32,7 @@ pub struct Request {
     pub squash: bool,
     pub force_unverified: bool,
     /// `worktree.cleanup`.
-    pub cleanup: WorktreeCleanup,
+    pub cleanup: crate::core::flight::WorktreeCleanup,
     /// Whether the run's backend keeps sessions (for the roster).
     pub session_reuse: bool,
     /// Who integrates (`Name <email>`).
@@ -43,52 +44,35 @@ pub struct Request {
     pub dry_run: bool,
 }
 
-/// What cleanup removed and kept, and why it kept it.
-#[derive(Debug, Clone, serde::Serialize)]
-pub struct Cleaned {
-    /// `removed`, `kept` or `gone` (there was none).
-    pub worktree: &'static str,
-    /// `deleted` or `kept`.
-    pub branch: &'static str,
-    pub kept_because: Option<String>,
-    /// What git ignored in the removed worktree, gone with it (named, never removed
-    /// silently; a folder named once: `target/`).
-    pub ignored: Vec<String>,
-}
-
-impl Cleaned {
-    fn kept() -> Cleaned {
-        Cleaned {
-            worktree: "kept",
-            branch: "kept",
-            kept_because: None,
-            ignored: Vec::new(),
+impl Request {
+    fn asked(&self) -> integrate::Asked {
+        integrate::Asked {
+            into: self.into.clone(),
+            squash: self.squash,
+            force_unverified: self.force_unverified,
+            dry_run: self.dry_run,
+            session_reuse: self.session_reuse,
+            cleanup: self.cleanup,
         }
     }
 }
 
-/// An integrated run.
+/// An integrated run (or, under `--dry-run`, one decided).
 pub struct Done {
+    /// What landed — or, under `--dry-run`, what would: the plan this integrate applied.
+    pub landing: Landing,
     pub record: RunRecord,
+    /// The commit that landed (under `--dry-run`, an unreachable one that shows what
+    /// would; merged by hand, the commit that brought the run in).
     pub commit: ObjectId,
-    pub into: String,
-    pub parents: Vec<ObjectId>,
     pub merged_verify: Option<Verify>,
     pub noted: Vec<ObjectId>,
-    pub files: Vec<String>,
-    /// Symlinks the run added that point outside its scope (inside the repository).
-    pub links_outside_scope: Vec<String>,
-    /// `merge`, `squash`, or `range` (the target did not contain the run's base: exactly
-    /// base..tip was applied, as one commit).
-    pub applied_as: &'static str,
     pub cleanup: Cleaned,
     pub attempts_ref: String,
     /// Completed from the journal of an integrate that died after its target moved.
     pub completed: bool,
-    /// Only decided (`--dry-run`): `commit` is what would land; nothing moved.
+    /// Only decided (`--dry-run`): nothing moved.
     pub dry_run: bool,
-    /// Merged by hand before: `commit` is the commit that brought it in, recorded now.
-    pub by_hand: bool,
 }
 
 /// Where an integration is, for a caller that shows its progress: integrate itself
@@ -117,254 +101,234 @@ pub fn integrate(
     let run = &request.run;
     observe(Step::Auditing);
     // An integrate of this run that died half-way is finished first.
-    if !request.dry_run && journal_path(store, run).exists() {
+    if !request.dry_run && landing::pending(store, run) {
         let _turn = store.integrate_lock(Duration::from_secs(1800))?;
-        if let Some(done) = resume(repo_dir, repo, store, run, request.cleanup)? {
-            return Ok(Ok(done));
+        if let Some(completed) = landing::resume(repo_dir, repo, store, run, request.cleanup)? {
+            return Ok(Ok(Done {
+                noted: vec![completed.commit],
+                landing: completed.landing,
+                record: completed.record,
+                commit: completed.commit,
+                merged_verify: None,
+                cleanup: completed.cleanup,
+                attempts_ref: git::run_range::attempts_ref(run),
+                completed: true,
+                dry_run: false,
+            }));
         }
     }
-    if store.live_path(run).exists() {
-        let phase = store.load(run)?.map_or("in flight", |r| r.phase.as_str());
-        return Ok(Err(Refusal::Live(format!("run {run} is still {phase}"))));
-    }
-    let Some(mut record) = store.load(run)? else {
-        return Ok(Err(Refusal::NotFound(format!("no run {run}"))));
+    let facts = gather(repo, store, request)?;
+    let plan = match integrate::admit(&facts) {
+        Ok(plan) => plan,
+        Err(refusal) => {
+            return refused(repo_dir, repo, request, facts.record.as_ref(), refusal);
+        }
     };
-    if let Some(done) = &record.integration {
-        if standing(repo, done) {
-            return Ok(Err(already(run, done)));
+    match &plan.route {
+        integrate::Route::ByHand { target } => {
+            let target = crate::git::refs::oid(target)?;
+            by_hand(repo_dir, repo, store, request, plan, target)
         }
-        // Merged into a branch that is gone (a trial merge, say): it landed nowhere.
-        record.integration = None;
+        integrate::Route::Merge { .. } => merge_in(repo_dir, repo, store, request, plan, observe),
     }
-    // Every fact decided on below must be the one dispatch sealed.
-    match git::seal::read(repo, run)? {
-        None => {
-            return Ok(Err(Refusal::Tampered(format!(
-                "run {run} has no seal (refs/crew/sealed/{run}): nothing vouches for its record"
-            ))));
-        }
-        Some(sealed) => {
-            let differs = sealed.differences(&record);
-            if !differs.is_empty() {
-                return Ok(Err(Refusal::Tampered(format!(
-                    "run {run}'s record disagrees with its seal on {}: it was changed after dispatch",
-                    differs.join(", ")
-                ))));
-            }
-        }
-    }
-    let run_tip = match merge::branch_tip(repo, &record.branch)? {
-        Some(tip) => tip,
-        None => match crate::git::refs::tip(repo, &attempts_ref(run))? {
-            Some(tip) => tip,
-            None => {
-                return Ok(Err(Refusal::NotFound(format!(
-                    "run {run}'s branch {} is gone",
-                    record.branch
-                ))));
-            }
-        },
+}
+
+/// Everything [`integrate::admit`] decides on. The run's commits are looked at only for
+/// a record it takes.
+fn gather(
+    repo: &crate::git::Repository,
+    store: &RunStore,
+    request: &Request,
+) -> anyhow::Result<Facts> {
+    let run = &request.run;
+    let live = store.live_path(run).exists();
+    let record = store.load(run)?;
+    let standing = (record.as_ref())
+        .and_then(|r| r.integration.as_ref())
+        .is_some_and(|done| standing(repo, done));
+    // Read only where admit gets to it (as the branch below), so that a seal that cannot
+    // be read never hides an earlier refusal.
+    let seal = match (&record, live, standing) {
+        (Some(_), false, false) => git::seal::read(repo, run)?,
+        _ => None,
+    };
+    let mut facts = Facts {
+        run: run.clone(),
+        asked: request.asked(),
+        live,
+        record,
+        standing,
+        seal,
+        branch: None,
+    };
+    let Ok(record) = integrate::admit_record(&facts) else {
+        return Ok(facts);
+    };
+    let Some(tip) = git::run_range::tip(repo, &record.branch, run)? else {
+        return Ok(facts);
     };
     let base = crate::git::refs::oid(&record.base).context("the run's base")?;
-    if let Err(refusal) = integrate::admit_commits(&record, run_tip == base) {
-        return Ok(Err(refusal));
-    }
-
-    let into = match request.into.clone().or(record.base_ref.clone()) {
-        Some(into) => into,
-        None => match crate::git::refs::head_branch(repo) {
-            Some(name) => name,
-            None => {
-                return Ok(Err(Refusal::NoTarget(
-                    "the run was not cut from a branch and HEAD is detached".into(),
-                )));
-            }
-        },
+    let head = crate::git::refs::head_branch(repo);
+    let target = match integrate::target(&facts.asked, record, head.as_deref()) {
+        Some(into) => merge::branch_tip(repo, &into)?,
+        None => None,
     };
-    // A branch that does not descend from its base was rewritten (a parentless commit, a
-    // rebase onto something else): what it would bring is not the run's work.
-    if !merge::is_ancestor(repo, base, run_tip) {
-        return Ok(Err(Refusal::Rewritten(format!(
-            "run {run}'s branch {} no longer descends from its base {base}: it was rewritten",
-            record.branch
-        ))));
-    }
-    let target_now = merge::branch_tip(repo, &into)?;
-    // Merged by hand already (a conflict the lead resolved and committed, with hooks that
-    // did not record it): recorded as the hooks record it, never refused forever.
-    if let Some(target) = target_now
-        && merge::is_ancestor(repo, run_tip, target)
-    {
-        return by_hand(
-            repo_dir,
-            repo,
-            store,
-            request,
-            record,
-            (base, run_tip),
-            &into,
-            target,
-        );
-    }
+    let merged = target.is_some_and(|target| merge::is_ancestor(repo, tip, target));
     // The audit: every path the branch changed itself, whatever the hooks let through
     // (`--no-verify` skips them).
-    let changes =
-        git::diff::changed_paths(repo, own_base(repo, base, run_tip, target_now), run_tip)?;
-    let identity = record.identity();
-    // A scope escape is named and counted once, whichever audit finds it.
-    let refuse = |changes: &[scope::Change]| -> anyhow::Result<Option<Refusal>> {
-        let violations: Vec<String> = scope::check_commit(&identity, changes)
-            .iter()
-            .map(ToString::to_string)
-            .collect();
-        if violations.is_empty() {
-            return Ok(None);
+    let changes = match merged {
+        true => Vec::new(),
+        false => {
+            git::diff::changed_paths(repo, git::run_range::own_base(repo, base, tip, target), tip)?
         }
-        if !request.dry_run {
-            record_scope_reject(repo_dir, repo, &record)?;
-        }
-        Ok(Some(Refusal::Scope(violations)))
     };
-    if let Some(refusal) = refuse(&changes)? {
-        return Ok(Err(refusal));
-    }
-    let verified = match integrate::verdict(&record, &run_tip.to_string(), request.force_unverified)
-    {
-        Ok(verified) => verified,
-        Err(refusal) => return Ok(Err(refusal)),
-    };
+    facts.branch = Some(integrate::Branch {
+        tip: tip.to_string(),
+        base: base.to_string(),
+        head,
+        descends: merge::is_ancestor(repo, base, tip),
+        target: target.map(|t| t.to_string()),
+        merged,
+        changes,
+    });
+    Ok(facts)
+}
 
+/// A refusal, applied: a scope escape is named and counted once, whichever audit finds
+/// it (nothing is counted under `--dry-run`).
+fn refused(
+    repo_dir: &Path,
+    repo: &crate::git::Repository,
+    request: &Request,
+    record: Option<&RunRecord>,
+    refusal: Refusal,
+) -> anyhow::Result<Result<Done, Refusal>> {
+    if refusal.counts_as_scope_reject()
+        && !request.dry_run
+        && let Some(record) = record
+    {
+        landing::record_scope_reject(repo_dir, repo, record)?;
+    }
+    Ok(Err(refusal))
+}
+
+/// Builds the merge onto the target's tip, verifies it again when the target moved, and
+/// advances the target — built again when the target moves under it.
+fn merge_in(
+    repo_dir: &Path,
+    repo: &crate::git::Repository,
+    store: &RunStore,
+    request: &Request,
+    plan: Plan,
+    observe: &dyn Fn(Step),
+) -> anyhow::Result<Result<Done, Refusal>> {
+    let run = &request.run;
+    let into = plan.into.clone();
+    let base = crate::git::refs::oid(&plan.base)?;
+    let run_tip = crate::git::refs::oid(&plan.tip)?;
     // One integration at a time: the others wait their turn here.
     observe(Step::WaitingTurn);
     let _turn = store.integrate_lock(Duration::from_secs(1800))?;
-    // Whoever held the lock before may have integrated this very run.
-    if let Some(done) = store
-        .load(run)?
-        .and_then(|r| r.integration)
-        .filter(|done| standing(repo, done))
-    {
-        return Ok(Err(already(run, &done)));
+    if let Err(refusal) = integrate::turn(&plan, standing_now(repo, store, run)?.as_ref()) {
+        return Ok(Err(refusal));
     }
+    let mut record = plan.record.clone();
     let at = crate::sys::clock::stamp_now();
-    let mut note = RunNote::of(&record, &at, &request.by);
-    note.forced_unverified = !verified;
-    note.gates = request.gates.clone();
+    let note = plan.note(&at, &request.by, request.gates.clone());
 
-    for _ in 0..5 {
+    for _ in 0..integrate::TRIES {
         observe(Step::Merging);
-        let Some(target_tip) = merge::branch_tip(repo, &into)? else {
-            return Ok(Err(Refusal::NoTarget(format!("no branch {into}"))));
+        let target = match merge::branch_tip(repo, &into)? {
+            None => None,
+            Some(tip) => {
+                let checkout = merge::checked_out_in(repo, &into)?;
+                let dirty_checkout = match &checkout {
+                    Some(wt) if merge::has_tracked_changes(wt)? => Some(wt.clone()),
+                    _ => None,
+                };
+                Some((
+                    tip,
+                    checkout,
+                    integrate::Target {
+                        tip: tip.to_string(),
+                        contains_run: merge::is_ancestor(repo, run_tip, tip),
+                        contains_base: merge::is_ancestor(repo, base, tip),
+                        dirty_checkout,
+                        state_file: merge::read_path(repo, tip, STATE_FILE)?,
+                    },
+                ))
+            }
         };
-        if merge::is_ancestor(repo, run_tip, target_tip) {
-            return Ok(Err(Refusal::AlreadyIntegrated(format!(
-                "{into} already contains run {run}'s commits (merged by hand?)"
-            ))));
-        }
-        let checkout = merge::checked_out_in(repo, &into)?;
-        if let Some(wt) = &checkout
-            && merge::has_tracked_changes(wt)?
-        {
-            return Ok(Err(Refusal::Dirty(wt.clone())));
-        }
-        let existing = merge::read_path(repo, target_tip, STATE_FILE)?;
-        if existing
-            .as_deref()
-            .is_some_and(|bytes| integrate::lists_run(bytes, run))
-        {
-            // Landed before (an integrate that died before its bookkeeping, say).
-            return Ok(Err(Refusal::AlreadyIntegrated(format!(
-                "{into}'s {STATE_FILE} already lists run {run}"
-            ))));
-        }
-        let state =
-            match integrate::state_file(existing.as_deref(), &record, &note, request.session_reuse)
-            {
-                Ok(state) => state,
-                Err(e) => return Ok(Err(Refusal::BadState(e.to_string()))),
-            };
+        let onto = match integrate::onto(&plan, &note, target.as_ref().map(|(.., t)| t)) {
+            Ok(onto) => onto,
+            Err(refusal) => return refused(repo_dir, repo, request, Some(&record), refusal),
+        };
+        let Some((target_tip, checkout, _)) = target else {
+            anyhow::bail!("a merge was planned onto {into}, which is gone");
+        };
         // A target that contains the run's base gets the branch merged in. One that does
         // not (reset below the base, another branch) gets exactly the run's own change,
         // base..tip, as one commit: never the history the branch was cut from.
-        let contains_base = merge::is_ancestor(repo, base, target_tip);
-        let tree = match merge::merge(
+        let built = match merge::merge(
             repo,
             target_tip,
             run_tip,
-            (!contains_base).then_some(base),
-            &[(STATE_FILE, state.into_bytes())],
+            onto.range_from.is_some().then_some(base),
+            &[(STATE_FILE, onto.state_file.clone().into_bytes())],
         )? {
-            merge::Merged::Clean(tree) => tree,
-            merge::Merged::Conflicts(paths) => {
-                return Ok(Err(Refusal::Conflict {
-                    into,
-                    branch: record.branch.clone(),
-                    paths,
-                }));
-            }
-        };
-        // The audited diff is the applied diff: every path the target's tip would change
-        // is checked against the scope (the state file is git-crew's own).
-        let applied: Vec<scope::Change> =
-            git::diff::changed_between_trees(repo, merge::tree_of(repo, target_tip)?, tree)?
+            merge::Merged::Clean(tree) => Built::Clean {
+                // The audited diff is the applied diff: every path the target's tip
+                // would change is checked against the scope (the state file is
+                // git-crew's own).
+                applied: git::diff::changed_between_trees(
+                    repo,
+                    merge::tree_of(repo, target_tip)?,
+                    tree,
+                )?
                 .into_iter()
                 .filter(|c| c.path != STATE_FILE)
-                .collect();
-        if let Some(refusal) = refuse(&applied)? {
-            return Ok(Err(refusal));
-        }
-        let shape = integrate::Shape::of(contains_base, request.squash);
-        let parents = if shape.squash {
-            vec![target_tip]
-        } else {
-            vec![target_tip, run_tip]
+                .collect(),
+                tree,
+            },
+            merge::Merged::Conflicts(paths) => Built::Conflicts(paths),
         };
-        let (squash, applied_as) = (shape.squash, shape.applied_as);
-        let commit = merge::commit(repo, &message(&record, &into, squash), tree, &parents)?;
+        let (tree, landing) = match integrate::after_merge(&plan, &onto, built) {
+            Ok(decided) => decided,
+            Err(refusal) => return refused(repo_dir, repo, request, Some(&record), refusal),
+        };
+        let parents = (landing.parents.iter())
+            .map(|p| crate::git::refs::oid(p))
+            .collect::<anyhow::Result<Vec<_>>>()?;
+        let commit = merge::commit(repo, &landing.message, tree, &parents)?;
         if request.dry_run {
             // What would land, decided; the commit is unreachable and nothing moved.
             return Ok(Ok(Done {
-                links_outside_scope: scope::Scope::new(&record.scope)
-                    .map(|s| scope::links_leaving_scope(&s, &applied))
-                    .unwrap_or_default(),
-                files: applied.into_iter().map(|c| c.path).collect(),
+                landing,
                 record,
                 commit,
-                into,
-                parents,
                 merged_verify: None,
                 noted: Vec::new(),
-                applied_as,
                 cleanup: Cleaned::kept(),
-                attempts_ref: attempts_ref(run),
+                attempts_ref: git::run_range::attempts_ref(run),
                 completed: false,
                 dry_run: true,
-                by_hand: false,
             }));
         }
 
         // The target moved since the run's base: the merged tree is verified again.
         let mut merged_verify = None;
-        if let Some(command) = integrate::reverify(&record, verified, target_tip == base) {
+        if let Some(command) = &landing.reverify {
             observe(Step::Reverifying);
-            match verify_merged(repo_dir, store, &record, command, commit)? {
-                verify::Verified::Done(result) if result.passed => merged_verify = Some(result),
-                verify::Verified::Done(result) => {
-                    return Ok(Err(Refusal::MergedVerify(format!(
-                        "verify failed on the merge of run {run} onto {into} ({}); {into} is untouched",
-                        result.grounds()
-                    ))));
-                }
-                verify::Verified::Timeout => {
-                    return Ok(Err(Refusal::MergedVerify(format!(
-                        "verify timed out on the merge of run {run} onto {into}; {into} is untouched"
-                    ))));
-                }
+            let outcome = match verify_merged(repo_dir, store, &record, command, commit)? {
+                verify::Verified::Done(result) => integrate::Reverified::Done(result),
+                verify::Verified::Timeout => integrate::Reverified::Timeout,
                 verify::Verified::SetupFailed(problem) => {
-                    return Ok(Err(Refusal::MergedVerify(format!(
-                        "the merge of run {run} onto {into} was not verified: {problem}; {into} is untouched"
-                    ))));
+                    integrate::Reverified::SetupFailed(problem)
                 }
+            };
+            match integrate::reverified(&plan, outcome) {
+                Ok(result) => merged_verify = Some(result),
+                Err(refusal) => return Ok(Err(refusal)),
             }
         }
 
@@ -380,19 +344,16 @@ pub fn integrate(
             into: into.clone(),
             at: at.clone(),
             by: request.by.clone(),
-            squash,
-            forced_unverified: !verified,
+            squash: landing.squash,
+            forced_unverified: landing.forced_unverified,
             run_tip: run_tip.to_string(),
             target_before: target_tip.to_string(),
             notes_before: notes_before.map(|n| n.to_string()),
             notes_after: notes_after.to_string(),
             merged_reward: merged_verify.as_ref().map(|v| v.reward),
-            applied_as: applied_as.to_string(),
+            applied_as: landing.applied_as.to_string(),
         };
-        write_journal(store, run, &journal)?;
-        let drop_journal = || {
-            let _ = std::fs::remove_file(journal_path(store, run));
-        };
+        landing::write_journal(store, run, &journal)?;
         crate::sys::failpoint::crash("integrate-before-target");
         // The verify may have taken a while: the checkout and the target must still be
         // what the merge was built on.
@@ -400,11 +361,11 @@ pub fn integrate(
             && merge::branch_tip(repo, &into)? == Some(target_tip);
         if !still {
             notes::undo(repo, notes::CREW, notes_after, notes_before)?;
-            drop_journal();
+            landing::drop_journal(store, run);
             continue;
         }
         let advanced = match &checkout {
-            Some(wt) => merge::fast_forward(wt, commit, (INTEGRATING_VAR, run)),
+            Some(wt) => merge::fast_forward(wt, commit, (super::post_merge::INTEGRATING_VAR, run)),
             None => merge::advance(
                 repo,
                 &into,
@@ -415,24 +376,20 @@ pub fn integrate(
         };
         if let Err(err) = advanced {
             notes::undo(repo, notes::CREW, notes_after, notes_before)?;
-            drop_journal();
-            if merge::branch_tip(repo, &into)? != Some(target_tip) {
-                // The target moved under us (someone committed): merge again.
-                continue;
+            landing::drop_journal(store, run);
+            let moved = merge::branch_tip(repo, &into)? != Some(target_tip);
+            match integrate::advance_failed(moved, checkout, format!("{err:#}")) {
+                Advance::Retry => continue,
+                Advance::Refused(refusal) => return Ok(Err(refusal)),
+                Advance::Failed => return Err(err),
             }
-            return Ok(Err(match checkout {
-                // git refused to fast-forward the checkout (an untracked file in the way,
-                // say): nothing moved.
-                Some(wt) => Refusal::Checkout(wt, format!("{err:#}")),
-                None => return Err(err),
-            }));
         }
 
         if merge::branch_tip(repo, &into)? != Some(commit) {
             // The fast-forward went somewhere else (the checkout switched branches under
             // us): the target did not get the run.
             notes::undo(repo, notes::CREW, notes_after, notes_before)?;
-            drop_journal();
+            landing::drop_journal(store, run);
             anyhow::bail!(
                 "{into} did not end at the integration commit {commit}; check `git reflog` in its checkout"
             );
@@ -449,7 +406,7 @@ pub fn integrate(
             &record.branch,
         );
         // Keep the run's commits, mark it, file the ledger row, clean up.
-        let cleanup = land(
+        let cleanup = landing::land(
             repo_dir,
             repo,
             store,
@@ -457,242 +414,19 @@ pub fn integrate(
             &journal,
             request.cleanup,
         )?;
-        let links_outside_scope = scope::Scope::new(&record.scope)
-            .map(|s| scope::links_leaving_scope(&s, &applied))
-            .unwrap_or_default();
         return Ok(Ok(Done {
+            landing,
             record,
             commit,
-            into,
-            parents,
             merged_verify,
             noted,
-            files: applied.iter().map(|c| c.path.clone()).collect(),
-            links_outside_scope,
-            applied_as,
             cleanup,
-            attempts_ref: attempts_ref(run),
+            attempts_ref: git::run_range::attempts_ref(run),
             completed: false,
             dry_run: false,
-            by_hand: false,
         }));
     }
-    Ok(Err(Refusal::KeptMoving(format!(
-        "{into} kept moving while run {run} was being integrated; nothing was changed"
-    ))))
-}
-
-/// An integration that is about to advance its target, written before the target moves
-/// and removed once its bookkeeping is done: an integrate killed in between is completed
-/// by the next integrate of the run (or `doctor --fix`), never lost and never undone.
-#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
-struct Journal {
-    commit: String,
-    into: String,
-    at: String,
-    by: String,
-    squash: bool,
-    forced_unverified: bool,
-    run_tip: String,
-    target_before: String,
-    notes_before: Option<String>,
-    notes_after: String,
-    merged_reward: Option<f64>,
-    applied_as: String,
-}
-
-fn journal_path(store: &RunStore, run: &str) -> PathBuf {
-    crate::core::layout::integrating(&store.run_dir(run))
-}
-
-fn write_journal(store: &RunStore, run: &str, journal: &Journal) -> anyhow::Result<()> {
-    let path = journal_path(store, run);
-    std::fs::create_dir_all(path.parent().context("a run folder")?)?;
-    crate::sys::fs::write_atomic(&path, &serde_json::to_string(journal)?, 0o644)
-}
-
-/// A run that landed on a branch: by integrate, or merged by hand (post-merge).
-pub struct Landing<'a> {
-    pub commit: &'a str,
-    pub into: &'a str,
-    pub at: &'a str,
-    pub by: &'a str,
-    pub squash: bool,
-    pub forced_unverified: bool,
-    /// The run's branch tip that landed: kept under `refs/crew/attempts/<run>`.
-    pub run_tip: ObjectId,
-    /// The reward of a verify of the merged tree, for the ledger row.
-    pub merged_reward: Option<f64>,
-}
-
-/// Records a landed run, the same whoever landed it: its commits kept, its record marked
-/// integrated, and the ledger's `integrated` row — once, however often this is called.
-pub fn record_landed(
-    repo_dir: &Path,
-    repo: &crate::git::Repository,
-    store: &RunStore,
-    record: &mut RunRecord,
-    landing: &Landing,
-) -> anyhow::Result<()> {
-    merge::set_ref(
-        repo,
-        &attempts_ref(&record.run),
-        landing.run_tip,
-        "crew: keep the run's commits",
-    )?;
-    if record.integration.is_none() {
-        record.integration = Some(Integration {
-            commit: landing.commit.to_string(),
-            into: landing.into.to_string(),
-            at: landing.at.to_string(),
-            by: landing.by.to_string(),
-            squash: landing.squash,
-            forced_unverified: landing.forced_unverified,
-        });
-        store.update_record(record)?;
-    }
-    let filed = crate::run::ledger::rows(repo, Some(&record.task))?
-        .iter()
-        .any(|r| r.run == record.run && r.integrated.as_deref() == Some(landing.commit));
-    if !filed {
-        let mut row = Row::of(record);
-        row.at = landing.at.to_string();
-        row.integrated = Some(landing.commit.to_string());
-        if let Some(reward) = landing.merged_reward {
-            row.reward = Some(reward);
-        }
-        crate::run::ledger::append_row(repo_dir, &record.task, &row)?;
-    }
-    Ok(())
-}
-
-/// What follows the target's advance: the landing recorded, cleanup; then the journal
-/// goes.
-fn land(
-    repo_dir: &Path,
-    repo: &crate::git::Repository,
-    store: &RunStore,
-    record: &mut RunRecord,
-    journal: &Journal,
-    cleanup: WorktreeCleanup,
-) -> anyhow::Result<Cleaned> {
-    let run_tip = crate::git::refs::oid(&journal.run_tip)?;
-    record_landed(
-        repo_dir,
-        repo,
-        store,
-        record,
-        &Landing {
-            commit: &journal.commit,
-            into: &journal.into,
-            at: &journal.at,
-            by: &journal.by,
-            squash: journal.squash,
-            forced_unverified: journal.forced_unverified,
-            run_tip,
-            merged_reward: journal.merged_reward,
-        },
-    )?;
-    let cleaned = clean_up(repo_dir, repo, record, run_tip, cleanup);
-    if cleaned.worktree == "removed" {
-        // The landing is complete whether or not the record says what cleanup removed.
-        let _ = crate::run::prune::mark(
-            store,
-            record,
-            true,
-            cleaned.branch == "deleted",
-            &cleaned.ignored,
-        );
-    }
-    let _ = std::fs::remove_file(journal_path(store, &record.run));
-    Ok(cleaned)
-}
-
-/// Finishes what an integrate of `run` that died left: when its target reached the
-/// journaled commit, the bookkeeping is completed and the integration is returned; when
-/// it did not, the notes it wrote are taken back and the journal dropped (`None`: nothing
-/// landed, integrate may start afresh).
-pub fn resume(
-    repo_dir: &Path,
-    repo: &crate::git::Repository,
-    store: &RunStore,
-    run: &str,
-    cleanup: WorktreeCleanup,
-) -> anyhow::Result<Option<Done>> {
-    let path = journal_path(store, run);
-    let Ok(bytes) = std::fs::read(&path) else {
-        return Ok(None);
-    };
-    let journal: Journal = serde_json::from_slice(&bytes)
-        .with_context(|| format!("cannot read {}", path.display()))?;
-    let Some(mut record) = store.load(run)? else {
-        return Ok(None);
-    };
-    let commit = crate::git::refs::oid(&journal.commit)?;
-    let landed = merge::branch_tip(repo, &journal.into)?
-        .is_some_and(|tip| merge::is_ancestor(repo, commit, tip));
-    if !landed {
-        if let Ok(after) = crate::git::refs::oid(&journal.notes_after)
-            && notes::tip(repo, notes::CREW)? == Some(after)
-        {
-            let before = journal
-                .notes_before
-                .as_deref()
-                .map(crate::git::refs::oid)
-                .transpose()?;
-            notes::undo(repo, notes::CREW, after, before)?;
-        }
-        let _ = std::fs::remove_file(&path);
-        return Ok(None);
-    }
-    let cleaned = land(repo_dir, repo, store, &mut record, &journal, cleanup)?;
-    let target_before = crate::git::refs::oid(&journal.target_before)?;
-    let files = git::diff::changed_between_trees(
-        repo,
-        merge::tree_of(repo, target_before)?,
-        merge::tree_of(repo, commit)?,
-    )?
-    .into_iter()
-    .filter(|c| c.path != STATE_FILE)
-    .map(|c| c.path)
-    .collect();
-    let parents = repo
-        .find_commit(commit)?
-        .parent_ids()
-        .map(|id| id.detach())
-        .collect();
-    Ok(Some(Done {
-        record,
-        commit,
-        into: journal.into.clone(),
-        parents,
-        merged_verify: None,
-        noted: vec![commit],
-        files,
-        links_outside_scope: Vec::new(),
-        applied_as: match journal.applied_as.as_str() {
-            "squash" => "squash",
-            "range" => "range",
-            _ => "merge",
-        },
-        cleanup: cleaned,
-        attempts_ref: attempts_ref(run),
-        completed: true,
-        dry_run: false,
-        by_hand: false,
-    }))
-}
-
-/// The runs whose integration a crash left unfinished.
-pub fn unfinished(store: &RunStore) -> Vec<String> {
-    let Ok(entries) = std::fs::read_dir(store.runs_dir()) else {
-        return Vec::new();
-    };
-    entries
-        .flatten()
-        .filter(|e| crate::core::layout::integrating(&e.path()).exists())
-        .filter_map(|e| e.file_name().into_string().ok())
-        .collect()
+    Ok(Err(integrate::kept_moving(&plan)))
 }
 
 /// Records a run that `into` already contains, merged by hand: the commit on its
@@ -700,25 +434,21 @@ pub fn unfinished(store: &RunStore) -> Vec<String> {
 /// run's base for a fast-forward) and recorded as the post-merge and post-commit hooks
 /// record a hand merge; paths outside the scope are a scope rejection (exit 1), the run
 /// record note naming them. `--dry-run` only audits.
-#[allow(clippy::too_many_arguments)]
 fn by_hand(
     repo_dir: &Path,
     repo: &crate::git::Repository,
     store: &RunStore,
     request: &Request,
-    record: RunRecord,
-    (base, run_tip): (ObjectId, ObjectId),
-    into: &str,
+    plan: Plan,
     target: ObjectId,
 ) -> anyhow::Result<Result<Done, Refusal>> {
     let run = &request.run;
+    let into = &plan.into;
+    let base = crate::git::refs::oid(&plan.base)?;
+    let run_tip = crate::git::refs::oid(&plan.tip)?;
     let _turn = store.integrate_lock(Duration::from_secs(1800))?;
-    if let Some(done) = store
-        .load(run)?
-        .and_then(|r| r.integration)
-        .filter(|done| standing(repo, done))
-    {
-        return Ok(Err(already(run, &done)));
+    if let Err(refusal) = integrate::turn(&plan, standing_now(repo, store, run)?.as_ref()) {
+        return Ok(Err(refusal));
     }
     let Some(commit) = merge::landing(repo, target, run_tip)? else {
         anyhow::bail!("{into} contains run {run} but no commit of its first-parent line does");
@@ -728,26 +458,23 @@ fn by_hand(
         Some(parent) if !fast_forward => *parent,
         _ => base,
     };
-    let hand = super::post_merge::Hand {
-        branch: &record.branch,
-        tip: run_tip,
-        old,
-        new: commit,
-        into,
-        by: "integrate (a merge made by hand)",
-    };
     let (files, violations, noted) = if request.dry_run {
         let changes = git::diff::changed_paths(repo, old, commit)?;
-        let violations = scope::check_commit(&record.identity(), &changes)
-            .iter()
-            .map(ToString::to_string)
-            .collect();
+        let violations = integrate::audit(&plan.record, &changes);
         (
             changes.into_iter().map(|c| c.path).collect(),
             violations,
             Vec::new(),
         )
     } else {
+        let hand = super::post_merge::Hand {
+            branch: &plan.record.branch,
+            tip: run_tip,
+            old,
+            new: commit,
+            into,
+            by: "integrate (a merge made by hand)",
+        };
         let merged = super::post_merge::land_by_hand(repo, repo_dir, &hand, &mut |_| {})?;
         let noted = merged
             .noted
@@ -757,150 +484,58 @@ fn by_hand(
             .collect::<anyhow::Result<Vec<_>>>()?;
         (merged.files.unwrap_or_default(), merged.violations, noted)
     };
-    if !violations.is_empty() {
-        return Ok(Err(Refusal::HandScope {
-            run: run.clone(),
-            commit: commit.to_string(),
-            violations,
-        }));
-    }
-    let mut record = match request.dry_run {
-        true => record,
-        false => store.load(run)?.unwrap_or(record),
+    let hand = integrate::Hand {
+        commit: commit.to_string(),
+        parents: (merge::parents(repo, commit)?.iter())
+            .map(ToString::to_string)
+            .collect(),
+        fast_forward,
+        files,
+        violations,
     };
-    let cleanup = match request.dry_run {
-        true => Cleaned::kept(),
+    let landing = match integrate::by_hand(&plan, hand) {
+        Ok(landing) => landing,
+        Err(refusal) => return Ok(Err(refusal)),
+    };
+    let (record, cleanup) = match request.dry_run {
+        true => (plan.record, Cleaned::kept()),
         false => {
-            let cleaned = clean_up(repo_dir, repo, &record, run_tip, request.cleanup);
-            if cleaned.worktree == "removed" {
-                let _ = crate::run::prune::mark(
-                    store,
-                    &mut record,
-                    true,
-                    cleaned.branch == "deleted",
-                    &cleaned.ignored,
-                );
-            }
-            cleaned
+            let mut record = store.load(run)?.unwrap_or(plan.record);
+            let cleaned =
+                landing::clean(repo_dir, repo, store, &mut record, run_tip, request.cleanup);
+            (record, cleaned)
         }
     };
     Ok(Ok(Done {
-        parents: merge::parents(repo, commit)?,
+        landing,
         record,
         commit,
-        into: into.to_string(),
         merged_verify: None,
         noted,
-        files,
-        links_outside_scope: Vec::new(),
-        applied_as: if fast_forward {
-            "fast-forward"
-        } else {
-            "merge"
-        },
         cleanup,
-        attempts_ref: attempts_ref(run),
+        attempts_ref: git::run_range::attempts_ref(run),
         completed: false,
         dry_run: request.dry_run,
-        by_hand: true,
     }))
+}
+
+/// The run's integration as its record says now, when it still stands: whoever held the
+/// integrate turn before may have integrated this very run.
+fn standing_now(
+    repo: &crate::git::Repository,
+    store: &RunStore,
+    run: &str,
+) -> anyhow::Result<Option<Integration>> {
+    Ok(store
+        .load(run)?
+        .and_then(|r| r.integration)
+        .filter(|done| standing(repo, done)))
 }
 
 /// Whether a recorded integration still stands: its commit is on some branch. One
 /// merged into a branch since deleted landed nowhere, and the run may be integrated.
 fn standing(repo: &crate::git::Repository, done: &Integration) -> bool {
     git::refs::oid(&done.commit).map_or(true, |commit| git::refs::on_a_branch(repo, commit))
-}
-
-fn already(run: &str, done: &Integration) -> Refusal {
-    Refusal::AlreadyIntegrated(format!(
-        "run {run} was integrated into {} as {}",
-        done.into, done.commit
-    ))
-}
-
-/// Where a run's own changes start: its base, or — when the worker merged the target
-/// into its branch — the last target commit the branch contains (the target's changes
-/// it brought along are not its own). The supervisor and integrate both audit from here.
-pub fn own_base(
-    repo: &crate::git::Repository,
-    base: ObjectId,
-    run_tip: ObjectId,
-    target: Option<ObjectId>,
-) -> ObjectId {
-    target
-        .and_then(|target| crate::git::refs::merge_base(repo, run_tip, target))
-        .filter(|b| *b != base && merge::is_ancestor(repo, base, *b))
-        .unwrap_or(base)
-}
-
-/// The change integrate would apply and audit for a run, as (from, to): from its own base
-/// (its base, or where it last merged the target in) to its branch's tip (or, once the
-/// branch is gone, the commits `refs/crew/attempts/<run>` keeps). `None` when neither is
-/// there.
-pub fn audit_range(
-    repo: &crate::git::Repository,
-    record: &RunRecord,
-) -> anyhow::Result<Option<(ObjectId, ObjectId)>> {
-    let tip = match merge::branch_tip(repo, &record.branch)? {
-        Some(tip) => tip,
-        None => match crate::git::refs::tip(repo, &attempts_ref(&record.run))? {
-            Some(tip) => tip,
-            None => return Ok(None),
-        },
-    };
-    let base = crate::git::refs::oid(&record.base).context("the run's base")?;
-    let target = match &record.base_ref {
-        Some(target) => merge::branch_tip(repo, target)?,
-        None => None,
-    };
-    Ok(Some((own_base(repo, base, tip, target), tip)))
-}
-
-/// `refs/crew/attempts/<run>`: keeps a run's commits reachable once its branch is gone.
-pub fn attempts_ref(run: &str) -> String {
-    format!("refs/crew/attempts/{run}")
-}
-
-/// A scope rejection found at integrate is a failure in the ledger — once per run: the
-/// supervisor's own rejection, or an earlier refused integrate, already counted it.
-pub fn record_scope_reject(
-    repo_dir: &Path,
-    repo: &crate::git::Repository,
-    record: &RunRecord,
-) -> anyhow::Result<()> {
-    let counted = record.outcome == Some(Outcome::ScopeReject)
-        || crate::run::ledger::rows(repo, Some(&record.task))?
-            .iter()
-            .any(|r| r.run == record.run && r.outcome == Some(Outcome::ScopeReject));
-    if counted {
-        return Ok(());
-    }
-    let mut row = Row::of(record);
-    row.at = crate::sys::clock::stamp_now();
-    row.outcome = Some(Outcome::ScopeReject);
-    crate::run::ledger::append_row(repo_dir, &record.task, &row)
-}
-
-fn message(record: &RunRecord, into: &str, squash: bool) -> String {
-    let how = if squash { "squash" } else { "merge" };
-    let mut text = format!(
-        "crew: {how} run {} (task {}) into {into}\n",
-        record.run, record.task
-    );
-    if let Some(footer) = &record.footer {
-        let result: Vec<&str> = footer.result.lines().take(12).collect();
-        if !result.is_empty() {
-            text.push('\n');
-            text.push_str(&result.join("\n"));
-            text.push('\n');
-        }
-    }
-    text.push_str(&format!(
-        "\nCrew-Run: {}\nCrew-Task: {}\n",
-        record.run, record.task
-    ));
-    text
 }
 
 /// Runs the run's verify command on `commit` in a throwaway worktree.
@@ -929,65 +564,4 @@ fn verify_merged(
         super::fence::base_for(record, &dir)?,
         record.setup.as_ref(),
     )
-}
-
-/// Removes what `worktree.cleanup` allows: never a worktree with uncommitted work, never
-/// commits that nothing else keeps. What git ignored in a worktree it removes is named.
-fn clean_up(
-    repo_dir: &Path,
-    repo: &crate::git::Repository,
-    record: &RunRecord,
-    run_tip: ObjectId,
-    policy: WorktreeCleanup,
-) -> Cleaned {
-    let wt = PathBuf::from(&record.worktree);
-    if !wt.exists() {
-        return Cleaned {
-            worktree: "gone",
-            ..Cleaned::kept()
-        };
-    }
-    // The administration is put back as dispatch wrote it before git runs there (and
-    // before `git worktree remove` runs `git status` in it).
-    let tree = git::worktree::RunTree::restore(repo.common_dir(), &wt, &record.identity());
-    let clean = tree.as_ref().is_ok_and(|t| {
-        t.is_dirty().is_ok_and(|dirty| !dirty)
-            && t.holds_nested_repository().is_ok_and(|nested| !nested)
-    });
-    let head_kept = tree
-        .as_ref()
-        .ok()
-        .and_then(|t| t.head(repo))
-        .is_some_and(|head| merge::is_ancestor(repo, head, run_tip));
-    let plan = integrate::cleanup(policy, clean, head_kept);
-    let reason = if !clean {
-        Some("the worktree has uncommitted changes (or a repository checked out in it)".to_string())
-    } else if !head_kept {
-        Some("the worktree has commits that were not integrated".to_string())
-    } else {
-        None
-    };
-    let mut cleaned = Cleaned {
-        kept_because: reason,
-        ..Cleaned::kept()
-    };
-    if plan.remove_worktree
-        && let Ok(t) = &tree
-    {
-        // Seen clean above, with git-crew's own hardened status; git's check would run a
-        // status of its own in the worker's worktree.
-        let ignored = t.ignored().unwrap_or_default();
-        if crate::run::prune::remove_tree(repo_dir, t).is_ok() {
-            cleaned.worktree = "removed";
-            cleaned.ignored = ignored;
-        }
-    }
-    if plan.delete_branch
-        && cleaned.worktree == "removed"
-        && merge::branch_tip(repo, &record.branch).ok().flatten() == Some(run_tip)
-        && merge::delete_branch(repo, &record.branch).is_ok()
-    {
-        cleaned.branch = "deleted";
-    }
-    cleaned
 }

@@ -10,6 +10,7 @@ pub mod doctor;
 pub mod fence;
 pub mod install;
 pub mod integrate;
+pub mod landing;
 pub mod ledger;
 pub mod notify;
 pub mod output;

@@ -16,6 +16,10 @@ use crate::core::integrate::RunNote;
 use crate::core::scope;
 use crate::git::{self, repo::state_dir};
 
+/// The variable `git merge --ff-only` carries into the hooks while integrate advances a
+/// checked-out branch: the post-merge hook leaves that run to integrate.
+pub const INTEGRATING_VAR: &str = "GIT_CREW_INTEGRATING";
+
 /// A run branch the merge brought in (SPEC: `hook post-merge`).
 #[derive(Debug, Clone, Serialize)]
 pub struct Merged {
@@ -89,10 +93,7 @@ pub fn audit_commit(
 /// run it is fast-forwarding, and a merge inside a run's own worktree (a worker bringing
 /// the target in) is the run's work, not an integration of it.
 fn leave_alone(repo: &crate::git::Repository) -> anyhow::Result<bool> {
-    Ok(
-        std::env::var_os(super::integrate::INTEGRATING_VAR).is_some()
-            || git::identity::read(repo)?.is_some(),
-    )
+    Ok(std::env::var_os(INTEGRATING_VAR).is_some() || git::identity::read(repo)?.is_some())
 }
 
 /// Every crew run branch `new` brought in over `old` (its tip reachable from `new`, not
@@ -279,12 +280,12 @@ pub fn land_by_hand(
         if violations.is_empty() {
             // Recorded as integrate records a landing.
             let commit = new.to_string();
-            super::integrate::record_landed(
+            super::landing::record_landed(
                 repo_dir,
                 repo,
                 &store,
                 &mut record,
-                &super::integrate::Landing {
+                &super::landing::Landed {
                     commit: &commit,
                     into: hand.into,
                     at: &at,
@@ -296,10 +297,10 @@ pub fn land_by_hand(
                 },
             )?;
         } else {
-            super::integrate::record_scope_reject(repo_dir, repo, &record)?;
+            super::landing::record_scope_reject(repo_dir, repo, &record)?;
             git::merge::set_ref(
                 repo,
-                &super::integrate::attempts_ref(&record.run),
+                &git::run_range::attempts_ref(&record.run),
                 tip,
                 "crew: keep the run's commits",
             )?;

@@ -222,7 +222,7 @@ struct Seen {
 /// Gathers the facts about a finished run.
 fn look(repo: &crate::git::Repository, repo_dir: &Path, store: &RunStore, r: &RunRecord) -> Seen {
     let tip = merge::branch_tip(repo, &r.branch).ok().flatten();
-    let attempts = crate::git::refs::tip(repo, &crate::run::integrate::attempts_ref(&r.run))
+    let attempts = crate::git::refs::tip(repo, &crate::git::run_range::attempts_ref(&r.run))
         .ok()
         .flatten();
     let (tree, state) = worktree(repo, store, r, attempts);
@@ -352,7 +352,7 @@ fn stranded(
     next: Option<String>,
     now_ms: u64,
 ) -> Stranded {
-    let diff = crate::run::integrate::audit_range(repo, r)
+    let diff = crate::git::run_range::audit_range(repo, r)
         .ok()
         .flatten()
         .and_then(|(from, to)| {
@@ -476,7 +476,7 @@ pub fn keep(
 ) -> anyhow::Result<Result<Kept, NotKept>> {
     let mut record = record.clone();
     crate::git::seal::restore(repo, &mut record)?;
-    let name = crate::run::integrate::attempts_ref(&record.run);
+    let name = crate::git::run_range::attempts_ref(&record.run);
     let attempts = crate::git::refs::tip(repo, &name)?;
     let (tree, state) = worktree(repo, store, &record, attempts);
     let (uncommitted, kept_already) = match &state {

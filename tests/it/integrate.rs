@@ -680,8 +680,22 @@ fn integrate_dry_run_says_what_would_land_and_changes_nothing() {
         rows
     );
     assert!(repo.join(format!(".git/crew/worktrees/{run}")).exists());
-    // Then for real.
-    env.crew(&repo, &["integrate", &run]).expect_code(0);
+    // main has not moved since the run's base: nothing is verified again.
+    assert_eq!(json["reverify"], Value::Null, "{json}");
+    assert_eq!(json["forced_unverified"], false, "{json}");
+    // Then for real: what lands is the plan the dry run printed.
+    let real = env.crew(&repo, &["integrate", &run]);
+    real.expect_code(0);
+    let real = real.json();
+    for key in [
+        "into",
+        "parents",
+        "applied_as",
+        "files",
+        "links_outside_scope",
+    ] {
+        assert_eq!(real[key], json[key], "{key}: {real} / {json}");
+    }
 }
 
 #[test]

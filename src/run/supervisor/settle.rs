@@ -182,7 +182,7 @@ impl Supervisor<'_> {
             Some(target) => git::merge::branch_tip(self.repo, target)?,
             None => None,
         };
-        let own = crate::run::integrate::own_base(self.repo, base, tip, target);
+        let own = crate::git::run_range::own_base(self.repo, base, tip, target);
         let changes = git::diff::changed_paths(self.repo, own, tip)?;
         if changes.is_empty() {
             return Ok(None);
