@@ -7,12 +7,11 @@ use clap::Args;
 use super::context::CommandContext;
 use super::error::{CrewError, ErrorKind, Result};
 use super::ui::Report;
-use crate::core::install::ConfigAction;
+use crate::core::install::{ConfigAction, FlightAction};
 use crate::git::hooks_dir::HookAction;
-use crate::run::install::{self, Setup};
+use crate::run::install::{self, Preview, Setup};
 
-const INIT_EXAMPLES: &str =
-    "Examples:\n  git crew init\n  git crew init --uninstall\n  git crew init --uninstall --purge";
+const INIT_EXAMPLES: &str = "Examples:\n  git crew init\n  git crew init --dry-run\n  git crew init --uninstall\n  git crew init --uninstall --purge";
 
 /// Set up git-crew in this repository.
 ///
@@ -39,6 +38,10 @@ pub struct InitArgs {
     /// work); live runs are left alone.
     #[arg(long, requires = "uninstall")]
     pub purge: bool,
+    /// Show what init would do — each hook and the starter flight file as a unified diff,
+    /// each config value — and change nothing.
+    #[arg(long, conflicts_with = "uninstall")]
+    pub dry_run: bool,
 }
 
 pub fn run(ctx: &CommandContext, args: InitArgs) -> Result<Report> {
@@ -47,6 +50,12 @@ pub fn run(ctx: &CommandContext, args: InitArgs) -> Result<Report> {
     // The runs' worktrees go first, so that the uninstall can take back the config they
     // no longer need (`extensions.worktreeConfig`); a refusal of init stops both.
     install::refusal(repo, &workdir).map_or(Ok(()), |r| Err(CrewError::from(r)))?;
+    if args.dry_run {
+        let preview = install::preview(repo, &workdir)?.map_err(CrewError::from)?;
+        let mut fields = serde_json::to_value(&preview).map_err(CrewError::internal)?;
+        fields["dry_run"] = serde_json::Value::Bool(true);
+        return Ok(Report::new(fields, preview_human(&preview)));
+    }
     let pruned = if args.purge {
         let request = crate::run::prune::Request {
             all: true,
@@ -113,6 +122,68 @@ fn human(setup: &Setup) -> String {
         .chain(std::iter::once(flight))
         .collect::<Vec<_>>()
         .join("\n")
+}
+
+/// The dry run: each file init would write, with its diff, then each config value.
+fn preview_human(preview: &Preview) -> String {
+    let mut out = Vec::new();
+    if let Some(shared) = &preview.shared_hooks_dir {
+        out.push(format!(
+            "hooks: {} (core.hooksPath, set outside this repository) would be left as it is; this repository's hooks would go into {}",
+            shared.display(),
+            preview.hooks_dir.display()
+        ));
+    }
+    for hook in &preview.hooks {
+        let moved = hook
+            .moved_to
+            .as_ref()
+            .map(|m| format!(" (the hook moved to {})", m.display()))
+            .unwrap_or_default();
+        out.push(format!(
+            "would {}: hook {}{moved}",
+            would_word(hook.action),
+            hook.path.display()
+        ));
+        if !hook.diff.is_empty() {
+            out.push(hook.diff.trim_end().to_string());
+        }
+    }
+    for c in &preview.config {
+        let where_to = match (&c.file, c.action) {
+            (Some(file), ConfigAction::Moved) => format!(" to {}", file.display()),
+            _ => String::new(),
+        };
+        let verb = match c.action {
+            ConfigAction::Kept => "keep",
+            ConfigAction::Set => "set",
+            ConfigAction::Unset => "unset",
+            ConfigAction::Moved => "move",
+            _ => c.action.as_str(),
+        };
+        out.push(format!(
+            "would {verb}: config {} = {}{where_to}",
+            c.key, c.value
+        ));
+    }
+    match preview.flight.action {
+        FlightAction::Created => {
+            out.push(format!("would create: {}", preview.flight.path.display()));
+            out.push(preview.flight.diff.trim_end().to_string());
+        }
+        _ => out.push(format!("would keep: {}", preview.flight.path.display())),
+    }
+    out.push("nothing was changed (--dry-run)".to_string());
+    out.join("\n")
+}
+
+fn would_word(action: HookAction) -> &'static str {
+    match action {
+        HookAction::Created => "create",
+        HookAction::Updated => "add git-crew's block to",
+        HookAction::Chained => "move aside and chain",
+        _ => "keep",
+    }
 }
 
 fn action_word(action: HookAction) -> &'static str {

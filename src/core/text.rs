@@ -1,6 +1,7 @@
-//! Text as decisions and renderings word it: counted nouns, cut text, and what another
-//! program wrote made fit for a terminal. Pure. (Tested in `view::human`, the renderings'
-//! home, which re-exports them.)
+//! Text as decisions and renderings word it: counted nouns, cut text, what another
+//! program wrote made fit for a terminal, and a change of git-crew's own as a unified
+//! diff. Pure. (The first three are tested in `view::human`, the renderings' home, which
+//! re-exports them.)
 
 /// `n` things, with the plural people expect: `1 run`, `2 runs`, `0 workers`.
 pub fn count(n: usize, one: &str, many: &str) -> String {
@@ -112,4 +113,50 @@ pub fn printable(text: &str) -> String {
         .collect::<String>()
         .trim()
         .to_string()
+}
+
+/// The change from `before` to `after` as a unified diff of lines (`--- a/PATH`,
+/// `+++ b/PATH`, hunks with three lines of context), as git shows one; empty when the two
+/// are the same.
+pub fn unified_diff(before: &str, after: &str, path: &str) -> String {
+    if before == after {
+        return String::new();
+    }
+    let path = path.trim_start_matches('/');
+    let from = if before.is_empty() {
+        "/dev/null".to_string()
+    } else {
+        format!("a/{path}")
+    };
+    similar::TextDiff::from_lines(before, after)
+        .unified_diff()
+        .context_radius(3)
+        .header(&from, &format!("b/{path}"))
+        .to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_unified_diff_reads_as_git_writes_one() {
+        assert_eq!(unified_diff("same\n", "same\n", "x"), "");
+        let created = unified_diff("", "#!/bin/sh\necho hi\n", "/repo/.git/hooks/pre-commit");
+        assert_eq!(
+            created,
+            "--- /dev/null\n+++ b/repo/.git/hooks/pre-commit\n@@ -0,0 +1,2 @@\n+#!/bin/sh\n+echo hi\n"
+        );
+        let before = "#!/bin/sh\n1\n2\n3\n4\n5\n6\n7\n";
+        let after = "#!/bin/sh\nBLOCK\n1\n2\n3\n4\n5\n6\n7\n";
+        let changed = unified_diff(before, after, "hooks/post-merge");
+        assert!(
+            changed
+                .starts_with("--- a/hooks/post-merge\n+++ b/hooks/post-merge\n@@ -1,4 +1,5 @@\n"),
+            "{changed}"
+        );
+        assert!(changed.contains("\n+BLOCK\n"), "{changed}");
+        // Three lines of context, not the whole file.
+        assert!(!changed.contains("\n 7\n"), "{changed}");
+    }
 }

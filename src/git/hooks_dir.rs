@@ -119,9 +119,24 @@ pub struct ChainTargetTaken {
     pub moved: PathBuf,
 }
 
-/// Adds `block` to the hook `name` in `dir`.
-pub fn install(dir: &Path, name: &str, block: &str) -> anyhow::Result<HookAction> {
-    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+/// What adding git-crew's block to one hook would do, read from the hook as it is and
+/// written by nothing: [`apply`] carries it out, and `init --dry-run` shows it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HookPlan {
+    pub path: PathBuf,
+    pub action: HookAction,
+    /// The hook's text now (none when there is no hook, or it is not text).
+    pub before: Option<String>,
+    /// The hook's text afterwards.
+    pub after: String,
+    /// Where a hook that cannot take a shell block is moved aside to (`Chained`).
+    pub moved_to: Option<PathBuf>,
+    mode: u32,
+}
+
+/// Plans adding `block` to the hook `name` in `dir`: refused with [`ChainTargetTaken`]
+/// when the hook would have to be moved aside onto a name that is taken.
+pub fn plan(dir: &Path, name: &str, block: &str) -> anyhow::Result<HookPlan> {
     let path = dir.join(name);
     let moved = format!("{name}{CHAINED_SUFFIX}");
     let moved_path = dir.join(&moved);
@@ -131,31 +146,43 @@ pub fn install(dir: &Path, name: &str, block: &str) -> anyhow::Result<HookAction
     } else {
         block.to_string()
     };
-    let plan = match std::fs::symlink_metadata(&path) {
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => hookblock::install(None, &block),
+    let (install, before, mode) = match std::fs::symlink_metadata(&path) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            (hookblock::install(None, &block), None, 0o755)
+        }
         Err(e) => return Err(e).with_context(|| format!("cannot read {}", path.display())),
         // A symlink is moved aside as it is (it often points at a tracked script), and a
         // hook git would not run (not executable) stays one that does not run.
         Ok(meta) if meta.file_type().is_symlink() || meta.permissions().mode() & 0o111 == 0 => {
-            Install::Chain
+            (Install::Chain, None, 0o755)
         }
-        Ok(_) => match read_optional(&path)? {
-            // A binary hook cannot take a shell block.
-            Some(text) if text.contains('\0') || text.contains('\u{fffd}') => Install::Chain,
-            text => hookblock::install(text.as_deref(), &block),
-        },
+        Ok(meta) => {
+            let mode = meta.permissions().mode() & 0o7777;
+            match read_optional(&path)? {
+                // A binary hook cannot take a shell block.
+                Some(text) if text.contains('\0') || text.contains('\u{fffd}') => {
+                    (Install::Chain, None, 0o755)
+                }
+                text => (hookblock::install(text.as_deref(), &block), text, mode),
+            }
+        }
     };
-    match plan {
-        Install::Create(text) => {
-            crate::sys::fs::write_atomic(&path, &text, 0o755)?;
-            Ok(HookAction::Created)
-        }
-        Install::Update(text) => {
-            let mode = std::fs::metadata(&path).map_or(0o755, |m| m.permissions().mode() & 0o7777);
-            crate::sys::fs::write_atomic(&path, &text, mode)?;
-            Ok(HookAction::Updated)
-        }
-        Install::Unchanged => Ok(HookAction::Unchanged),
+    let plan = |action, after: String, moved_to| HookPlan {
+        path: path.clone(),
+        action,
+        before: before.clone(),
+        after,
+        moved_to,
+        mode,
+    };
+    Ok(match install {
+        Install::Create(text) => plan(HookAction::Created, text, None),
+        Install::Update(text) => plan(HookAction::Updated, text, None),
+        Install::Unchanged => plan(
+            HookAction::Unchanged,
+            before.clone().unwrap_or_default(),
+            None,
+        ),
         Install::Chain => {
             if std::fs::symlink_metadata(&moved_path).is_ok() {
                 return Err(ChainTargetTaken {
@@ -164,14 +191,35 @@ pub fn install(dir: &Path, name: &str, block: &str) -> anyhow::Result<HookAction
                 }
                 .into());
             }
-            std::fs::rename(&path, &moved_path)
-                .with_context(|| format!("cannot move {} aside", path.display()))?;
             let chained = hookblock::chain_block(&block, &moved);
             let text = format!("{}\n{chained}\n", hookblock::SHEBANG);
-            crate::sys::fs::write_atomic(&path, &text, 0o755)?;
-            Ok(HookAction::Chained)
+            plan(HookAction::Chained, text, Some(moved_path))
         }
+    })
+}
+
+/// Carries out a [`plan`] made just before.
+pub fn apply(plan: &HookPlan) -> anyhow::Result<HookAction> {
+    if let Some(dir) = plan.path.parent() {
+        std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
     }
+    match plan.action {
+        HookAction::Unchanged => {}
+        HookAction::Chained => {
+            if let Some(moved) = &plan.moved_to {
+                std::fs::rename(&plan.path, moved)
+                    .with_context(|| format!("cannot move {} aside", plan.path.display()))?;
+            }
+            crate::sys::fs::write_atomic(&plan.path, &plan.after, 0o755)?;
+        }
+        _ => crate::sys::fs::write_atomic(&plan.path, &plan.after, plan.mode)?,
+    }
+    Ok(plan.action)
+}
+
+/// Adds `block` to the hook `name` in `dir`.
+pub fn install(dir: &Path, name: &str, block: &str) -> anyhow::Result<HookAction> {
+    apply(&plan(dir, name, block)?)
 }
 
 /// Takes git-crew's block out of the hook `name`; deletes the file when git-crew created

@@ -272,9 +272,7 @@ fn install(
         FlightAction::Kept
     } else {
         std::fs::create_dir_all(flight_path.parent().expect("has a parent"))?;
-        let path = std::env::var_os("PATH");
-        let found = |program| super::backends::program_exists(program, path.as_deref());
-        let starter = install::starter_flight(found("codex"), found("claude"));
+        let starter = starter_flight();
         record.flight_created = Some(starter.clone());
         checkpoint(&record)?;
         crate::sys::fs::write_atomic(&flight_path, &starter, 0o644)?;
@@ -295,6 +293,177 @@ fn install(
         state_dir: Some(state.to_path_buf()),
         warnings,
     }))
+}
+
+/// What `init` would do, and the text of each file it would write, with nothing written:
+/// `init --dry-run`. Built from the same plans the install carries out (the hooks'
+/// [`hooks_dir::plan`], the config rules of `core::install`, the starter flight file).
+#[derive(Debug, Serialize)]
+pub struct Preview {
+    pub hooks_dir: PathBuf,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub shared_hooks_dir: Option<PathBuf>,
+    pub hooks: Vec<FilePreview<HookAction>>,
+    pub config: Vec<ConfigStep>,
+    pub flight: FilePreview<FlightAction>,
+}
+
+/// One file init would write: what it would do, and the change as a unified diff (empty
+/// when nothing changes).
+#[derive(Debug, Serialize)]
+pub struct FilePreview<A> {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub name: Option<&'static str>,
+    pub path: PathBuf,
+    pub action: A,
+    /// Where a hook that cannot take a shell block would be moved aside to.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub moved_to: Option<PathBuf>,
+    pub diff: String,
+}
+
+/// [`Preview`] of an install in the repository of `workdir`; refused as init is.
+pub fn preview(
+    repo: &crate::git::Repository,
+    workdir: &Path,
+) -> anyhow::Result<Result<Preview, Refusal>> {
+    if let Some(refused) = refusal(repo, workdir) {
+        return Ok(Err(refused));
+    }
+    let state = state_dir(repo);
+    let git = GitRunner::new(workdir);
+    let record = InitRecord::load(&state)?.unwrap_or_default();
+    let shared_hooks_dir = shared_hooks_dir(repo, workdir, &git, &record)?;
+    let mut config = Vec::new();
+    let dir = match &shared_hooks_dir {
+        Some(_) => {
+            let own = crate::core::layout::repo_hooks(&state);
+            let own = own.canonicalize().unwrap_or(own);
+            let current = git.local_values("core.hooksPath")?;
+            let value = own.to_string_lossy().into_owned();
+            let action = if current.last() == Some(&value) {
+                ConfigAction::Kept
+            } else {
+                ConfigAction::Set
+            };
+            config.push(ConfigStep {
+                key: "core.hooksPath".to_string(),
+                value,
+                action,
+                file: None,
+            });
+            own
+        }
+        None => hooks_dir::hooks_dir(repo),
+    };
+    let dir = dir.canonicalize().unwrap_or(dir);
+    let embed_exe = !inside_work_tree(&dir, workdir, repo.common_dir());
+    let mut hooks = Vec::new();
+    for (name, shim) in SHIMS {
+        let plan = match hooks_dir::plan(&dir, name, &shim_block(shim, embed_exe)?) {
+            Ok(plan) => plan,
+            Err(e) => {
+                return match e.downcast::<ChainTargetTaken>() {
+                    Ok(taken) => Ok(Err(Refusal::HookInTheWay(taken))),
+                    Err(e) => Err(e),
+                };
+            }
+        };
+        let diff = crate::core::text::unified_diff(
+            plan.before.as_deref().unwrap_or(""),
+            &plan.after,
+            &plan.path.to_string_lossy(),
+        );
+        hooks.push(FilePreview {
+            name: Some(name),
+            path: plan.path,
+            action: plan.action,
+            moved_to: plan.moved_to,
+            diff,
+        });
+    }
+    // The install turns the extension on before it moves the settings it would spread.
+    let worktree_config_on = CONFIG.iter().any(|(key, value, _)| {
+        *key == install::WORKTREE_CONFIG && install::git_bool(value) == Some(true)
+    });
+    for (key, value, multi) in CONFIG {
+        let current = git.local_values(key)?;
+        let present = install::config_present(&current, value, *multi);
+        config.push(ConfigStep {
+            key: key.to_string(),
+            value: value.to_string(),
+            action: if present {
+                ConfigAction::Kept
+            } else {
+                ConfigAction::Set
+            },
+            file: None,
+        });
+    }
+    for (key, value) in install::REPLACED_CONFIG {
+        let ours = record
+            .config_added
+            .iter()
+            .any(|a| a.key == *key && a.value == *value);
+        if ours && install::config_holds(&git.local_values(key)?, value) {
+            config.push(ConfigStep {
+                key: key.to_string(),
+                value: value.to_string(),
+                action: ConfigAction::Unset,
+                file: None,
+            });
+        }
+    }
+    if worktree_config_on {
+        let (from, to) = shared_config_files(repo);
+        let keys = install::shared_worktree_settings(
+            &git.file_values(&from, "core.bare")?,
+            &git.file_values(&from, "core.worktree")?,
+        );
+        for key in keys {
+            if let Some(value) = git.file_values(&from, key)?.last().cloned() {
+                config.push(ConfigStep {
+                    key: key.to_string(),
+                    value,
+                    action: ConfigAction::Moved,
+                    file: Some(to.clone()),
+                });
+            }
+        }
+    }
+    let flight_path = workdir.join(".crew").join("flight.toml");
+    let flight = if flight_path.exists() {
+        FilePreview {
+            name: None,
+            path: flight_path,
+            action: FlightAction::Kept,
+            moved_to: None,
+            diff: String::new(),
+        }
+    } else {
+        let starter = starter_flight();
+        FilePreview {
+            name: None,
+            diff: crate::core::text::unified_diff("", &starter, &flight_path.to_string_lossy()),
+            path: flight_path,
+            action: FlightAction::Created,
+            moved_to: None,
+        }
+    };
+    Ok(Ok(Preview {
+        hooks_dir: dir,
+        shared_hooks_dir,
+        hooks,
+        config,
+        flight,
+    }))
+}
+
+/// The starter flight file for the worker CLIs found on PATH.
+fn starter_flight() -> String {
+    let path = std::env::var_os("PATH");
+    let found = |program| super::backends::program_exists(program, path.as_deref());
+    install::starter_flight(found("codex"), found("claude"))
 }
 
 /// Adds git-crew's block of the shim `shim` to the hook `name` in `dir`.

@@ -426,3 +426,118 @@ fn init_names_a_default_backend_this_machine_has_and_uninstall_takes_it_back() {
     env.crew(&repo, &["init", "--uninstall"]).expect_code(0);
     assert!(!repo.join(".crew/flight.toml").exists());
 }
+
+/// `init --dry-run` shows each file init would write as a diff, and each config value,
+/// and changes nothing; the init that follows does exactly what it showed.
+#[test]
+fn init_dry_run_shows_the_diffs_it_would_apply_and_changes_nothing() {
+    let env = TestEnv::new();
+    let repo = env.fixture("plain.sh", "repo", &[]);
+    let hook = repo.join(".git/hooks/pre-commit");
+    let own = "#!/bin/sh\necho checking\nexit 0\n";
+    write(&hook, own);
+    std::fs::set_permissions(&hook, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let config_before = read(&repo.join(".git/config"));
+
+    let out = env.crew(&repo, &["init", "--dry-run"]);
+    out.expect_code(0);
+    let json = out.json();
+    assert_eq!(json["dry_run"], true);
+    assert_eq!(json["hooks"][0]["name"], "pre-commit");
+    assert_eq!(json["hooks"][0]["action"], "updated");
+    assert_eq!(json["hooks"][1]["action"], "created");
+    assert_eq!(json["flight"]["action"], "created");
+    let diff = json["hooks"][0]["diff"].as_str().unwrap().to_string();
+    assert!(diff.starts_with("--- a/"), "{diff}");
+    assert!(diff.contains("\n+# >>> git-crew >>>\n"), "{diff}");
+    assert!(diff.contains("\n echo checking\n"), "{diff}");
+    let created = json["hooks"][1]["diff"].as_str().unwrap();
+    assert!(created.starts_with("--- /dev/null\n"), "{created}");
+    let flight_diff = json["flight"]["diff"].as_str().unwrap();
+    assert!(
+        flight_diff.contains("\n+# git-crew flight control"),
+        "{flight_diff}"
+    );
+    let config: Vec<(String, String)> = json["config"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| {
+            (
+                c["key"].as_str().unwrap().into(),
+                c["action"].as_str().unwrap().into(),
+            )
+        })
+        .collect();
+    assert!(
+        config.contains(&("notes.displayRef".into(), "set".into())),
+        "{config:?}"
+    );
+
+    // Nothing was written.
+    assert_eq!(read(&hook), own);
+    assert!(!repo.join(".git/hooks/post-merge").exists());
+    assert!(!repo.join(".crew/flight.toml").exists());
+    assert_eq!(read(&repo.join(".git/config")), config_before);
+    assert!(!repo.join(".git/crew/init.json").exists());
+
+    // The human rendering carries the same diff.
+    let human = env.crew(&repo, &["init", "--dry-run", "--human"]);
+    human.expect_code(0);
+    assert!(
+        human
+            .stdout
+            .contains("would add git-crew's block to: hook "),
+        "{}",
+        human.stdout
+    );
+    assert!(
+        human.stdout.contains("+# >>> git-crew >>>"),
+        "{}",
+        human.stdout
+    );
+    assert!(
+        human.stdout.contains("nothing was changed"),
+        "{}",
+        human.stdout
+    );
+
+    // What init then does is what the dry run showed, down to the text.
+    let real = env.crew(&repo, &["init"]);
+    real.expect_code(0);
+    let real = real.json();
+    for i in 0..3 {
+        assert_eq!(real["hooks"][i]["action"], json["hooks"][i]["action"]);
+    }
+    let after = read(&hook);
+    let path = json["hooks"][0]["path"].as_str().unwrap();
+    assert_eq!(git_crew::core::text::unified_diff(own, &after, path), diff);
+    let flight = read(&repo.join(".crew/flight.toml"));
+    assert_eq!(
+        git_crew::core::text::unified_diff("", &flight, json["flight"]["path"].as_str().unwrap()),
+        flight_diff
+    );
+
+    // Run again, the dry run has nothing to change.
+    let again = env.crew(&repo, &["init", "--dry-run"]).json();
+    for i in 0..3 {
+        assert_eq!(again["hooks"][i]["action"], "unchanged");
+        assert_eq!(again["hooks"][i]["diff"], "");
+    }
+    assert_eq!(again["flight"]["action"], "kept");
+    assert!(
+        again["config"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|c| c["action"] == "kept")
+    );
+}
+
+#[test]
+fn init_dry_run_does_not_combine_with_uninstall() {
+    let env = TestEnv::new();
+    let repo = env.fixture("plain.sh", "repo", &[]);
+    env.crew(&repo, &["init", "--uninstall", "--dry-run"])
+        .expect_code(2);
+}
