@@ -70,7 +70,12 @@ pub fn apply(ctx: &CommandContext, request: Request) -> Result<Pruned> {
     let repo = ctx.repo()?;
     let repo_dir = ctx.workdir()?.to_path_buf();
     let store = super::runs::settled(ctx)?;
-    crate::run::prune::prune(repo, &repo_dir, &store, request).map_err(CrewError::internal)
+    let pruned =
+        crate::run::prune::prune(repo, &repo_dir, &store, request).map_err(CrewError::internal)?;
+    for warning in &pruned.warnings {
+        super::ui::warn(warning);
+    }
+    Ok(pruned)
 }
 
 /// What prune did, for people: what went, the stranded work, what was left alone.

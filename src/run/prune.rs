@@ -86,6 +86,9 @@ pub struct Pruned {
     /// Refs in a task's ref folder that are no run's branch: taken out (what each points
     /// at kept under `refs/crew/strays/<run>/`), whatever the flags — nothing is lost.
     pub strays: Vec<crate::core::strays::Stray>,
+    /// What could not be looked at, for the command to say on stderr.
+    #[serde(skip)]
+    pub warnings: Vec<String>,
 }
 
 /// Decides on every run and, unless `request.dry_run`, removes what may go. Holds the
@@ -108,6 +111,7 @@ pub fn prune(
         stranded: Vec::new(),
         skipped: Vec::new(),
         strays: Vec::new(),
+        warnings: Vec::new(),
     };
     let live = store.live()?;
     for record in &live {
@@ -180,7 +184,9 @@ pub fn prune(
     // What was removed above is said whatever comes of the ref folders.
     match crate::run::strays::settle(repo, store, !request.dry_run) {
         Ok(strays) => out.strays = strays,
-        Err(err) => eprintln!("warning: the tasks' ref folders could not be looked at: {err:#}"),
+        Err(err) => out.warnings.push(format!(
+            "the tasks' ref folders could not be looked at: {err:#}"
+        )),
     }
     Ok(out)
 }
