@@ -8,6 +8,7 @@
 
 pub mod cli;
 pub mod core;
+pub mod error;
 pub mod git;
 pub mod run;
 pub mod state;

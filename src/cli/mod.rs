@@ -9,7 +9,7 @@ pub mod context;
 pub mod diff;
 pub mod dispatch;
 pub mod doctor;
-pub mod error;
+pub use crate::error;
 pub mod flight;
 pub mod footer;
 pub mod gate;
