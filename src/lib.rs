@@ -10,6 +10,7 @@ pub mod cli;
 pub mod core;
 pub mod error;
 pub mod git;
+pub mod ops;
 pub mod run;
 pub mod state;
 pub mod sys;

@@ -1,13 +1,11 @@
 //! `git crew flight [--explain]` and `git crew flight schema`: the resolved routing config.
 
-use std::path::{Path, PathBuf};
-
 use clap::{Args, Subcommand};
 
 use super::context::CommandContext;
 use super::error::{CrewError, Result};
 use super::ui::Report;
-use crate::core::flight::{self, Invocation, Layer, LayerSource, Resolved};
+use crate::core::flight::{self, Invocation, Layer, Resolved};
 
 const FLIGHT_EXAMPLES: &str = "Examples:\n  git crew flight --explain\n  git crew flight --backend claude --effort high\n  git crew flight --set backends.codex.concurrency=5\n  git crew flight schema > flight.schema.json";
 
@@ -70,7 +68,7 @@ pub struct RoutingArgs {
 }
 
 impl RoutingArgs {
-    fn invocation(&self) -> Invocation {
+    pub fn invocation(&self) -> Invocation {
         Invocation {
             backend: self.backend.clone(),
             model: self.model.clone(),
@@ -135,68 +133,8 @@ struct FlightOutput<'a, S: serde::Serialize> {
     sources: Option<&'a S>,
 }
 
-/// Resolves the routing config for this invocation: reads the user and project layers
-/// and merges them with the defaults and the flags. Any problem is exit 2, listing every
-/// diagnostic.
+/// Resolves the routing config for this invocation and its routing flags
+/// ([`crate::ops::flight::resolve`]).
 pub fn resolve(ctx: &CommandContext, routing: &RoutingArgs) -> Result<Resolved> {
-    let mut files = Vec::new();
-    if let Some(path) = user_config_path() {
-        read_layer(&path, Layer::User, &mut files)?;
-    }
-    if let Ok(workdir) = ctx.workdir() {
-        read_layer(
-            &workdir.join(".crew").join("flight.toml"),
-            Layer::Project,
-            &mut files,
-        )?;
-    }
-    flight::resolve(&files, &routing.invocation()).map_err(|diagnostics| {
-        let count = diagnostics.len();
-        let noun = if count == 1 { "problem" } else { "problems" };
-        CrewError::usage(
-            "config-invalid",
-            format!("flight config has {count} {noun}"),
-        )
-        .with_details(diagnostics.iter().map(|d| d.to_string()).collect())
-        .hinted("`git crew flight schema` prints every key and its type")
-    })
-}
-
-/// `$XDG_CONFIG_HOME/git-crew/flight.toml`, else `~/.config/git-crew/flight.toml`.
-pub fn user_config_path() -> Option<PathBuf> {
-    let xdg = std::env::var_os("XDG_CONFIG_HOME")
-        .map(PathBuf::from)
-        .filter(|p| p.is_absolute());
-    let base =
-        xdg.or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".config")))?;
-    Some(base.join("git-crew").join("flight.toml"))
-}
-
-fn read_layer(path: &Path, layer: Layer, files: &mut Vec<LayerSource>) -> Result<()> {
-    match std::fs::read(path) {
-        Ok(bytes) => {
-            let text = String::from_utf8(bytes).map_err(|e| {
-                CrewError::usage(
-                    "config-invalid",
-                    format!(
-                        "{}: not UTF-8 (byte {})",
-                        path.display(),
-                        e.utf8_error().valid_up_to()
-                    ),
-                )
-            })?;
-            files.push(LayerSource {
-                layer,
-                origin: path.display().to_string(),
-                text,
-                has_lines: true,
-            });
-            Ok(())
-        }
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
-        Err(e) => Err(CrewError::usage(
-            "config-unreadable",
-            format!("cannot read {}: {e}", path.display()),
-        )),
-    }
+    crate::ops::flight::resolve(ctx, &routing.invocation())
 }

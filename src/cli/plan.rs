@@ -4,12 +4,12 @@ use clap::{Args, Subcommand};
 use serde::Serialize;
 
 use super::context::CommandContext;
-use super::error::{CrewError, ErrorKind, Result};
+use super::error::{CrewError, Result};
 use super::flight::{RoutingArgs, resolve};
 use super::runs;
 use super::ui::Report;
 use crate::core::plan::{self, Blocker, Facts, Gate, Plan, TaskStatus, Verdict};
-use crate::run::plans::{self, PlanError};
+use crate::run::plans;
 
 /// Read a plan (.crew/plans/<plan>.toml).
 #[derive(Debug, Args)]
@@ -43,36 +43,7 @@ pub fn run(ctx: &CommandContext, args: PlanArgs) -> Result<Report> {
     }
 }
 
-/// Loads a plan, with the errors of SPEC §2 (exit 2 invalid or ambiguous, 3 not found).
-pub fn load(ctx: &CommandContext, name: Option<&str>) -> Result<Plan> {
-    plans::load(ctx.workdir()?, name).map_err(|e| match e {
-        PlanError::NotFound(m) => CrewError::new(ErrorKind::NotFound, "plan-not-found", m)
-            .hinted("plans live in .crew/plans/<plan>.toml"),
-        PlanError::Ambiguous(all) if all.is_empty() => CrewError::usage(
-            "plan-required",
-            "this repository has no plan (.crew/plans/<plan>.toml)",
-        )
-        .hinted("write one: [plan] id, then [[tasks]] and [[gates]] tables (see README, Plans)"),
-        PlanError::Ambiguous(all) => CrewError::usage(
-            "plan-required",
-            format!("name the plan: there are {}", all.join(", ")),
-        )
-        .hinted("pass --plan P (`plan status` also takes it as its argument)"),
-        PlanError::Invalid(diagnostics) => CrewError::usage(
-            "plan-invalid",
-            format!(
-                "the plan is invalid ({} {})",
-                diagnostics.len(),
-                if diagnostics.len() == 1 {
-                    "problem"
-                } else {
-                    "problems"
-                }
-            ),
-        )
-        .with_details(diagnostics.iter().map(ToString::to_string).collect()),
-    })
-}
+pub use crate::ops::plans::load;
 
 /// `plan status`: the plan, every task's derived status and every gate with its latest
 /// verdict (SPEC §2 `plan status`, §7).

@@ -1,0 +1,43 @@
+//! What every operation starts from: the working directory and the repository around
+//! it, discovered on first use.
+
+use std::cell::OnceCell;
+use std::path::{Path, PathBuf};
+
+use crate::error::{CrewError, Result};
+use crate::git::repo;
+
+pub struct Context {
+    pub cwd: PathBuf,
+    repo: OnceCell<crate::git::Repository>,
+}
+
+impl Context {
+    /// The operations of the repository around `cwd`.
+    pub fn new(cwd: PathBuf) -> Context {
+        Context {
+            cwd,
+            repo: OnceCell::new(),
+        }
+    }
+
+    /// The repository around the working directory; exit 2 when there is none.
+    pub fn repo(&self) -> Result<&crate::git::Repository> {
+        if let Some(repo) = self.repo.get() {
+            return Ok(repo);
+        }
+        let repo = repo::discover(&self.cwd).map_err(|e| {
+            CrewError::usage("not-a-repository", e.to_string())
+                .hinted("run git crew inside a git repository, or pass -C <path>")
+        })?;
+        Ok(self.repo.get_or_init(|| repo))
+    }
+
+    /// The repository's work tree; exit 2 for a bare repository.
+    pub fn workdir(&self) -> Result<&Path> {
+        self.repo()?.workdir().ok_or_else(|| {
+            CrewError::usage("bare-repository", "this command needs a work tree")
+                .hinted("run it in a clone with a checkout")
+        })
+    }
+}

@@ -1,0 +1,12 @@
+//! The operations every front end calls: one typed operation per command, a request in
+//! and a typed output or a [`CrewError`](crate::error::CrewError) out, with no argument
+//! parsing and no rendering. `cli` parses arguments into requests and renders outputs;
+//! the console (`cli::watch`) calls these directly; a new front end (an MCP server, a
+//! fleet agent) plugs in here, beside `cli`.
+
+pub mod context;
+pub mod flight;
+pub mod plans;
+pub mod runs;
+
+pub use context::Context;

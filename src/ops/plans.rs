@@ -1,0 +1,37 @@
+//! A plan of `.crew/plans/`, loaded for an operation.
+
+use super::Context;
+use crate::core::plan::Plan;
+use crate::error::{CrewError, ErrorKind, Result};
+use crate::run::plans::{self, PlanError};
+
+/// Loads a plan, with the errors of SPEC §2 (exit 2 invalid or ambiguous, 3 not found).
+pub fn load(ctx: &Context, name: Option<&str>) -> Result<Plan> {
+    plans::load(ctx.workdir()?, name).map_err(|e| match e {
+        PlanError::NotFound(m) => CrewError::new(ErrorKind::NotFound, "plan-not-found", m)
+            .hinted("plans live in .crew/plans/<plan>.toml"),
+        PlanError::Ambiguous(all) if all.is_empty() => CrewError::usage(
+            "plan-required",
+            "this repository has no plan (.crew/plans/<plan>.toml)",
+        )
+        .hinted("write one: [plan] id, then [[tasks]] and [[gates]] tables (see README, Plans)"),
+        PlanError::Ambiguous(all) => CrewError::usage(
+            "plan-required",
+            format!("name the plan: there are {}", all.join(", ")),
+        )
+        .hinted("pass --plan P (`plan status` also takes it as its argument)"),
+        PlanError::Invalid(diagnostics) => CrewError::usage(
+            "plan-invalid",
+            format!(
+                "the plan is invalid ({} {})",
+                diagnostics.len(),
+                if diagnostics.len() == 1 {
+                    "problem"
+                } else {
+                    "problems"
+                }
+            ),
+        )
+        .with_details(diagnostics.iter().map(ToString::to_string).collect()),
+    })
+}
