@@ -4,10 +4,10 @@ use clap::Args;
 use serde::Serialize;
 
 use super::context::CommandContext;
-use super::error::{CrewError, ErrorKind, Result};
+use super::error::{CrewError, Result};
 use super::runs;
 use super::ui::Report;
-use crate::run::supervisor;
+use crate::ops::abandon::Abandoned;
 
 /// Stop a run, keeping its branch and commits.
 ///
@@ -27,31 +27,22 @@ pub struct AbandonArgs {
 }
 
 pub fn abandon(ctx: &CommandContext, args: AbandonArgs) -> Result<Report> {
-    let store = runs::settled(ctx)?;
-    let record = runs::load(&store, &runs::resolve(&store, &args.run)?)?;
-    if record.phase.is_final() {
-        return keep(ctx, &store, &record);
+    let request = crate::ops::abandon::Request { run: args.run };
+    Ok(report(&crate::ops::abandon::abandon(ctx, &request)?))
+}
+
+/// What abandon did, for JSON and for people.
+pub fn report(abandoned: &Abandoned) -> Report {
+    match abandoned {
+        Abandoned::Stopped(record) => {
+            let human = format!(
+                "abandoned {} (task {}); branch {} kept",
+                record.run, record.task, record.branch
+            );
+            Report::of(&runs::output(record), human)
+        }
+        Abandoned::Kept { record, kept } => kept_report(record, kept),
     }
-    let repo_dir = ctx.workdir()?.to_path_buf();
-    let run = record.run.clone();
-    let Some(record) = supervisor::abandon(&store, &repo_dir, record, "abandoned by the lead")
-        .map_err(CrewError::internal)?
-    else {
-        let ended = runs::load(&store, &run)?;
-        return Err(CrewError::new(
-            ErrorKind::Refused,
-            "run-ended",
-            format!(
-                "run {run} ended ({}) before it could be abandoned",
-                ended.phase.as_str()
-            ),
-        ));
-    };
-    let human = format!(
-        "abandoned {} (task {}); branch {} kept",
-        record.run, record.task, record.branch
-    );
-    Ok(Report::of(&runs::output(&record), human))
 }
 
 /// What `abandon` of an ended run prints: the run, and what now keeps its work.
@@ -62,29 +53,7 @@ struct Given<'a> {
 }
 
 /// An ended run's work, given up and kept under `refs/crew/attempts/<run>`.
-fn keep(
-    ctx: &CommandContext,
-    store: &crate::state::runs::RunStore,
-    record: &crate::core::record::RunRecord,
-) -> Result<Report> {
-    let repo = ctx.repo()?;
-    let _turn = store
-        .integrate_lock(std::time::Duration::from_secs(600))
-        .map_err(CrewError::internal)?;
-    let kept = match crate::run::prune::keep(repo, store, record).map_err(CrewError::internal)? {
-        Ok(kept) => kept,
-        Err(crate::run::prune::NotKept::Unreadable(why)) => {
-            return Err(CrewError::new(
-                ErrorKind::Refused,
-                "worktree-unreadable",
-                format!(
-                    "run {} has ended; what it holds cannot be kept: {why}",
-                    record.run
-                ),
-            )
-            .hinted("inspect its worktree by hand; `git crew prune` leaves it alone meanwhile"));
-        }
-    };
+fn kept_report(record: &crate::core::record::RunRecord, kept: &crate::run::prune::Kept) -> Report {
     let human = match (&kept.commit, kept.already) {
         (None, _) => format!(
             "run {} had already ended ({}) and holds nothing to keep",
@@ -114,9 +83,9 @@ fn keep(
     };
     let output = Given {
         run: runs::result(record),
-        kept: &kept,
+        kept,
     };
-    Ok(Report::of(&output, human))
+    Report::of(&output, human)
 }
 
 /// `supervise` (hidden): the run it drove. Its stdout goes to the supervisor's log.
@@ -135,6 +104,6 @@ pub struct SuperviseArgs {
 pub fn supervise(ctx: &CommandContext, args: SuperviseArgs) -> Result<Report> {
     let repo = ctx.repo()?;
     let store = crate::state::runs::RunStore::new(&crate::git::repo::state_dir(repo));
-    supervisor::supervise(repo, &store, &args.run).map_err(CrewError::internal)?;
+    crate::run::supervisor::supervise(repo, &store, &args.run).map_err(CrewError::internal)?;
     Ok(Report::of(&SuperviseOutput { run: &args.run }, ""))
 }

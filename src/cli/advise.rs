@@ -4,8 +4,7 @@ use clap::Args;
 use serde::Serialize;
 
 use super::context::CommandContext;
-use super::error::{CrewError, ErrorKind, Result};
-use super::runs;
+use super::error::Result;
 use super::ui::Report;
 use crate::core::record::Phase;
 
@@ -38,34 +37,16 @@ pub struct AdviseArgs {
 }
 
 pub fn run(ctx: &CommandContext, args: AdviseArgs) -> Result<Report> {
-    let store = runs::settled(ctx)?;
-    // One answer at a time: a second advise waits here, then finds the run working.
-    let run = runs::resolve(&store, &args.run)?;
-    let _lock = store
-        .run_lock(&run)
-        .map_err(|e| CrewError::new(ErrorKind::Refused, "run-busy", e.to_string()))?;
-    let mut record = runs::load(&store, &run)?;
-    if record.phase != Phase::NeedsHelp {
-        return Err(CrewError::new(
-            ErrorKind::Refused,
-            "not-waiting-for-help",
-            format!(
-                "run {} is {}, not waiting for help",
-                record.run,
-                record.phase.as_str()
-            ),
-        ));
-    }
-    let repo_dir = ctx.workdir()?.to_path_buf();
-    let advised = crate::run::queue::advise(&store, &repo_dir, &mut record, &args.text)
-        .map_err(CrewError::internal)?
-        .ok_or_else(|| {
-            CrewError::new(
-                ErrorKind::Refused,
-                "run-ended",
-                format!("run {} has ended", record.run),
-            )
-        })?;
+    let request = crate::ops::advise::Request {
+        run: args.run,
+        text: args.text,
+    };
+    Ok(report(&crate::ops::advise::advise(ctx, &request)?))
+}
+
+/// The run as it resumes, for JSON and for people.
+pub fn report(advised: &crate::ops::advise::Advised) -> Report {
+    let record = &advised.record;
     let human = format!(
         "advised {}; its session {} resumes",
         record.run,
@@ -79,5 +60,5 @@ pub fn run(ctx: &CommandContext, args: AdviseArgs) -> Result<Report> {
         deadline: crate::core::stamp::format_seconds(record.deadline),
         advice_file: &advised.advice_file,
     };
-    Ok(Report::of(&output, human))
+    Report::of(&output, human)
 }

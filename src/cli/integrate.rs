@@ -1,15 +1,13 @@
 //! `git crew integrate RUN`: scope audit, merge onto the target, notes, ledger, state
 //! file, cleanup (SPEC §5.9).
 
-use clap::Args;
-use serde_json::json;
-
 use super::context::CommandContext;
-use super::error::{CrewError, Result};
-use super::flight::{RoutingArgs, resolve};
-use super::runs;
+use super::error::Result;
+use super::flight::RoutingArgs;
 use super::ui::Report;
-use crate::run::integrate::{self, Request};
+use crate::ops::integrate::Event;
+use crate::run::integrate;
+use clap::Args;
 
 /// Integrate a finished, verified run into its target.
 ///
@@ -54,81 +52,29 @@ pub fn run(ctx: &CommandContext, args: IntegrateArgs) -> Result<Report> {
         set: args.set.clone(),
         ..RoutingArgs::default()
     };
-    let flight = resolve(ctx, &routing)?.flight;
-    let repo = ctx.repo()?;
-    if let Some(into) = &args.into
-        && !crate::git::refs::is_branch_name(into)
-    {
-        return Err(
-            CrewError::usage("bad-branch", format!("`{into}` is not a valid branch name"))
-                .hinted("--into takes a local branch name, such as main"),
-        );
-    }
-    let repo_dir = ctx.workdir()?.to_path_buf();
-    let store = runs::settled(ctx)?;
-    let run = runs::resolve(&store, &args.run)?;
-    let record = store.load(&run).ok().flatten();
-    let session_reuse = record
-        .as_ref()
-        .and_then(|r| flight.backends.get(&r.backend))
-        .and_then(|b| b.session_reuse)
-        .unwrap_or(false);
-    // The gates: a task a gate holds is not integrated under `strict`; the verdicts of
-    // the gates on its wave go into the run record.
-    let mut gates = Vec::new();
-    let mut warnings = Vec::new();
-    if let Some(record) = &record
-        && let Some(plan_name) = &record.plan
-        && let Ok(plan) = super::plan::load(ctx, Some(plan_name))
-        && let Some(task) = plan.task(&record.task)
-    {
-        let facts = crate::core::plan::Facts {
-            verdicts: crate::run::plans::verdicts(repo, &plan).map_err(CrewError::internal)?,
-            enforce: flight.gates.enforce,
-            on_fail: flight.gates.on_fail,
-            ..Default::default()
-        };
-        if let Some(warning) = crate::core::plan::gate_hold(&plan, task, &facts, "integrated")
-            .map_err(CrewError::from)?
-        {
-            warnings.push(warning);
-        }
-        for gate in plan
-            .gates
-            .iter()
-            .filter(|g| g.gates_waves.contains(&task.wave))
-        {
-            gates.push(json!({"gate": gate.id, "verdict": facts.verdicts.get(&gate.id)}));
-        }
-    }
-    for warning in &warnings {
-        eprintln!("warning: {warning}");
-    }
-    let request = Request {
-        gates,
-        run,
-        into: args.into.clone(),
+    let request = crate::ops::integrate::Request {
+        run: args.run,
+        into: args.into,
         squash: args.squash,
         force_unverified: args.force_unverified,
-        cleanup: flight.worktree.cleanup,
-        session_reuse,
-        by: identity(repo),
+        invocation: routing.invocation(),
         dry_run: args.dry_run,
     };
-    // A verify of the merged tree runs here: what it starts comes back to this process
-    // and goes when it ends, and Ctrl-C stops it and removes its checkout.
-    crate::sys::process::become_subreaper();
     let progress = super::progress::Progress::for_steps();
-    let into = (args.into.clone())
-        .or_else(|| record.as_ref().and_then(|r| r.base_ref.clone()))
-        .unwrap_or_else(|| "the target".into());
-    let done = integrate::integrate(&repo_dir, repo, &store, &request, &|step| {
-        progress.step(step_text(step, &request.run, &into));
+    let done = crate::ops::integrate::integrate(ctx, &request, &|event| match event {
+        Event::Step { step, run, into } => progress.step(step_text(step, run, into)),
+        Event::Warning(warning) => progress.suspend(|| super::ui::warn(warning)),
     });
     drop(progress);
-    let done = done
-        .map_err(CrewError::from_run)?
-        .map_err(CrewError::from)?;
+    let done = done?;
+    for link in &done.landing.links_outside_scope {
+        super::ui::warn(&format!("symlink outside the run's scope: {link}"));
+    }
+    Ok(report(&done))
+}
+
+/// What integrate did (or, under `--dry-run`, would do), for JSON and for people.
+pub fn report(done: &integrate::Done) -> Report {
     let forced = if done
         .record
         .integration
@@ -140,9 +86,6 @@ pub fn run(ctx: &CommandContext, args: IntegrateArgs) -> Result<Report> {
         ""
     };
     let landing = &done.landing;
-    for link in &landing.links_outside_scope {
-        eprintln!("warning: symlink outside the run's scope: {link}");
-    }
     if done.dry_run {
         let human = match landing.by_hand {
             true => format!(
@@ -167,7 +110,7 @@ pub fn run(ctx: &CommandContext, args: IntegrateArgs) -> Result<Report> {
             dry_run: true,
             landing,
         };
-        return Ok(Report::of(&output, human));
+        return Report::of(&output, human);
     }
     let how = if landing.by_hand {
         " (merged by hand before; recorded now)"
@@ -216,7 +159,7 @@ pub fn run(ctx: &CommandContext, args: IntegrateArgs) -> Result<Report> {
         attempts_ref: &done.attempts_ref,
         cleanup: &done.cleanup,
     };
-    Ok(Report::of(&output, human))
+    Report::of(&output, human)
 }
 
 /// What `integrate --dry-run` prints: the plan integrate would apply, nothing changed.
@@ -260,9 +203,4 @@ fn step_text(step: integrate::Step, run: &str, into: &str) -> String {
         Step::Reverifying => format!("integrate {run}: re-verifying on the merged tree"),
         Step::WritingNotes => format!("integrate {run}: writing notes"),
     }
-}
-
-/// `Name <email>` of whoever integrates (the configured committer).
-fn identity(repo: &crate::git::Repository) -> String {
-    crate::git::config::committer(repo).unwrap_or_else(|| "unknown".to_string())
 }

@@ -22,7 +22,6 @@ pub mod native;
 pub mod plan;
 pub mod progress;
 pub mod prune;
-pub mod refusals;
 pub mod retry;
 pub mod runs;
 pub mod show;

@@ -4,9 +4,13 @@
 //! the console (`cli::watch`) calls these directly; a new front end (an MCP server, a
 //! fleet agent) plugs in here, beside `cli`.
 
+pub mod abandon;
+pub mod advise;
 pub mod context;
 pub mod flight;
+pub mod integrate;
 pub mod plans;
+pub mod refusals;
 pub mod runs;
 
 pub use context::Context;

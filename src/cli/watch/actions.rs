@@ -1,68 +1,84 @@
-//! What the console's keys do, through the commands themselves: the current executable
-//! is started with `-C <dir> --human`. `advise`, `integrate` and `abandon` run in the
-//! background, their output kept in files (so that quitting the console never leaves one
-//! writing to a closed pipe) and summed up on the status line; `show` and `diff` run on
-//! the terminal, which the console hands over to them.
+//! What the console's keys do, through the operations themselves (`crate::ops`), in
+//! this process. `advise`, `integrate` and `abandon` run on a thread of their own, and
+//! what came of each is summed up on the status line; `show` and `diff` print on the
+//! terminal, which the console hands over to them.
 
-use std::io::{Read, Seek, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 use std::sync::mpsc::Sender;
 
+use crate::cli::context::CommandContext;
+use crate::cli::error::CrewError;
+use crate::cli::ui::{self, Format, Report};
+use crate::ops::Context;
 use crate::view::console::Action;
 
-/// The command line of `action` (none for quitting).
-fn args(action: &Action) -> Option<Vec<&str>> {
+/// The verb and the run of `action` (none for quitting).
+fn named(action: &Action) -> Option<(&'static str, &str)> {
     Some(match action {
         Action::Quit => return None,
-        Action::Show(run) => vec!["show", run],
-        Action::Diff(run) => vec!["diff", run],
-        Action::Advise { run, text } => vec!["advise", run, "--text", text],
-        Action::Integrate(run) => vec!["integrate", run],
-        Action::Abandon(run) => vec!["abandon", run],
+        Action::Show(run) => ("show", run),
+        Action::Diff(run) => ("diff", run),
+        Action::Advise { run, .. } => ("advise", run),
+        Action::Integrate(run) => ("integrate", run),
+        Action::Abandon(run) => ("abandon", run),
     })
 }
 
-fn command(dir: &Path, args: &[&str]) -> Command {
-    let exe = std::env::current_exe().unwrap_or_else(|_| PathBuf::from("git-crew"));
-    let mut command = Command::new(exe);
-    command.arg("-C").arg(dir).arg("--human").args(args);
-    command
-}
-
-/// Starts `action` in the background; its summary comes back on `done`. Returns what the
-/// status line says meanwhile.
+/// Starts `action` on a thread of its own; its summary comes back on `done`. Returns
+/// what the status line says meanwhile.
 pub fn start(dir: &Path, action: &Action, done: Sender<String>) -> String {
-    let Some(args) = args(action) else {
+    let Some((verb, run)) = named(action) else {
         return String::new();
     };
-    let mut command = command(dir, &args);
-    let verb = args[0].to_string();
-    let status = format!("{verb} {}…", args[1]);
+    let status = format!("{verb} {run}…");
+    let (dir, action) = (dir.to_path_buf(), action.clone());
     std::thread::spawn(move || {
-        let _ = done.send(captured(&mut command, &verb));
+        let outcome = act(dir, &action);
+        let line = match outcome {
+            Ok(report) => summary(verb, Some(0), &report.human, ""),
+            Err(err) => summary(
+                verb,
+                Some(i32::from(err.exit_code())),
+                "",
+                &err.render_human(""),
+            ),
+        };
+        let _ = done.send(line);
     });
     status
 }
 
-fn captured(command: &mut Command, verb: &str) -> String {
-    let files = (tempfile::tempfile(), tempfile::tempfile());
-    let (Ok(mut out), Ok(mut err)) = files else {
-        return format!("error: {verb}: cannot make a file for its output");
-    };
-    let status = match (out.try_clone(), err.try_clone()) {
-        (Ok(o), Ok(e)) => command.stdin(Stdio::null()).stdout(o).stderr(e).status(),
-        _ => return format!("error: {verb}: cannot make a file for its output"),
-    };
-    let read = |file: &mut std::fs::File| {
-        let mut text = String::new();
-        let _ = file.rewind();
-        let _ = file.read_to_string(&mut text);
-        text
-    };
-    match status {
-        Ok(status) => summary(verb, status.code(), &read(&mut out), &read(&mut err)),
-        Err(e) => format!("error: cannot run {verb}: {e}"),
+/// Carries out one of the acting keys.
+fn act(dir: PathBuf, action: &Action) -> Result<Report, CrewError> {
+    let ctx = Context::new(dir);
+    match action {
+        Action::Advise { run, text } => {
+            let request = crate::ops::advise::Request {
+                run: run.clone(),
+                text: text.clone(),
+            };
+            crate::ops::advise::advise(&ctx, &request).map(|a| crate::cli::advise::report(&a))
+        }
+        Action::Integrate(run) => {
+            let request = crate::ops::integrate::Request {
+                run: run.clone(),
+                into: None,
+                squash: false,
+                force_unverified: false,
+                invocation: Default::default(),
+                dry_run: false,
+            };
+            crate::ops::integrate::integrate(&ctx, &request, &|_| {})
+                .map(|done| crate::cli::integrate::report(&done))
+        }
+        Action::Abandon(run) => {
+            let request = crate::ops::abandon::Request { run: run.clone() };
+            crate::ops::abandon::abandon(&ctx, &request).map(|a| crate::cli::abandon::report(&a))
+        }
+        Action::Quit | Action::Show(_) | Action::Diff(_) => {
+            Ok(Report::new(serde_json::json!({}), String::new()))
+        }
     }
 }
 
@@ -90,26 +106,43 @@ pub fn summary(verb: &str, code: Option<i32>, stdout: &str, stderr: &str) -> Str
     }
 }
 
-/// Runs `show` or `diff` on the terminal (the console has handed it over) and asks for a
-/// key (which the console waits for, so what it printed can be read). Returns what the
-/// status line says.
+/// Prints `show` or `diff` on the terminal (the console has handed it over) and asks
+/// for a key (which the console waits for, so what it printed can be read). Returns what
+/// the status line says.
 pub fn on_terminal(dir: &Path, action: &Action) -> String {
-    let Some(args) = args(action) else {
+    let Some((verb, run)) = named(action) else {
         return String::new();
     };
-    let status = command(dir, &args).status();
+    let ctx = CommandContext {
+        ops: Context::new(dir.to_path_buf()),
+        format: Format::Human,
+        format_asked: true,
+    };
+    let result = match action {
+        Action::Show(run) => {
+            crate::cli::show::run(&ctx, crate::cli::show::ShowArgs { run: run.clone() })
+        }
+        Action::Diff(run) => crate::cli::diff::run(
+            &ctx,
+            crate::cli::diff::DiffArgs {
+                run: run.clone(),
+                stat: false,
+                name_status: false,
+                patch: false,
+            },
+        ),
+        _ => return String::new(),
+    };
+    let code = match result {
+        Ok(report) => ui::emit(Format::Human, report),
+        Err(err) => ui::emit_error(Format::Human, &err),
+    };
     let mut out = std::io::stdout();
     let _ = writeln!(out, "\n[press any key to return to git crew watch]");
     let _ = out.flush();
-    match status {
-        Ok(s) if s.success() => String::new(),
-        Ok(s) => format!(
-            "{} {} ended with exit {}",
-            args[0],
-            args[1],
-            s.code().unwrap_or(-1)
-        ),
-        Err(e) => format!("error: cannot run {}: {e}", args[0]),
+    match code {
+        0 => String::new(),
+        code => format!("{verb} {run} ended with exit {code}"),
     }
 }
 

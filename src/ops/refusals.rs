@@ -3,9 +3,9 @@
 //! its exit code (SPEC §2), its error code and a hint that says what to do next. A
 //! refusal only one command meets renders beside it (verify's, init's).
 
-use super::error::{CrewError, ErrorKind};
 use crate::core::dispatch;
 use crate::core::integrate;
+use crate::error::{CrewError, ErrorKind};
 
 /// A dispatch refusal as the error SPEC §2 names for it.
 impl From<dispatch::Refusal> for CrewError {

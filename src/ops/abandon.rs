@@ -1,0 +1,73 @@
+//! `abandon`: stop a live run, keeping its branch; or give up an ended run's work
+//! without losing it (kept under `refs/crew/attempts/<run>`).
+
+use crate::core::record::RunRecord;
+use crate::error::{CrewError, ErrorKind, Result};
+use crate::run::prune::{Kept, NotKept};
+
+use super::{Context, runs};
+
+pub struct Request {
+    /// A run address (see [`runs::resolve`]).
+    pub run: String,
+}
+
+pub enum Abandoned {
+    /// A live run, stopped: its outcome is `abandoned`.
+    Stopped(RunRecord),
+    /// An ended run: what now keeps its work.
+    Kept { record: RunRecord, kept: Kept },
+}
+
+/// Stops the run, or keeps what an ended run holds; refused (exit 4) when the run ends
+/// on its own meanwhile, or when what it holds cannot be read.
+pub fn abandon(ctx: &Context, request: &Request) -> Result<Abandoned> {
+    let store = runs::settled(ctx)?;
+    let record = runs::load(&store, &runs::resolve(&store, &request.run)?)?;
+    if record.phase.is_final() {
+        return keep(ctx, &store, record);
+    }
+    let repo_dir = ctx.workdir()?.to_path_buf();
+    let run = record.run.clone();
+    let stopped =
+        crate::run::supervisor::abandon(&store, &repo_dir, record, "abandoned by the lead")
+            .map_err(CrewError::internal)?;
+    match stopped {
+        Some(record) => Ok(Abandoned::Stopped(record)),
+        None => {
+            let ended = runs::load(&store, &run)?;
+            Err(CrewError::new(
+                ErrorKind::Refused,
+                "run-ended",
+                format!(
+                    "run {run} ended ({}) before it could be abandoned",
+                    ended.phase.as_str()
+                ),
+            ))
+        }
+    }
+}
+
+/// An ended run's work, given up and kept under `refs/crew/attempts/<run>`.
+fn keep(
+    ctx: &Context,
+    store: &crate::state::runs::RunStore,
+    record: RunRecord,
+) -> Result<Abandoned> {
+    let repo = ctx.repo()?;
+    let _turn = store
+        .integrate_lock(std::time::Duration::from_secs(600))
+        .map_err(CrewError::internal)?;
+    match crate::run::prune::keep(repo, store, &record).map_err(CrewError::internal)? {
+        Ok(kept) => Ok(Abandoned::Kept { record, kept }),
+        Err(NotKept::Unreadable(why)) => Err(CrewError::new(
+            ErrorKind::Refused,
+            "worktree-unreadable",
+            format!(
+                "run {} has ended; what it holds cannot be kept: {why}",
+                record.run
+            ),
+        )
+        .hinted("inspect its worktree by hand; `git crew prune` leaves it alone meanwhile")),
+    }
+}

@@ -1,0 +1,62 @@
+//! `advise`: answer a worker's NEEDS-HELP, resuming its session under the same fences.
+
+use std::path::PathBuf;
+
+use crate::core::record::{Phase, RunRecord};
+use crate::error::{CrewError, ErrorKind, Result};
+
+use super::{Context, runs};
+
+pub struct Request {
+    /// A run address (see [`runs::resolve`]).
+    pub run: String,
+    /// The answer.
+    pub text: String,
+}
+
+/// The run as it resumes.
+pub struct Advised {
+    /// The run, `working` again (or `queued` when its backend is full).
+    pub record: RunRecord,
+    /// The new supervisor (none when none was started).
+    pub supervisor_pid: Option<u32>,
+    /// The file the advice was written to.
+    pub advice_file: PathBuf,
+}
+
+/// Answers the run's question; refused (exit 4) unless it waits for help.
+pub fn advise(ctx: &Context, request: &Request) -> Result<Advised> {
+    let store = runs::settled(ctx)?;
+    // One answer at a time: a second advise waits here, then finds the run working.
+    let run = runs::resolve(&store, &request.run)?;
+    let _lock = store
+        .run_lock(&run)
+        .map_err(|e| CrewError::new(ErrorKind::Refused, "run-busy", e.to_string()))?;
+    let mut record = runs::load(&store, &run)?;
+    if record.phase != Phase::NeedsHelp {
+        return Err(CrewError::new(
+            ErrorKind::Refused,
+            "not-waiting-for-help",
+            format!(
+                "run {} is {}, not waiting for help",
+                record.run,
+                record.phase.as_str()
+            ),
+        ));
+    }
+    let repo_dir = ctx.workdir()?.to_path_buf();
+    let advised = crate::run::queue::advise(&store, &repo_dir, &mut record, &request.text)
+        .map_err(CrewError::internal)?
+        .ok_or_else(|| {
+            CrewError::new(
+                ErrorKind::Refused,
+                "run-ended",
+                format!("run {} has ended", record.run),
+            )
+        })?;
+    Ok(Advised {
+        record,
+        supervisor_pid: advised.supervisor_pid,
+        advice_file: advised.advice_file,
+    })
+}

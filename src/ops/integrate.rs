@@ -1,0 +1,118 @@
+//! `integrate`: audit a finished run against its scope, merge it onto its target away
+//! from the checkout, record it, clean up (SPEC §5.9); `dry_run`: the plan that would
+//! land, with nothing changed.
+
+use serde_json::json;
+
+use crate::core::flight::Invocation;
+use crate::error::{CrewError, Result};
+use crate::run::integrate::{self, Done, Step};
+
+use super::{Context, runs};
+
+pub struct Request {
+    /// A run address (see [`runs::resolve`]).
+    pub run: String,
+    /// The branch to integrate into (default: the branch the run was cut from).
+    pub into: Option<String>,
+    pub squash: bool,
+    pub force_unverified: bool,
+    /// The invocation layer of the routing config (`--set`).
+    pub invocation: Invocation,
+    pub dry_run: bool,
+}
+
+/// What an integration tells a front end as it goes.
+pub enum Event<'a> {
+    /// A step begins.
+    Step {
+        step: Step,
+        run: &'a str,
+        /// The target as people name it (`the target` until it is known).
+        into: &'a str,
+    },
+    /// Something to say on the side: a gate that holds the task under `warn`.
+    Warning(&'a str),
+}
+
+/// Integrates the run; `observe` hears of each step as it begins, and of warnings.
+pub fn integrate(ctx: &Context, request: &Request, observe: &dyn Fn(Event<'_>)) -> Result<Done> {
+    let flight = super::flight::resolve(ctx, &request.invocation)?.flight;
+    let repo = ctx.repo()?;
+    if let Some(into) = &request.into
+        && !crate::git::refs::is_branch_name(into)
+    {
+        return Err(
+            CrewError::usage("bad-branch", format!("`{into}` is not a valid branch name"))
+                .hinted("--into takes a local branch name, such as main"),
+        );
+    }
+    let repo_dir = ctx.workdir()?.to_path_buf();
+    let store = runs::settled(ctx)?;
+    let run = runs::resolve(&store, &request.run)?;
+    let record = store.load(&run).ok().flatten();
+    let session_reuse = record
+        .as_ref()
+        .and_then(|r| flight.backends.get(&r.backend))
+        .and_then(|b| b.session_reuse)
+        .unwrap_or(false);
+    // The gates: a task a gate holds is not integrated under `strict`; the verdicts of
+    // the gates on its wave go into the run record.
+    let mut gates = Vec::new();
+    if let Some(record) = &record
+        && let Some(plan_name) = &record.plan
+        && let Ok(plan) = super::plans::load(ctx, Some(plan_name))
+        && let Some(task) = plan.task(&record.task)
+    {
+        let facts = crate::core::plan::Facts {
+            verdicts: crate::run::plans::verdicts(repo, &plan).map_err(CrewError::internal)?,
+            enforce: flight.gates.enforce,
+            on_fail: flight.gates.on_fail,
+            ..Default::default()
+        };
+        if let Some(warning) = crate::core::plan::gate_hold(&plan, task, &facts, "integrated")
+            .map_err(CrewError::from)?
+        {
+            observe(Event::Warning(&warning));
+        }
+        for gate in plan
+            .gates
+            .iter()
+            .filter(|g| g.gates_waves.contains(&task.wave))
+        {
+            gates.push(json!({"gate": gate.id, "verdict": facts.verdicts.get(&gate.id)}));
+        }
+    }
+    let applied = integrate::Request {
+        gates,
+        run,
+        into: request.into.clone(),
+        squash: request.squash,
+        force_unverified: request.force_unverified,
+        cleanup: flight.worktree.cleanup,
+        session_reuse,
+        by: identity(repo),
+        dry_run: request.dry_run,
+    };
+    // A verify of the merged tree runs here: what it starts comes back to this process
+    // and goes when it ends, and Ctrl-C stops it and removes its checkout.
+    crate::sys::process::become_subreaper();
+    let into = (request.into.clone())
+        .or_else(|| record.as_ref().and_then(|r| r.base_ref.clone()))
+        .unwrap_or_else(|| "the target".into());
+    let done = integrate::integrate(&repo_dir, repo, &store, &applied, &|step| {
+        observe(Event::Step {
+            step,
+            run: &applied.run,
+            into: &into,
+        });
+    })
+    .map_err(CrewError::from_run)?
+    .map_err(CrewError::from)?;
+    Ok(done)
+}
+
+/// `Name <email>` of whoever integrates (the configured committer).
+fn identity(repo: &crate::git::Repository) -> String {
+    crate::git::config::committer(repo).unwrap_or_else(|| "unknown".to_string())
+}
