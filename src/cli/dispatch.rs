@@ -5,12 +5,11 @@ use std::path::PathBuf;
 use clap::Args;
 
 use super::context::CommandContext;
-use super::error::{CrewError, Result};
-use super::flight::{RoutingArgs, resolve};
+use super::error::Result;
+use super::flight::RoutingArgs;
 use super::ui::Report;
-use crate::core::dispatch::{Flags, PromptSource, prompt_source, request};
-use crate::run::dispatch;
-use crate::view::dispatch::{Dispatched, DryRun};
+use crate::ops::dispatch::{Dispatched, Prompt, Request};
+use crate::view::dispatch::{Dispatched as Dispatched_, DryRun};
 
 const EXAMPLES: &str = "Examples:\n  git crew dispatch --task routes --scope 'src/routes/**' --prompt 'Add the /crew routes.'\n  git crew dispatch --task audit --role review --prompt-file docs/review.md --backend claude\n  git crew dispatch --task fix-login --scope src/auth/ --prompt-file task.md --verify 'cargo test auth' --wait";
 
@@ -88,146 +87,42 @@ pub struct DispatchArgs {
 }
 
 pub fn run(ctx: &CommandContext, args: DispatchArgs) -> Result<Report> {
-    let flight = resolve(ctx, &args.routing)?.flight;
-    let repo = ctx.repo()?;
-    let repo_dir = ctx.workdir()?.to_path_buf();
-    let mut warnings: Vec<String> = Vec::new();
-    let mut stale_days = None;
-    let store = super::runs::settled(ctx)?;
-    let from_plan = match &args.plan {
-        Some(name) => {
-            let (plan, found) = plan_task(ctx, &store, &flight, name, &args.task)?;
-            warnings.extend(found.warnings);
-            stale_days = found.stale_days;
-            Some((plan, found.task))
-        }
-        None => None,
+    let prompt = match (args.prompt, args.prompt_file) {
+        (Some(text), _) => Some(Prompt::Text(text)),
+        (None, Some(file)) => Some(Prompt::File(file)),
+        (None, None) => None,
     };
-    let task = from_plan.as_ref().map(|(_, t)| t);
-    let prompt = match prompt_source(args.prompt.as_deref(), args.prompt_file.as_deref(), task) {
-        PromptSource::Text(text) => text,
-        PromptSource::FlagFile(file) => read_prompt(&ctx.cwd.join(file))?,
-        PromptSource::TaskFile(file) => read_prompt(&repo_dir.join(file))?,
-        PromptSource::Missing => {
-            return Err(CrewError::usage(
-                "no-prompt",
-                format!(
-                    "task {} of the plan has no prompt or prompt_file",
-                    args.task
-                ),
-            )
-            .hinted("add one to the plan, or pass --prompt / --prompt-file"));
-        }
-    };
-    let base_rev = args.base.clone().unwrap_or_else(|| "HEAD".into());
-    let base = crate::git::worktree::rev_parse(&repo_dir, &base_rev).map_err(|e| {
-        CrewError::usage("bad-base", e.to_string()).hinted("--base takes a branch, tag or commit")
-    })?;
-    let flags = Flags {
-        base_ref: base_branch(repo, args.base.as_deref()),
-        task: args.task.clone(),
-        scope: args.scope.clone(),
+    let request = Request {
+        task: args.task,
+        prompt,
+        scope: args.scope,
         role: args.role,
-        verify: args.verify.clone(),
-        size_h: args.size,
-        worker: args.worker.clone(),
-        backend: args.routing.backend.clone(),
-        model: args.routing.model.clone(),
-        effort: args.routing.effort.clone(),
-        time_budget: args.routing.time_budget.clone(),
+        verify: args.verify,
+        base: args.base,
         queue: args.queue,
         continue_until_pass: args.continue_until_pass,
-        transcripts: args.transcripts.as_ref().map(|d| match d.is_empty() {
-            true => PathBuf::new(),
-            false => ctx.cwd.join(d),
-        }),
+        plan: args.plan,
+        size_h: args.size,
+        worker: args.worker,
+        transcripts: args.transcripts,
+        invocation: args.routing.invocation(),
+        dry_run: args.dry_run,
     };
-    let request = request(flags, prompt, from_plan.as_ref().map(|(p, t)| (p, t)));
-    let outcome = Outcome {
-        wait: args.wait,
-        format: ctx.format,
-        warnings,
-        stale_days,
-    };
-    start_and_report(
-        ctx,
-        &store,
-        &flight,
-        &request,
-        (base, args.dry_run),
-        outcome,
-    )
-}
-
-/// Task `task` of plan `name` as a dispatch takes it: refused when the plan or the task
-/// is not there, or a gate holds it; with the warnings it carries (a stale plan).
-pub(super) fn plan_task(
-    ctx: &CommandContext,
-    store: &crate::state::runs::RunStore,
-    flight: &crate::core::flight::Flight,
-    name: &str,
-    task: &str,
-) -> Result<(crate::core::plan::Plan, crate::run::plans::ForDispatch)> {
-    let plan = super::plan::load(ctx, Some(name))?;
-    let found = crate::run::plans::task_for_dispatch(
-        ctx.repo()?,
-        store,
-        ctx.workdir()?,
-        &plan,
-        task,
-        flight,
-    )
-    .map_err(CrewError::internal)?
-    .map_err(CrewError::from)?;
-    Ok((plan, found))
-}
-
-/// Carries out (or, for `--dry-run`, only decides) the dispatch `request` asks for, cut
-/// from `base`, and renders it: `dispatch` and `retry` alike.
-pub(super) fn start_and_report(
-    ctx: &CommandContext,
-    store: &crate::state::runs::RunStore,
-    flight: &crate::core::flight::Flight,
-    request: &crate::core::dispatch::Request,
-    (base, dry_run): (String, bool),
-    outcome: Outcome,
-) -> Result<Report> {
-    let repo = ctx.repo()?;
-    let repo_dir = ctx.workdir()?.to_path_buf();
-    let started = dispatch::start(repo, &repo_dir, store, flight, request, base, dry_run)
-        .map_err(CrewError::internal)?
-        .map_err(CrewError::from)?;
-    report(repo, &repo_dir, store, flight, started, outcome)
-}
-
-/// What a dispatch (or a retry) hands back besides the run it started.
-pub(super) struct Outcome {
-    /// `--wait`: block until the run ends and print its result.
-    pub wait: bool,
-    /// How `--wait` prints what it waited for.
-    pub format: super::ui::Format,
-    pub warnings: Vec<String>,
-    /// Days since the plan file changed, when it is stale.
-    pub stale_days: Option<i64>,
+    let dispatched = crate::ops::dispatch::dispatch(ctx, &request)?;
+    report(ctx, dispatched, args.wait)
 }
 
 /// Renders a dispatch carried out (or, for `--dry-run`, only decided): the run that
-/// would start, the run's result once it ends (`--wait`), or the run that started.
-pub(super) fn report(
-    repo: &crate::git::Repository,
-    repo_dir: &std::path::Path,
-    store: &crate::state::runs::RunStore,
-    flight: &crate::core::flight::Flight,
-    started: dispatch::Started,
-    outcome: Outcome,
-) -> Result<Report> {
-    let Outcome {
-        wait,
-        format,
+/// would start, the run's result once it ends (`wait`), or the run that started —
+/// `dispatch` and `retry` alike.
+pub(super) fn report(ctx: &CommandContext, dispatched: Dispatched, wait: bool) -> Result<Report> {
+    let Dispatched {
+        started,
         mut warnings,
         stale_days,
-    } = outcome;
-    warnings.extend(started.warnings);
+        session_plan,
+        split_advice,
+    } = dispatched;
     let plan = &started.plan;
     let Some(record) = started.record else {
         let record = &plan.record;
@@ -250,22 +145,20 @@ pub(super) fn report(
     };
     if wait {
         for warning in &warnings {
-            eprintln!("warning: {warning}");
+            super::ui::warn(warning);
         }
         return super::wait::wait_for(
-            store,
-            Some(repo_dir),
-            format,
+            &super::runs::open(ctx)?,
+            Some(ctx.workdir()?),
+            ctx.format,
             std::slice::from_ref(&record.run),
             false,
             None,
         );
     }
-    let session_plan = dispatch::session_plan(store, flight, &record);
-    let split_advice = crate::run::ledger::split_advice(repo, &record);
     warnings.extend(split_advice.clone());
     for warning in &warnings {
-        eprintln!("warning: {warning}");
+        super::ui::warn(warning);
     }
     let human = format!(
         "dispatched {} (task {}) to {} in {}{}",
@@ -279,36 +172,14 @@ pub(super) fn report(
             .map(|of| format!(" (a retry of {of})"))
             .unwrap_or_default()
     );
-    let output = Dispatched {
+    let output = Dispatched_ {
         stale_days,
         session_plan,
         split_advice,
         warnings: &warnings,
-        ..Dispatched::of(&record, &plan.escalated_from)
+        ..Dispatched_::of(&record, &plan.escalated_from)
     };
     Ok(Report::of(&output, human))
-}
-
-/// A prompt file (`--prompt-file`, a plan task's `prompt_file`): a regular file of at
-/// most 1 MiB.
-fn read_prompt(path: &std::path::Path) -> Result<String> {
-    let bytes = super::context::read_given(
-        path,
-        crate::core::layout::PROMPT_FILE_CAP,
-        "the prompt file",
-    )?;
-    Ok(String::from_utf8_lossy(&bytes).into_owned())
-}
-
-/// The branch a run is cut from: HEAD's branch, or `--base` when it names a local branch.
-pub(super) fn base_branch(repo: &crate::git::Repository, base: Option<&str>) -> Option<String> {
-    match base {
-        None => crate::git::refs::head_branch(repo),
-        Some(rev) => {
-            let rev = rev.strip_prefix("refs/heads/").unwrap_or(rev);
-            crate::git::refs::exists(repo, &format!("refs/heads/{rev}")).then(|| rev.to_string())
-        }
-    }
 }
 
 /// `--size`: a finite number of worker-hours above zero (a record must read back).

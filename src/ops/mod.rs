@@ -7,10 +7,13 @@
 pub mod abandon;
 pub mod advise;
 pub mod context;
+pub mod dispatch;
+pub mod files;
 pub mod flight;
 pub mod integrate;
 pub mod plans;
 pub mod refusals;
+pub mod retry;
 pub mod runs;
 
 pub use context::Context;
