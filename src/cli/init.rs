@@ -5,11 +5,12 @@
 use clap::Args;
 
 use super::context::CommandContext;
-use super::error::{CrewError, ErrorKind, Result};
+use super::error::{CrewError, Result};
 use super::ui::Report;
 use crate::core::install::{ConfigAction, FlightAction};
 use crate::git::hooks_dir::HookAction;
-use crate::run::install::{self, Preview, Setup};
+use crate::ops::init::Inited;
+use crate::run::install::{Preview, Setup};
 
 const INIT_EXAMPLES: &str = "Examples:\n  git crew init\n  git crew init --dry-run\n  git crew init --uninstall\n  git crew init --uninstall --purge";
 
@@ -45,28 +46,22 @@ pub struct InitArgs {
 }
 
 pub fn run(ctx: &CommandContext, args: InitArgs) -> Result<Report> {
-    let repo = ctx.repo()?;
-    let workdir = ctx.workdir()?.to_path_buf();
-    // The runs' worktrees go first, so that the uninstall can take back the config they
-    // no longer need (`extensions.worktreeConfig`); a refusal of init stops both.
-    install::refusal(repo, &workdir).map_or(Ok(()), |r| Err(CrewError::from(r)))?;
-    if args.dry_run {
-        let preview = install::preview(repo, &workdir)?.map_err(CrewError::from)?;
-        let mut fields = serde_json::to_value(&preview).map_err(CrewError::internal)?;
-        fields["dry_run"] = serde_json::Value::Bool(true);
-        return Ok(Report::new(fields, preview_human(&preview)));
-    }
-    let pruned = if args.purge {
-        let request = crate::run::prune::Request {
-            all: true,
-            older_than_s: None,
-            dry_run: false,
-        };
-        Some(super::prune::apply(ctx, request)?)
-    } else {
-        None
+    let request = crate::ops::init::Request {
+        uninstall: args.uninstall,
+        purge: args.purge,
+        dry_run: args.dry_run,
     };
-    let setup = install::init(repo, &workdir, args.uninstall)?.map_err(CrewError::from)?;
+    let (setup, pruned) = match crate::ops::init::init(ctx, &request)? {
+        Inited::Preview(preview) => {
+            let mut fields = serde_json::to_value(&preview).map_err(CrewError::internal)?;
+            fields["dry_run"] = serde_json::Value::Bool(true);
+            return Ok(Report::new(fields, preview_human(&preview)));
+        }
+        Inited::Done { setup, pruned } => (setup, pruned),
+    };
+    if let Some(pruned) = &pruned {
+        super::prune::warn(pruned);
+    }
     for warning in &setup.warnings {
         super::ui::warn(warning);
     }
@@ -196,34 +191,5 @@ fn action_word(action: HookAction) -> &'static str {
         HookAction::Deleted => "removed (git-crew had created it)",
         HookAction::Restored => "original hook restored",
         HookAction::Absent => "nothing of git-crew's",
-    }
-}
-
-/// Why init does nothing, as the error SPEC §2 names for it.
-impl From<install::Refusal> for CrewError {
-    fn from(r: install::Refusal) -> CrewError {
-        use install::Refusal;
-        match r {
-            Refusal::InsideRunWorktree { workdir, main } => CrewError::new(
-                ErrorKind::Refused,
-                "inside-run-worktree",
-                format!(
-                    "{} is the worktree of a git-crew run: init works on the repository, not on a run",
-                    workdir.display()
-                ),
-            )
-            .hinted(format!(
-                "run it in the main checkout: git -C {} crew init",
-                main.display()
-            )),
-            Refusal::HookInTheWay(taken) => {
-                CrewError::new(ErrorKind::Refused, "hook-in-the-way", taken.to_string()).hinted(
-                    format!(
-                        "move or remove {} by hand, then run git crew init again",
-                        taken.moved.display()
-                    ),
-                )
-            }
-        }
     }
 }

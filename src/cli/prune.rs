@@ -65,17 +65,18 @@ pub fn run(ctx: &CommandContext, args: PruneArgs) -> Result<Report> {
     Ok(Report::of(&pruned, human(&pruned)))
 }
 
-/// Prunes the current repository (also `init --uninstall --purge`).
-pub fn apply(ctx: &CommandContext, request: Request) -> Result<Pruned> {
-    let repo = ctx.repo()?;
-    let repo_dir = ctx.workdir()?.to_path_buf();
-    let store = super::runs::settled(ctx)?;
-    let pruned =
-        crate::run::prune::prune(repo, &repo_dir, &store, request).map_err(CrewError::internal)?;
+/// Prunes the current repository, saying on stderr what could not be looked at.
+fn apply(ctx: &CommandContext, request: Request) -> Result<Pruned> {
+    let pruned = crate::ops::prune::prune(ctx, request)?;
+    warn(&pruned);
+    Ok(pruned)
+}
+
+/// What prune could not look at, on stderr (also for `init --uninstall --purge`).
+pub fn warn(pruned: &Pruned) {
     for warning in &pruned.warnings {
         super::ui::warn(warning);
     }
-    Ok(pruned)
 }
 
 /// What prune did, for people: what went, the stranded work, what was left alone.

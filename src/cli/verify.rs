@@ -3,11 +3,10 @@
 use clap::Args;
 
 use super::context::CommandContext;
-use super::error::{CrewError, ErrorKind, Result};
-use super::runs;
+use super::error::{CrewError, Result};
 use super::ui::Report;
 use crate::core::record::Outcome;
-use crate::run::verify::{self, Verified};
+use crate::run::verify::Verified;
 
 /// Run a finished run's verify command again.
 ///
@@ -29,38 +28,11 @@ pub struct VerifyArgs {
 }
 
 pub fn run(ctx: &CommandContext, args: VerifyArgs) -> Result<Report> {
-    let store = runs::settled(ctx)?;
-    let record = runs::load(&store, &runs::resolve(&store, &args.run)?)?;
-    if !record.phase.is_final() {
-        return Err(CrewError::new(
-            ErrorKind::Refused,
-            "run-in-flight",
-            format!("run {} is still {}", record.run, record.phase.as_str()),
-        )
-        .hinted("its supervisor verifies it when the worker is done; `git crew wait RUN`"));
-    }
-    if record.integration.is_some() {
-        return Err(CrewError::new(
-            ErrorKind::Refused,
-            "already-integrated",
-            format!(
-                "run {} is integrated; verify the target instead",
-                record.run
-            ),
-        )
-        .hinted("run the verify command in your checkout of the target"));
-    }
-    let Some(command) = args.command.clone().or(record.verify_command.clone()) else {
-        return Err(CrewError::usage(
-            "no-verify-command",
-            format!("run {} has no verify command", record.run),
-        )
-        .hinted("pass one with --command CMD"));
+    let request = crate::ops::verify::Request {
+        run: args.run,
+        command: args.command,
     };
-    let repo = ctx.repo()?;
-    let (verdict, record) = verify::again(repo, ctx.workdir()?, &store, record, &command)
-        .map_err(CrewError::from_run)?
-        .map_err(CrewError::from)?;
+    let (verdict, record) = crate::ops::verify::verify(ctx, &request)?;
     let passed = matches!(&verdict, Verified::Done(result) if result.passed);
     let timed_out = matches!(verdict, Verified::Timeout);
     let setup_failed = match &verdict {
@@ -138,48 +110,4 @@ struct Output<'a> {
     setup_failed: Option<&'a str>,
     phase: crate::core::record::Phase,
     outcome: Option<Outcome>,
-}
-
-impl From<verify::Refusal> for CrewError {
-    fn from(r: verify::Refusal) -> CrewError {
-        use verify::Refusal;
-        let fresh = "remove the run's worktree; verify then checks the commit out afresh";
-        match r {
-        Refusal::NoSeal(run) => CrewError::check(
-            "record-tampered",
-            format!("run {run} has no seal: nothing vouches for its record"),
-        ),
-        Refusal::Tampered { run, differs } => CrewError::check(
-            "record-tampered",
-            format!(
-                "run {run}'s record disagrees with its seal on {}",
-                differs.join(", ")
-            ),
-        ),
-        Refusal::BranchGone { run, branch } => CrewError::new(
-            ErrorKind::NotFound,
-            "branch-gone",
-            format!("run {run}'s branch {branch} is gone"),
-        ),
-        Refusal::Administration { run, why } => CrewError::check(
-            "worktree-tampered",
-            format!("run {run}'s worktree administration cannot be restored: {why}"),
-        )
-        .hinted(fresh),
-        Refusal::Unreadable { run, why } => CrewError::check(
-            "worktree-tampered",
-            format!("git cannot read run {run}'s worktree: {why}"),
-        )
-        .hinted(fresh),
-        Refusal::Dirty { run, worktree } => CrewError::new(
-            ErrorKind::Refused,
-            "worktree-dirty",
-            format!(
-                "run {run}'s worktree {} has uncommitted changes: what would be verified is not the commit",
-                worktree.display()
-            ),
-        )
-        .hinted("commit them to the run's branch or discard them, then verify again"),
-    }
-    }
 }

@@ -10,10 +10,13 @@ pub mod context;
 pub mod dispatch;
 pub mod files;
 pub mod flight;
+pub mod init;
 pub mod integrate;
 pub mod plans;
+pub mod prune;
 pub mod refusals;
 pub mod retry;
 pub mod runs;
+pub mod verify;
 
 pub use context::Context;

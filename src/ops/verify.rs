@@ -1,0 +1,96 @@
+//! `verify`: a finished run's verify command, run again in its worktree, its verdict
+//! recorded on the run.
+
+use crate::core::record::RunRecord;
+use crate::error::{CrewError, ErrorKind, Result};
+use crate::run::verify::{self, Verified};
+
+use super::{Context, runs};
+
+pub struct Request {
+    /// A run address (see [`runs::resolve`]).
+    pub run: String,
+    /// The verify command to use (and keep) instead of the run's own.
+    pub command: Option<String>,
+}
+
+/// Verifies the run again and records the verdict; a live or integrated run is refused
+/// (exit 4), a run with neither its own command nor `command` is a usage error.
+pub fn verify(ctx: &Context, req: &Request) -> Result<(Verified, RunRecord)> {
+    let store = runs::settled(ctx)?;
+    let record = runs::load(&store, &runs::resolve(&store, &req.run)?)?;
+    if !record.phase.is_final() {
+        return Err(CrewError::new(
+            ErrorKind::Refused,
+            "run-in-flight",
+            format!("run {} is still {}", record.run, record.phase.as_str()),
+        )
+        .hinted("its supervisor verifies it when the worker is done; `git crew wait RUN`"));
+    }
+    if record.integration.is_some() {
+        return Err(CrewError::new(
+            ErrorKind::Refused,
+            "already-integrated",
+            format!(
+                "run {} is integrated; verify the target instead",
+                record.run
+            ),
+        )
+        .hinted("run the verify command in your checkout of the target"));
+    }
+    let Some(command) = req.command.clone().or(record.verify_command.clone()) else {
+        return Err(CrewError::usage(
+            "no-verify-command",
+            format!("run {} has no verify command", record.run),
+        )
+        .hinted("pass one with --command CMD"));
+    };
+    let repo = ctx.repo()?;
+    verify::again(repo, ctx.workdir()?, &store, record, &command)
+        .map_err(CrewError::from_run)?
+        .map_err(CrewError::from)
+}
+
+impl From<verify::Refusal> for CrewError {
+    fn from(r: verify::Refusal) -> CrewError {
+        use verify::Refusal;
+        let fresh = "remove the run's worktree; verify then checks the commit out afresh";
+        match r {
+        Refusal::NoSeal(run) => CrewError::check(
+            "record-tampered",
+            format!("run {run} has no seal: nothing vouches for its record"),
+        ),
+        Refusal::Tampered { run, differs } => CrewError::check(
+            "record-tampered",
+            format!(
+                "run {run}'s record disagrees with its seal on {}",
+                differs.join(", ")
+            ),
+        ),
+        Refusal::BranchGone { run, branch } => CrewError::new(
+            ErrorKind::NotFound,
+            "branch-gone",
+            format!("run {run}'s branch {branch} is gone"),
+        ),
+        Refusal::Administration { run, why } => CrewError::check(
+            "worktree-tampered",
+            format!("run {run}'s worktree administration cannot be restored: {why}"),
+        )
+        .hinted(fresh),
+        Refusal::Unreadable { run, why } => CrewError::check(
+            "worktree-tampered",
+            format!("git cannot read run {run}'s worktree: {why}"),
+        )
+        .hinted(fresh),
+        Refusal::Dirty { run, worktree } => CrewError::new(
+            ErrorKind::Refused,
+            "worktree-dirty",
+            format!(
+                "run {run}'s worktree {} has uncommitted changes: what would be verified is not the commit",
+                worktree.display()
+            ),
+        )
+        .hinted("commit them to the run's branch or discard them, then verify again"),
+    }
+    }
+}
