@@ -5,12 +5,11 @@ use std::path::PathBuf;
 use clap::Args;
 
 use super::context::CommandContext;
-use super::error::{CrewError, ErrorKind, Result};
+use super::error::{CrewError, Result};
 use super::runs;
 use super::ui::Report;
-use crate::core::flight::AdapterKind;
 use crate::core::record::{Outcome, Phase};
-use crate::run::supervisor::{self, Delivered};
+use crate::ops::native::Handed;
 
 /// Bind a native run to the lead's own sub-task.
 ///
@@ -26,33 +25,16 @@ pub struct AttachArgs {
 }
 
 pub fn attach(ctx: &CommandContext, args: AttachArgs) -> Result<Report> {
-    let store = runs::settled(ctx)?;
-    let run = runs::resolve(&store, &args.run)?;
-    let _lock = store
-        .run_lock(&run)
-        .map_err(|e| CrewError::new(ErrorKind::Refused, "run-busy", e.to_string()))?;
-    let mut record = runs::load(&store, &run)?;
-    if record.phase != Phase::AwaitingAttach {
-        return Err(CrewError::new(
-            ErrorKind::Refused,
-            "not-awaiting-attach",
-            format!(
-                "run {} is {}, not awaiting attach",
-                record.run,
-                record.phase.as_str()
-            ),
-        ));
-    }
-    record.session = Some(args.session.clone());
-    record.phase = Phase::Working;
-    if !store.update_live(&record).map_err(CrewError::internal)? {
-        return Err(CrewError::new(
-            ErrorKind::Refused,
-            "run-ended",
-            format!("run {} has ended", record.run),
-        ));
-    }
-    let human = format!("run {} is bound to session {}", record.run, args.session);
+    let request = crate::ops::native::Attach {
+        run: args.run,
+        session: args.session,
+    };
+    let record = crate::ops::native::attach(ctx, &request)?;
+    let human = format!(
+        "run {} is bound to session {}",
+        record.run,
+        record.session.as_deref().unwrap_or_default()
+    );
     Ok(Report::of(&runs::output(&record), human))
 }
 
@@ -73,36 +55,12 @@ pub struct DeliverArgs {
 }
 
 pub fn deliver(ctx: &CommandContext, args: DeliverArgs) -> Result<Report> {
-    let store = runs::settled(ctx)?;
-    let run = runs::resolve(&store, &args.run)?;
-    let _lock = store
-        .run_lock(&run)
-        .map_err(|e| CrewError::new(ErrorKind::Refused, "run-busy", e.to_string()))?;
-    let record = runs::load(&store, &run)?;
-    if !matches!(record.phase, Phase::Working | Phase::AwaitingAttach)
-        || record.adapter != AdapterKind::Native
-    {
-        return Err(CrewError::new(
-            ErrorKind::Refused,
-            "not-deliverable",
-            format!(
-                "run {} ({}, {}) takes no delivery",
-                record.run,
-                record.adapter,
-                record.phase.as_str()
-            ),
-        )
-        .hinted("deliver is for native runs that are working or awaiting attach"));
-    }
-    let path = ctx.cwd.join(&args.reply_file);
-    // A reply is held to the cap of a worker's manifest.
-    let reply =
-        super::context::read_given(&path, crate::run::output::DEFAULT_CAP, "the reply file")?;
-    let reply = String::from_utf8_lossy(&reply).into_owned();
-    let repo = ctx.repo()?;
-    match supervisor::deliver(repo, &store, &record.run, &reply).map_err(CrewError::internal)? {
-        Delivered::Incomplete(problem) => {
-            let record = runs::load(&store, &run)?;
+    let request = crate::ops::native::Deliver {
+        run: args.run,
+        reply_file: args.reply_file,
+    };
+    match crate::ops::native::deliver(ctx, &request)? {
+        Handed::Incomplete { record, problem } => {
             let mut report = Report::of(&runs::output(&record), runs::result_block(&record));
             report.status = super::ui::Status::Failed(
                 CrewError::check(
@@ -115,7 +73,7 @@ pub fn deliver(ctx: &CommandContext, args: DeliverArgs) -> Result<Report> {
             );
             Ok(report)
         }
-        Delivered::Settled(record) => {
+        Handed::Settled(record) => {
             let mut report = Report::of(&runs::output(&record), runs::result_block(&record));
             if record.phase == Phase::NeedsHelp {
                 report.status = super::ui::Status::Attention;

@@ -12,6 +12,7 @@ pub mod files;
 pub mod flight;
 pub mod init;
 pub mod integrate;
+pub mod native;
 pub mod plans;
 pub mod prune;
 pub mod refusals;
