@@ -7,7 +7,6 @@ use super::context::CommandContext;
 use super::error::{CrewError, Result};
 use super::ui::{Report, Status};
 use crate::core::doctor::Problem;
-use crate::state::runs::RunStore;
 
 /// Find rot, and with --fix repair it.
 ///
@@ -42,10 +41,7 @@ struct Checkup<'a> {
 }
 
 pub fn run(ctx: &CommandContext, args: DoctorArgs) -> Result<Report> {
-    let repo = ctx.repo()?;
-    let repo_dir = ctx.workdir()?.to_path_buf();
-    let store = RunStore::new(&crate::git::repo::state_dir(repo));
-    let checkup = crate::run::doctor::check(repo, &repo_dir, &store, args.fix)?;
+    let checkup = crate::ops::doctor::doctor(ctx, args.fix)?;
     let problems = &checkup.problems;
     let human = if problems.is_empty() {
         "no problems found".to_string()
@@ -63,14 +59,13 @@ pub fn run(ctx: &CommandContext, args: DoctorArgs) -> Result<Report> {
             .collect::<Vec<_>>()
             .join("\n")
     };
-    let stranded =
-        crate::run::prune::stranded_work(repo, &repo_dir, &store).map_err(CrewError::internal)?;
+    let stranded = &checkup.stranded;
     let mut human = vec![human];
-    human.extend(super::prune::stranded_lines(&stranded));
+    human.extend(super::prune::stranded_lines(stranded));
     let human = format!("{}\nfence: {}", human.join("\n"), checkup.fence);
     let output = Checkup {
         problems,
-        stranded: &stranded,
+        stranded,
         fence: &checkup.fence,
     };
     let mut report = Report::of(&output, human);

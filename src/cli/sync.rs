@@ -4,9 +4,9 @@ use clap::Args;
 use serde::Serialize;
 
 use super::context::CommandContext;
-use super::error::{CrewError, ErrorKind, Result};
+use super::error::Result;
 use super::ui::Report;
-use crate::git::{notes, sync};
+use crate::git::sync;
 
 /// `sync`: the remote, how many fetch-merge-push rounds it took, and what happened to
 /// each notes ref (SPEC §2 `sync`, §4).
@@ -60,75 +60,8 @@ pub struct SyncArgs {
 }
 
 pub fn run(ctx: &CommandContext, args: SyncArgs) -> Result<Report> {
-    let repo_dir = ctx.workdir()?.to_path_buf();
-    let repo = ctx.repo()?;
-    let remotes = sync::remotes(repo);
-    let remote = match args.remote {
-        Some(remote) if remotes.contains(&remote) => remote,
-        Some(remote) => {
-            return Err(CrewError::new(
-                ErrorKind::NotFound,
-                "remote-not-found",
-                format!("no remote {remote}"),
-            )
-            .hinted(format!("remotes here: {}", list(&remotes))));
-        }
-        None if remotes.iter().any(|r| r == "origin") => "origin".to_string(),
-        None if remotes.len() == 1 => remotes[0].clone(),
-        None => {
-            return Err(CrewError::usage(
-                "remote-required",
-                format!(
-                    "name the remote to sync with (remotes here: {})",
-                    list(&remotes)
-                ),
-            ));
-        }
-    };
-    let mut rounds: u64 = 0;
-    let results = loop {
-        rounds += 1;
-        sync::fetch(&repo_dir, &remote).map_err(|e| {
-            CrewError::new(ErrorKind::Refused, "fetch-failed", format!("{e:#}"))
-                .hinted("check that the remote is reachable: git fetch REMOTE")
-        })?;
-        // A fresh view of the refs the fetch moved.
-        let repo = crate::git::repo::open(&repo_dir).map_err(CrewError::internal)?;
-        let mut results = Vec::new();
-        for local in notes::ALL {
-            let tracking = sync::tracking_ref(&remote, local);
-            results.push(sync::merge_into(&repo, local, &tracking).map_err(|e| {
-                match e.downcast_ref::<sync::NotNotes>() {
-                    Some(bad) => CrewError::usage("remote-notes-invalid", bad.to_string())
-                        .hinted("the remote's notes ref is broken; fix or delete it there"),
-                    None => CrewError::internal(e),
-                }
-            })?);
-        }
-        let to_push: Vec<String> = results
-            .iter()
-            .filter(|r| r.ahead)
-            .map(|r| r.name.clone())
-            .collect();
-        if sync::push(&repo_dir, &remote, &to_push).map_err(CrewError::internal)? {
-            break results
-                .into_iter()
-                .map(|r| {
-                    let pushed = to_push.contains(&r.name);
-                    (r, pushed)
-                })
-                .collect::<Vec<_>>();
-        }
-        if rounds >= 8 {
-            return Err(CrewError::new(
-                ErrorKind::Refused,
-                "sync-rejected",
-                format!("{remote} kept refusing the notes after {rounds} rounds"),
-            )
-            .hinted("someone is pushing notes continuously; run `git crew sync` again"));
-        }
-        std::thread::sleep(std::time::Duration::from_millis(100 * rounds));
-    };
+    let synced = crate::ops::sync::sync(ctx, args.remote)?;
+    let (remote, rounds, results) = (&synced.remote, synced.rounds, &synced.refs);
     let human: Vec<String> = results
         .iter()
         .map(|(r, pushed)| {
@@ -146,7 +79,7 @@ pub fn run(ctx: &CommandContext, args: SyncArgs) -> Result<Report> {
         })
         .collect();
     let output = SyncOutput {
-        remote: &remote,
+        remote,
         rounds,
         refs: results
             .iter()
@@ -157,14 +90,6 @@ pub fn run(ctx: &CommandContext, args: SyncArgs) -> Result<Report> {
         &output,
         format!("synced the notes with {remote}\n  {}", human.join("\n  ")),
     ))
-}
-
-fn list(remotes: &[String]) -> String {
-    if remotes.is_empty() {
-        "none".to_string()
-    } else {
-        remotes.join(", ")
-    }
 }
 
 #[cfg(test)]

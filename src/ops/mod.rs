@@ -8,6 +8,7 @@ pub mod abandon;
 pub mod advise;
 pub mod context;
 pub mod dispatch;
+pub mod doctor;
 pub mod files;
 pub mod flight;
 pub mod init;
@@ -18,6 +19,7 @@ pub mod prune;
 pub mod refusals;
 pub mod retry;
 pub mod runs;
+pub mod sync;
 pub mod verify;
 
 pub use context::Context;
