@@ -4,12 +4,10 @@ use clap::{Args, Subcommand};
 use serde::Serialize;
 
 use super::context::CommandContext;
-use super::error::{CrewError, ErrorKind, Result};
-use super::flight::{RoutingArgs, resolve};
+use super::error::Result;
 use super::plan::GateOutput;
 use super::ui::Report;
 use crate::core::plan::Verdict;
-use crate::run::plans;
 
 /// `gate record`: the verdict as it was recorded (SPEC §2 `gate record`, §4).
 #[derive(Debug, Serialize)]
@@ -75,49 +73,15 @@ pub fn run(ctx: &CommandContext, args: GateArgs) -> Result<Report> {
             measured_at,
             plan,
         } => {
-            let plan = super::plan::load(ctx, plan.as_deref())?;
-            if plan.gate(&gate).is_none() {
-                let names: Vec<&str> = plan.gates.iter().map(|g| g.id.as_str()).collect();
-                let mut err = CrewError::new(
-                    ErrorKind::NotFound,
-                    "gate-not-found",
-                    format!("plan {} has no gate {gate}", plan.id),
-                );
-                err = match crate::core::flight::did_you_mean(&gate, names.iter().copied()) {
-                    Some(s) => err.hinted(format!("did you mean `{s}`?")),
-                    None if names.is_empty() => err.hinted("the plan declares no [[gates]]"),
-                    None => err.hinted(format!("its gates: {}", names.join(", "))),
-                };
-                return Err(err);
-            }
-            let flight = resolve(ctx, &RoutingArgs::default())?.flight;
-            let evidence = evidence.unwrap_or_default();
-            if flight.gates.require_evidence && evidence.trim().is_empty() {
-                return Err(CrewError::usage(
-                    "evidence-required",
-                    "a verdict needs its evidence (gates.require_evidence)",
-                )
-                .hinted("pass --evidence 'what was measured, and the number'"));
-            }
-            let repo = ctx.repo()?;
-            let rev = measured_at.unwrap_or_else(|| "HEAD".into());
-            let commit = crate::git::worktree::rev_parse(ctx.workdir()?, &rev).map_err(|e| {
-                CrewError::usage("bad-revision", e.to_string())
-                    .hinted("--measured-at takes a commit, branch or tag")
-            })?;
-            let commit_id = crate::git::refs::oid(&commit).map_err(CrewError::internal)?;
-            let by = crate::git::config::committer(repo);
-            let row = Verdict {
-                at: crate::sys::clock::stamp_now(),
-                plan: plan.id.clone(),
-                gate: gate.clone(),
+            let request = crate::ops::gate::Record {
+                gate,
                 verdict,
                 evidence,
                 link,
-                measured_at: Some(commit),
-                by,
+                measured_at,
+                plan,
             };
-            plans::record_verdict(repo, &row, commit_id).map_err(CrewError::internal)?;
+            let row = crate::ops::gate::record(ctx, request)?;
             let human = format!(
                 "gate {} of plan {}: {} — {}",
                 row.gate, row.plan, row.verdict, row.evidence
@@ -125,8 +89,7 @@ pub fn run(ctx: &CommandContext, args: GateArgs) -> Result<Report> {
             Ok(Report::of(&GateRecordOutput { verdict: &row }, human))
         }
         GateAction::Ls { plan } => {
-            let plan = super::plan::load(ctx, plan.as_deref())?;
-            let verdicts = plans::verdicts(ctx.repo()?, &plan).map_err(CrewError::internal)?;
+            let (plan, verdicts) = crate::ops::gate::ls(ctx, plan.as_deref())?;
             let gates = plan
                 .gates
                 .iter()

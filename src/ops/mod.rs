@@ -11,6 +11,7 @@ pub mod dispatch;
 pub mod doctor;
 pub mod files;
 pub mod flight;
+pub mod gate;
 pub mod init;
 pub mod integrate;
 pub mod native;
