@@ -24,5 +24,6 @@ pub mod retry;
 pub mod runs;
 pub mod sync;
 pub mod verify;
+pub mod wave;
 
 pub use context::Context;
