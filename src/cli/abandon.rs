@@ -104,6 +104,6 @@ pub struct SuperviseArgs {
 pub fn supervise(ctx: &CommandContext, args: SuperviseArgs) -> Result<Report> {
     let repo = ctx.repo()?;
     let store = crate::state::runs::RunStore::new(&crate::git::repo::state_dir(repo));
-    crate::run::supervisor::supervise(repo, &store, &args.run).map_err(CrewError::internal)?;
+    crate::run::supervisor::supervise(repo, &store, &args.run).map_err(CrewError::from)?;
     Ok(Report::of(&SuperviseOutput { run: &args.run }, ""))
 }

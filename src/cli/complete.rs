@@ -13,7 +13,7 @@ use clap::{Args, CommandFactory};
 use clap_complete::engine::{ArgValueCompleter, CompletionCandidate};
 use clap_complete::env::{CompleteEnv, Shells};
 
-use super::error::{CrewError, Result};
+use super::error::{CrewError, ErrorCode, Result};
 use super::ui::Report;
 use crate::core::complete::{Candidate, Runs};
 
@@ -70,14 +70,14 @@ pub fn completions(args: CompletionsArgs) -> Result<Report> {
     let shells = Shells::builtins();
     let Some(shell) = shells.completer(&name) else {
         return Err(
-            CrewError::usage("unknown-shell", format!("no completion for {name}"))
+            CrewError::new(ErrorCode::UnknownShell, format!("no completion for {name}"))
                 .hinted("give bash, zsh or fish"),
         );
     };
     let mut script = Vec::new();
     shell
         .write_registration(VAR, "git-crew", "git-crew", &completer(), &mut script)
-        .map_err(CrewError::internal)?;
+        .map_err(CrewError::from)?;
     let mut script = String::from_utf8_lossy(&script).into_owned();
     match args.shell {
         clap_complete::Shell::Bash => script.push_str(BASH_GIT),

@@ -3,7 +3,7 @@
 
 use std::path::PathBuf;
 
-use super::error::{CrewError, Result};
+use super::error::{CrewError, ErrorCode, Result};
 use super::ui::Format;
 
 /// The operations' [`Context`](crate::ops::Context) (which it derefs to), and how to
@@ -31,13 +31,13 @@ impl CommandContext {
                 continue;
             }
             std::env::set_current_dir(dir).map_err(|e| {
-                CrewError::usage(
-                    "bad-directory",
+                CrewError::new(
+                    ErrorCode::BadDirectory,
                     format!("cannot change to '{}': {e}", dir.display()),
                 )
             })?;
         }
-        let cwd = std::env::current_dir().map_err(CrewError::internal)?;
+        let cwd = std::env::current_dir().map_err(CrewError::from)?;
         Ok(CommandContext {
             ops: crate::ops::Context::new(cwd),
             format,

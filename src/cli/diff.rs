@@ -4,7 +4,7 @@ use clap::Args;
 use serde::Serialize;
 
 use super::context::CommandContext;
-use super::error::{CrewError, ErrorKind, Result};
+use super::error::{CrewError, ErrorCode, Result};
 use super::runs;
 use super::ui::{Format, Report};
 use crate::git::diff::Shown;
@@ -48,11 +48,10 @@ pub fn run(ctx: &CommandContext, args: DiffArgs) -> Result<Report> {
     let record = runs::load(&store, &runs::resolve(&store, &args.run)?)?;
     let repo = ctx.repo()?;
     let Some((from, to)) =
-        crate::run::integrate::audit_range(repo, &record).map_err(CrewError::internal)?
+        crate::run::integrate::audit_range(repo, &record).map_err(CrewError::from)?
     else {
         return Err(CrewError::new(
-            ErrorKind::NotFound,
-            "branch-gone",
+            ErrorCode::BranchGone,
             format!("run {}'s branch {} is gone", record.run, record.branch),
         )
         .hinted("nothing keeps its commits: there is no change to show"));
@@ -67,7 +66,7 @@ pub fn run(ctx: &CommandContext, args: DiffArgs) -> Result<Report> {
     let terminal =
         ctx.format == Format::Human && std::io::IsTerminal::is_terminal(&std::io::stdout());
     let text = crate::git::diff::show(ctx.workdir()?, from, to, shown, terminal)
-        .map_err(CrewError::internal)?
+        .map_err(CrewError::from)?
         .unwrap_or_default();
     let output = DiffOutput {
         run: &record.run,

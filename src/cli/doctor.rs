@@ -4,7 +4,7 @@ use clap::Args;
 use serde::Serialize;
 
 use super::context::CommandContext;
-use super::error::{CrewError, Result};
+use super::error::{CrewError, ErrorCode, Result};
 use super::ui::{Report, Status};
 use crate::core::doctor::Problem;
 
@@ -72,8 +72,8 @@ pub fn run(ctx: &CommandContext, args: DoctorArgs) -> Result<Report> {
     let open = problems.iter().filter(|p| !p.fixed).count();
     if open > 0 {
         report.status = Status::Failed(
-            CrewError::check(
-                "problems-found",
+            CrewError::new(
+                ErrorCode::ProblemsFound,
                 format!("{open} problem(s) need attention"),
             )
             .hinted(if args.fix {

@@ -85,7 +85,8 @@ impl RoutingArgs {
 pub fn run(ctx: &CommandContext, args: FlightArgs) -> Result<Report> {
     if let Some(FlightAction::Schema) = args.action {
         let schema = flight::json_schema();
-        let human = serde_json::to_string_pretty(&schema).map_err(CrewError::internal)?;
+        let human = serde_json::to_string_pretty(&schema)
+            .map_err(|e| CrewError::internal(e.to_string()))?;
         // The document itself, with no envelope: it is what an editor loads.
         let mut report = Report::new(schema, human);
         report.raw = true;

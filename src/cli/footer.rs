@@ -6,7 +6,7 @@ use clap::Args;
 use serde::Serialize;
 
 use super::context::CommandContext;
-use super::error::{CrewError, Result};
+use super::error::{CrewError, ErrorCode, Result};
 use super::ui::Report;
 use crate::core::footer::{Extraction, HelpRequest, NeedsHelp, Sections};
 
@@ -77,8 +77,8 @@ pub fn run(ctx: &CommandContext, args: FooterArgs) -> Result<Report> {
         }
         HelpRequest::Incomplete { missing } => {
             report.status = super::ui::Status::Failed(
-                CrewError::check(
-                    "needs-help-incomplete",
+                CrewError::new(
+                    ErrorCode::NeedsHelpIncomplete,
                     format!("NEEDS-HELP without {}", missing.join(", ")),
                 )
                 .hinted("a NEEDS-HELP reply carries tried:, options:, leaning: and cost-if-wrong:"),
@@ -86,11 +86,14 @@ pub fn run(ctx: &CommandContext, args: FooterArgs) -> Result<Report> {
         }
         HelpRequest::NotAsked if !extraction.is_complete() => {
             report.status = super::ui::Status::Failed(
-                CrewError::check("footer-rejected", "the reply's footer is incomplete")
-                    .with_details(extraction.rejections())
-                    .hinted(
-                        "end the reply with ## Result, ## How to verify and ## Deferred / concerns",
-                    ),
+                CrewError::new(
+                    ErrorCode::FooterRejected,
+                    "the reply's footer is incomplete",
+                )
+                .with_details(extraction.rejections())
+                .hinted(
+                    "end the reply with ## Result, ## How to verify and ## Deferred / concerns",
+                ),
             );
         }
         HelpRequest::NotAsked => {}

@@ -8,7 +8,7 @@
 use clap::{Args, Subcommand};
 
 use super::context::CommandContext;
-use super::error::{CrewError, Result};
+use super::error::{CrewError, ErrorCode, Result};
 use super::ui::{Format, Report};
 use crate::core::scope;
 use crate::ops::hook::{After, PreCommit};
@@ -117,8 +117,8 @@ fn pre_commit(ctx: &CommandContext) -> Result<Report> {
         return Ok(report);
     }
     let read_only = matches!(violations[0], scope::Violation::ReadOnlyRole { .. });
-    let mut verdict = CrewError::check(
-        "scope-violation",
+    let mut verdict = CrewError::new(
+        ErrorCode::ScopeViolation,
         format!(
             "commit refused in run {} (task {})",
             identity.run, identity.task

@@ -53,7 +53,8 @@ pub fn run(ctx: &CommandContext, args: InitArgs) -> Result<Report> {
     };
     let (setup, pruned) = match crate::ops::init::init(ctx, &request)? {
         Inited::Preview(preview) => {
-            let mut fields = serde_json::to_value(&preview).map_err(CrewError::internal)?;
+            let mut fields =
+                serde_json::to_value(&preview).map_err(|e| CrewError::internal(e.to_string()))?;
             fields["dry_run"] = serde_json::Value::Bool(true);
             return Ok(Report::new(fields, preview_human(&preview)));
         }
@@ -66,11 +67,13 @@ pub fn run(ctx: &CommandContext, args: InitArgs) -> Result<Report> {
         super::ui::warn(warning);
     }
     let mut human = human(&setup);
-    let mut report_fields = serde_json::to_value(&setup).map_err(CrewError::internal)?;
+    let mut report_fields =
+        serde_json::to_value(&setup).map_err(|e| CrewError::internal(e.to_string()))?;
     if let Some(pruned) = &pruned {
         human.push('\n');
         human.push_str(&super::prune::human(pruned));
-        report_fields["pruned"] = serde_json::to_value(pruned).map_err(CrewError::internal)?;
+        report_fields["pruned"] =
+            serde_json::to_value(pruned).map_err(|e| CrewError::internal(e.to_string()))?;
     }
     Ok(Report::new(report_fields, human))
 }

@@ -82,11 +82,11 @@ pub fn ledger(ctx: &CommandContext, args: LedgerArgs) -> Result<Report> {
     if args.view.is_some() {
         let stats = match &args.task {
             Some(task) => crate::core::ledger::stats(
-                &crate::run::ledger::rows(repo, Some(task)).map_err(CrewError::internal)?,
+                &crate::run::ledger::rows(repo, Some(task)).map_err(CrewError::from)?,
             ),
             None => {
                 crate::run::ledger::learnt(repo)
-                    .map_err(CrewError::internal)?
+                    .map_err(CrewError::from)?
                     .stats
             }
         };
@@ -120,7 +120,7 @@ pub fn ledger(ctx: &CommandContext, args: LedgerArgs) -> Result<Report> {
         };
         return Ok(Report::of(&LedgerStatsOutput { stats: &stats }, human));
     }
-    let rows = crate::run::ledger::rows(repo, args.task.as_deref()).map_err(CrewError::internal)?;
+    let rows = crate::run::ledger::rows(repo, args.task.as_deref()).map_err(CrewError::from)?;
     let mut human = rows
         .iter()
         .map(|r| {
@@ -200,7 +200,7 @@ pub struct ShouldStopArgs {
 
 pub fn should_stop(ctx: &CommandContext, args: ShouldStopArgs) -> Result<Report> {
     let repo = ctx.repo()?;
-    let rows = crate::run::ledger::rows(repo, Some(&args.task)).map_err(CrewError::internal)?;
+    let rows = crate::run::ledger::rows(repo, Some(&args.task)).map_err(CrewError::from)?;
     // Agents call this in loops: the flight config is read only when the ledger alone
     // cannot settle the answer.
     let settled = args

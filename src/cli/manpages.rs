@@ -7,7 +7,7 @@ use clap::{Args, CommandFactory};
 use serde::Serialize;
 
 use super::context::CommandContext;
-use super::error::{CrewError, ErrorKind, Result};
+use super::error::{CrewError, ErrorCode, Result};
 use super::ui::Report;
 
 /// Install the manual pages.
@@ -71,10 +71,11 @@ pub fn install(_ctx: &CommandContext, args: InstallManPagesArgs) -> Result<Repor
     let dir = match args.dir.or_else(default_dir) {
         Some(dir) => dir,
         None => {
-            return Err(
-                CrewError::usage("no-man-dir", "cannot tell where git-crew is installed")
-                    .hinted("name the manual folder: git crew install-man-pages DIR"),
-            );
+            return Err(CrewError::new(
+                ErrorCode::NoManDir,
+                "cannot tell where git-crew is installed",
+            )
+            .hinted("name the manual folder: git crew install-man-pages DIR"));
         }
     };
     let man1 = dir.join("man1");
@@ -95,8 +96,7 @@ pub fn install(_ctx: &CommandContext, args: InstallManPagesArgs) -> Result<Repor
 
 fn cannot_write(path: &Path, e: std::io::Error) -> CrewError {
     CrewError::new(
-        ErrorKind::Refused,
-        "cannot-write",
+        ErrorCode::CannotWrite,
         format!("cannot write {}: {e}", path.display()),
     )
     .hinted("name a manual folder you can write: git crew install-man-pages DIR")

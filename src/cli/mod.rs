@@ -43,7 +43,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 use context::CommandContext;
-use error::{CrewError, ErrorKind};
+use error::{CrewError, ErrorCode};
 use ui::Format;
 
 const EXAMPLES: &str = "\
@@ -237,7 +237,7 @@ fn usage_error(args: &[OsString], err: clap::Error) -> u8 {
                     .to_string()
             };
             // clap's own suggestion ("a similar subcommand exists: 'status'") first.
-            let mut usage = CrewError::new(ErrorKind::Usage, "usage", message);
+            let mut usage = CrewError::new(ErrorCode::Usage, message);
             for tip in err.render().to_string().lines().filter_map(|l| {
                 l.trim()
                     .strip_prefix("tip: a similar ")?

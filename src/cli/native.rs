@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use clap::Args;
 
 use super::context::CommandContext;
-use super::error::{CrewError, Result};
+use super::error::{CrewError, ErrorCode, Result};
 use super::runs;
 use super::ui::Report;
 use crate::core::record::{Outcome, Phase};
@@ -63,8 +63,8 @@ pub fn deliver(ctx: &CommandContext, args: DeliverArgs) -> Result<Report> {
         Handed::Incomplete { record, problem } => {
             let mut report = Report::of(&runs::output(&record), runs::result_block(&record));
             report.status = super::ui::Status::Failed(
-                CrewError::check(
-                    "footer-rejected",
+                CrewError::new(
+                    ErrorCode::FooterRejected,
                     format!("the reply's footer is incomplete: {problem}"),
                 )
                 .hinted(
@@ -78,8 +78,8 @@ pub fn deliver(ctx: &CommandContext, args: DeliverArgs) -> Result<Report> {
             if record.phase == Phase::NeedsHelp {
                 report.status = super::ui::Status::Attention;
             } else if record.outcome != Some(Outcome::Pass) {
-                report.status = super::ui::Status::Failed(CrewError::check(
-                    "run-failed",
+                report.status = super::ui::Status::Failed(CrewError::new(
+                    ErrorCode::RunFailed,
                     format!("run {} did not pass", record.run),
                 ));
             }

@@ -99,7 +99,7 @@ fn status(ctx: &CommandContext, name: Option<&str>) -> Result<Report> {
     let flight = resolve(ctx, &RoutingArgs::default())?.flight;
     let repo = ctx.repo()?;
     let (statuses, facts) = derive(ctx, &plan, &flight)?;
-    let estimates = crate::run::ledger::estimates(repo, &plan).map_err(CrewError::internal)?;
+    let estimates = crate::run::ledger::estimates(repo, &plan).map_err(CrewError::from)?;
     let tasks = statuses
         .iter()
         .map(|s| TaskOutput {

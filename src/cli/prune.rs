@@ -4,7 +4,7 @@
 use clap::Args;
 
 use super::context::CommandContext;
-use super::error::{CrewError, Result};
+use super::error::{CrewError, ErrorCode, Result};
 use super::ui::Report;
 use crate::core::prune::{Left, age_text, plural};
 use crate::run::prune::{Pruned, Request, Stranded};
@@ -51,7 +51,7 @@ pub fn run(ctx: &CommandContext, args: PruneArgs) -> Result<Report> {
             humantime::parse_duration(d)
                 .map(|d| d.as_secs())
                 .map_err(|e| {
-                    CrewError::usage("bad-duration", format!("--older-than {d}: {e}"))
+                    CrewError::new(ErrorCode::BadDuration, format!("--older-than {d}: {e}"))
                         .hinted("give a duration such as 12h or 7d")
                 })
         })

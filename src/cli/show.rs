@@ -4,7 +4,7 @@ use clap::Args;
 use serde::Serialize;
 
 use super::context::CommandContext;
-use super::error::{CrewError, Result};
+use super::error::{CrewError, ErrorCode, Result};
 use super::runs;
 use super::ui::Report;
 
@@ -54,8 +54,7 @@ pub fn transcript(ctx: &CommandContext, args: TranscriptArgs) -> Result<Report> 
     let record = runs::load(&store, &runs::resolve(&store, &args.run)?)?;
     let Some(path) = record.transcript.clone().map(std::path::PathBuf::from) else {
         return Err(CrewError::new(
-            super::error::ErrorKind::NotFound,
-            "transcript-disabled",
+            ErrorCode::TranscriptDisabled,
             format!(
                 "run {} was dispatched with transcripts disabled",
                 record.run
@@ -64,8 +63,7 @@ pub fn transcript(ctx: &CommandContext, args: TranscriptArgs) -> Result<Report> 
     };
     let bytes = std::fs::read(&path).map_err(|e| {
         CrewError::new(
-            super::error::ErrorKind::NotFound,
-            "transcript-not-found",
+            ErrorCode::TranscriptNotFound,
             format!("no transcript at {}: {e}", path.display()),
         )
     })?;

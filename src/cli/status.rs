@@ -47,13 +47,13 @@ pub fn run(ctx: &CommandContext, args: StatusArgs) -> Result<Report> {
     let (mut records, hidden) = match &args.run {
         Some(run) => (vec![runs::load(&store, &runs::resolve(&store, run)?)?], 0),
         None => {
-            let mut live = store.live().map_err(CrewError::internal)?;
+            let mut live = store.live().map_err(CrewError::from)?;
             let (finished, hidden) = if args.all {
-                (store.finished().map_err(CrewError::internal)?, 0)
+                (store.finished().map_err(CrewError::from)?, 0)
             } else {
                 store
                     .finished_recent(args.recent)
-                    .map_err(CrewError::internal)?
+                    .map_err(CrewError::from)?
             };
             live.extend(finished);
             (live, hidden)

@@ -3,7 +3,7 @@
 use clap::Args;
 
 use super::context::CommandContext;
-use super::error::{CrewError, Result};
+use super::error::{CrewError, ErrorCode, Result};
 use super::ui::Report;
 use crate::core::record::Outcome;
 use crate::run::verify::Verified;
@@ -75,13 +75,13 @@ pub fn run(ctx: &CommandContext, args: VerifyArgs) -> Result<Report> {
     if !passed {
         let problem = record.verify.as_ref().and_then(|v| v.problem.clone());
         report.status = super::ui::Status::Failed(
-            CrewError::check(
+            CrewError::new(
                 if timed_out {
-                    "verify-timed-out"
+                    ErrorCode::VerifyTimedOut
                 } else if setup_failed.is_some() {
-                    "verify-setup-failed"
+                    ErrorCode::VerifySetupFailed
                 } else {
-                    "verify-failed"
+                    ErrorCode::VerifyFailed
                 },
                 match (problem, &setup_failed) {
                     (_, Some(setup)) => {

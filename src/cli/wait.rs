@@ -6,7 +6,7 @@ use clap::Args;
 use serde::Serialize;
 
 use super::context::CommandContext;
-use super::error::{CrewError, Result, exit};
+use super::error::{CrewError, ErrorCode, Result, exit};
 use super::progress::{Progress, elapsed};
 use super::runs;
 use super::ui::{Format, Report};
@@ -44,7 +44,7 @@ pub fn run(ctx: &CommandContext, args: WaitArgs) -> Result<Report> {
         .as_deref()
         .map(|t| {
             humantime::parse_duration(t)
-                .map_err(|e| CrewError::usage("bad-duration", format!("--timeout {t}: {e}")))
+                .map_err(|e| CrewError::new(ErrorCode::BadDuration, format!("--timeout {t}: {e}")))
         })
         .transpose()?;
     let store = runs::settled(ctx)?;
@@ -161,7 +161,9 @@ pub fn wait_for(
     report.status = match code {
         exit::OK => super::ui::Status::Ok,
         exit::ATTENTION => super::ui::Status::Attention,
-        _ => super::ui::Status::Failed(CrewError::check("run-failed", "not every run passed")),
+        _ => {
+            super::ui::Status::Failed(CrewError::new(ErrorCode::RunFailed, "not every run passed"))
+        }
     };
     Ok(report)
 }

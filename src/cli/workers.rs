@@ -45,9 +45,9 @@ pub struct WorkersArgs {}
 pub fn run(ctx: &CommandContext, _args: WorkersArgs) -> Result<Report> {
     let flight = resolve(ctx, &RoutingArgs::default())?.flight;
     let store = runs::settled(ctx)?;
-    let live = store.live().map_err(CrewError::internal)?;
+    let live = store.live().map_err(CrewError::from)?;
     let sessions = crate::state::sessions::load(store.root());
-    let rows = crate::run::ledger::rows(ctx.repo()?, None).map_err(CrewError::internal)?;
+    let rows = crate::run::ledger::rows(ctx.repo()?, None).map_err(CrewError::from)?;
     let mut workers = Vec::new();
     let mut human = Vec::new();
     for (name, worker) in &flight.workers {

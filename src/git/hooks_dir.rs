@@ -119,6 +119,16 @@ pub struct ChainTargetTaken {
     pub moved: PathBuf,
 }
 
+/// Why git-crew's block cannot go into a hook: a hook is in the way, or something failed
+/// underneath.
+#[derive(Debug, thiserror::Error)]
+pub enum InstallError {
+    #[error(transparent)]
+    Taken(#[from] ChainTargetTaken),
+    #[error(transparent)]
+    Failed(#[from] anyhow::Error),
+}
+
 /// What adding git-crew's block to one hook would do, read from the hook as it is and
 /// written by nothing: [`apply`] carries it out, and `init --dry-run` shows it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -136,7 +146,7 @@ pub struct HookPlan {
 
 /// Plans adding `block` to the hook `name` in `dir`: refused with [`ChainTargetTaken`]
 /// when the hook would have to be moved aside onto a name that is taken.
-pub fn plan(dir: &Path, name: &str, block: &str) -> anyhow::Result<HookPlan> {
+pub fn plan(dir: &Path, name: &str, block: &str) -> Result<HookPlan, InstallError> {
     let path = dir.join(name);
     let moved = format!("{name}{CHAINED_SUFFIX}");
     let moved_path = dir.join(&moved);
@@ -150,7 +160,11 @@ pub fn plan(dir: &Path, name: &str, block: &str) -> anyhow::Result<HookPlan> {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
             (hookblock::install(None, &block), None, 0o755)
         }
-        Err(e) => return Err(e).with_context(|| format!("cannot read {}", path.display())),
+        Err(e) => {
+            return Err(anyhow::Error::new(e)
+                .context(format!("cannot read {}", path.display()))
+                .into());
+        }
         // A symlink is moved aside as it is (it often points at a tracked script), and a
         // hook git would not run (not executable) stays one that does not run.
         Ok(meta) if meta.file_type().is_symlink() || meta.permissions().mode() & 0o111 == 0 => {
@@ -218,8 +232,8 @@ pub fn apply(plan: &HookPlan) -> anyhow::Result<HookAction> {
 }
 
 /// Adds `block` to the hook `name` in `dir`.
-pub fn install(dir: &Path, name: &str, block: &str) -> anyhow::Result<HookAction> {
-    apply(&plan(dir, name, block)?)
+pub fn install(dir: &Path, name: &str, block: &str) -> Result<HookAction, InstallError> {
+    Ok(apply(&plan(dir, name, block)?)?)
 }
 
 /// Takes git-crew's block out of the hook `name`; deletes the file when git-crew created

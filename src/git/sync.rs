@@ -60,8 +60,22 @@ pub struct NotNotes {
     pub kind: String,
 }
 
+/// Why the fetched notes could not be merged: the remote's are broken, or something
+/// failed underneath.
+#[derive(Debug, thiserror::Error)]
+pub enum MergeError {
+    #[error(transparent)]
+    NotNotes(#[from] NotNotes),
+    #[error(transparent)]
+    Failed(#[from] anyhow::Error),
+}
+
 /// Merges the fetched `tracking` notes into the local `local` notes ref.
-pub fn merge_into(repo: &gix::Repository, local: &str, tracking: &str) -> anyhow::Result<RefSync> {
+pub fn merge_into(
+    repo: &gix::Repository,
+    local: &str,
+    tracking: &str,
+) -> Result<RefSync, MergeError> {
     let before = notes::tip(repo, local)?;
     let remote = notes::tip(repo, tracking).map_err(|e| NotNotes {
         reference: tracking.to_string(),

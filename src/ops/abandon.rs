@@ -2,7 +2,7 @@
 //! without losing it (kept under `refs/crew/attempts/<run>`).
 
 use crate::core::record::RunRecord;
-use crate::error::{CrewError, ErrorKind, Result};
+use crate::error::{CrewError, ErrorCode, Result};
 use crate::run::prune::{Kept, NotKept};
 
 use super::{Context, runs};
@@ -31,14 +31,13 @@ pub fn abandon(ctx: &Context, request: &Request) -> Result<Abandoned> {
     let run = record.run.clone();
     let stopped =
         crate::run::supervisor::abandon(&store, &repo_dir, record, "abandoned by the lead")
-            .map_err(CrewError::internal)?;
+            .map_err(CrewError::from)?;
     match stopped {
         Some(record) => Ok(Abandoned::Stopped(record)),
         None => {
             let ended = runs::load(&store, &run)?;
             Err(CrewError::new(
-                ErrorKind::Refused,
-                "run-ended",
+                ErrorCode::RunEnded,
                 format!(
                     "run {run} ended ({}) before it could be abandoned",
                     ended.phase.as_str()
@@ -57,12 +56,11 @@ fn keep(
     let repo = ctx.repo()?;
     let _turn = store
         .integrate_lock(std::time::Duration::from_secs(600))
-        .map_err(CrewError::internal)?;
-    match crate::run::prune::keep(repo, store, &record).map_err(CrewError::internal)? {
+        .map_err(|e| CrewError::from(anyhow::Error::from(e)))?;
+    match crate::run::prune::keep(repo, store, &record).map_err(CrewError::from)? {
         Ok(kept) => Ok(Abandoned::Kept { record, kept }),
         Err(NotKept::Unreadable(why)) => Err(CrewError::new(
-            ErrorKind::Refused,
-            "worktree-unreadable",
+            ErrorCode::WorktreeUnreadable,
             format!(
                 "run {} has ended; what it holds cannot be kept: {why}",
                 record.run

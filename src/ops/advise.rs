@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 
 use crate::core::record::{Phase, RunRecord};
-use crate::error::{CrewError, ErrorKind, Result};
+use crate::error::{CrewError, ErrorCode, Result};
 
 use super::{Context, runs};
 
@@ -31,12 +31,11 @@ pub fn advise(ctx: &Context, request: &Request) -> Result<Advised> {
     let run = runs::resolve(&store, &request.run)?;
     let _lock = store
         .run_lock(&run)
-        .map_err(|e| CrewError::new(ErrorKind::Refused, "run-busy", e.to_string()))?;
+        .map_err(|e| CrewError::new(ErrorCode::RunBusy, e.to_string()))?;
     let mut record = runs::load(&store, &run)?;
     if record.phase != Phase::NeedsHelp {
         return Err(CrewError::new(
-            ErrorKind::Refused,
-            "not-waiting-for-help",
+            ErrorCode::NotWaitingForHelp,
             format!(
                 "run {} is {}, not waiting for help",
                 record.run,
@@ -46,13 +45,9 @@ pub fn advise(ctx: &Context, request: &Request) -> Result<Advised> {
     }
     let repo_dir = ctx.workdir()?.to_path_buf();
     let advised = crate::run::queue::advise(&store, &repo_dir, &mut record, &request.text)
-        .map_err(CrewError::internal)?
+        .map_err(CrewError::from)?
         .ok_or_else(|| {
-            CrewError::new(
-                ErrorKind::Refused,
-                "run-ended",
-                format!("run {} has ended", record.run),
-            )
+            CrewError::new(ErrorCode::RunEnded, format!("run {} has ended", record.run))
         })?;
     Ok(Advised {
         record,

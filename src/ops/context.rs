@@ -4,7 +4,7 @@
 use std::cell::OnceCell;
 use std::path::{Path, PathBuf};
 
-use crate::error::{CrewError, Result};
+use crate::error::{CrewError, ErrorCode, Result};
 use crate::git::repo;
 
 pub struct Context {
@@ -27,7 +27,7 @@ impl Context {
             return Ok(repo);
         }
         let repo = repo::discover(&self.cwd).map_err(|e| {
-            CrewError::usage("not-a-repository", e.to_string())
+            CrewError::new(ErrorCode::NotARepository, e.to_string())
                 .hinted("run git crew inside a git repository, or pass -C <path>")
         })?;
         Ok(self.repo.get_or_init(|| repo))
@@ -36,7 +36,7 @@ impl Context {
     /// The repository's work tree; exit 2 for a bare repository.
     pub fn workdir(&self) -> Result<&Path> {
         self.repo()?.workdir().ok_or_else(|| {
-            CrewError::usage("bare-repository", "this command needs a work tree")
+            CrewError::new(ErrorCode::BareRepository, "this command needs a work tree")
                 .hinted("run it in a clone with a checkout")
         })
     }

@@ -7,7 +7,7 @@ use crate::core::dispatch::{Flags, PromptSource, prompt_source, request};
 use crate::core::flight::{Flight, Invocation};
 use crate::core::plan::Plan;
 use crate::core::scope::Role;
-use crate::error::{CrewError, Result};
+use crate::error::{CrewError, ErrorCode, Result};
 use crate::run::dispatch::{self, Started};
 use crate::run::plans::ForDispatch;
 use crate::state::runs::RunStore;
@@ -87,8 +87,8 @@ pub fn dispatch(ctx: &Context, req: &Request) -> Result<Dispatched> {
         PromptSource::FlagFile(file) => read_prompt(&ctx.cwd.join(file))?,
         PromptSource::TaskFile(file) => read_prompt(&repo_dir.join(file))?,
         PromptSource::Missing => {
-            return Err(CrewError::usage(
-                "no-prompt",
+            return Err(CrewError::new(
+                ErrorCode::NoPrompt,
                 format!("task {} of the plan has no prompt or prompt_file", req.task),
             )
             .hinted("add one to the plan, or pass --prompt / --prompt-file"));
@@ -96,7 +96,8 @@ pub fn dispatch(ctx: &Context, req: &Request) -> Result<Dispatched> {
     };
     let base_rev = req.base.clone().unwrap_or_else(|| "HEAD".into());
     let base = crate::git::worktree::rev_parse(&repo_dir, &base_rev).map_err(|e| {
-        CrewError::usage("bad-base", e.to_string()).hinted("--base takes a branch, tag or commit")
+        CrewError::new(ErrorCode::BadBase, e.to_string())
+            .hinted("--base takes a branch, tag or commit")
     })?;
     let flags = Flags {
         base_ref: base_branch(repo, req.base.as_deref()),
@@ -147,7 +148,7 @@ pub fn plan_task(
         task,
         flight,
     )
-    .map_err(CrewError::internal)?
+    .map_err(CrewError::from)?
     .map_err(CrewError::from)?;
     Ok((plan, found))
 }
@@ -166,7 +167,7 @@ pub fn start(
     let repo = ctx.repo()?;
     let repo_dir = ctx.workdir()?.to_path_buf();
     let started = dispatch::start(repo, &repo_dir, store, flight, request, base, dry_run)
-        .map_err(CrewError::internal)?
+        .map_err(CrewError::from)?
         .map_err(CrewError::from)?;
     warnings.extend(started.warnings.iter().cloned());
     let (session_plan, split_advice) = match &started.record {

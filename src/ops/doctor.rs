@@ -23,7 +23,7 @@ pub fn doctor(ctx: &Context, fix: bool) -> Result<Checkup> {
     let store = RunStore::new(&crate::git::repo::state_dir(repo));
     let checkup = crate::run::doctor::check(repo, &repo_dir, &store, fix)?;
     let stranded =
-        crate::run::prune::stranded_work(repo, &repo_dir, &store).map_err(CrewError::internal)?;
+        crate::run::prune::stranded_work(repo, &repo_dir, &store).map_err(CrewError::from)?;
     Ok(Checkup {
         problems: checkup.problems,
         stranded,

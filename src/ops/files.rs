@@ -2,7 +2,7 @@
 
 use std::path::Path;
 
-use crate::error::{CrewError, ErrorKind, Result};
+use crate::error::{CrewError, ErrorCode, Result};
 
 /// A file the command was given (`--prompt-file`, `footer FILE`, `--reply-file`; `what`
 /// names it), read whole when it is a regular file of at most `cap` bytes — a symlink to
@@ -16,26 +16,25 @@ pub fn read_given(path: &Path, cap: u64, what: &str) -> Result<Vec<u8>> {
     let shown = path.display();
     read_capped(path, cap, Links::Follow).map_err(|why| match why {
         Unread::Missing => CrewError::new(
-            ErrorKind::NotFound,
-            "file-not-found",
+            ErrorCode::FileNotFound,
             format!("cannot read {what} {shown}: it does not exist"),
         )
         .hinted("check the path"),
-        Unread::NotRegular(kind) => CrewError::usage(
-            "not-a-file",
+        Unread::NotRegular(kind) => CrewError::new(
+            ErrorCode::NotAFile,
             format!("cannot read {what} {shown}: it is {kind}, not a regular file"),
         )
         .hinted("give the path of a regular file"),
-        Unread::TooLarge { cap } => CrewError::usage(
-            "file-too-large",
+        Unread::TooLarge { cap } => CrewError::new(
+            ErrorCode::FileTooLarge,
             format!(
                 "{what} {shown} holds more than {}, the most it may hold",
                 size(cap)
             ),
         )
         .hinted(format!("give a file of at most {cap} bytes")),
-        Unread::Failed(e) => CrewError::usage(
-            "file-unreadable",
+        Unread::Failed(e) => CrewError::new(
+            ErrorCode::FileUnreadable,
             format!("cannot read {what} {shown}: {e}"),
         )
         .hinted("give the path of a regular file you can read"),

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use super::Context;
 use crate::core::flight::{self, Invocation, Layer, LayerSource, Resolved};
-use crate::error::{CrewError, Result};
+use crate::error::{CrewError, ErrorCode, Result};
 
 /// Resolves the routing config for this invocation: reads the user and project layers
 /// and merges them with the defaults and the invocation's values. Any problem is exit 2, listing every
@@ -25,8 +25,8 @@ pub fn resolve(ctx: &Context, invocation: &Invocation) -> Result<Resolved> {
     flight::resolve(&files, invocation).map_err(|diagnostics| {
         let count = diagnostics.len();
         let noun = if count == 1 { "problem" } else { "problems" };
-        CrewError::usage(
-            "config-invalid",
+        CrewError::new(
+            ErrorCode::ConfigInvalid,
             format!("flight config has {count} {noun}"),
         )
         .with_details(diagnostics.iter().map(|d| d.to_string()).collect())
@@ -48,8 +48,8 @@ fn read_layer(path: &Path, layer: Layer, files: &mut Vec<LayerSource>) -> Result
     match std::fs::read(path) {
         Ok(bytes) => {
             let text = String::from_utf8(bytes).map_err(|e| {
-                CrewError::usage(
-                    "config-invalid",
+                CrewError::new(
+                    ErrorCode::ConfigInvalid,
                     format!(
                         "{}: not UTF-8 (byte {})",
                         path.display(),
@@ -66,8 +66,8 @@ fn read_layer(path: &Path, layer: Layer, files: &mut Vec<LayerSource>) -> Result
             Ok(())
         }
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
-        Err(e) => Err(CrewError::usage(
-            "config-unreadable",
+        Err(e) => Err(CrewError::new(
+            ErrorCode::ConfigUnreadable,
             format!("cannot read {}: {e}", path.display()),
         )),
     }

@@ -3,7 +3,7 @@
 use std::io::{BufRead, BufReader, Read};
 
 use crate::core::footer::FooterScanner;
-use crate::error::{CrewError, Result};
+use crate::error::{CrewError, ErrorCode, Result};
 
 /// Streams a reply through the scanner, one line at a time, whatever its bytes: at most
 /// `cap` of them (exit 2, `file-too-large`, past that; no more than `cap + 1` are read).
@@ -15,16 +15,19 @@ pub fn scan(input: impl Read, cap: u64) -> Result<crate::core::footer::Extractio
     loop {
         line.clear();
         let n = reader.read_until(b'\n', &mut line).map_err(|e| {
-            CrewError::usage("file-unreadable", format!("cannot read the reply: {e}"))
-                .hinted("give the path of a regular file you can read")
+            CrewError::new(
+                ErrorCode::FileUnreadable,
+                format!("cannot read the reply: {e}"),
+            )
+            .hinted("give the path of a regular file you can read")
         })?;
         if n == 0 {
             break;
         }
         read += n as u64;
         if read > cap {
-            return Err(CrewError::usage(
-                "file-too-large",
+            return Err(CrewError::new(
+                ErrorCode::FileTooLarge,
                 format!(
                     "the reply holds more than {}, the most it may hold",
                     super::files::size(cap)
@@ -44,7 +47,7 @@ mod tests {
     #[test]
     fn a_reply_over_the_cap_is_refused_without_reading_past_it() {
         let err = scan(std::io::repeat(b'x'), 1 << 20).unwrap_err();
-        assert_eq!((err.code, err.exit_code()), ("file-too-large", 2));
+        assert_eq!((err.code.as_str(), err.exit_code()), ("file-too-large", 2));
         assert!(
             err.message.contains("1 MiB (1048576 bytes)"),
             "{}",

@@ -4,7 +4,7 @@ use std::collections::HashMap;
 
 use crate::core::flight::Invocation;
 use crate::core::plan::{GateVerdict, Plan, Verdict};
-use crate::error::{CrewError, ErrorKind, Result};
+use crate::error::{CrewError, ErrorCode, Result};
 use crate::run::plans;
 
 use super::Context;
@@ -26,8 +26,7 @@ pub fn record(ctx: &Context, req: Record) -> Result<Verdict> {
     if plan.gate(&req.gate).is_none() {
         let names: Vec<&str> = plan.gates.iter().map(|g| g.id.as_str()).collect();
         let mut err = CrewError::new(
-            ErrorKind::NotFound,
-            "gate-not-found",
+            ErrorCode::GateNotFound,
             format!("plan {} has no gate {}", plan.id, req.gate),
         );
         err = match crate::core::flight::did_you_mean(&req.gate, names.iter().copied()) {
@@ -40,8 +39,8 @@ pub fn record(ctx: &Context, req: Record) -> Result<Verdict> {
     let flight = super::flight::resolve(ctx, &Invocation::default())?.flight;
     let evidence = req.evidence.unwrap_or_default();
     if flight.gates.require_evidence && evidence.trim().is_empty() {
-        return Err(CrewError::usage(
-            "evidence-required",
+        return Err(CrewError::new(
+            ErrorCode::EvidenceRequired,
             "a verdict needs its evidence (gates.require_evidence)",
         )
         .hinted("pass --evidence 'what was measured, and the number'"));
@@ -49,10 +48,10 @@ pub fn record(ctx: &Context, req: Record) -> Result<Verdict> {
     let repo = ctx.repo()?;
     let rev = req.measured_at.unwrap_or_else(|| "HEAD".into());
     let commit = crate::git::worktree::rev_parse(ctx.workdir()?, &rev).map_err(|e| {
-        CrewError::usage("bad-revision", e.to_string())
+        CrewError::new(ErrorCode::BadRevision, e.to_string())
             .hinted("--measured-at takes a commit, branch or tag")
     })?;
-    let commit_id = crate::git::refs::oid(&commit).map_err(CrewError::internal)?;
+    let commit_id = crate::git::refs::oid(&commit).map_err(CrewError::from)?;
     let by = crate::git::config::committer(repo);
     let row = Verdict {
         at: crate::sys::clock::stamp_now(),
@@ -64,13 +63,13 @@ pub fn record(ctx: &Context, req: Record) -> Result<Verdict> {
         measured_at: Some(commit),
         by,
     };
-    plans::record_verdict(repo, &row, commit_id).map_err(CrewError::internal)?;
+    plans::record_verdict(repo, &row, commit_id).map_err(CrewError::from)?;
     Ok(row)
 }
 
 /// The plan and the latest verdict of each of its gates.
 pub fn ls(ctx: &Context, plan: Option<&str>) -> Result<(Plan, HashMap<String, Verdict>)> {
     let plan = super::plans::load(ctx, plan)?;
-    let verdicts = plans::verdicts(ctx.repo()?, &plan).map_err(CrewError::internal)?;
+    let verdicts = plans::verdicts(ctx.repo()?, &plan).map_err(CrewError::from)?;
     Ok((plan, verdicts))
 }

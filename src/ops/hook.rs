@@ -27,9 +27,8 @@ pub enum PreCommit {
 /// Checks the commit being made in the current worktree.
 pub fn pre_commit(ctx: &Context) -> Result<PreCommit> {
     let repo = ctx.repo()?;
-    let identity = git::identity::read(repo).map_err(|e| {
-        CrewError::internal(format!("cannot read this worktree's crew identity: {e:#}"))
-    })?;
+    let identity = git::identity::read(repo)
+        .map_err(|e| CrewError::from(e.context("cannot read this worktree's crew identity")))?;
     let Some(identity) = identity else {
         return Ok(PreCommit::Plain {
             warnings: plain_checkout(repo),
@@ -37,7 +36,7 @@ pub fn pre_commit(ctx: &Context) -> Result<PreCommit> {
     };
     let role_may_commit = scope::Role::parse(&identity.role).is_some_and(scope::Role::may_commit);
     let changes = if role_may_commit {
-        git::staged::staged_changes(repo).map_err(CrewError::internal)?
+        git::staged::staged_changes(repo).map_err(CrewError::from)?
     } else {
         Vec::new()
     };

@@ -1,7 +1,7 @@
 //! `init`: set git-crew up in the repository (or take it down), or show what it would
 //! do.
 
-use crate::error::{CrewError, ErrorKind, Result};
+use crate::error::{CrewError, ErrorCode, Result};
 use crate::run::install::{self, Preview, Setup};
 use crate::run::prune::Pruned;
 
@@ -55,9 +55,7 @@ impl From<install::Refusal> for CrewError {
     fn from(r: install::Refusal) -> CrewError {
         use install::Refusal;
         match r {
-            Refusal::InsideRunWorktree { workdir, main } => CrewError::new(
-                ErrorKind::Refused,
-                "inside-run-worktree",
+            Refusal::InsideRunWorktree { workdir, main } => CrewError::new(ErrorCode::InsideRunWorktree,
                 format!(
                     "{} is the worktree of a git-crew run: init works on the repository, not on a run",
                     workdir.display()
@@ -68,7 +66,7 @@ impl From<install::Refusal> for CrewError {
                 main.display()
             )),
             Refusal::HookInTheWay(taken) => {
-                CrewError::new(ErrorKind::Refused, "hook-in-the-way", taken.to_string()).hinted(
+                CrewError::new(ErrorCode::HookInTheWay, taken.to_string()).hinted(
                     format!(
                         "move or remove {} by hand, then run git crew init again",
                         taken.moved.display()

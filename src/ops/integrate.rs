@@ -5,7 +5,7 @@
 use serde_json::json;
 
 use crate::core::flight::Invocation;
-use crate::error::{CrewError, Result};
+use crate::error::{CrewError, ErrorCode, Result};
 use crate::run::integrate::{self, Done, Step};
 
 use super::{Context, runs};
@@ -42,10 +42,11 @@ pub fn integrate(ctx: &Context, request: &Request, observe: &dyn Fn(Event<'_>)) 
     if let Some(into) = &request.into
         && !crate::git::refs::is_branch_name(into)
     {
-        return Err(
-            CrewError::usage("bad-branch", format!("`{into}` is not a valid branch name"))
-                .hinted("--into takes a local branch name, such as main"),
-        );
+        return Err(CrewError::new(
+            ErrorCode::BadBranch,
+            format!("`{into}` is not a valid branch name"),
+        )
+        .hinted("--into takes a local branch name, such as main"));
     }
     let repo_dir = ctx.workdir()?.to_path_buf();
     let store = runs::settled(ctx)?;
@@ -65,7 +66,7 @@ pub fn integrate(ctx: &Context, request: &Request, observe: &dyn Fn(Event<'_>)) 
         && let Some(task) = plan.task(&record.task)
     {
         let facts = crate::core::plan::Facts {
-            verdicts: crate::run::plans::verdicts(repo, &plan).map_err(CrewError::internal)?,
+            verdicts: crate::run::plans::verdicts(repo, &plan).map_err(CrewError::from)?,
             enforce: flight.gates.enforce,
             on_fail: flight.gates.on_fail,
             ..Default::default()
@@ -107,7 +108,7 @@ pub fn integrate(ctx: &Context, request: &Request, observe: &dyn Fn(Event<'_>)) 
             into: &into,
         });
     })
-    .map_err(CrewError::from_run)?
+    .map_err(CrewError::from)?
     .map_err(CrewError::from)?;
     Ok(done)
 }

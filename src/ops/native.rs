@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use crate::core::flight::AdapterKind;
 use crate::core::record::{Phase, RunRecord};
-use crate::error::{CrewError, ErrorKind, Result};
+use crate::error::{CrewError, ErrorCode, Result};
 use crate::run::supervisor::{self, Delivered};
 
 use super::{Context, runs};
@@ -23,12 +23,11 @@ pub fn attach(ctx: &Context, req: &Attach) -> Result<RunRecord> {
     let run = runs::resolve(&store, &req.run)?;
     let _lock = store
         .run_lock(&run)
-        .map_err(|e| CrewError::new(ErrorKind::Refused, "run-busy", e.to_string()))?;
+        .map_err(|e| CrewError::new(ErrorCode::RunBusy, e.to_string()))?;
     let mut record = runs::load(&store, &run)?;
     if record.phase != Phase::AwaitingAttach {
         return Err(CrewError::new(
-            ErrorKind::Refused,
-            "not-awaiting-attach",
+            ErrorCode::NotAwaitingAttach,
             format!(
                 "run {} is {}, not awaiting attach",
                 record.run,
@@ -38,10 +37,9 @@ pub fn attach(ctx: &Context, req: &Attach) -> Result<RunRecord> {
     }
     record.session = Some(req.session.clone());
     record.phase = Phase::Working;
-    if !store.update_live(&record).map_err(CrewError::internal)? {
+    if !store.update_live(&record).map_err(CrewError::from)? {
         return Err(CrewError::new(
-            ErrorKind::Refused,
-            "run-ended",
+            ErrorCode::RunEnded,
             format!("run {} has ended", record.run),
         ));
     }
@@ -74,14 +72,13 @@ pub fn deliver(ctx: &Context, req: &Deliver) -> Result<Handed> {
     let run = runs::resolve(&store, &req.run)?;
     let _lock = store
         .run_lock(&run)
-        .map_err(|e| CrewError::new(ErrorKind::Refused, "run-busy", e.to_string()))?;
+        .map_err(|e| CrewError::new(ErrorCode::RunBusy, e.to_string()))?;
     let record = runs::load(&store, &run)?;
     if !matches!(record.phase, Phase::Working | Phase::AwaitingAttach)
         || record.adapter != AdapterKind::Native
     {
         return Err(CrewError::new(
-            ErrorKind::Refused,
-            "not-deliverable",
+            ErrorCode::NotDeliverable,
             format!(
                 "run {} ({}, {}) takes no delivery",
                 record.run,
@@ -96,7 +93,7 @@ pub fn deliver(ctx: &Context, req: &Deliver) -> Result<Handed> {
     let reply = super::files::read_given(&path, crate::run::output::DEFAULT_CAP, "the reply file")?;
     let reply = String::from_utf8_lossy(&reply).into_owned();
     let repo = ctx.repo()?;
-    match supervisor::deliver(repo, &store, &record.run, &reply).map_err(CrewError::internal)? {
+    match supervisor::deliver(repo, &store, &record.run, &reply).map_err(CrewError::from)? {
         Delivered::Incomplete(problem) => Ok(Handed::Incomplete {
             record: Box::new(runs::load(&store, &run)?),
             problem,

@@ -2,26 +2,26 @@
 
 use super::Context;
 use crate::core::plan::Plan;
-use crate::error::{CrewError, ErrorKind, Result};
+use crate::error::{CrewError, ErrorCode, Result};
 use crate::run::plans::{self, PlanError};
 
 /// Loads a plan, with the errors of SPEC §2 (exit 2 invalid or ambiguous, 3 not found).
 pub fn load(ctx: &Context, name: Option<&str>) -> Result<Plan> {
     plans::load(ctx.workdir()?, name).map_err(|e| match e {
-        PlanError::NotFound(m) => CrewError::new(ErrorKind::NotFound, "plan-not-found", m)
+        PlanError::NotFound(m) => CrewError::new(ErrorCode::PlanNotFound, m)
             .hinted("plans live in .crew/plans/<plan>.toml"),
-        PlanError::Ambiguous(all) if all.is_empty() => CrewError::usage(
-            "plan-required",
+        PlanError::Ambiguous(all) if all.is_empty() => CrewError::new(
+            ErrorCode::PlanRequired,
             "this repository has no plan (.crew/plans/<plan>.toml)",
         )
         .hinted("write one: [plan] id, then [[tasks]] and [[gates]] tables (see README, Plans)"),
-        PlanError::Ambiguous(all) => CrewError::usage(
-            "plan-required",
+        PlanError::Ambiguous(all) => CrewError::new(
+            ErrorCode::PlanRequired,
             format!("name the plan: there are {}", all.join(", ")),
         )
         .hinted("pass --plan P (`plan status` also takes it as its argument)"),
-        PlanError::Invalid(diagnostics) => CrewError::usage(
-            "plan-invalid",
+        PlanError::Invalid(diagnostics) => CrewError::new(
+            ErrorCode::PlanInvalid,
             format!(
                 "the plan is invalid ({} {})",
                 diagnostics.len(),
@@ -43,6 +43,6 @@ pub fn derive(
     flight: &crate::core::flight::Flight,
 ) -> Result<(Vec<crate::core::plan::TaskStatus>, crate::core::plan::Facts)> {
     let store = super::runs::settled(ctx)?;
-    let facts = plans::facts(ctx.repo()?, &store, plan, flight).map_err(CrewError::internal)?;
+    let facts = plans::facts(ctx.repo()?, &store, plan, flight).map_err(CrewError::from)?;
     Ok((crate::core::plan::status(plan, &facts), facts))
 }

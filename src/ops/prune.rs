@@ -12,5 +12,5 @@ pub fn prune(ctx: &Context, request: Request) -> Result<Pruned> {
     let repo = ctx.repo()?;
     let repo_dir = ctx.workdir()?.to_path_buf();
     let store = super::runs::settled(ctx)?;
-    crate::run::prune::prune(repo, &repo_dir, &store, request).map_err(CrewError::internal)
+    crate::run::prune::prune(repo, &repo_dir, &store, request).map_err(CrewError::from)
 }

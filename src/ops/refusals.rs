@@ -1,33 +1,32 @@
 //! How the refusals that several commands meet render as errors (a dispatch's, also met
-//! by a wave; an integrate's; a gate's hold; a plan's task): each with the kind that gives
-//! its exit code (SPEC §2), its error code and a hint that says what to do next. A
-//! refusal only one command meets renders beside it (verify's, init's).
+//! by a wave; an integrate's; a gate's hold; a plan's task; an interrupt of what verify
+//! and integrate run): each with its error code (whose kind gives its exit code, SPEC §2)
+//! and a hint that says what to do next. A refusal only one command meets renders beside
+//! it (verify's, init's).
 
 use crate::core::dispatch;
 use crate::core::integrate;
-use crate::error::{CrewError, ErrorKind};
+use crate::error::{CrewError, ErrorCode};
 
 /// A dispatch refusal as the error SPEC §2 names for it.
 impl From<dispatch::Refusal> for CrewError {
     fn from(r: dispatch::Refusal) -> CrewError {
         use dispatch::Refusal;
         match r {
-        Refusal::Usage(m) => CrewError::usage("dispatch-invalid", m),
-        Refusal::Scope(e) => CrewError::usage("scope-invalid", e.to_string()).hinted(
+        Refusal::Usage(m) => CrewError::new(ErrorCode::DispatchInvalid, m),
+        Refusal::Scope(e) => CrewError::new(ErrorCode::ScopeInvalid, e.to_string()).hinted(
             "a scope glob is one path or pattern inside the repository, on one line \
              (`src/routes/**`); repeat --scope for more",
         ),
         Refusal::Config { message, hint } => {
-            CrewError::usage("backend-unavailable", message).hinted(hint)
+            CrewError::new(ErrorCode::BackendUnavailable, message).hinted(hint)
         }
-        Refusal::State(m) => CrewError::new(ErrorKind::Refused, "dispatch-refused", m)
+        Refusal::State(m) => CrewError::new(ErrorCode::DispatchRefused, m)
             .hinted("`git crew status` shows the in-flight runs"),
         Refusal::HumanReport {
             task, model, filed, ..
         } => {
-            let err = CrewError::new(
-                ErrorKind::Attention,
-                "human-report",
+            let err = CrewError::new(ErrorCode::HumanReport,
                 format!("task {task} reached its failure limit with {model} at the top tier: no further try"),
             );
             match filed {
@@ -35,24 +34,20 @@ impl From<dispatch::Refusal> for CrewError {
                 None => err,
             }
         }
-        Refusal::Busy(m) => CrewError::new(ErrorKind::Refused, "dispatch-busy", m)
+        Refusal::Busy(m) => CrewError::new(ErrorCode::DispatchBusy, m)
             .hinted("another dispatch is under way; try again"),
-        Refusal::Nests { task, other } => CrewError::new(
-            ErrorKind::Refused,
-            "task-nests",
+        Refusal::Nests { task, other } => CrewError::new(ErrorCode::TaskNests,
             format!(
                 "task `{task}` and task `{other}` nest (crew/{task}/ and crew/{other}/): a worker of one could write the other's branches"
             ),
         )
         .hinted("give the task an id that is not a folder of another task's id, nor under one"),
-        Refusal::Sandbox(m) => CrewError::usage("sandbox-invalid", m),
-        Refusal::NotInitialised => CrewError::usage(
-            "not-initialised",
+        Refusal::Sandbox(m) => CrewError::new(ErrorCode::SandboxInvalid, m),
+        Refusal::NotInitialised => CrewError::new(ErrorCode::NotInitialised,
             "extensions.worktreeConfig is off: a run worktree could not carry its own identity and hooks",
         )
         .hinted("run `git crew init` once in this repository"),
-        Refusal::NoIdentity => CrewError::usage(
-            "no-identity",
+        Refusal::NoIdentity => CrewError::new(ErrorCode::NoIdentity,
             "git has no committer identity here (user.name and user.email): a run's branch and its commits need one",
         )
         .hinted("set them: `git config --global user.name \"Your Name\"` and `git config --global user.email you@example.com`"),
@@ -64,48 +59,40 @@ impl From<integrate::Refusal> for CrewError {
     fn from(r: integrate::Refusal) -> CrewError {
         use integrate::Refusal;
         match r {
-        Refusal::NotFound(m) => CrewError::new(ErrorKind::NotFound, "run-not-found", m)
+        Refusal::NotFound(m) => CrewError::new(ErrorCode::RunNotFound, m)
             .hinted("`git crew status` lists the runs"),
-        Refusal::Live(m) => CrewError::new(ErrorKind::Refused, "run-in-flight", m)
+        Refusal::Live(m) => CrewError::new(ErrorCode::RunInFlight, m)
             .hinted("`git crew wait RUN` first"),
-        Refusal::Unverified(m) => CrewError::new(ErrorKind::Check, "unverified", m)
+        Refusal::Unverified(m) => CrewError::new(ErrorCode::Unverified, m)
             .hinted("`git crew verify RUN` runs its verify command again (`--command CMD` gives one to a run that has none); --force-unverified integrates anyway, and the note says so"),
-        Refusal::Scope(paths) => CrewError::new(
-            ErrorKind::Check,
-            "scope-violation",
+        Refusal::Scope(paths) => CrewError::new(ErrorCode::ScopeViolation,
             "the run's branch changed paths outside its scope; nothing was integrated",
         )
         .with_details(paths)
         .hinted("the outcome is recorded as scope-reject in the ledger"),
-        Refusal::HandScope { run, commit, violations } => CrewError::new(
-            ErrorKind::Check,
-            "scope-violation",
+        Refusal::HandScope { run, commit, violations } => CrewError::new(ErrorCode::ScopeViolation,
             format!("run {run} was merged by hand in {commit}, which changed paths outside its scope: it is not recorded as integrated"),
         )
         .with_details(violations)
         .hinted(format!("the run record note on {commit} names them (`git notes --ref=crew show {commit}`); the ledger counts a scope-reject")),
-        Refusal::AlreadyIntegrated(m) => CrewError::new(ErrorKind::Refused, "already-integrated", m)
+        Refusal::AlreadyIntegrated(m) => CrewError::new(ErrorCode::AlreadyIntegrated, m)
             .hinted("`git crew show RUN` has its integration; `git notes --ref=crew show <commit>` its record"),
-        Refusal::Tampered(m) => CrewError::new(ErrorKind::Check, "record-tampered", m)
+        Refusal::Tampered(m) => CrewError::new(ErrorCode::RecordTampered, m)
             .hinted("nothing was integrated; `git cat-file -p refs/crew/sealed/RUN` shows what dispatch sealed"),
-        Refusal::Rewritten(m) => CrewError::new(ErrorKind::Refused, "run-rewritten", m)
+        Refusal::Rewritten(m) => CrewError::new(ErrorCode::RunRewritten, m)
             .hinted("its commits stay on the branch and in refs/crew/attempts; dispatch the task again from the current base"),
-        Refusal::Nothing(m) => CrewError::new(ErrorKind::Refused, "nothing-to-integrate", m)
+        Refusal::Nothing(m) => CrewError::new(ErrorCode::NothingToIntegrate, m)
             .hinted("`git crew show RUN` has its footer; its manifest is beside its record"),
-        Refusal::NoTarget(m) => CrewError::new(ErrorKind::NotFound, "target-not-found", m)
+        Refusal::NoTarget(m) => CrewError::new(ErrorCode::TargetNotFound, m)
             .hinted("`git branch` lists the branches; --into BRANCH names one"),
-        Refusal::Dirty(wt) => CrewError::new(
-            ErrorKind::Refused,
-            "dirty-checkout",
+        Refusal::Dirty(wt) => CrewError::new(ErrorCode::DirtyCheckout,
             format!(
                 "the target is checked out in {} with uncommitted changes; nothing was integrated",
                 wt.display()
             ),
         )
         .hinted("commit or stash them, then integrate again"),
-        Refusal::Checkout(wt, why) => CrewError::new(
-            ErrorKind::Refused,
-            "checkout-refused",
+        Refusal::Checkout(wt, why) => CrewError::new(ErrorCode::CheckoutRefused,
             format!(
                 "the target is checked out in {} and git would not fast-forward it; nothing was integrated",
                 wt.display()
@@ -113,17 +100,15 @@ impl From<integrate::Refusal> for CrewError {
         )
         .with_details(vec![why])
         .hinted("move the files in its way, then integrate again"),
-        Refusal::Conflict { into, branch, paths } => CrewError::new(
-            ErrorKind::Refused,
-            "merge-conflict",
+        Refusal::Conflict { into, branch, paths } => CrewError::new(ErrorCode::MergeConflict,
             format!("the run does not merge cleanly onto {into}; {into}, your checkout and the run's branch are untouched"),
         )
         .with_details(paths)
         .hinted(format!("merge it by hand on {into} (`git merge {branch}`, resolve, `git commit`): the post-commit hook audits and records it; or dispatch a follow-up run with --base {into}")),
-        Refusal::MergedVerify(m) => CrewError::new(ErrorKind::Check, "verify-failed", m),
-        Refusal::KeptMoving(m) => CrewError::new(ErrorKind::Refused, "target-kept-moving", m)
+        Refusal::MergedVerify(m) => CrewError::new(ErrorCode::VerifyFailed, m),
+        Refusal::KeptMoving(m) => CrewError::new(ErrorCode::TargetKeptMoving, m)
             .hinted("commits keep landing on the target; integrate again when it is quiet"),
-        Refusal::BadState(m) => CrewError::usage("state-file-invalid", m),
+        Refusal::BadState(m) => CrewError::new(ErrorCode::StateFileInvalid, m),
     }
     }
 }
@@ -132,8 +117,7 @@ impl From<integrate::Refusal> for CrewError {
 impl From<crate::core::plan::Held> for CrewError {
     fn from(held: crate::core::plan::Held) -> CrewError {
         CrewError::new(
-            ErrorKind::Refused,
-            "blocked-by-gate",
+            ErrorCode::BlockedByGate,
             format!(
                 "task {} is held by a gate on wave {}: nothing was {}",
                 held.task, held.wave, held.doing
@@ -157,8 +141,7 @@ impl From<crate::run::plans::TaskRefusal> for CrewError {
                 suggestion,
             } => {
                 let err = CrewError::new(
-                    ErrorKind::NotFound,
-                    "task-not-found",
+                    ErrorCode::TaskNotFound,
                     format!("plan {plan} has no task {id}"),
                 );
                 match suggestion {
@@ -168,6 +151,22 @@ impl From<crate::run::plans::TaskRefusal> for CrewError {
                     )),
                 }
             }
+        }
+    }
+}
+
+/// What verify and integrate ran: an interrupt (SIGINT, SIGTERM) stopped it and everything
+/// it started, or it failed underneath.
+impl From<crate::run::process::RunError> for CrewError {
+    fn from(err: crate::run::process::RunError) -> CrewError {
+        use crate::run::process::RunError;
+        match err {
+            RunError::Interrupted(_) => CrewError::new(
+                ErrorCode::Interrupted,
+                "interrupted: the verify command and everything it started were stopped",
+            )
+            .hinted("nothing was recorded; run the command again"),
+            RunError::Failed(err) => CrewError::from(err),
         }
     }
 }

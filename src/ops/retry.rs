@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use crate::core::flight::Invocation;
 use crate::core::record::RunRecord;
 use crate::core::retry;
-use crate::error::{CrewError, ErrorKind, Result};
+use crate::error::{CrewError, ErrorCode, Result};
 use crate::state::runs::RunStore;
 
 use super::dispatch::{Dispatched, base_branch, plan_task, start};
@@ -32,18 +32,18 @@ pub fn retry(ctx: &Context, req: &Request) -> Result<Dispatched> {
     let run = runs::resolve(&store, &req.run)?;
     let mut old = runs::load(&store, &run)?;
     if let Some(why) = retry::refusal(&old, store.live_path(&run).exists()) {
-        return Err(CrewError::new(ErrorKind::Refused, "run-in-flight", why).hinted(format!(
+        return Err(CrewError::new(ErrorCode::RunInFlight, why).hinted(format!(
             "wait for it (`git crew wait {run}`), answer it if it asks (`git crew advise`), or stop it (`git crew abandon {run}`); then retry it"
         )));
     }
     // The fences are the ones dispatch sealed, never what the record says now.
-    match crate::git::seal::read(repo, &run).map_err(CrewError::internal)? {
+    match crate::git::seal::read(repo, &run).map_err(CrewError::from)? {
         Some(sealed) => {
             sealed.restore(&mut old);
         }
         None => {
-            return Err(CrewError::check(
-                "record-tampered",
+            return Err(CrewError::new(
+                ErrorCode::RecordTampered,
                 format!(
                     "run {run} has no seal (refs/crew/sealed/{run}): nothing vouches for its fences"
                 ),
@@ -63,8 +63,7 @@ pub fn retry(ctx: &Context, req: &Request) -> Result<Dispatched> {
     ))
     .map_err(|e| {
         CrewError::new(
-            ErrorKind::NotFound,
-            "prompt-not-found",
+            ErrorCode::PromptNotFound,
             format!("the prompt of run {run} cannot be read: {e}"),
         )
         .hinted("dispatch the task afresh with `git crew dispatch --prompt ...`")
@@ -93,7 +92,7 @@ pub fn retry(ctx: &Context, req: &Request) -> Result<Dispatched> {
         overrides,
     );
     let base = crate::git::worktree::rev_parse(&repo_dir, "HEAD").map_err(|e| {
-        CrewError::usage("bad-base", e.to_string())
+        CrewError::new(ErrorCode::BadBase, e.to_string())
             .hinted("a retry is cut from HEAD: commit something first")
     })?;
     start(

@@ -3,7 +3,7 @@
 
 use super::Context;
 use crate::core::record::RunRecord;
-use crate::error::{CrewError, ErrorKind, Result};
+use crate::error::{CrewError, ErrorCode, Result};
 use crate::state::runs::RunStore;
 
 /// The run store of the current repository, as it is.
@@ -16,7 +16,7 @@ pub fn open(ctx: &Context) -> Result<RunStore> {
 /// on live runs opens it this way.
 pub fn settled(ctx: &Context) -> Result<RunStore> {
     let store = open(ctx)?;
-    crate::run::queue::settle(&store, ctx.workdir()?).map_err(CrewError::internal)?;
+    crate::run::queue::settle(&store, ctx.workdir()?).map_err(CrewError::from)?;
     Ok(store)
 }
 
@@ -28,8 +28,8 @@ pub fn resolve(store: &RunStore, address: &str) -> Result<String> {
     if crate::core::record::is_run_id(address) {
         return Ok(address.to_string());
     }
-    let mut records = store.live().map_err(CrewError::internal)?;
-    records.extend(store.finished().map_err(CrewError::internal)?);
+    let mut records = store.live().map_err(CrewError::from)?;
+    records.extend(store.finished().map_err(CrewError::from)?);
     let known: Vec<crate::core::address::Known> = records
         .iter()
         .map(|r| crate::core::address::Known {
@@ -40,14 +40,13 @@ pub fn resolve(store: &RunStore, address: &str) -> Result<String> {
         .collect();
     crate::core::address::resolve(address, &known).map_err(|u| match u {
         crate::core::address::Unresolved::NotFound(m) => {
-            CrewError::new(ErrorKind::NotFound, "run-not-found", m)
-                .hinted("`git crew status` lists the runs")
+            CrewError::new(ErrorCode::RunNotFound, m).hinted("`git crew status` lists the runs")
         }
         crate::core::address::Unresolved::Ambiguous {
             address,
             candidates,
-        } => CrewError::usage(
-            "run-ambiguous",
+        } => CrewError::new(
+            ErrorCode::RunAmbiguous,
             format!("`{address}` names {} runs", candidates.len()),
         )
         .with_details(candidates)
@@ -59,19 +58,12 @@ pub fn resolve(store: &RunStore, address: &str) -> Result<String> {
 pub fn load(store: &RunStore, run: &str) -> Result<RunRecord> {
     store
         .load(run)
-        .map_err(
-            |err| match err.downcast_ref::<crate::state::runs::Unreadable>() {
-                Some(u) => CrewError::new(ErrorKind::Refused, "run-unreadable", u.to_string())
-                    .hinted("`git crew doctor` reports it; restore or remove the file by hand"),
-                None => CrewError::internal(err),
-            },
-        )?
+        .map_err(|u| {
+            CrewError::new(ErrorCode::RunUnreadable, u.to_string())
+                .hinted("`git crew doctor` reports it; restore or remove the file by hand")
+        })?
         .ok_or_else(|| {
-            CrewError::new(
-                ErrorKind::NotFound,
-                "run-not-found",
-                format!("no run {run}"),
-            )
-            .hinted("`git crew status` lists the runs")
+            CrewError::new(ErrorCode::RunNotFound, format!("no run {run}"))
+                .hinted("`git crew status` lists the runs")
         })
 }

@@ -1,7 +1,7 @@
 //! `sync`: exchange the notes refs with a remote, merging by line union; nothing local
 //! is ever dropped, nothing is forced.
 
-use crate::error::{CrewError, ErrorKind, Result};
+use crate::error::{CrewError, ErrorCode, Result};
 use crate::git::{notes, sync};
 
 use super::Context;
@@ -24,18 +24,16 @@ pub fn sync(ctx: &Context, remote: Option<String>) -> Result<Synced> {
     let remote = match remote {
         Some(remote) if remotes.contains(&remote) => remote,
         Some(remote) => {
-            return Err(CrewError::new(
-                ErrorKind::NotFound,
-                "remote-not-found",
-                format!("no remote {remote}"),
-            )
-            .hinted(format!("remotes here: {}", list(&remotes))));
+            return Err(
+                CrewError::new(ErrorCode::RemoteNotFound, format!("no remote {remote}"))
+                    .hinted(format!("remotes here: {}", list(&remotes))),
+            );
         }
         None if remotes.iter().any(|r| r == "origin") => "origin".to_string(),
         None if remotes.len() == 1 => remotes[0].clone(),
         None => {
-            return Err(CrewError::usage(
-                "remote-required",
+            return Err(CrewError::new(
+                ErrorCode::RemoteRequired,
                 format!(
                     "name the remote to sync with (remotes here: {})",
                     list(&remotes)
@@ -47,19 +45,21 @@ pub fn sync(ctx: &Context, remote: Option<String>) -> Result<Synced> {
     let results = loop {
         rounds += 1;
         sync::fetch(&repo_dir, &remote).map_err(|e| {
-            CrewError::new(ErrorKind::Refused, "fetch-failed", format!("{e:#}"))
+            CrewError::new(ErrorCode::FetchFailed, format!("{e:#}"))
                 .hinted("check that the remote is reachable: git fetch REMOTE")
         })?;
         // A fresh view of the refs the fetch moved.
-        let repo = crate::git::repo::open(&repo_dir).map_err(CrewError::internal)?;
+        let repo = crate::git::repo::open(&repo_dir).map_err(CrewError::from)?;
         let mut results = Vec::new();
         for local in notes::ALL {
             let tracking = sync::tracking_ref(&remote, local);
             results.push(sync::merge_into(&repo, local, &tracking).map_err(|e| {
-                match e.downcast_ref::<sync::NotNotes>() {
-                    Some(bad) => CrewError::usage("remote-notes-invalid", bad.to_string())
-                        .hinted("the remote's notes ref is broken; fix or delete it there"),
-                    None => CrewError::internal(e),
+                match e {
+                    sync::MergeError::NotNotes(bad) => {
+                        CrewError::new(ErrorCode::RemoteNotesInvalid, bad.to_string())
+                            .hinted("the remote's notes ref is broken; fix or delete it there")
+                    }
+                    sync::MergeError::Failed(e) => CrewError::from(e),
                 }
             })?);
         }
@@ -68,7 +68,7 @@ pub fn sync(ctx: &Context, remote: Option<String>) -> Result<Synced> {
             .filter(|r| r.ahead)
             .map(|r| r.name.clone())
             .collect();
-        if sync::push(&repo_dir, &remote, &to_push).map_err(CrewError::internal)? {
+        if sync::push(&repo_dir, &remote, &to_push).map_err(CrewError::from)? {
             break results
                 .into_iter()
                 .map(|r| {
@@ -79,8 +79,7 @@ pub fn sync(ctx: &Context, remote: Option<String>) -> Result<Synced> {
         }
         if rounds >= 8 {
             return Err(CrewError::new(
-                ErrorKind::Refused,
-                "sync-rejected",
+                ErrorCode::SyncRejected,
                 format!("{remote} kept refusing the notes after {rounds} rounds"),
             )
             .hinted("someone is pushing notes continuously; run `git crew sync` again"));

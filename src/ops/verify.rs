@@ -2,7 +2,7 @@
 //! recorded on the run.
 
 use crate::core::record::RunRecord;
-use crate::error::{CrewError, ErrorKind, Result};
+use crate::error::{CrewError, ErrorCode, Result};
 use crate::run::verify::{self, Verified};
 
 use super::{Context, runs};
@@ -21,16 +21,14 @@ pub fn verify(ctx: &Context, req: &Request) -> Result<(Verified, RunRecord)> {
     let record = runs::load(&store, &runs::resolve(&store, &req.run)?)?;
     if !record.phase.is_final() {
         return Err(CrewError::new(
-            ErrorKind::Refused,
-            "run-in-flight",
+            ErrorCode::RunInFlight,
             format!("run {} is still {}", record.run, record.phase.as_str()),
         )
         .hinted("its supervisor verifies it when the worker is done; `git crew wait RUN`"));
     }
     if record.integration.is_some() {
         return Err(CrewError::new(
-            ErrorKind::Refused,
-            "already-integrated",
+            ErrorCode::AlreadyIntegrated,
             format!(
                 "run {} is integrated; verify the target instead",
                 record.run
@@ -39,15 +37,15 @@ pub fn verify(ctx: &Context, req: &Request) -> Result<(Verified, RunRecord)> {
         .hinted("run the verify command in your checkout of the target"));
     }
     let Some(command) = req.command.clone().or(record.verify_command.clone()) else {
-        return Err(CrewError::usage(
-            "no-verify-command",
+        return Err(CrewError::new(
+            ErrorCode::NoVerifyCommand,
             format!("run {} has no verify command", record.run),
         )
         .hinted("pass one with --command CMD"));
     };
     let repo = ctx.repo()?;
     verify::again(repo, ctx.workdir()?, &store, record, &command)
-        .map_err(CrewError::from_run)?
+        .map_err(CrewError::from)?
         .map_err(CrewError::from)
 }
 
@@ -56,35 +54,27 @@ impl From<verify::Refusal> for CrewError {
         use verify::Refusal;
         let fresh = "remove the run's worktree; verify then checks the commit out afresh";
         match r {
-        Refusal::NoSeal(run) => CrewError::check(
-            "record-tampered",
+        Refusal::NoSeal(run) => CrewError::new(ErrorCode::RecordTampered,
             format!("run {run} has no seal: nothing vouches for its record"),
         ),
-        Refusal::Tampered { run, differs } => CrewError::check(
-            "record-tampered",
+        Refusal::Tampered { run, differs } => CrewError::new(ErrorCode::RecordTampered,
             format!(
                 "run {run}'s record disagrees with its seal on {}",
                 differs.join(", ")
             ),
         ),
-        Refusal::BranchGone { run, branch } => CrewError::new(
-            ErrorKind::NotFound,
-            "branch-gone",
+        Refusal::BranchGone { run, branch } => CrewError::new(ErrorCode::BranchGone,
             format!("run {run}'s branch {branch} is gone"),
         ),
-        Refusal::Administration { run, why } => CrewError::check(
-            "worktree-tampered",
+        Refusal::Administration { run, why } => CrewError::new(ErrorCode::WorktreeTampered,
             format!("run {run}'s worktree administration cannot be restored: {why}"),
         )
         .hinted(fresh),
-        Refusal::Unreadable { run, why } => CrewError::check(
-            "worktree-tampered",
+        Refusal::Unreadable { run, why } => CrewError::new(ErrorCode::WorktreeTampered,
             format!("git cannot read run {run}'s worktree: {why}"),
         )
         .hinted(fresh),
-        Refusal::Dirty { run, worktree } => CrewError::new(
-            ErrorKind::Refused,
-            "worktree-dirty",
+        Refusal::Dirty { run, worktree } => CrewError::new(ErrorCode::WorktreeDirty,
             format!(
                 "run {run}'s worktree {} has uncommitted changes: what would be verified is not the commit",
                 worktree.display()

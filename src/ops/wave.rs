@@ -5,7 +5,7 @@ use crate::core::flight::{Enforcement, Invocation};
 use crate::core::plan::{Plan, TaskStatus};
 use crate::core::summary::{self, At, Summary, WaveFacts};
 use crate::core::wave::{self, FollowOn, Skipped};
-use crate::error::{CrewError, ErrorKind, Result};
+use crate::error::{CrewError, ErrorCode, Result};
 use crate::run::wave::WaveFailure;
 
 use super::Context;
@@ -17,8 +17,7 @@ pub fn wave_tasks(plan: &Plan, wave: u32) -> Result<()> {
         Ok(())
     } else {
         Err(CrewError::new(
-            ErrorKind::NotFound,
-            "wave-not-found",
+            ErrorCode::WaveNotFound,
             format!("plan {} has no task in wave {wave}", plan.id),
         )
         .hinted(format!(
@@ -41,7 +40,7 @@ pub fn gather(
 ) -> Result<(WaveFacts, Vec<TaskStatus>, Vec<FollowOn>)> {
     let flight = super::flight::resolve(ctx, &Invocation::default())?.flight;
     let store = super::runs::settled(ctx)?;
-    crate::run::wave::facts(ctx.repo()?, &store, plan, &flight, wave).map_err(CrewError::internal)
+    crate::run::wave::facts(ctx.repo()?, &store, plan, &flight, wave).map_err(CrewError::from)
 }
 
 pub struct Request {
@@ -91,7 +90,7 @@ pub fn dispatch(ctx: &Context, req: &Request) -> Result<Waved> {
     // passed and waits to be integrated.
     let finished = super::runs::open(ctx)?
         .finished()
-        .map_err(CrewError::internal)?;
+        .map_err(CrewError::from)?;
     let waiting = |task: &str| wave::awaiting_integration(&finished, task);
     let wave::Selection {
         ready,
@@ -101,8 +100,7 @@ pub fn dispatch(ctx: &Context, req: &Request) -> Result<Waved> {
     // A gate holds the whole wave: under `strict` nothing of it goes.
     if !held.is_empty() && flight.gates.enforce == Enforcement::Strict {
         return Err(CrewError::new(
-            ErrorKind::Refused,
-            "blocked-by-gate",
+            ErrorCode::BlockedByGate,
             format!("wave {wave} is held by a gate: nothing was dispatched"),
         )
         .with_details(held)
@@ -121,16 +119,13 @@ pub fn dispatch(ctx: &Context, req: &Request) -> Result<Waved> {
     }
     // Up front, before anything starts: no two write scopes of the wave may overlap, nor
     // overlap a run in flight.
-    let live = super::runs::settled(ctx)?
-        .live()
-        .map_err(CrewError::internal)?;
+    let live = super::runs::settled(ctx)?.live().map_err(CrewError::from)?;
     let tasks: Vec<&crate::core::plan::Task> =
         ready.iter().filter_map(|s| plan.task(&s.task)).collect();
     let clashes = wave::clashes_with(&tasks, &live);
     if !clashes.is_empty() {
         return Err(CrewError::new(
-            ErrorKind::Refused,
-            "scope-overlap",
+            ErrorCode::ScopeOverlap,
             format!("wave {wave} cannot run at once: write scopes overlap; nothing was dispatched"),
         )
         .with_details(clashes)

@@ -12,7 +12,7 @@ use serde::Serialize;
 
 use crate::core::hookblock;
 use crate::core::install::{self, CONFIG, ConfigAction, FlightAction, SHIMS, StarterUndo};
-use crate::git::hooks_dir::{self, ChainTargetTaken, HookAction};
+use crate::git::hooks_dir::{self, ChainTargetTaken, HookAction, InstallError};
 use crate::git::repo::state_dir;
 use crate::git::run::GitRunner;
 use crate::state::init_record::{ConfigMove, ConfigValue, InitRecord, RepoHooks};
@@ -194,12 +194,8 @@ fn install(
     for (name, shim) in SHIMS {
         let action = match install_hook(&dir, name, shim, embed_exe) {
             Ok(action) => action,
-            Err(e) => {
-                return match e.downcast::<ChainTargetTaken>() {
-                    Ok(taken) => Ok(Err(Refusal::HookInTheWay(taken))),
-                    Err(e) => Err(e),
-                };
-            }
+            Err(InstallError::Taken(taken)) => return Ok(Err(Refusal::HookInTheWay(taken))),
+            Err(InstallError::Failed(e)) => return Err(e),
         };
         if action == HookAction::Created && !record.hooks_created.iter().any(|h| h == name) {
             record.hooks_created.push(name.to_string());
@@ -362,12 +358,8 @@ pub fn preview(
     for (name, shim) in SHIMS {
         let plan = match hooks_dir::plan(&dir, name, &shim_block(shim, embed_exe)?) {
             Ok(plan) => plan,
-            Err(e) => {
-                return match e.downcast::<ChainTargetTaken>() {
-                    Ok(taken) => Ok(Err(Refusal::HookInTheWay(taken))),
-                    Err(e) => Err(e),
-                };
-            }
+            Err(InstallError::Taken(taken)) => return Ok(Err(Refusal::HookInTheWay(taken))),
+            Err(InstallError::Failed(e)) => return Err(e),
         };
         let diff = crate::core::text::unified_diff(
             plan.before.as_deref().unwrap_or(""),
@@ -467,7 +459,12 @@ fn starter_flight() -> String {
 }
 
 /// Adds git-crew's block of the shim `shim` to the hook `name` in `dir`.
-fn install_hook(dir: &Path, name: &str, shim: &str, embed_exe: bool) -> anyhow::Result<HookAction> {
+fn install_hook(
+    dir: &Path,
+    name: &str,
+    shim: &str,
+    embed_exe: bool,
+) -> Result<HookAction, InstallError> {
     hooks_dir::install(dir, name, &shim_block(shim, embed_exe)?)
 }
 

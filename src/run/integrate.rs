@@ -16,6 +16,7 @@ use std::time::{Duration, Instant};
 use anyhow::Context;
 
 use super::landing::{self, Cleaned, Journal};
+use super::process::RunError;
 use super::verify;
 use crate::core::integrate::{self, Advance, Built, Facts, Landing, Plan, Refusal, STATE_FILE};
 use crate::core::record::{Integration, RunRecord, Verify};
@@ -97,12 +98,14 @@ pub fn integrate(
     store: &RunStore,
     request: &Request,
     observe: &dyn Fn(Step),
-) -> anyhow::Result<Result<Done, Refusal>> {
+) -> Result<Result<Done, Refusal>, RunError> {
     let run = &request.run;
     observe(Step::Auditing);
     // An integrate of this run that died half-way is finished first.
     if !request.dry_run && landing::pending(store, run) {
-        let _turn = store.integrate_lock(Duration::from_secs(1800))?;
+        let _turn = store
+            .integrate_lock(Duration::from_secs(1800))
+            .map_err(anyhow::Error::from)?;
         if let Some(completed) = landing::resume(repo_dir, repo, store, run, request.cleanup)? {
             return Ok(Ok(Done {
                 noted: vec![completed.commit],
@@ -121,13 +124,19 @@ pub fn integrate(
     let plan = match integrate::admit(&facts) {
         Ok(plan) => plan,
         Err(refusal) => {
-            return refused(repo_dir, repo, request, facts.record.as_ref(), refusal);
+            return Ok(refused(
+                repo_dir,
+                repo,
+                request,
+                facts.record.as_ref(),
+                refusal,
+            )?);
         }
     };
     match &plan.route {
         integrate::Route::ByHand { target } => {
             let target = crate::git::refs::oid(target)?;
-            by_hand(repo_dir, repo, store, request, plan, target)
+            Ok(by_hand(repo_dir, repo, store, request, plan, target)?)
         }
         integrate::Route::Merge { .. } => merge_in(repo_dir, repo, store, request, plan, observe),
     }
@@ -221,14 +230,16 @@ fn merge_in(
     request: &Request,
     plan: Plan,
     observe: &dyn Fn(Step),
-) -> anyhow::Result<Result<Done, Refusal>> {
+) -> Result<Result<Done, Refusal>, RunError> {
     let run = &request.run;
     let into = plan.into.clone();
     let base = crate::git::refs::oid(&plan.base)?;
     let run_tip = crate::git::refs::oid(&plan.tip)?;
     // One integration at a time: the others wait their turn here.
     observe(Step::WaitingTurn);
-    let _turn = store.integrate_lock(Duration::from_secs(1800))?;
+    let _turn = store
+        .integrate_lock(Duration::from_secs(1800))
+        .map_err(anyhow::Error::from)?;
     if let Err(refusal) = integrate::turn(&plan, standing_now(repo, store, run)?.as_ref()) {
         return Ok(Err(refusal));
     }
@@ -261,10 +272,10 @@ fn merge_in(
         };
         let onto = match integrate::onto(&plan, &note, target.as_ref().map(|(.., t)| t)) {
             Ok(onto) => onto,
-            Err(refusal) => return refused(repo_dir, repo, request, Some(&record), refusal),
+            Err(refusal) => return Ok(refused(repo_dir, repo, request, Some(&record), refusal)?),
         };
         let Some((target_tip, checkout, _)) = target else {
-            anyhow::bail!("a merge was planned onto {into}, which is gone");
+            return Err(anyhow::anyhow!("a merge was planned onto {into}, which is gone").into());
         };
         // A target that contains the run's base gets the branch merged in. One that does
         // not (reset below the base, another branch) gets exactly the run's own change,
@@ -294,7 +305,7 @@ fn merge_in(
         };
         let (tree, landing) = match integrate::after_merge(&plan, &onto, built) {
             Ok(decided) => decided,
-            Err(refusal) => return refused(repo_dir, repo, request, Some(&record), refusal),
+            Err(refusal) => return Ok(refused(repo_dir, repo, request, Some(&record), refusal)?),
         };
         let parents = (landing.parents.iter())
             .map(|p| crate::git::refs::oid(p))
@@ -381,7 +392,7 @@ fn merge_in(
             match integrate::advance_failed(moved, checkout, format!("{err:#}")) {
                 Advance::Retry => continue,
                 Advance::Refused(refusal) => return Ok(Err(refusal)),
-                Advance::Failed => return Err(err),
+                Advance::Failed => return Err(err.into()),
             }
         }
 
@@ -390,9 +401,10 @@ fn merge_in(
             // us): the target did not get the run.
             notes::undo(repo, notes::CREW, notes_after, notes_before)?;
             landing::drop_journal(store, run);
-            anyhow::bail!(
+            return Err(anyhow::anyhow!(
                 "{into} did not end at the integration commit {commit}; check `git reflog` in its checkout"
-            );
+            )
+            .into());
         }
         crate::sys::failpoint::crash("integrate-after-target");
         // Landed. The submodule commits it moved stay reachable in the lead's copies (a
@@ -545,7 +557,7 @@ fn verify_merged(
     record: &RunRecord,
     command: &str,
     commit: ObjectId,
-) -> anyhow::Result<verify::Verified> {
+) -> Result<verify::Verified, RunError> {
     let dir = store.run_dir(&record.run);
     let transcript = record.transcript.clone().map_or_else(
         || crate::core::layout::verify_merged_log(&dir),

@@ -346,7 +346,7 @@ impl Running {
         deadline: Instant,
         idle: Option<Duration>,
         tick: &mut dyn FnMut(u64) -> bool,
-    ) -> anyhow::Result<Ended> {
+    ) -> Result<Ended, RunError> {
         let mut last_tick = Instant::now();
         let ended = loop {
             if let Some(status) = self
@@ -367,7 +367,7 @@ impl Running {
                 let _ = self.child.wait();
                 reap_orphans();
                 self.close_output();
-                anyhow::bail!(Interrupted);
+                return Err(Interrupted.into());
             }
             if let Some(idle) = idle {
                 let silent = now_millis().saturating_sub(self.last_activity());
@@ -420,6 +420,16 @@ impl Running {
 #[derive(Debug, thiserror::Error)]
 #[error("interrupted: the process it ran was stopped")]
 pub struct Interrupted;
+
+/// How running a process for the lead (a verify, and what integrate verifies) fails:
+/// stopped because this process was interrupted, or failed underneath.
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    #[error(transparent)]
+    Interrupted(#[from] Interrupted),
+    #[error(transparent)]
+    Failed(#[from] anyhow::Error),
+}
 
 /// Opens a file for appending, creating it (mode 0600) with its folder.
 pub fn open_append(path: &Path) -> anyhow::Result<std::fs::File> {

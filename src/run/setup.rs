@@ -26,8 +26,9 @@ pub struct Setup<'a> {
 }
 
 /// Runs a setup to its end; `tick` is called about once a second while it runs and
-/// returns whether to stop it (its run was ended from outside).
-pub fn run(setup: &Setup, tick: &mut dyn FnMut() -> bool) -> anyhow::Result<SetupEnd> {
+/// returns whether to stop it (its run was ended from outside). An interrupt of this
+/// process stops it, and says so in its error.
+pub fn run(setup: &Setup, tick: &mut dyn FnMut() -> bool) -> Result<SetupEnd, process::RunError> {
     let mut header = process::open_append(setup.transcript)?;
     std::io::Write::write_all(
         &mut header,
@@ -39,7 +40,8 @@ pub fn run(setup: &Setup, tick: &mut dyn FnMut() -> bool) -> anyhow::Result<Setu
             crate::core::stamp::seconds_of_millis(crate::sys::clock::now_millis()),
         )
         .as_bytes(),
-    )?;
+    )
+    .map_err(anyhow::Error::new)?;
     let spec = Spec {
         program: "sh".into(),
         args: vec!["-c".into(), setup.command.into()],

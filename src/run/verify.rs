@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context;
 
-use super::process::{Ended, Spec, start};
+use super::process::{Ended, RunError, Spec, start};
 use crate::core::record::{Outcome, Verify};
 
 /// How verification ended.
@@ -31,7 +31,7 @@ pub fn run(
     transcript: &Path,
     deadline: Instant,
     fence: Option<&crate::sys::fence::Fence>,
-) -> anyhow::Result<Verified> {
+) -> Result<Verified, RunError> {
     if verifier_dir.exists() {
         std::fs::remove_dir_all(verifier_dir).context("cannot clear the verifier folder")?;
     }
@@ -60,11 +60,12 @@ pub fn run(
     // While the verify runs, Ctrl-C stops it (and what it started) and lets the caller
     // clean up; before and after, it interrupts as usual.
     crate::sys::process::catch_interrupts();
-    let watched =
-        start(&spec, None).and_then(|running| running.watch(deadline, None, &mut |_| false));
+    let watched = start(&spec, None)
+        .map_err(RunError::from)
+        .and_then(|running| running.watch(deadline, None, &mut |_| false));
     crate::sys::process::default_interrupts();
     if crate::sys::process::interrupted() {
-        anyhow::bail!(super::process::Interrupted);
+        return Err(super::process::Interrupted.into());
     }
     let code = match watched? {
         Ended::Exited(code) => code,
@@ -117,7 +118,7 @@ pub fn in_throwaway(
     deadline: Instant,
     fenced: Option<crate::sys::fence::Fence>,
     setup: Option<&crate::core::record::Setup>,
-) -> anyhow::Result<Verified> {
+) -> Result<Verified, RunError> {
     if wt.exists() {
         crate::git::worktree::force_remove(repo_dir, wt);
         let _ = std::fs::remove_dir_all(wt);
@@ -129,7 +130,7 @@ pub fn in_throwaway(
     // over is the dispatch's to say.
     let _ = crate::run::dispatch::copy_worktree_includes(repo_dir, wt);
     // Whatever happens from here, the throwaway checkout goes again.
-    let result = (|| {
+    let result = (|| -> Result<Verified, RunError> {
         let common_dir = crate::git::repo::open(repo_dir)?.common_dir().to_path_buf();
         let fence = fenced
             .map(|base| super::fence::for_checkout(&common_dir, wt, verifier_dir, base))
@@ -292,7 +293,7 @@ pub fn again(
     store: &crate::state::runs::RunStore,
     mut record: crate::core::record::RunRecord,
     command: &str,
-) -> anyhow::Result<Result<(Verified, crate::core::record::RunRecord), Refusal>> {
+) -> Result<Result<(Verified, crate::core::record::RunRecord), Refusal>, RunError> {
     let id = record.run.clone();
     // The facts come from the seal: a record changed after dispatch is not verified.
     let Some(sealed) = crate::git::seal::read(repo, &id)? else {

@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use crate::core::record::RunRecord;
 use crate::sys::fs::write_atomic;
-use crate::sys::lock::Lock;
+use crate::sys::lock::{Lock, LockError};
 
 /// The local state folder of one repository.
 #[derive(Debug, Clone)]
@@ -71,7 +71,7 @@ impl RunStore {
 
     /// The run's own lock, for a change of hands (advise, attach, deliver): one at a time,
     /// each re-reading the pointer under it, so no two of them move a run together.
-    pub fn run_lock(&self, run: &str) -> anyhow::Result<Lock> {
+    pub fn run_lock(&self, run: &str) -> Result<Lock, LockError> {
         Lock::take(
             &self.root.join("locks"),
             &format!("run-{run}"),
@@ -81,7 +81,7 @@ impl RunStore {
 
     /// Held by the one supervisor driving `run` for its whole life: a second supervisor
     /// waits until the first is gone (it parked the run and is exiting), then drives it.
-    pub fn supervisor_lock(&self, run: &str) -> anyhow::Result<Lock> {
+    pub fn supervisor_lock(&self, run: &str) -> Result<Lock, LockError> {
         Lock::take(
             &self.root.join("locks"),
             &format!("supervisor-{run}"),
@@ -91,17 +91,17 @@ impl RunStore {
 
     /// The turn of a dispatch or a queue promotion: their check-then-act on slots and
     /// scopes never interleaves.
-    pub fn dispatch_lock(&self, wait: Duration) -> anyhow::Result<Lock> {
+    pub fn dispatch_lock(&self, wait: Duration) -> Result<Lock, LockError> {
         Lock::take(&self.root, "dispatch", wait)
     }
 
     /// The turn of an integration: one at a time, across processes.
-    pub fn integrate_lock(&self, wait: Duration) -> anyhow::Result<Lock> {
+    pub fn integrate_lock(&self, wait: Duration) -> Result<Lock, LockError> {
         Lock::take(&self.root, "integrate", wait)
     }
 
     /// Serialises every change to live pointers across processes.
-    fn pointer_lock(&self) -> anyhow::Result<Lock> {
+    fn pointer_lock(&self) -> Result<Lock, LockError> {
         Lock::take(&self.root, "pointers", Duration::from_secs(30))
     }
 
@@ -182,16 +182,16 @@ impl RunStore {
     /// A run's current live pointer, read under the pointer lock.
     pub fn load_live(&self, run: &str) -> anyhow::Result<Option<RunRecord>> {
         let _lock = self.pointer_lock()?;
-        read_json(&self.live_path(run))
+        Ok(read_json(&self.live_path(run))?)
     }
 
     /// A run's finished record, if it has one (whether or not its pointer is still there).
-    pub fn load_record(&self, run: &str) -> anyhow::Result<Option<RunRecord>> {
+    pub fn load_record(&self, run: &str) -> Result<Option<RunRecord>, Unreadable> {
         read_json(&self.record_path(run))
     }
 
     /// A run, live or finished (the live pointer wins while both exist).
-    pub fn load(&self, run: &str) -> anyhow::Result<Option<RunRecord>> {
+    pub fn load(&self, run: &str) -> Result<Option<RunRecord>, Unreadable> {
         for path in [self.live_path(run), self.record_path(run)] {
             if let Some(record) = read_json(&path)? {
                 return Ok(Some(record));
@@ -234,10 +234,7 @@ impl RunStore {
                     let sealed = repo
                         .as_ref()
                         .and_then(|repo| crate::git::seal::read(repo, run).ok().flatten());
-                    let why = err
-                        .downcast_ref::<Unreadable>()
-                        .map_or_else(|| format!("{err:#}"), |u| u.why.clone());
-                    records.push(crate::core::seal::stand_in(run, sealed.as_ref(), why));
+                    records.push(crate::core::seal::stand_in(run, sealed.as_ref(), err.why));
                 }
             }
         }
@@ -328,7 +325,7 @@ pub struct Unreadable {
     pub why: String,
 }
 
-fn read_json(path: &Path) -> anyhow::Result<Option<RunRecord>> {
+fn read_json(path: &Path) -> Result<Option<RunRecord>, Unreadable> {
     let unreadable = |why: String| Unreadable {
         run: path
             .file_stem()
@@ -340,9 +337,9 @@ fn read_json(path: &Path) -> anyhow::Result<Option<RunRecord>> {
     match std::fs::read(path) {
         Ok(bytes) => serde_json::from_slice(&bytes)
             .map(Some)
-            .map_err(|e| unreadable(e.to_string()).into()),
+            .map_err(|e| unreadable(e.to_string())),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(unreadable(e.to_string()).into()),
+        Err(e) => Err(unreadable(e.to_string())),
     }
 }
 

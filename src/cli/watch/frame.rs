@@ -48,10 +48,10 @@ pub struct WatchRun<'a> {
 /// The frame now: the store settled first (queued runs start where slots are free).
 pub fn collect(ctx: &CommandContext) -> Result<Frame> {
     let store = runs::settled(ctx)?;
-    let live = store.live().map_err(CrewError::internal)?;
+    let live = store.live().map_err(CrewError::from)?;
     let awaiting = store
         .finished_recent(RECENT)
-        .map_err(CrewError::internal)?
+        .map_err(CrewError::from)?
         .0
         .into_iter()
         .filter(|r| {

@@ -11,7 +11,7 @@ use ratatui::crossterm::event::{self, Event, KeyCode, KeyEventKind, KeyModifiers
 use ratatui::crossterm::terminal::{Clear, ClearType, EnterAlternateScreen, enable_raw_mode};
 
 use super::super::context::CommandContext;
-use super::super::error::{CrewError, ErrorKind, Result};
+use super::super::error::{CrewError, ErrorCode, Result};
 use super::app::App;
 use super::{actions, render};
 use crate::view::console::{Action, Key, Mode};
@@ -30,8 +30,11 @@ impl Console {
         // ratatui's panic hook gives the terminal back before a panic is reported.
         let terminal = ratatui::try_init().map_err(|e| {
             ratatui::restore();
-            CrewError::usage("no-terminal", format!("cannot take over the terminal: {e}"))
-                .hinted("`git crew watch --once` prints one frame")
+            CrewError::new(
+                ErrorCode::NoTerminal,
+                format!("cannot take over the terminal: {e}"),
+            )
+            .hinted("`git crew watch --once` prints one frame")
         })?;
         Ok(Console { terminal })
     }
@@ -76,12 +79,11 @@ pub fn run(ctx: &CommandContext, interval: Duration) -> Result<()> {
     let (done, results) = mpsc::channel();
     let mut app = App::new(color);
     let mut next = Instant::now();
-    let broken = |e: std::io::Error| CrewError::internal(format!("the terminal: {e}"));
+    let broken = |e: std::io::Error| CrewError::from(anyhow::Error::new(e).context("the terminal"));
     loop {
         if crate::sys::process::interrupted() {
             return Err(CrewError::new(
-                ErrorKind::Interrupted,
-                "interrupted",
+                ErrorCode::Interrupted,
                 "watch stopped by a signal",
             ));
         }

@@ -14,7 +14,7 @@ use std::io::IsTerminal;
 use clap::Args;
 
 use super::context::CommandContext;
-use super::error::{CrewError, Result};
+use super::error::{CrewError, ErrorCode, Result};
 use super::ui::{Format, Report};
 
 /// A live console of the runs.
@@ -52,14 +52,17 @@ const DEFAULT_WIDTH: u16 = 100;
 
 pub fn run(ctx: &CommandContext, args: WatchArgs) -> Result<Report> {
     let interval = humantime::parse_duration(&args.interval).map_err(|e| {
-        CrewError::usage("bad-duration", format!("--interval {}: {e}", args.interval))
+        CrewError::new(
+            ErrorCode::BadDuration,
+            format!("--interval {}: {e}", args.interval),
+        )
     })?;
     let terminal = std::io::stdout().is_terminal();
     let json_asked = ctx.format == Format::Json && ctx.format_asked;
     if !args.once && !json_asked {
         if !terminal || ctx.format != Format::Human {
-            return Err(CrewError::usage(
-                "no-terminal",
+            return Err(CrewError::new(
+                ErrorCode::NoTerminal,
                 "watch is a live console: stdout is not a terminal",
             )
             .hinted("`git crew watch --once` prints one frame; add --json for it as JSON"));

@@ -7,7 +7,7 @@ impl Supervisor<'_> {
     /// Watches a started attempt to its end (deadline, idle watchdog, an end from
     /// outside), then takes in what it left: its objects, its session id, its warnings and
     /// its output.
-    pub(super) fn capture(&mut self, launched: super::launch::Launched) -> anyhow::Result<Ended> {
+    pub(super) fn capture(&mut self, launched: super::launch::Launched) -> Driven<Ended> {
         let super::launch::Launched {
             running,
             session_file,

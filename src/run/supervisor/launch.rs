@@ -16,7 +16,7 @@ impl Supervisor<'_> {
     /// What the first attempt of this supervisor sends: the worker prompt, or — after
     /// `advise` — the advice, resuming the same session where the backend can (else a
     /// fresh session with the original prompt and the advice).
-    pub(super) fn first_prompt(&mut self) -> anyhow::Result<Next> {
+    pub(super) fn first_prompt(&mut self) -> Driven<Next> {
         let next_file = crate::core::layout::next_prompt(&self.run_dir);
         let Ok(path) = std::fs::read_to_string(&next_file) else {
             let prompt = PathBuf::from(&self.record.prompt_file);
@@ -30,7 +30,7 @@ impl Supervisor<'_> {
             return Ok(Next::Fresh(prompt));
         };
         std::fs::remove_file(&next_file)?;
-        self.continue_with(PathBuf::from(path.trim()))
+        Ok(self.continue_with(PathBuf::from(path.trim()))?)
     }
 
     /// The next attempt with `file` as its prompt: the same session where the backend can
@@ -79,14 +79,14 @@ impl Supervisor<'_> {
     }
 
     /// Runs one attempt to its end.
-    pub(super) fn attempt(&mut self, next: &Next) -> anyhow::Result<Ended> {
+    pub(super) fn attempt(&mut self, next: &Next) -> Driven<Ended> {
         let launched = self.launch(next)?;
         self.capture(launched)
     }
 
     /// Starts an attempt's worker: its prompt, its transcript header, its environment,
     /// inside the run's fence.
-    fn launch(&mut self, next: &Next) -> anyhow::Result<Launched> {
+    fn launch(&mut self, next: &Next) -> Driven<Launched> {
         self.record.attempts += 1;
         let n = self.record.attempts;
         let manifest = PathBuf::from(&self.record.manifest);

@@ -95,13 +95,13 @@ fn drive_run(
     };
     let driven = sup.drive();
     if let Err(err) = driven {
-        if err.downcast_ref::<EndedOutside>().is_some() {
+        let DriveError::Failed(err) = err else {
             // Abandoned (or reaped) while it ran: the record is already filed.
             if let Some(pid) = sup.record.pid {
                 crate::sys::process::kill_group(pid);
             }
             return Ok(());
-        }
+        };
         if let Some(pid) = sup.record.pid {
             crate::sys::process::kill_group(pid);
         }
@@ -117,10 +117,32 @@ fn drive_run(
     Ok(())
 }
 
-/// The run's live pointer went away while the supervisor drove it: someone else ended it.
+/// Why driving a run stopped before the supervisor brought it to its end.
 #[derive(Debug, thiserror::Error)]
-#[error("the run was ended from outside its supervisor")]
-struct EndedOutside;
+enum DriveError {
+    /// The run's live pointer went away while the supervisor drove it: someone else ended
+    /// it (abandon, the reaper), and filed its record.
+    #[error("the run was ended from outside its supervisor")]
+    EndedOutside,
+    /// The supervisor itself failed.
+    #[error(transparent)]
+    Failed(#[from] anyhow::Error),
+}
+
+impl From<std::io::Error> for DriveError {
+    fn from(err: std::io::Error) -> DriveError {
+        DriveError::Failed(err.into())
+    }
+}
+
+impl From<process::RunError> for DriveError {
+    fn from(err: process::RunError) -> DriveError {
+        DriveError::Failed(err.into())
+    }
+}
+
+/// What a step of driving a run comes to.
+type Driven<T = ()> = Result<T, DriveError>;
 
 /// What a reply came to.
 enum Judgement {
@@ -319,11 +341,11 @@ impl<'a> Supervisor<'a> {
         })
     }
 
-    fn save(&self) -> anyhow::Result<()> {
+    fn save(&self) -> Driven {
         if self.store.update_live(&self.record)? {
             Ok(())
         } else {
-            Err(EndedOutside.into())
+            Err(DriveError::EndedOutside)
         }
     }
 
@@ -354,14 +376,14 @@ impl<'a> Supervisor<'a> {
 
     /// Ends a run that ran out of a bound: the work it left is kept if it can be, and a
     /// scope rejection found on the way outranks the timeout (`core::attempt::out_of_bounds`).
-    fn out_of_bounds(&mut self, why: &str) -> anyhow::Result<()> {
+    fn out_of_bounds(&mut self, why: &str) -> Driven {
         let settled = self.settle_work().ok().flatten();
         let (outcome, decision) = crate::core::attempt::out_of_bounds(why, settled);
         self.record.decision = Some(decision);
         self.finish(outcome)
     }
 
-    fn drive(&mut self) -> anyhow::Result<()> {
+    fn drive(&mut self) -> Driven {
         // The worktree is readied once per run, before its first attempt: an `advise`
         // or a continuation finds it ready.
         if self.record.setup.as_ref().is_some_and(|s| !s.ran())

@@ -9,10 +9,7 @@ impl Supervisor<'_> {
     /// A request for help parks the run; a complete footer goes on to verify; an
     /// incomplete one is handed back to the caller, which owns the corrective retry.
     /// `reply` is `Err` with why when the worker wrote a reply that could not be read.
-    pub(super) fn judge(
-        &mut self,
-        reply: Result<Option<String>, String>,
-    ) -> anyhow::Result<Judgement> {
+    pub(super) fn judge(&mut self, reply: Result<Option<String>, String>) -> Driven<Judgement> {
         let reading = match &reply {
             Ok(reply) => crate::core::attempt::read_reply(reply.as_deref()),
             Err(problem) => crate::core::attempt::Reading::unread(problem),
@@ -277,7 +274,7 @@ impl Supervisor<'_> {
         crate::core::oversize::refused_objects(&self.rejected_objects, self.record.file_size_cap())
     }
 
-    pub(super) fn verify(&mut self) -> anyhow::Result<()> {
+    pub(super) fn verify(&mut self) -> Driven {
         let Some(command) = self.record.verify_command.clone() else {
             // The lead asked for no verify: the footer is the acceptance, for this commit.
             self.record.verified_tip =
@@ -405,7 +402,7 @@ impl Supervisor<'_> {
     }
 
     /// Files the run record: outcome, diff, discrepancies; unlocks the worktree.
-    pub(super) fn finish(&mut self, outcome: Outcome) -> anyhow::Result<()> {
+    pub(super) fn finish(&mut self, outcome: Outcome) -> Driven {
         // What a verify wrote, too: the store holds everything the branch needs.
         let _ = self.import_objects();
         // What the commit's hooks and the verify left in the task's ref folder, too.
@@ -454,7 +451,7 @@ impl Supervisor<'_> {
             .store
             .finish(record, || file_ledger_row(repo_dir, record))?
         {
-            return Err(EndedOutside.into());
+            return Err(DriveError::EndedOutside);
         }
         self.notice = Some(self.record.clone());
         // A slot is free: a queued run of this backend (or of this worker) may start.

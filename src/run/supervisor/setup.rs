@@ -12,7 +12,7 @@ impl Supervisor<'_> {
     /// and with the worker's environment, bounded by `[worktree] setup_timeout`. Its time
     /// is its own: once it passed, the run's time budget starts. Returns why it did not
     /// ready the worktree, if it did not: it failed, or it changed what git tracks.
-    pub(super) fn ready_worktree(&mut self) -> anyhow::Result<Option<String>> {
+    pub(super) fn ready_worktree(&mut self) -> Driven<Option<String>> {
         let Some(mut setup) = self.record.setup.clone() else {
             return Ok(None);
         };
