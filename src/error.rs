@@ -142,7 +142,8 @@ error_codes! {
     /// The reply's footer lacks a section (`## Result`, `## How to verify`, `## Deferred / concerns`).
     FooterRejected = "footer-rejected", Check;
     /// A NEEDS-HELP block lacks one of its fields.
-    NeedsHelpIncomplete = "needs-help-incomplete", Check;
+    NeedsHelpIncomplete = "needs-help-incomplete", Check,
+        hint: "a NEEDS-HELP reply carries tried:, options:, leaning: and cost-if-wrong:";
     /// `doctor` found problems it did not repair.
     ProblemsFound = "problems-found", Check;
     /// A run's record disagrees with what dispatch sealed, or nothing sealed it.
@@ -152,7 +153,8 @@ error_codes! {
     /// A commit or a run's branch changed paths outside the run's write scope.
     ScopeViolation = "scope-violation", Check;
     /// Integrate met a run whose verify did not pass on what would land.
-    Unverified = "unverified", Check;
+    Unverified = "unverified", Check,
+        hint: "`git crew verify RUN` runs its verify command again (`--command CMD` gives one to a run that has none); --force-unverified integrates anyway, and the note says so";
     /// The verify command failed, on the run or on the merged tree.
     VerifyFailed = "verify-failed", Check;
     /// The worktree setup failed, so the verify did not run.
@@ -168,15 +170,18 @@ error_codes! {
     /// `--base` names no commit.
     BadBase = "bad-base", Usage;
     /// `--into` is not a valid branch name.
-    BadBranch = "bad-branch", Usage;
+    BadBranch = "bad-branch", Usage,
+        hint: "--into takes a local branch name, such as main";
     /// `-C` names a folder git-crew cannot change to.
     BadDirectory = "bad-directory", Usage;
     /// A duration (`--timeout`, `--interval`, `--older-than`) cannot be read.
     BadDuration = "bad-duration", Usage;
     /// `--measured-at` names no commit.
-    BadRevision = "bad-revision", Usage;
+    BadRevision = "bad-revision", Usage,
+        hint: "--measured-at takes a commit, branch or tag";
     /// The command needs a work tree, and the repository is bare.
-    BareRepository = "bare-repository", Usage;
+    BareRepository = "bare-repository", Usage,
+        hint: "run it in a clone with a checkout";
     /// The flight config is malformed (each problem at `path:line:col`).
     ConfigInvalid = "config-invalid", Usage;
     /// The flight config cannot be read.
@@ -184,45 +189,59 @@ error_codes! {
     /// The dispatch asks for something that cannot be (its flags, its plan task, its routing).
     DispatchInvalid = "dispatch-invalid", Usage;
     /// A gate's verdict came without evidence where `gates.require_evidence` asks for it.
-    EvidenceRequired = "evidence-required", Usage;
+    EvidenceRequired = "evidence-required", Usage,
+        hint: "pass --evidence 'what was measured, and the number'";
     /// A file given to read holds more than the most it may hold.
     FileTooLarge = "file-too-large", Usage;
     /// A file given to read cannot be read.
-    FileUnreadable = "file-unreadable", Usage;
+    FileUnreadable = "file-unreadable", Usage,
+        hint: "give the path of a regular file you can read";
     /// git has no committer identity (`user.name`, `user.email`).
-    NoIdentity = "no-identity", Usage;
+    NoIdentity = "no-identity", Usage,
+        hint: "set them: `git config --global user.name \"Your Name\"` and `git config --global user.email you@example.com`";
     /// `install-man-pages` cannot tell where git-crew is installed.
-    NoManDir = "no-man-dir", Usage;
+    NoManDir = "no-man-dir", Usage,
+        hint: "name the manual folder: git crew install-man-pages DIR";
     /// The plan's task has no prompt or prompt_file, and none was given.
-    NoPrompt = "no-prompt", Usage;
+    NoPrompt = "no-prompt", Usage,
+        hint: "add one to the plan, or pass --prompt / --prompt-file";
     /// `watch` needs a terminal (`--once` prints one frame).
     NoTerminal = "no-terminal", Usage;
     /// The run has no verify command, and none was given.
-    NoVerifyCommand = "no-verify-command", Usage;
+    NoVerifyCommand = "no-verify-command", Usage,
+        hint: "pass one with --command CMD";
     /// A path given to read is a folder, FIFO, device or socket.
-    NotAFile = "not-a-file", Usage;
+    NotAFile = "not-a-file", Usage,
+        hint: "give the path of a regular file";
     /// Not inside a git repository.
-    NotARepository = "not-a-repository", Usage;
+    NotARepository = "not-a-repository", Usage,
+        hint: "run git crew inside a git repository, or pass -C <path>";
     /// `git crew init` has not prepared this repository.
-    NotInitialised = "not-initialised", Usage;
+    NotInitialised = "not-initialised", Usage,
+        hint: "run `git crew init` once in this repository";
     /// A plan file is malformed.
     PlanInvalid = "plan-invalid", Usage;
     /// There is no plan, or several and none was named.
     PlanRequired = "plan-required", Usage;
     /// A notes ref fetched from the remote names something other than a notes commit.
-    RemoteNotesInvalid = "remote-notes-invalid", Usage;
+    RemoteNotesInvalid = "remote-notes-invalid", Usage,
+        hint: "the remote's notes ref is broken; fix or delete it there";
     /// `sync` needs the remote named.
     RemoteRequired = "remote-required", Usage;
     /// A RUN address names several runs.
-    RunAmbiguous = "run-ambiguous", Usage;
+    RunAmbiguous = "run-ambiguous", Usage,
+        hint: "give more of the run id, or the whole id";
     /// The sandbox settings cannot be met here (the write fence, the namespaces, a writable path).
     SandboxInvalid = "sandbox-invalid", Usage;
     /// A scope glob is malformed or reaches outside the repository.
-    ScopeInvalid = "scope-invalid", Usage;
+    ScopeInvalid = "scope-invalid", Usage,
+        hint: "a scope glob is one path or pattern inside the repository, on one line \
+             (`src/routes/**`); repeat --scope for more";
     /// The target's `docs/state/crew.json` cannot be read.
     StateFileInvalid = "state-file-invalid", Usage;
     /// `completions` for a shell git-crew does not know.
-    UnknownShell = "unknown-shell", Usage;
+    UnknownShell = "unknown-shell", Usage,
+        hint: "give bash, zsh or fish";
     /// A mistyped command, flag or value (the argument parser's error).
     Usage = "usage", Usage;
 
@@ -230,19 +249,24 @@ error_codes! {
     /// The run's branch is gone.
     BranchGone = "branch-gone", NotFound;
     /// A file given to read does not exist.
-    FileNotFound = "file-not-found", NotFound;
+    FileNotFound = "file-not-found", NotFound,
+        hint: "check the path";
     /// The plan has no such gate.
     GateNotFound = "gate-not-found", NotFound;
     /// There is no such plan.
-    PlanNotFound = "plan-not-found", NotFound;
+    PlanNotFound = "plan-not-found", NotFound,
+        hint: "plans live in .crew/plans/<plan>.toml";
     /// The prompt of the run to retry cannot be read.
-    PromptNotFound = "prompt-not-found", NotFound;
+    PromptNotFound = "prompt-not-found", NotFound,
+        hint: "dispatch the task afresh with `git crew dispatch --prompt ...`";
     /// There is no such remote.
     RemoteNotFound = "remote-not-found", NotFound;
     /// No run matches the RUN given.
-    RunNotFound = "run-not-found", NotFound;
+    RunNotFound = "run-not-found", NotFound,
+        hint: "`git crew status` lists the runs";
     /// Integrate's target branch does not exist.
-    TargetNotFound = "target-not-found", NotFound;
+    TargetNotFound = "target-not-found", NotFound,
+        hint: "`git branch` lists the branches; --into BRANCH names one";
     /// The plan has no such task.
     TaskNotFound = "task-not-found", NotFound;
     /// The run was dispatched with transcripts disabled.
@@ -256,19 +280,26 @@ error_codes! {
     /// The run is integrated already.
     AlreadyIntegrated = "already-integrated", Refused;
     /// A gate holds the task or the wave (`gates.enforce = "strict"`).
-    BlockedByGate = "blocked-by-gate", Refused;
+    BlockedByGate = "blocked-by-gate", Refused,
+        hint: "record the gate's verdict with `git crew gate record G --verdict pass --evidence ...`";
     /// `install-man-pages` cannot write a page.
-    CannotWrite = "cannot-write", Refused;
+    CannotWrite = "cannot-write", Refused,
+        hint: "name a manual folder you can write: git crew install-man-pages DIR";
     /// git would not fast-forward the checked-out target.
-    CheckoutRefused = "checkout-refused", Refused;
+    CheckoutRefused = "checkout-refused", Refused,
+        hint: "move the files in its way, then integrate again";
     /// The target's checkout has uncommitted changes to tracked files.
-    DirtyCheckout = "dirty-checkout", Refused;
+    DirtyCheckout = "dirty-checkout", Refused,
+        hint: "commit or stash them, then integrate again";
     /// Another dispatch is under way.
-    DispatchBusy = "dispatch-busy", Refused;
+    DispatchBusy = "dispatch-busy", Refused,
+        hint: "another dispatch is under way; try again";
     /// The dispatch is refused: a live run of the task, an overlapping scope, a backend at its limit, a busy worker.
-    DispatchRefused = "dispatch-refused", Refused;
+    DispatchRefused = "dispatch-refused", Refused,
+        hint: "`git crew status` shows the in-flight runs";
     /// The remote's notes cannot be fetched.
-    FetchFailed = "fetch-failed", Refused;
+    FetchFailed = "fetch-failed", Refused,
+        hint: "check that the remote is reachable: git fetch REMOTE";
     /// `init` would move a hook aside onto a name that is taken.
     HookInTheWay = "hook-in-the-way", Refused;
     /// `init` was run inside a run's worktree.
@@ -278,11 +309,13 @@ error_codes! {
     /// `attach` to a run that is not awaiting attach.
     NotAwaitingAttach = "not-awaiting-attach", Refused;
     /// `deliver` to a run that takes no delivery.
-    NotDeliverable = "not-deliverable", Refused;
+    NotDeliverable = "not-deliverable", Refused,
+        hint: "deliver is for native runs that are working or awaiting attach";
     /// `advise` to a run that is not waiting for help.
     NotWaitingForHelp = "not-waiting-for-help", Refused;
     /// The run's branch has nothing to integrate.
-    NothingToIntegrate = "nothing-to-integrate", Refused;
+    NothingToIntegrate = "nothing-to-integrate", Refused,
+        hint: "`git crew show RUN` has its footer; its manifest is beside its record";
     /// Another command holds the run's lock.
     RunBusy = "run-busy", Refused;
     /// The run has ended.
@@ -290,21 +323,29 @@ error_codes! {
     /// The run is still live.
     RunInFlight = "run-in-flight", Refused;
     /// The run's branch no longer descends from its base.
-    RunRewritten = "run-rewritten", Refused;
+    RunRewritten = "run-rewritten", Refused,
+        hint: "its commits stay on the branch and in refs/crew/attempts; dispatch the task again from the current base";
     /// A run's live pointer or record exists but cannot be read.
-    RunUnreadable = "run-unreadable", Refused;
+    RunUnreadable = "run-unreadable", Refused,
+        hint: "`git crew doctor` reports it; restore or remove the file by hand";
     /// The write scopes of a wave's tasks overlap.
-    ScopeOverlap = "scope-overlap", Refused;
+    ScopeOverlap = "scope-overlap", Refused,
+        hint: "give the tasks disjoint scopes, or move one to a later wave";
     /// The remote kept refusing the notes.
-    SyncRejected = "sync-rejected", Refused;
+    SyncRejected = "sync-rejected", Refused,
+        hint: "someone is pushing notes continuously; run `git crew sync` again";
     /// Commits kept landing on the target under every attempt to integrate.
-    TargetKeptMoving = "target-kept-moving", Refused;
-    /// The task's id and another task's nest as branch folders.
-    TaskNests = "task-nests", Refused;
+    TargetKeptMoving = "target-kept-moving", Refused,
+        hint: "commits keep landing on the target; integrate again when it is quiet";
+    /// The task's id and another task's id nest as branch folders (`crew/a/`, `crew/a/b/`).
+    TaskNests = "task-nests", Refused,
+        hint: "give the task an id that is not a folder of another task's id, nor under one";
     /// The run's worktree holds uncommitted changes.
-    WorktreeDirty = "worktree-dirty", Refused;
+    WorktreeDirty = "worktree-dirty", Refused,
+        hint: "commit them to the run's branch or discard them, then verify again";
     /// An ended run's worktree cannot be read, so its work cannot be kept.
-    WorktreeUnreadable = "worktree-unreadable", Refused;
+    WorktreeUnreadable = "worktree-unreadable", Refused,
+        hint: "inspect its worktree by hand; `git crew prune` leaves it alone meanwhile";
 
     // exit 5: needs attention.
     /// The task reached its failure limit at the top tier: a human report was written.

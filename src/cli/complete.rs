@@ -69,10 +69,10 @@ pub fn completions(args: CompletionsArgs) -> Result<Report> {
     let name = args.shell.to_string();
     let shells = Shells::builtins();
     let Some(shell) = shells.completer(&name) else {
-        return Err(
-            CrewError::new(ErrorCode::UnknownShell, format!("no completion for {name}"))
-                .hinted("give bash, zsh or fish"),
-        );
+        return Err(CrewError::new(
+            ErrorCode::UnknownShell,
+            format!("no completion for {name}"),
+        ));
     };
     let mut script = Vec::new();
     shell

@@ -76,13 +76,10 @@ pub fn run(ctx: &CommandContext, args: FooterArgs) -> Result<Report> {
             report.status = super::ui::Status::Attention;
         }
         HelpRequest::Incomplete { missing } => {
-            report.status = super::ui::Status::Failed(
-                CrewError::new(
-                    ErrorCode::NeedsHelpIncomplete,
-                    format!("NEEDS-HELP without {}", missing.join(", ")),
-                )
-                .hinted("a NEEDS-HELP reply carries tried:, options:, leaning: and cost-if-wrong:"),
-            );
+            report.status = super::ui::Status::Failed(CrewError::new(
+                ErrorCode::NeedsHelpIncomplete,
+                format!("NEEDS-HELP without {}", missing.join(", ")),
+            ));
         }
         HelpRequest::NotAsked if !extraction.is_complete() => {
             report.status = super::ui::Status::Failed(

@@ -74,8 +74,7 @@ pub fn install(_ctx: &CommandContext, args: InstallManPagesArgs) -> Result<Repor
             return Err(CrewError::new(
                 ErrorCode::NoManDir,
                 "cannot tell where git-crew is installed",
-            )
-            .hinted("name the manual folder: git crew install-man-pages DIR"));
+            ));
         }
     };
     let man1 = dir.join("man1");
@@ -99,7 +98,6 @@ fn cannot_write(path: &Path, e: std::io::Error) -> CrewError {
         ErrorCode::CannotWrite,
         format!("cannot write {}: {e}", path.display()),
     )
-    .hinted("name a manual folder you can write: git crew install-man-pages DIR")
 }
 
 #[cfg(test)]

@@ -65,7 +65,6 @@ fn keep(
                 "run {} has ended; what it holds cannot be kept: {why}",
                 record.run
             ),
-        )
-        .hinted("inspect its worktree by hand; `git crew prune` leaves it alone meanwhile")),
+        )),
     }
 }

@@ -26,10 +26,8 @@ impl Context {
         if let Some(repo) = self.repo.get() {
             return Ok(repo);
         }
-        let repo = repo::discover(&self.cwd).map_err(|e| {
-            CrewError::new(ErrorCode::NotARepository, e.to_string())
-                .hinted("run git crew inside a git repository, or pass -C <path>")
-        })?;
+        let repo = repo::discover(&self.cwd)
+            .map_err(|e| CrewError::new(ErrorCode::NotARepository, e.to_string()))?;
         Ok(self.repo.get_or_init(|| repo))
     }
 
@@ -37,7 +35,6 @@ impl Context {
     pub fn workdir(&self) -> Result<&Path> {
         self.repo()?.workdir().ok_or_else(|| {
             CrewError::new(ErrorCode::BareRepository, "this command needs a work tree")
-                .hinted("run it in a clone with a checkout")
         })
     }
 }

@@ -90,8 +90,7 @@ pub fn dispatch(ctx: &Context, req: &Request) -> Result<Dispatched> {
             return Err(CrewError::new(
                 ErrorCode::NoPrompt,
                 format!("task {} of the plan has no prompt or prompt_file", req.task),
-            )
-            .hinted("add one to the plan, or pass --prompt / --prompt-file"));
+            ));
         }
     };
     let base_rev = req.base.clone().unwrap_or_else(|| "HEAD".into());

@@ -18,13 +18,11 @@ pub fn read_given(path: &Path, cap: u64, what: &str) -> Result<Vec<u8>> {
         Unread::Missing => CrewError::new(
             ErrorCode::FileNotFound,
             format!("cannot read {what} {shown}: it does not exist"),
-        )
-        .hinted("check the path"),
+        ),
         Unread::NotRegular(kind) => CrewError::new(
             ErrorCode::NotAFile,
             format!("cannot read {what} {shown}: it is {kind}, not a regular file"),
-        )
-        .hinted("give the path of a regular file"),
+        ),
         Unread::TooLarge { cap } => CrewError::new(
             ErrorCode::FileTooLarge,
             format!(
@@ -36,8 +34,7 @@ pub fn read_given(path: &Path, cap: u64, what: &str) -> Result<Vec<u8>> {
         Unread::Failed(e) => CrewError::new(
             ErrorCode::FileUnreadable,
             format!("cannot read {what} {shown}: {e}"),
-        )
-        .hinted("give the path of a regular file you can read"),
+        ),
     })
 }
 

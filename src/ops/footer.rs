@@ -19,7 +19,6 @@ pub fn scan(input: impl Read, cap: u64) -> Result<crate::core::footer::Extractio
                 ErrorCode::FileUnreadable,
                 format!("cannot read the reply: {e}"),
             )
-            .hinted("give the path of a regular file you can read")
         })?;
         if n == 0 {
             break;

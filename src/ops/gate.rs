@@ -42,15 +42,12 @@ pub fn record(ctx: &Context, req: Record) -> Result<Verdict> {
         return Err(CrewError::new(
             ErrorCode::EvidenceRequired,
             "a verdict needs its evidence (gates.require_evidence)",
-        )
-        .hinted("pass --evidence 'what was measured, and the number'"));
+        ));
     }
     let repo = ctx.repo()?;
     let rev = req.measured_at.unwrap_or_else(|| "HEAD".into());
-    let commit = crate::git::worktree::rev_parse(ctx.workdir()?, &rev).map_err(|e| {
-        CrewError::new(ErrorCode::BadRevision, e.to_string())
-            .hinted("--measured-at takes a commit, branch or tag")
-    })?;
+    let commit = crate::git::worktree::rev_parse(ctx.workdir()?, &rev)
+        .map_err(|e| CrewError::new(ErrorCode::BadRevision, e.to_string()))?;
     let commit_id = crate::git::refs::oid(&commit).map_err(CrewError::from)?;
     let by = crate::git::config::committer(repo);
     let row = Verdict {

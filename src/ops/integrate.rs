@@ -45,8 +45,7 @@ pub fn integrate(ctx: &Context, request: &Request, observe: &dyn Fn(Event<'_>)) 
         return Err(CrewError::new(
             ErrorCode::BadBranch,
             format!("`{into}` is not a valid branch name"),
-        )
-        .hinted("--into takes a local branch name, such as main"));
+        ));
     }
     let repo_dir = ctx.workdir()?.to_path_buf();
     let store = runs::settled(ctx)?;

@@ -85,8 +85,7 @@ pub fn deliver(ctx: &Context, req: &Deliver) -> Result<Handed> {
                 record.adapter,
                 record.phase.as_str()
             ),
-        )
-        .hinted("deliver is for native runs that are working or awaiting attach"));
+        ));
     }
     let path = ctx.cwd.join(&req.reply_file);
     // A reply is held to the cap of a worker's manifest.

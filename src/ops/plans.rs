@@ -8,8 +8,7 @@ use crate::run::plans::{self, PlanError};
 /// Loads a plan, with the errors of SPEC §2 (exit 2 invalid or ambiguous, 3 not found).
 pub fn load(ctx: &Context, name: Option<&str>) -> Result<Plan> {
     plans::load(ctx.workdir()?, name).map_err(|e| match e {
-        PlanError::NotFound(m) => CrewError::new(ErrorCode::PlanNotFound, m)
-            .hinted("plans live in .crew/plans/<plan>.toml"),
+        PlanError::NotFound(m) => CrewError::new(ErrorCode::PlanNotFound, m),
         PlanError::Ambiguous(all) if all.is_empty() => CrewError::new(
             ErrorCode::PlanRequired,
             "this repository has no plan (.crew/plans/<plan>.toml)",

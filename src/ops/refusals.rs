@@ -13,45 +13,45 @@ impl From<dispatch::Refusal> for CrewError {
     fn from(r: dispatch::Refusal) -> CrewError {
         use dispatch::Refusal;
         match r {
-        Refusal::Usage(m) => CrewError::new(ErrorCode::DispatchInvalid, m),
-        Refusal::Scope(e) => CrewError::new(ErrorCode::ScopeInvalid, e.to_string()).hinted(
-            "a scope glob is one path or pattern inside the repository, on one line \
-             (`src/routes/**`); repeat --scope for more",
-        ),
-        Refusal::Config { message, hint } => {
-            CrewError::new(ErrorCode::BackendUnavailable, message).hinted(hint)
-        }
-        Refusal::State(m) => CrewError::new(ErrorCode::DispatchRefused, m)
-            .hinted("`git crew status` shows the in-flight runs"),
-        Refusal::HumanReport {
-            task, model, filed, ..
-        } => {
-            let err = CrewError::new(ErrorCode::HumanReport,
-                format!("task {task} reached its failure limit with {model} at the top tier: no further try"),
-            );
-            match filed {
-                Some(path) => err.hinted(format!("read the human report at {}", path.display())),
-                None => err,
+            Refusal::Usage(m) => CrewError::new(ErrorCode::DispatchInvalid, m),
+            Refusal::Scope(e) => CrewError::new(ErrorCode::ScopeInvalid, e.to_string()),
+            Refusal::Config { message, hint } => {
+                CrewError::new(ErrorCode::BackendUnavailable, message).hinted(hint)
             }
-        }
-        Refusal::Busy(m) => CrewError::new(ErrorCode::DispatchBusy, m)
-            .hinted("another dispatch is under way; try again"),
-        Refusal::Nests { task, other } => CrewError::new(ErrorCode::TaskNests,
-            format!(
-                "task `{task}` and task `{other}` nest (crew/{task}/ and crew/{other}/): a worker of one could write the other's branches"
+            Refusal::State(m) => CrewError::new(ErrorCode::DispatchRefused, m),
+            Refusal::HumanReport {
+                task, model, filed, ..
+            } => {
+                let err = CrewError::new(
+                    ErrorCode::HumanReport,
+                    format!(
+                        "task {task} reached its failure limit with {model} at the top tier: no further try"
+                    ),
+                );
+                match filed {
+                    Some(path) => {
+                        err.hinted(format!("read the human report at {}", path.display()))
+                    }
+                    None => err,
+                }
+            }
+            Refusal::Busy(m) => CrewError::new(ErrorCode::DispatchBusy, m),
+            Refusal::Nests { task, other } => CrewError::new(
+                ErrorCode::TaskNests,
+                format!(
+                    "task `{task}` and task `{other}` nest (crew/{task}/ and crew/{other}/): a worker of one could write the other's branches"
+                ),
             ),
-        )
-        .hinted("give the task an id that is not a folder of another task's id, nor under one"),
-        Refusal::Sandbox(m) => CrewError::new(ErrorCode::SandboxInvalid, m),
-        Refusal::NotInitialised => CrewError::new(ErrorCode::NotInitialised,
-            "extensions.worktreeConfig is off: a run worktree could not carry its own identity and hooks",
-        )
-        .hinted("run `git crew init` once in this repository"),
-        Refusal::NoIdentity => CrewError::new(ErrorCode::NoIdentity,
-            "git has no committer identity here (user.name and user.email): a run's branch and its commits need one",
-        )
-        .hinted("set them: `git config --global user.name \"Your Name\"` and `git config --global user.email you@example.com`"),
-    }
+            Refusal::Sandbox(m) => CrewError::new(ErrorCode::SandboxInvalid, m),
+            Refusal::NotInitialised => CrewError::new(
+                ErrorCode::NotInitialised,
+                "extensions.worktreeConfig is off: a run worktree could not carry its own identity and hooks",
+            ),
+            Refusal::NoIdentity => CrewError::new(
+                ErrorCode::NoIdentity,
+                "git has no committer identity here (user.name and user.email): a run's branch and its commits need one",
+            ),
+        }
     }
 }
 
@@ -59,12 +59,10 @@ impl From<integrate::Refusal> for CrewError {
     fn from(r: integrate::Refusal) -> CrewError {
         use integrate::Refusal;
         match r {
-        Refusal::NotFound(m) => CrewError::new(ErrorCode::RunNotFound, m)
-            .hinted("`git crew status` lists the runs"),
+        Refusal::NotFound(m) => CrewError::new(ErrorCode::RunNotFound, m),
         Refusal::Live(m) => CrewError::new(ErrorCode::RunInFlight, m)
             .hinted("`git crew wait RUN` first"),
-        Refusal::Unverified(m) => CrewError::new(ErrorCode::Unverified, m)
-            .hinted("`git crew verify RUN` runs its verify command again (`--command CMD` gives one to a run that has none); --force-unverified integrates anyway, and the note says so"),
+        Refusal::Unverified(m) => CrewError::new(ErrorCode::Unverified, m),
         Refusal::Scope(paths) => CrewError::new(ErrorCode::ScopeViolation,
             "the run's branch changed paths outside its scope; nothing was integrated",
         )
@@ -79,35 +77,29 @@ impl From<integrate::Refusal> for CrewError {
             .hinted("`git crew show RUN` has its integration; `git notes --ref=crew show <commit>` its record"),
         Refusal::Tampered(m) => CrewError::new(ErrorCode::RecordTampered, m)
             .hinted("nothing was integrated; `git cat-file -p refs/crew/sealed/RUN` shows what dispatch sealed"),
-        Refusal::Rewritten(m) => CrewError::new(ErrorCode::RunRewritten, m)
-            .hinted("its commits stay on the branch and in refs/crew/attempts; dispatch the task again from the current base"),
-        Refusal::Nothing(m) => CrewError::new(ErrorCode::NothingToIntegrate, m)
-            .hinted("`git crew show RUN` has its footer; its manifest is beside its record"),
-        Refusal::NoTarget(m) => CrewError::new(ErrorCode::TargetNotFound, m)
-            .hinted("`git branch` lists the branches; --into BRANCH names one"),
+        Refusal::Rewritten(m) => CrewError::new(ErrorCode::RunRewritten, m),
+        Refusal::Nothing(m) => CrewError::new(ErrorCode::NothingToIntegrate, m),
+        Refusal::NoTarget(m) => CrewError::new(ErrorCode::TargetNotFound, m),
         Refusal::Dirty(wt) => CrewError::new(ErrorCode::DirtyCheckout,
             format!(
                 "the target is checked out in {} with uncommitted changes; nothing was integrated",
                 wt.display()
             ),
-        )
-        .hinted("commit or stash them, then integrate again"),
+        ),
         Refusal::Checkout(wt, why) => CrewError::new(ErrorCode::CheckoutRefused,
             format!(
                 "the target is checked out in {} and git would not fast-forward it; nothing was integrated",
                 wt.display()
             ),
         )
-        .with_details(vec![why])
-        .hinted("move the files in its way, then integrate again"),
+        .with_details(vec![why]),
         Refusal::Conflict { into, branch, paths } => CrewError::new(ErrorCode::MergeConflict,
             format!("the run does not merge cleanly onto {into}; {into}, your checkout and the run's branch are untouched"),
         )
         .with_details(paths)
         .hinted(format!("merge it by hand on {into} (`git merge {branch}`, resolve, `git commit`): the post-commit hook audits and records it; or dispatch a follow-up run with --base {into}")),
         Refusal::MergedVerify(m) => CrewError::new(ErrorCode::VerifyFailed, m),
-        Refusal::KeptMoving(m) => CrewError::new(ErrorCode::TargetKeptMoving, m)
-            .hinted("commits keep landing on the target; integrate again when it is quiet"),
+        Refusal::KeptMoving(m) => CrewError::new(ErrorCode::TargetKeptMoving, m),
         Refusal::BadState(m) => CrewError::new(ErrorCode::StateFileInvalid, m),
     }
     }
@@ -124,9 +116,6 @@ impl From<crate::core::plan::Held> for CrewError {
             ),
         )
         .with_details(held.gates)
-        .hinted(
-            "record the gate's verdict with `git crew gate record G --verdict pass --evidence ...`",
-        )
     }
 }
 

@@ -66,7 +66,6 @@ pub fn retry(ctx: &Context, req: &Request) -> Result<Dispatched> {
             ErrorCode::PromptNotFound,
             format!("the prompt of run {run} cannot be read: {e}"),
         )
-        .hinted("dispatch the task afresh with `git crew dispatch --prompt ...`")
     })?;
     let section = crate::run::prompt::retry(&store, &old, req.text.as_deref());
     let mut warnings = Vec::new();

@@ -39,9 +39,7 @@ pub fn resolve(store: &RunStore, address: &str) -> Result<String> {
         })
         .collect();
     crate::core::address::resolve(address, &known).map_err(|u| match u {
-        crate::core::address::Unresolved::NotFound(m) => {
-            CrewError::new(ErrorCode::RunNotFound, m).hinted("`git crew status` lists the runs")
-        }
+        crate::core::address::Unresolved::NotFound(m) => CrewError::new(ErrorCode::RunNotFound, m),
         crate::core::address::Unresolved::Ambiguous {
             address,
             candidates,
@@ -49,8 +47,7 @@ pub fn resolve(store: &RunStore, address: &str) -> Result<String> {
             ErrorCode::RunAmbiguous,
             format!("`{address}` names {} runs", candidates.len()),
         )
-        .with_details(candidates)
-        .hinted("give more of the run id, or the whole id"),
+        .with_details(candidates),
     })
 }
 
@@ -58,12 +55,6 @@ pub fn resolve(store: &RunStore, address: &str) -> Result<String> {
 pub fn load(store: &RunStore, run: &str) -> Result<RunRecord> {
     store
         .load(run)
-        .map_err(|u| {
-            CrewError::new(ErrorCode::RunUnreadable, u.to_string())
-                .hinted("`git crew doctor` reports it; restore or remove the file by hand")
-        })?
-        .ok_or_else(|| {
-            CrewError::new(ErrorCode::RunNotFound, format!("no run {run}"))
-                .hinted("`git crew status` lists the runs")
-        })
+        .map_err(|u| CrewError::new(ErrorCode::RunUnreadable, u.to_string()))?
+        .ok_or_else(|| CrewError::new(ErrorCode::RunNotFound, format!("no run {run}")))
 }

@@ -44,24 +44,21 @@ pub fn sync(ctx: &Context, remote: Option<String>) -> Result<Synced> {
     let mut rounds: u64 = 0;
     let results = loop {
         rounds += 1;
-        sync::fetch(&repo_dir, &remote).map_err(|e| {
-            CrewError::new(ErrorCode::FetchFailed, format!("{e:#}"))
-                .hinted("check that the remote is reachable: git fetch REMOTE")
-        })?;
+        sync::fetch(&repo_dir, &remote)
+            .map_err(|e| CrewError::new(ErrorCode::FetchFailed, format!("{e:#}")))?;
         // A fresh view of the refs the fetch moved.
         let repo = crate::git::repo::open(&repo_dir).map_err(CrewError::from)?;
         let mut results = Vec::new();
         for local in notes::ALL {
             let tracking = sync::tracking_ref(&remote, local);
-            results.push(sync::merge_into(&repo, local, &tracking).map_err(|e| {
-                match e {
+            results.push(
+                sync::merge_into(&repo, local, &tracking).map_err(|e| match e {
                     sync::MergeError::NotNotes(bad) => {
                         CrewError::new(ErrorCode::RemoteNotesInvalid, bad.to_string())
-                            .hinted("the remote's notes ref is broken; fix or delete it there")
                     }
                     sync::MergeError::Failed(e) => CrewError::from(e),
-                }
-            })?);
+                })?,
+            );
         }
         let to_push: Vec<String> = results
             .iter()
@@ -81,8 +78,7 @@ pub fn sync(ctx: &Context, remote: Option<String>) -> Result<Synced> {
             return Err(CrewError::new(
                 ErrorCode::SyncRejected,
                 format!("{remote} kept refusing the notes after {rounds} rounds"),
-            )
-            .hinted("someone is pushing notes continuously; run `git crew sync` again"));
+            ));
         }
         std::thread::sleep(std::time::Duration::from_millis(100 * rounds));
     };

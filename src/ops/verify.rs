@@ -40,8 +40,7 @@ pub fn verify(ctx: &Context, req: &Request) -> Result<(Verified, RunRecord)> {
         return Err(CrewError::new(
             ErrorCode::NoVerifyCommand,
             format!("run {} has no verify command", record.run),
-        )
-        .hinted("pass one with --command CMD"));
+        ));
     };
     let repo = ctx.repo()?;
     verify::again(repo, ctx.workdir()?, &store, record, &command)
@@ -54,33 +53,38 @@ impl From<verify::Refusal> for CrewError {
         use verify::Refusal;
         let fresh = "remove the run's worktree; verify then checks the commit out afresh";
         match r {
-        Refusal::NoSeal(run) => CrewError::new(ErrorCode::RecordTampered,
-            format!("run {run} has no seal: nothing vouches for its record"),
-        ),
-        Refusal::Tampered { run, differs } => CrewError::new(ErrorCode::RecordTampered,
-            format!(
-                "run {run}'s record disagrees with its seal on {}",
-                differs.join(", ")
+            Refusal::NoSeal(run) => CrewError::new(
+                ErrorCode::RecordTampered,
+                format!("run {run} has no seal: nothing vouches for its record"),
             ),
-        ),
-        Refusal::BranchGone { run, branch } => CrewError::new(ErrorCode::BranchGone,
-            format!("run {run}'s branch {branch} is gone"),
-        ),
-        Refusal::Administration { run, why } => CrewError::new(ErrorCode::WorktreeTampered,
-            format!("run {run}'s worktree administration cannot be restored: {why}"),
-        )
-        .hinted(fresh),
-        Refusal::Unreadable { run, why } => CrewError::new(ErrorCode::WorktreeTampered,
-            format!("git cannot read run {run}'s worktree: {why}"),
-        )
-        .hinted(fresh),
-        Refusal::Dirty { run, worktree } => CrewError::new(ErrorCode::WorktreeDirty,
-            format!(
-                "run {run}'s worktree {} has uncommitted changes: what would be verified is not the commit",
-                worktree.display()
+            Refusal::Tampered { run, differs } => CrewError::new(
+                ErrorCode::RecordTampered,
+                format!(
+                    "run {run}'s record disagrees with its seal on {}",
+                    differs.join(", ")
+                ),
             ),
-        )
-        .hinted("commit them to the run's branch or discard them, then verify again"),
-    }
+            Refusal::BranchGone { run, branch } => CrewError::new(
+                ErrorCode::BranchGone,
+                format!("run {run}'s branch {branch} is gone"),
+            ),
+            Refusal::Administration { run, why } => CrewError::new(
+                ErrorCode::WorktreeTampered,
+                format!("run {run}'s worktree administration cannot be restored: {why}"),
+            )
+            .hinted(fresh),
+            Refusal::Unreadable { run, why } => CrewError::new(
+                ErrorCode::WorktreeTampered,
+                format!("git cannot read run {run}'s worktree: {why}"),
+            )
+            .hinted(fresh),
+            Refusal::Dirty { run, worktree } => CrewError::new(
+                ErrorCode::WorktreeDirty,
+                format!(
+                    "run {run}'s worktree {} has uncommitted changes: what would be verified is not the commit",
+                    worktree.display()
+                ),
+            ),
+        }
     }
 }

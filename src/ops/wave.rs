@@ -103,10 +103,7 @@ pub fn dispatch(ctx: &Context, req: &Request) -> Result<Waved> {
             ErrorCode::BlockedByGate,
             format!("wave {wave} is held by a gate: nothing was dispatched"),
         )
-        .with_details(held)
-        .hinted(
-            "record the gate's verdict with `git crew gate record G --verdict pass --evidence ...`",
-        ));
+        .with_details(held));
     }
     let waved = |went| Waved {
         plan: plan.id.clone(),
@@ -128,8 +125,7 @@ pub fn dispatch(ctx: &Context, req: &Request) -> Result<Waved> {
             ErrorCode::ScopeOverlap,
             format!("wave {wave} cannot run at once: write scopes overlap; nothing was dispatched"),
         )
-        .with_details(clashes)
-        .hinted("give the tasks disjoint scopes, or move one to a later wave"));
+        .with_details(clashes));
     }
     let request_for = |task: &str, dry_run: bool| super::dispatch::Request {
         task: task.to_string(),
