@@ -56,7 +56,8 @@ Examples:
 
 Output is JSON when stdout is not a terminal (or with --json / GIT_CREW_FORMAT=json).
 Exit codes: 0 ok, 1 a check said no, 2 usage or config error, 3 not found,
-4 refused by state, 5 needs attention, 70 internal error.";
+4 refused by state, 5 needs attention, 70 internal error (a bug), 74 I/O or environment
+failure.";
 
 /// Dispatch coding agents into fenced worktrees and keep their record in git.
 ///

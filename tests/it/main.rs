@@ -5,6 +5,7 @@ mod cli;
 mod common;
 mod complete;
 mod dispatch;
+mod errors;
 mod fence;
 mod flight;
 mod footer;
