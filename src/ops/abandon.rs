@@ -29,11 +29,15 @@ pub fn abandon(ctx: &Context, request: &Request) -> Result<Abandoned> {
     }
     let repo_dir = ctx.workdir()?.to_path_buf();
     let run = record.run.clone();
-    let stopped =
-        crate::run::supervisor::abandon(&store, &repo_dir, record, "abandoned by the lead")
-            .map_err(CrewError::internal)?;
+    let stopped = crate::run::reap::abandon(&store, &repo_dir, record, "abandoned by the lead")
+        .map_err(CrewError::internal)?;
     match stopped {
-        Some(record) => Ok(Abandoned::Stopped(record)),
+        Some(ended) => {
+            if let Some(not_filed) = ended.not_filed {
+                ctx.warn(not_filed);
+            }
+            Ok(Abandoned::Stopped(ended.record))
+        }
         None => {
             let ended = runs::load(&store, &run)?;
             Err(CrewError::new(

@@ -157,7 +157,7 @@ fn is_last_chunk(part: &File) -> bool {
 /// Appends an attempt's `stdout` and `stderr` files to the transcript at `transcript`
 /// under their own headings, streaming (never the whole file in memory).
 pub fn archive(transcript: &Path, stdout: &Path, stderr: &Path) -> anyhow::Result<()> {
-    let mut out = super::process::open_append(transcript)?;
+    let mut out = open_append(transcript)?;
     for (name, path) in [("stdout", stdout), ("stderr", stderr)] {
         let Ok(mut file) = File::open(path) else {
             continue;
@@ -170,6 +170,20 @@ pub fn archive(transcript: &Path, stdout: &Path, stderr: &Path) -> anyhow::Resul
         writeln!(out)?;
     }
     Ok(())
+}
+
+/// Opens a file for appending, creating it (mode 0600) with its folder.
+pub fn open_append(path: &Path) -> anyhow::Result<std::fs::File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    }
+    std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .mode(0o600)
+        .open(path)
+        .with_context(|| format!("cannot open {}", path.display()))
 }
 
 #[cfg(test)]
