@@ -7,11 +7,13 @@ use std::path::{Path, PathBuf};
 use anyhow::Context;
 
 use super::prompt;
+use crate::core::claim::Clash;
 use crate::core::dispatch::{Plan, Refusal, Request};
 use crate::core::flight::Flight;
 use crate::core::ledger::Row;
 use crate::core::record::{Phase, RunRecord};
 use crate::git::worktree;
+use crate::state::claims::Claims;
 use crate::state::runs::RunStore;
 use crate::sys::clock::now_millis;
 
@@ -26,6 +28,7 @@ pub fn plan(
     run: String,
 ) -> anyhow::Result<Result<Plan, Refusal>> {
     let live = store.live()?;
+    let claims = store.held()?;
     let ledger: Vec<Row> = super::ledger::rows(repo, Some(&request.task))?;
     // Both failures' evidence, for an escalated prompt: what was measured, never output.
     let evidence = |task: &str, key: &str| -> Vec<String> {
@@ -69,6 +72,7 @@ pub fn plan(
     let fence_abi = crate::sys::fence::kernel_abi();
     let facts = crate::core::dispatch::Facts {
         live: &live,
+        claims: &claims,
         ledger: &ledger,
         evidence: &evidence,
         unstartable: &unstartable,
@@ -139,7 +143,7 @@ pub fn start(
             report,
             ..
         }) => {
-            let filed = file_report(store, &task, &report);
+            let filed = crate::state::reports::file(store.root(), &task, &report);
             return Ok(Err(Refusal::HumanReport {
                 task,
                 model,
@@ -172,7 +176,12 @@ pub fn start(
     }
     let run_hooks = crate::core::layout::run_hooks(store.root());
     super::worktree_files::ensure_run_hooks(&run_hooks, &crate::git::hooks_dir::hooks_dir(repo))?;
-    let (record, warnings) = apply(&plan, repo, repo_dir, &run_hooks, store)?;
+    // Decided in this dispatch turn, the claim holds; a claim taken elsewhere meanwhile
+    // (a store other processes share) refuses it as the decision would have.
+    let (record, warnings) = match apply(&plan, repo, repo_dir, &run_hooks, store)? {
+        Ok(applied) => applied,
+        Err(clash) => return Ok(Err(Refusal::State(clash.to_string()))),
+    };
     Ok(Ok(Started {
         plan,
         record: Some(record),
@@ -204,39 +213,31 @@ pub fn session_plan(store: &RunStore, flight: &Flight, record: &RunRecord) -> Op
     ))
 }
 
-/// Files a task's human report under `<git-common-dir>/crew/reports/`; where it went.
-pub fn file_report(store: &RunStore, task: &str, report: &str) -> Option<PathBuf> {
-    let path = crate::core::layout::human_report(store.root(), task);
-    std::fs::create_dir_all(path.parent()?).ok()?;
-    std::fs::write(&path, report).ok()?;
-    Some(path)
-}
-
-/// Carries out a plan: worktree and branch, identity, hooks, prompt, live pointer, and
-/// the detached supervisor. On failure everything created so far is taken back. Returns
-/// the run's record and the warnings of its worktree's making (`.worktreeinclude`).
-pub fn apply(
+/// Carries out a plan: worktree and branch, identity, hooks, prompt, the run's claim (its
+/// live pointer), and the detached supervisor. On failure — or a claim that clashes —
+/// everything created so far is taken back. Returns the run's record and the warnings of
+/// its worktree's making (`.worktreeinclude`).
+fn apply(
     plan: &Plan,
     repo: &crate::git::Repository,
     repo_dir: &Path,
     hooks: &Path,
     store: &RunStore,
-) -> anyhow::Result<(RunRecord, Vec<String>)> {
+) -> anyhow::Result<Result<(RunRecord, Vec<String>), Clash>> {
     let record = &plan.record;
     let wt = PathBuf::from(&record.worktree);
     std::fs::create_dir_all(wt.parent().context("worktree path has a parent")?)?;
     let git_dir = worktree::add(repo, &wt, &record.branch, &record.base)?;
-    let undo = |err: anyhow::Error| -> anyhow::Error {
+    let undo = || {
         let _ = worktree::unlock(repo_dir, &wt);
         worktree::force_remove(repo_dir, &wt);
         crate::git::refs::force_delete_branch(repo_dir, &record.branch);
         let _ = std::fs::remove_dir_all(store.run_dir(&record.run));
-        let _ = std::fs::remove_file(store.live_path(&record.run));
+        let _ = store.release(&record.run);
         let _ = crate::git::seal::remove(repo, &record.run);
-        err
     };
     let mut warnings = Vec::new();
-    let result = (|| -> anyhow::Result<RunRecord> {
+    let result = (|| -> anyhow::Result<Result<RunRecord, Clash>> {
         // The lead's facts, sealed before any worker process exists.
         crate::git::seal::write(repo, &crate::core::seal::Sealed::of(record))?;
         let run_dir = store.run_dir(&record.run);
@@ -278,38 +279,43 @@ pub fn apply(
             &record.prompt_file,
             prompt::worker(record, &plan.task_prompt),
         )?;
-        std::fs::write(
-            crate::core::layout::backend_config(&run_dir),
-            serde_json::to_vec_pretty(&plan.backend)?,
-        )?;
-        std::fs::write(
-            crate::core::layout::task_prompt(&run_dir),
-            &plan.task_prompt,
-        )?;
-        std::fs::write(
-            crate::core::layout::fence_extra(&run_dir),
-            serde_json::to_vec(&plan.writable)?,
-        )?;
-        std::fs::write(
-            crate::core::layout::notifier(&run_dir),
-            serde_json::to_vec(&plan.notify)?,
+        crate::state::run_files::keep(
+            &run_dir,
+            &crate::state::run_files::Kept {
+                backend: &plan.backend,
+                task_prompt: &plan.task_prompt,
+                writable: &plan.writable,
+                notify: &plan.notify,
+            },
         )?;
         if record.adapter == crate::core::flight::AdapterKind::Native {
             // No process: the lead binds its own sub-task with `attach`.
             let mut waiting = record.clone();
             waiting.phase = Phase::AwaitingAttach;
-            store.write_live(&waiting)?;
-            return Ok(waiting);
+            return Ok(store.claim(&waiting)?.map(|()| waiting));
         }
-        store.write_live(record)?;
+        // The run's claim on its task and scope, checked again as it is taken.
+        if let Err(clash) = store.claim(record)? {
+            return Ok(Err(clash));
+        }
         if record.phase == Phase::Queued {
             // Started by `queue::promote` when a slot frees.
-            return Ok(record.clone());
+            return Ok(Ok(record.clone()));
         }
         let pid = super::queue::start_supervisor(repo_dir, &record.run, &run_dir)?;
         let mut started = record.clone();
         started.supervisor_pid = Some(pid);
-        Ok(started)
+        Ok(Ok(started))
     })();
-    result.map(|record| (record, warnings)).map_err(undo)
+    match result {
+        Ok(Ok(record)) => Ok(Ok((record, warnings))),
+        Ok(Err(clash)) => {
+            undo();
+            Ok(Err(clash))
+        }
+        Err(err) => {
+            undo();
+            Err(err)
+        }
+    }
 }

@@ -42,16 +42,13 @@ pub fn tell(store: &RunStore, repo_dir: &Path, record: &RunRecord) -> Told {
             let _ = writeln!(log, "notify: {line}");
         }
     };
-    let notifier: Option<Notifier> = match std::fs::read(crate::core::layout::notifier(&run_dir)) {
-        // A run dispatched before `[notify]` existed has no file: nothing to tell.
-        Err(_) => None,
-        Ok(bytes) => match serde_json::from_slice(&bytes) {
-            Ok(notifier) => notifier,
-            Err(e) => {
-                log_line(format!("the run's notify.json cannot be read: {e}"));
-                None
-            }
-        },
+    // A run dispatched before `[notify]` existed has no file: nothing to tell.
+    let notifier = match crate::state::run_files::notifier(&run_dir) {
+        Ok(notifier) => notifier,
+        Err(e) => {
+            log_line(format!("the run's notify.json cannot be read: {e}"));
+            None
+        }
     };
     let Some(notifier) = notifier else {
         return Told::Nobody;

@@ -99,12 +99,8 @@ fn after_supervisor(
 /// backend has a free slot (it held none while parked), else `queued`.
 pub fn readmit(store: &RunStore, record: &RunRecord) -> anyhow::Result<Phase> {
     let live = store.live()?;
-    let config: BackendConfig = std::fs::read(crate::core::layout::backend_config(
-        &store.run_dir(&record.run),
-    ))
-    .ok()
-    .and_then(|b| serde_json::from_slice(&b).ok())
-    .unwrap_or_default();
+    let config: BackendConfig =
+        crate::state::run_files::backend(&store.run_dir(&record.run)).unwrap_or_default();
     let busy = slots_in_use(&live, &record.backend, Some(&record.run));
     Ok(if busy >= slot_limit(&config) {
         Phase::Queued
@@ -137,11 +133,11 @@ pub fn promote(store: &RunStore, repo_dir: &Path) -> anyhow::Result<Vec<String>>
             continue;
         }
         let run_dir = store.run_dir(&record.run);
-        let config: BackendConfig =
-            match std::fs::read(crate::core::layout::backend_config(&run_dir)) {
-                Ok(bytes) => serde_json::from_slice(&bytes)?,
-                Err(_) => continue,
-            };
+        let config: BackendConfig = match crate::state::run_files::backend(&run_dir) {
+            Ok(config) => config,
+            Err(crate::state::run_files::Unread::Missing(_)) => continue,
+            Err(bad) => return Err(bad.into()),
+        };
         let limit = slot_limit(&config);
         let used = busy
             .entry(record.backend.clone())
@@ -163,8 +159,7 @@ pub fn promote(store: &RunStore, repo_dir: &Path) -> anyhow::Result<Vec<String>>
         next.deadline = stamp::whole_second(stamp::from_millis(
             now.saturating_add(next.budget_s.saturating_mul(1000)),
         ));
-        if let Ok(task_prompt) = std::fs::read_to_string(crate::core::layout::task_prompt(&run_dir))
-        {
+        if let Ok(task_prompt) = crate::state::run_files::task_prompt(&run_dir) {
             std::fs::write(
                 &next.prompt_file,
                 super::prompt::worker(&next, &task_prompt),

@@ -2,16 +2,23 @@
 //! processes: a lock on a file that stays, which the kernel releases when its holder
 //! dies, so no lock is ever stale.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use anyhow::{Context, bail};
+use anyhow::Context;
 
 /// Held until dropped.
 pub struct Lock(std::fs::File);
 
+/// The wait for a lock ran out: another process holds it.
+#[derive(Debug, thiserror::Error)]
+#[error("{} is held by another git-crew process", path.display())]
+pub struct Held {
+    pub path: PathBuf,
+}
+
 impl Lock {
-    /// Takes `<dir>/<name>.lock`, waiting up to `wait`.
+    /// Takes `<dir>/<name>.lock`, waiting up to `wait`; [`Held`] when the wait runs out.
     pub fn take(dir: &Path, name: &str, wait: Duration) -> anyhow::Result<Lock> {
         std::fs::create_dir_all(dir)?;
         let path = dir.join(format!("{name}.lock"));
@@ -31,7 +38,7 @@ impl Lock {
                 }
             }
             if start.elapsed() > wait {
-                bail!("{} is held by another git-crew process", path.display());
+                return Err(Held { path }.into());
             }
             std::thread::sleep(Duration::from_millis(10));
         }

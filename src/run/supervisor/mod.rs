@@ -237,10 +237,7 @@ impl<'a> Supervisor<'a> {
         mut record: RunRecord,
     ) -> anyhow::Result<Self> {
         let run_dir = store.run_dir(&record.run);
-        let config: BackendConfig = serde_json::from_slice(
-            &std::fs::read(crate::core::layout::backend_config(&run_dir))
-                .context("cannot read the run's backend config")?,
-        )?;
+        let config: BackendConfig = crate::state::run_files::backend(&run_dir)?;
         // The live pointer must still say what dispatch sealed.
         if let Some(sealed) = git::seal::read(repo, &record.run)? {
             let mut facts = record.clone();
