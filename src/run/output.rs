@@ -2,7 +2,8 @@
 //! attempt, capped — the first part as it came, then only the latest part, with the cut
 //! marked — so a worker that floods stdout fills neither the disk nor the supervisor's
 //! memory, and the footer at the end of a reply survives. Disk per stream stays under
-//! `cap`; memory is one buffer.
+//! `cap`; memory is one buffer. Files written to as logs (transcripts, a run's supervisor
+//! log) are opened here too ([`open_append`]).
 
 use std::fs::File;
 use std::io::{Read, Write};
