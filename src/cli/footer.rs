@@ -1,6 +1,5 @@
 //! `git crew footer [FILE]`: the footer relay's primitive.
 
-use std::io::{BufRead, BufReader, Read};
 use std::path::PathBuf;
 
 use clap::Args;
@@ -9,7 +8,7 @@ use serde::Serialize;
 use super::context::CommandContext;
 use super::error::{CrewError, Result};
 use super::ui::Report;
-use crate::core::footer::{Extraction, FooterScanner, HelpRequest, NeedsHelp, Sections};
+use crate::core::footer::{Extraction, HelpRequest, NeedsHelp, Sections};
 
 const FOOTER_EXAMPLES: &str = "Examples:\n  git crew footer reply.md\n  git crew footer < reply.md";
 
@@ -61,9 +60,9 @@ pub fn run(ctx: &CommandContext, args: FooterArgs) -> Result<Report> {
     let extraction = match &args.file {
         Some(path) => {
             let bytes = super::context::read_given(&ctx.cwd.join(path), REPLY_CAP, "the reply")?;
-            scan(&bytes[..], REPLY_CAP)?
+            crate::ops::footer::scan(&bytes[..], REPLY_CAP)?
         }
-        None => scan(std::io::stdin().lock(), REPLY_CAP)?,
+        None => crate::ops::footer::scan(std::io::stdin().lock(), REPLY_CAP)?,
     };
     let output = FooterOutput::of(&extraction);
     let mut human = extraction.footer_text.clone().unwrap_or_default();
@@ -100,61 +99,16 @@ pub fn run(ctx: &CommandContext, args: FooterArgs) -> Result<Report> {
     Ok(report)
 }
 
-/// Streams a reply through the scanner, one line at a time, whatever its bytes: at most
-/// `cap` of them (exit 2, `file-too-large`, past that; no more than `cap + 1` are read).
-fn scan(input: impl Read, cap: u64) -> Result<crate::core::footer::Extraction> {
-    let mut reader = BufReader::with_capacity(1 << 16, input.take(cap.saturating_add(1)));
-    let mut scanner = FooterScanner::new();
-    let mut line = Vec::with_capacity(256);
-    let mut read = 0u64;
-    loop {
-        line.clear();
-        let n = reader.read_until(b'\n', &mut line).map_err(|e| {
-            CrewError::usage("file-unreadable", format!("cannot read the reply: {e}"))
-                .hinted("give the path of a regular file you can read")
-        })?;
-        if n == 0 {
-            break;
-        }
-        read += n as u64;
-        if read > cap {
-            return Err(CrewError::usage(
-                "file-too-large",
-                format!(
-                    "the reply holds more than {}, the most it may hold",
-                    super::context::size(cap)
-                ),
-            )
-            .hinted("pass only the end of the reply: the footer is its last part"));
-        }
-        scanner.push_bytes(&line);
-    }
-    Ok(scanner.finish())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
     fn a_reply_missing_sections_prints_null_for_the_footer_and_for_needs_help() {
-        let extraction = scan("## Result\nDone.\n".as_bytes(), 100).unwrap();
+        let extraction = crate::ops::footer::scan("## Result\nDone.\n".as_bytes(), 100).unwrap();
         assert_eq!(
             serde_json::to_string(&FooterOutput::of(&extraction)).unwrap(),
             r#"{"footer_text":null,"sections":{"result":"Done.","how_to_verify":null,"deferred":null},"missing":["how_to_verify","deferred"],"truncated":false,"needs_help":null}"#
         );
-    }
-
-    #[test]
-    fn a_reply_over_the_cap_is_refused_without_reading_past_it() {
-        let err = scan(std::io::repeat(b'x'), 1 << 20).unwrap_err();
-        assert_eq!((err.code, err.exit_code()), ("file-too-large", 2));
-        assert!(
-            err.message.contains("1 MiB (1048576 bytes)"),
-            "{}",
-            err.message
-        );
-        assert!(scan("## Result\n".as_bytes(), 10).is_ok());
-        assert!(scan("## Result\nx".as_bytes(), 10).is_err());
     }
 }

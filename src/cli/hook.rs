@@ -10,9 +10,8 @@ use clap::{Args, Subcommand};
 use super::context::CommandContext;
 use super::error::{CrewError, Result};
 use super::ui::{Format, Report};
-use crate::core::scope::{self, RunIdentity};
-use crate::git::{self, repo::state_dir};
-use crate::state::live;
+use crate::core::scope;
+use crate::ops::hook::{After, PreCommit};
 
 /// Run a git-crew hook (called by the shims `git crew init` installs).
 #[derive(Debug, Args)]
@@ -52,31 +51,13 @@ pub fn run(ctx: &CommandContext, args: HookArgs) -> Result<Report> {
             }
             Ok(report)
         }
-        Hook::PostMerge { .. } => Ok(observe(ctx, "post-merge", crate::run::post_merge::audit)),
-        Hook::PostCommit => Ok(observe(
-            ctx,
-            "post-commit",
-            crate::run::post_merge::audit_commit,
-        )),
+        Hook::PostMerge { .. } => Ok(observe(ctx, "post-merge", After::Merge)),
+        Hook::PostCommit => Ok(observe(ctx, "post-commit", After::Commit)),
     }
 }
 
-/// The signature of the audits the observing hooks run.
-type Audit = fn(
-    &crate::git::Repository,
-    &std::path::Path,
-    &mut dyn FnMut(&str),
-) -> anyhow::Result<Vec<crate::run::post_merge::Merged>>;
-
-/// Runs an observing hook's audit: what it finds is reported, and its own failure is a
-/// warning, never an error (an observer never breaks the user's merge or commit).
-fn observe(ctx: &CommandContext, hook: &str, audit: Audit) -> Report {
-    let found = (|| -> anyhow::Result<Vec<crate::run::post_merge::Merged>> {
-        let repo = ctx.repo()?;
-        let repo_dir = ctx.workdir()?.to_path_buf();
-        audit(repo, &repo_dir, &mut |line| say(line))
-    })();
-    match found {
+fn observe(ctx: &CommandContext, hook: &str, after: After) -> Report {
+    match crate::ops::hook::after(ctx, after, &mut |line| say(line)) {
         Ok(runs) => Report::of(
             &PostMerge {
                 runs,
@@ -98,37 +79,36 @@ fn observe(ctx: &CommandContext, hook: &str, audit: Audit) -> Report {
     }
 }
 
-/// Lines from a hook go to stderr, where git shows them, in any format.
 fn say(line: &str) {
     eprintln!("crew: {}", crate::view::human::sanitize(line));
 }
 
 fn pre_commit(ctx: &CommandContext) -> Result<Report> {
-    let repo = ctx.repo()?;
-    let identity = git::identity::read(repo).map_err(|e| {
-        CrewError::internal(format!("cannot read this worktree's crew identity: {e:#}"))
-    })?;
-    match identity {
-        Some(identity) => crew_worktree(repo, identity),
-        None => Ok(plain_checkout(repo)),
-    }
-}
-
-/// Inside a crew worktree: every staged path must be inside the run's scope.
-fn crew_worktree(repo: &crate::git::Repository, identity: RunIdentity) -> Result<Report> {
-    let role_may_commit = scope::Role::parse(&identity.role).is_some_and(scope::Role::may_commit);
-    let changes = if role_may_commit {
-        git::staged::staged_changes(repo).map_err(CrewError::internal)?
-    } else {
-        Vec::new()
+    let (identity, staged, violations) = match crate::ops::hook::pre_commit(ctx)? {
+        PreCommit::Plain { warnings } => {
+            for warning in &warnings {
+                say(&format!("warning: {warning}"));
+            }
+            return Ok(Report::of(
+                &PlainCheckout {
+                    run: None,
+                    warnings,
+                },
+                "",
+            ));
+        }
+        PreCommit::InRun {
+            identity,
+            staged,
+            violations,
+        } => (identity, staged, violations),
     };
-    let violations = scope::check_commit(&identity, &changes);
-    let output = PreCommit {
+    let output = PreCommitOutput {
         run: &identity.run,
         task: &identity.task,
         role: &identity.role,
         scope: &identity.scope,
-        staged: changes.iter().map(|c| c.path.as_str()).collect(),
+        staged: staged.iter().map(String::as_str).collect(),
         violations: violations.iter().map(ToString::to_string).collect(),
     };
     let mut report = Report::of(&output, "");
@@ -154,9 +134,8 @@ fn crew_worktree(repo: &crate::git::Repository, identity: RunIdentity) -> Result
     Ok(report)
 }
 
-/// What `hook pre-commit` prints inside a crew worktree.
 #[derive(serde::Serialize)]
-struct PreCommit<'a> {
+struct PreCommitOutput<'a> {
     run: &'a str,
     task: &'a str,
     role: &'a str,
@@ -167,41 +146,6 @@ struct PreCommit<'a> {
 
 /// Outside crew worktrees the commit always proceeds, with a warning for each staged path
 /// an in-flight run holds in its exclusive scope.
-fn plain_checkout(repo: &crate::git::Repository) -> Report {
-    let mut warnings = Vec::new();
-    let runs = live::list(&state_dir(repo), &mut |path, err| {
-        warnings.push(format!("unreadable live pointer {}: {err}", path.display()));
-    });
-    if !runs.is_empty() {
-        match git::staged::staged_changes(repo) {
-            Ok(changes) => {
-                let holders: Vec<scope::Holder> = runs
-                    .iter()
-                    .map(|r| scope::Holder {
-                        run: &r.run,
-                        task: &r.task,
-                        scope: &r.scope,
-                    })
-                    .collect();
-                warnings.extend(scope::held_paths(&holders, &changes));
-            }
-            Err(err) => warnings.push(format!("cannot list the staged paths: {err:#}")),
-        }
-    }
-    for warning in &warnings {
-        say(&format!("warning: {warning}"));
-    }
-    Report::of(
-        &PlainCheckout {
-            run: None,
-            warnings,
-        },
-        "",
-    )
-}
-
-/// What `hook post-merge` and `hook post-commit` print: the run branches the merge
-/// brought in.
 #[derive(serde::Serialize)]
 struct PostMerge {
     runs: Vec<crate::run::post_merge::Merged>,

@@ -6,10 +6,8 @@ use serde::Serialize;
 use super::context::CommandContext;
 use super::error::{CrewError, Result};
 use super::flight::{RoutingArgs, resolve};
-use super::runs;
 use super::ui::Report;
-use crate::core::plan::{self, Blocker, Facts, Gate, Plan, TaskStatus, Verdict};
-use crate::run::plans;
+use crate::core::plan::{Blocker, Gate, TaskStatus, Verdict};
 
 /// Read a plan (.crew/plans/<plan>.toml).
 #[derive(Debug, Args)]
@@ -94,16 +92,7 @@ impl<'a> GateOutput<'a> {
     }
 }
 
-/// The plan's derived status, and the facts it was derived from.
-pub fn derive(
-    ctx: &CommandContext,
-    plan: &Plan,
-    flight: &crate::core::flight::Flight,
-) -> Result<(Vec<TaskStatus>, Facts)> {
-    let store = runs::settled(ctx)?;
-    let facts = plans::facts(ctx.repo()?, &store, plan, flight).map_err(CrewError::internal)?;
-    Ok((plan::status(plan, &facts), facts))
-}
+pub use crate::ops::plans::derive;
 
 fn status(ctx: &CommandContext, name: Option<&str>) -> Result<Report> {
     let plan = load(ctx, name)?;

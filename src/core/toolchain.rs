@@ -264,6 +264,46 @@ pub fn setup_decision(problem: &str) -> String {
     format!("{problem}; the worker was not started (an infrastructure error, not the worker's)")
 }
 
+/// The files that say a repository's hooks are run by a hook manager installed from npm
+/// (its program lives in `node_modules`): (file, manager).
+pub const NODE_HOOK_MANAGERS: &[(&str, &str)] = &[
+    ("lefthook.yml", "lefthook"),
+    ("lefthook.yaml", "lefthook"),
+    (".lefthook.yml", "lefthook"),
+    (".lefthook.yaml", "lefthook"),
+    ("lefthook.toml", "lefthook"),
+    ("lefthook.json", "lefthook"),
+    (".husky", "husky"),
+];
+
+/// What a new run's worktree holds of a Node project's hooks, just after it was made.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct NodeHooks<'a> {
+    /// The hook managers whose files are in the worktree ([`NODE_HOOK_MANAGERS`]).
+    pub managers: Vec<&'a str>,
+    pub package_json: bool,
+    /// `node_modules` is there (`.worktreeinclude` brought or linked it).
+    pub node_modules: bool,
+    /// A `[worktree] setup` will run before the worker starts.
+    pub setup: bool,
+}
+
+/// The warning for a run whose hooks cannot find their manager: a Node project's hook
+/// manager runs from `node_modules`, which a fresh worktree lacks unless a setup installs
+/// it or `.worktreeinclude` brings it — without it lefthook skips every hook ("Can't find
+/// lefthook in PATH") and husky's hooks fail or reach into the lead's checkout.
+pub fn node_hooks_unreachable(hooks: &NodeHooks) -> Option<String> {
+    if hooks.managers.is_empty() || !hooks.package_json || hooks.node_modules || hooks.setup {
+        return None;
+    }
+    let mut managers = hooks.managers.clone();
+    managers.dedup();
+    let names = managers.join(" and ");
+    Some(format!(
+        "the repository's hooks run {names} from node_modules, which this run's worktree does not have: set `[worktree] setup = \"npm ci\"` in .crew/flight.toml (or bring node_modules with .worktreeinclude), or the worker's commits go unchecked by {names}"
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -415,5 +455,51 @@ mod tests {
         let long = "x".repeat(1000);
         assert_eq!(tail(&long).chars().count(), 401);
         assert_eq!(tail("\n\n"), "");
+    }
+
+    #[test]
+    fn a_node_hook_manager_without_its_node_modules_is_warned_of_once() {
+        let bare = NodeHooks {
+            managers: vec!["lefthook"],
+            package_json: true,
+            ..NodeHooks::default()
+        };
+        let warning = node_hooks_unreachable(&bare).unwrap();
+        assert!(
+            warning.contains("run lefthook from node_modules"),
+            "{warning}"
+        );
+        assert!(
+            warning.contains("[worktree] setup = \"npm ci\""),
+            "{warning}"
+        );
+        // Two files of one manager name it once; two managers are both named.
+        let twice = NodeHooks {
+            managers: vec!["lefthook", "lefthook", "husky"],
+            ..bare.clone()
+        };
+        let both = node_hooks_unreachable(&twice).unwrap();
+        assert!(both.contains("run lefthook and husky from"), "{both}");
+        // A setup, node_modules already there, no package.json, or no manager: silence.
+        for quiet in [
+            NodeHooks {
+                setup: true,
+                ..bare.clone()
+            },
+            NodeHooks {
+                node_modules: true,
+                ..bare.clone()
+            },
+            NodeHooks {
+                package_json: false,
+                ..bare.clone()
+            },
+            NodeHooks {
+                managers: Vec::new(),
+                ..bare.clone()
+            },
+        ] {
+            assert_eq!(node_hooks_unreachable(&quiet), None, "{quiet:?}");
+        }
     }
 }

@@ -11,7 +11,9 @@ pub mod dispatch;
 pub mod doctor;
 pub mod files;
 pub mod flight;
+pub mod footer;
 pub mod gate;
+pub mod hook;
 pub mod init;
 pub mod integrate;
 pub mod native;
@@ -22,5 +24,6 @@ pub mod retry;
 pub mod runs;
 pub mod sync;
 pub mod verify;
+pub mod wave;
 
 pub use context::Context;

@@ -35,3 +35,14 @@ pub fn load(ctx: &Context, name: Option<&str>) -> Result<Plan> {
         .with_details(diagnostics.iter().map(ToString::to_string).collect()),
     })
 }
+
+/// The plan's derived status, and the facts it was derived from.
+pub fn derive(
+    ctx: &Context,
+    plan: &Plan,
+    flight: &crate::core::flight::Flight,
+) -> Result<(Vec<crate::core::plan::TaskStatus>, crate::core::plan::Facts)> {
+    let store = super::runs::settled(ctx)?;
+    let facts = plans::facts(ctx.repo()?, &store, plan, flight).map_err(CrewError::internal)?;
+    Ok((crate::core::plan::status(plan, &facts), facts))
+}

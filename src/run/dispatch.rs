@@ -261,6 +261,7 @@ fn apply(
             &worktree::run_config(&record.identity(), hooks, &run_dir),
         )?;
         warnings.extend(super::worktree_files::copy_includes(repo_dir, &wt));
+        warnings.extend(node_hooks_unreachable(&wt, record));
         // A submodule that cannot be checked out (the lead's copy lacks the commit) is
         // said, not a failed dispatch: the run can still work on the rest, and its setup
         // may fetch it.
@@ -318,4 +319,20 @@ fn apply(
             Err(err)
         }
     }
+}
+
+/// The warning for a Node project's hook manager that a fresh worktree cannot run
+/// (`core::toolchain::node_hooks_unreachable`), from what the worktree holds once made.
+fn node_hooks_unreachable(wt: &Path, record: &RunRecord) -> Option<String> {
+    let there = |name: &str| std::fs::symlink_metadata(wt.join(name)).is_ok();
+    let hooks = crate::core::toolchain::NodeHooks {
+        managers: (crate::core::toolchain::NODE_HOOK_MANAGERS.iter())
+            .filter(|(file, _)| there(file))
+            .map(|(_, manager)| *manager)
+            .collect(),
+        package_json: there("package.json"),
+        node_modules: there("node_modules"),
+        setup: record.setup.is_some(),
+    };
+    crate::core::toolchain::node_hooks_unreachable(&hooks)
 }

@@ -103,27 +103,38 @@ pub enum WaveFailure<E> {
 
 /// What a wave dispatch did: each task's dispatch output (the dry runs' under
 /// `dry_run`), and the runs it started as (run, task).
-#[derive(Default)]
-pub struct Started {
-    pub outputs: Vec<serde_json::Value>,
+pub struct Started<T> {
+    pub outputs: Vec<T>,
     pub runs: Vec<(String, String)>,
 }
 
+impl<T> Default for Started<T> {
+    fn default() -> Self {
+        Started {
+            outputs: Vec::new(),
+            runs: Vec::new(),
+        }
+    }
+}
+
 /// One task's dispatch: its output, and the run it started (none for a dry run).
-pub type Dispatched = (serde_json::Value, Option<String>);
+pub type Dispatched<T> = (T, Option<String>);
+
+/// How a wave starts one task: `(index, task, dry_run)` to its dispatch.
+pub type Start<'a, T, E> = dyn FnMut(usize, &str, bool) -> Result<Dispatched<T>, E> + 'a;
 
 /// Dispatches a wave's `tasks` all or nothing: each is decided first (`start(i, task,
 /// true)`, a dry run), then — unless `dry_run` — each is started (`start(i, task,
 /// false)`, which gives the dispatch's output and the run it started); when one fails to
 /// start, those started before it are rolled back. Returns each task's dispatch output
 /// (the dry runs' under `dry_run`).
-pub fn start_all<E>(
+pub fn start_all<T, E>(
     store: &RunStore,
     repo_dir: &Path,
     tasks: &[String],
     dry_run: bool,
-    start: &mut dyn FnMut(usize, &str, bool) -> Result<Dispatched, E>,
-) -> Result<Started, WaveFailure<E>> {
+    start: &mut Start<'_, T, E>,
+) -> Result<Started<T>, WaveFailure<E>> {
     let mut planned = Vec::new();
     for (i, task) in tasks.iter().enumerate() {
         match start(i, task, true) {

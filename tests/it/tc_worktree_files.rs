@@ -484,3 +484,51 @@ fn a_real_pytest_run_leaves_no_bytecode_in_the_work() {
         "{tree}"
     );
 }
+
+/// A Node project's hook manager runs from `node_modules`, which a fresh worktree lacks:
+/// dispatch says so, and says how to ready it, unless a setup or `.worktreeinclude` does.
+#[test]
+fn a_node_hook_manager_a_run_cannot_reach_is_named_at_dispatch() {
+    let env = TestEnv::new();
+    let repo = env.fixture("crew-repo.sh", "repo", &[]);
+    write(
+        &repo.join("package.json"),
+        "{\"name\": \"p\", \"private\": true}\n",
+    );
+    write(
+        &repo.join("lefthook.yml"),
+        "pre-commit:\n  commands:\n    fmt:\n      run: prettier --check {staged_files}\n",
+    );
+    write(&repo.join(".gitignore"), "node_modules/\n");
+    env.git_ok(
+        &repo,
+        &["add", "package.json", "lefthook.yml", ".gitignore"],
+    );
+    env.git_ok(&repo, &["commit", "-q", "-m", "lefthook"]);
+    let unchecked = |json: &Value| {
+        warnings(json)
+            .iter()
+            .any(|w| w.contains("run lefthook from node_modules") && w.contains("npm ci"))
+    };
+
+    let json = dispatch(&env, &repo, "bare", &["--scope", "src/a/**"]);
+    assert!(unchecked(&json), "{:?}", warnings(&json));
+    finished(&env, &repo, json["run"].as_str().unwrap());
+
+    // A setup readies the worktree: nothing to say.
+    let json = dispatch(
+        &env,
+        &repo,
+        "setup",
+        &["--scope", "src/b/**", "--set", "worktree.setup=\"true\""],
+    );
+    assert!(!unchecked(&json), "{:?}", warnings(&json));
+    finished(&env, &repo, json["run"].as_str().unwrap());
+
+    // node_modules brought by .worktreeinclude: nothing to say either.
+    write(&repo.join("node_modules/lefthook/package.json"), "{}\n");
+    write(&repo.join(".worktreeinclude"), "node_modules/\n");
+    let json = dispatch(&env, &repo, "included", &["--scope", "src/c/**"]);
+    assert!(!unchecked(&json), "{:?}", warnings(&json));
+    finished(&env, &repo, json["run"].as_str().unwrap());
+}

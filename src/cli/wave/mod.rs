@@ -7,13 +7,9 @@ mod status;
 use clap::{Args, Subcommand};
 
 use super::context::CommandContext;
-use super::error::{CrewError, ErrorKind, Result};
-use super::flight::{RoutingArgs, resolve};
-use super::runs;
+use super::error::Result;
+use super::flight::RoutingArgs;
 use super::ui::Report;
-use crate::core::plan::{Plan, TaskStatus};
-use crate::core::summary::WaveFacts;
-use crate::core::wave::FollowOn;
 
 /// Run a plan wave by wave.
 #[derive(Debug, Args)]
@@ -67,35 +63,4 @@ pub fn run(ctx: &CommandContext, args: WaveArgs) -> Result<Report> {
     }
 }
 
-/// Exit 3 when the plan has no task in `wave`, naming the waves it has.
-pub fn wave_tasks(plan: &Plan, wave: u32) -> Result<()> {
-    if plan.tasks.iter().any(|t| t.wave == wave) {
-        Ok(())
-    } else {
-        Err(CrewError::new(
-            ErrorKind::NotFound,
-            "wave-not-found",
-            format!("plan {} has no task in wave {wave}", plan.id),
-        )
-        .hinted(format!(
-            "its waves: {}",
-            plan.waves()
-                .iter()
-                .map(ToString::to_string)
-                .collect::<Vec<_>>()
-                .join(", ")
-        )))
-    }
-}
-
-/// What the summary and `wave status` say of wave `wave`, gathered
-/// (`run::wave::facts`).
-pub fn gather(
-    ctx: &CommandContext,
-    plan: &Plan,
-    wave: u32,
-) -> Result<(WaveFacts, Vec<TaskStatus>, Vec<FollowOn>)> {
-    let flight = resolve(ctx, &RoutingArgs::default())?.flight;
-    let store = runs::settled(ctx)?;
-    crate::run::wave::facts(ctx.repo()?, &store, plan, &flight, wave).map_err(CrewError::internal)
-}
+pub use crate::ops::wave::{gather, wave_tasks};

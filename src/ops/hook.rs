@@ -1,0 +1,92 @@
+//! The hooks git runs: `pre-commit` (a run's commit held to its scope; a plain
+//! checkout's commit warned of paths a live run holds), `post-merge` and `post-commit`
+//! (a run brought in by plain git, recorded).
+
+use crate::core::scope::{self, RunIdentity, Violation};
+use crate::error::{CrewError, Result};
+use crate::git::{self, repo::state_dir};
+use crate::run::post_merge::Merged;
+use crate::state::live;
+
+use super::Context;
+
+/// What pre-commit found.
+pub enum PreCommit {
+    /// A commit in a run's worktree: what is staged, and every path outside its scope
+    /// (or any path at all, for a role that may not commit).
+    InRun {
+        identity: RunIdentity,
+        staged: Vec<String>,
+        violations: Vec<Violation>,
+    },
+    /// A commit in a checkout of the lead's: what to warn of (staged paths a live run
+    /// holds, pointers that cannot be read).
+    Plain { warnings: Vec<String> },
+}
+
+/// Checks the commit being made in the current worktree.
+pub fn pre_commit(ctx: &Context) -> Result<PreCommit> {
+    let repo = ctx.repo()?;
+    let identity = git::identity::read(repo).map_err(|e| {
+        CrewError::internal(format!("cannot read this worktree's crew identity: {e:#}"))
+    })?;
+    let Some(identity) = identity else {
+        return Ok(PreCommit::Plain {
+            warnings: plain_checkout(repo),
+        });
+    };
+    let role_may_commit = scope::Role::parse(&identity.role).is_some_and(scope::Role::may_commit);
+    let changes = if role_may_commit {
+        git::staged::staged_changes(repo).map_err(CrewError::internal)?
+    } else {
+        Vec::new()
+    };
+    let violations = scope::check_commit(&identity, &changes);
+    Ok(PreCommit::InRun {
+        staged: changes.into_iter().map(|c| c.path).collect(),
+        identity,
+        violations,
+    })
+}
+
+fn plain_checkout(repo: &crate::git::Repository) -> Vec<String> {
+    let mut warnings = Vec::new();
+    let runs = live::list(&state_dir(repo), &mut |path, err| {
+        warnings.push(format!("unreadable live pointer {}: {err}", path.display()));
+    });
+    if !runs.is_empty() {
+        match git::staged::staged_changes(repo) {
+            Ok(changes) => {
+                let holders: Vec<scope::Holder> = runs
+                    .iter()
+                    .map(|r| scope::Holder {
+                        run: &r.run,
+                        task: &r.task,
+                        scope: &r.scope,
+                    })
+                    .collect();
+                warnings.extend(scope::held_paths(&holders, &changes));
+            }
+            Err(err) => warnings.push(format!("cannot list the staged paths: {err:#}")),
+        }
+    }
+    warnings
+}
+
+/// Which audit a hook after a merge or a commit runs.
+#[derive(Debug, Clone, Copy)]
+pub enum After {
+    Merge,
+    Commit,
+}
+
+/// Records the runs a merge (or a commit) brought in; `say` hears what the person
+/// running git should read as it goes.
+pub fn after(ctx: &Context, hook: After, say: &mut dyn FnMut(&str)) -> anyhow::Result<Vec<Merged>> {
+    let repo = ctx.repo()?;
+    let repo_dir = ctx.workdir()?.to_path_buf();
+    match hook {
+        After::Merge => crate::run::post_merge::audit(repo, &repo_dir, say),
+        After::Commit => crate::run::post_merge::audit_commit(repo, &repo_dir, say),
+    }
+}

@@ -1,0 +1,206 @@
+//! `wave dispatch` and what `wave status` and `summary` share: a plan's wave, its facts,
+//! and every ready task of it dispatched at once, all or nothing.
+
+use crate::core::flight::{Enforcement, Invocation};
+use crate::core::plan::{Plan, TaskStatus};
+use crate::core::summary::{self, At, Summary, WaveFacts};
+use crate::core::wave::{self, FollowOn, Skipped};
+use crate::error::{CrewError, ErrorKind, Result};
+use crate::run::wave::WaveFailure;
+
+use super::Context;
+use super::dispatch::Dispatched;
+
+/// Exit 3 when the plan has no task in `wave`, naming the waves it has.
+pub fn wave_tasks(plan: &Plan, wave: u32) -> Result<()> {
+    if plan.tasks.iter().any(|t| t.wave == wave) {
+        Ok(())
+    } else {
+        Err(CrewError::new(
+            ErrorKind::NotFound,
+            "wave-not-found",
+            format!("plan {} has no task in wave {wave}", plan.id),
+        )
+        .hinted(format!(
+            "its waves: {}",
+            plan.waves()
+                .iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join(", ")
+        )))
+    }
+}
+
+/// What the summary and `wave status` say of wave `wave`, gathered
+/// (`run::wave::facts`).
+pub fn gather(
+    ctx: &Context,
+    plan: &Plan,
+    wave: u32,
+) -> Result<(WaveFacts, Vec<TaskStatus>, Vec<FollowOn>)> {
+    let flight = super::flight::resolve(ctx, &Invocation::default())?.flight;
+    let store = super::runs::settled(ctx)?;
+    crate::run::wave::facts(ctx.repo()?, &store, plan, &flight, wave).map_err(CrewError::internal)
+}
+
+pub struct Request {
+    pub wave: u32,
+    /// The plan (default: the only one).
+    pub plan: Option<String>,
+    /// Decide every task's run; start nothing.
+    pub dry_run: bool,
+    /// The invocation layer of the routing config, for every run of the wave.
+    pub invocation: Invocation,
+}
+
+/// What a wave dispatch did.
+pub struct Waved {
+    pub plan: String,
+    pub wave: u32,
+    /// The tasks left out, and why.
+    pub skipped: Vec<Skipped>,
+    pub went: Went,
+}
+
+pub enum Went {
+    /// No task of the wave was ready.
+    Nothing,
+    /// `dry_run`: each ready task's dispatch decision.
+    Planned(Vec<Dispatched>),
+    /// Every ready task started: each dispatch, the runs as (run, task), and the
+    /// dispatch summary when `summary.at` asks for it.
+    Started {
+        dispatched: Vec<Dispatched>,
+        runs: Vec<(String, String)>,
+        summary: Option<Summary>,
+    },
+}
+
+/// Dispatches every ready task of the wave at once: refused (exit 4), with nothing
+/// started, when a gate holds the wave under `strict` or two write scopes overlap (or
+/// one overlaps a run in flight); when one fails to start, those started are rolled back.
+pub fn dispatch(ctx: &Context, req: &Request) -> Result<Waved> {
+    let wave = req.wave;
+    let plan = super::plans::load(ctx, req.plan.as_deref())?;
+    wave_tasks(&plan, wave)?;
+    let flight = super::flight::resolve(ctx, &req.invocation)?.flight;
+    let (statuses, _) = super::plans::derive(ctx, &plan, &flight)?;
+    let in_wave: Vec<&TaskStatus> = statuses.iter().filter(|s| s.wave == wave).collect();
+    // Ready tasks (under `warn`, also those only a gate holds), except a task whose run
+    // passed and waits to be integrated.
+    let finished = super::runs::open(ctx)?
+        .finished()
+        .map_err(CrewError::internal)?;
+    let waiting = |task: &str| wave::awaiting_integration(&finished, task);
+    let wave::Selection {
+        ready,
+        skipped,
+        held,
+    } = wave::select(&in_wave, flight.gates.enforce, &waiting);
+    // A gate holds the whole wave: under `strict` nothing of it goes.
+    if !held.is_empty() && flight.gates.enforce == Enforcement::Strict {
+        return Err(CrewError::new(
+            ErrorKind::Refused,
+            "blocked-by-gate",
+            format!("wave {wave} is held by a gate: nothing was dispatched"),
+        )
+        .with_details(held)
+        .hinted(
+            "record the gate's verdict with `git crew gate record G --verdict pass --evidence ...`",
+        ));
+    }
+    let waved = |went| Waved {
+        plan: plan.id.clone(),
+        wave,
+        skipped: skipped.clone(),
+        went,
+    };
+    if ready.is_empty() {
+        return Ok(waved(Went::Nothing));
+    }
+    // Up front, before anything starts: no two write scopes of the wave may overlap, nor
+    // overlap a run in flight.
+    let live = super::runs::settled(ctx)?
+        .live()
+        .map_err(CrewError::internal)?;
+    let tasks: Vec<&crate::core::plan::Task> =
+        ready.iter().filter_map(|s| plan.task(&s.task)).collect();
+    let clashes = wave::clashes_with(&tasks, &live);
+    if !clashes.is_empty() {
+        return Err(CrewError::new(
+            ErrorKind::Refused,
+            "scope-overlap",
+            format!("wave {wave} cannot run at once: write scopes overlap; nothing was dispatched"),
+        )
+        .with_details(clashes)
+        .hinted("give the tasks disjoint scopes, or move one to a later wave"));
+    }
+    let request_for = |task: &str, dry_run: bool| super::dispatch::Request {
+        task: task.to_string(),
+        dry_run,
+        queue: true,
+        plan: Some(plan.id.clone()),
+        invocation: req.invocation.clone(),
+        ..Default::default()
+    };
+    let names: Vec<String> = ready.iter().map(|s| s.task.clone()).collect();
+    let fail_second = crate::sys::failpoint::fails_at("wave-start-second");
+    let mut start = |i: usize, task: &str, dry_run: bool| {
+        if !dry_run && i == 1 && fail_second {
+            return Err(CrewError::internal("a failure injected for tests"));
+        }
+        super::dispatch::dispatch(ctx, &request_for(task, dry_run)).map(|dispatched| {
+            let run = dispatched.started.record.as_ref().map(|r| r.run.clone());
+            (dispatched, run)
+        })
+    };
+    let store = super::runs::settled(ctx)?;
+    let outcome =
+        crate::run::wave::start_all(&store, ctx.workdir()?, &names, req.dry_run, &mut start);
+    let started = match outcome {
+        Ok(started) => started,
+        Err(WaveFailure::Planning { task, error }) => {
+            return Err(CrewError {
+                message: format!(
+                    "task {task} of wave {wave} cannot be dispatched: {}; nothing was dispatched",
+                    error.message
+                ),
+                ..error
+            });
+        }
+        Err(WaveFailure::Starting {
+            task,
+            error,
+            rolled_back,
+        }) => {
+            let mut details = error.details.clone();
+            details.push(format!(
+                "rolled back (abandoned, branches kept): {rolled_back}"
+            ));
+            return Err(CrewError {
+                message: format!(
+                    "dispatching task {task} of wave {wave}: {}; the wave was rolled back",
+                    error.message
+                ),
+                details,
+                ..error
+            });
+        }
+    };
+    if req.dry_run {
+        return Ok(waved(Went::Planned(started.outputs)));
+    }
+    let (mut facts, _, _) = gather(ctx, &plan, wave)?;
+    // What was just started, whether or not a fast worker has already finished.
+    wave::mark_started(&mut facts, &started.runs);
+    // `summary.at` says whether the dispatch summary is printed.
+    let summary = (flight.summary.at)
+        .contains(&At::Dispatch)
+        .then(|| summary::summarize(&facts, At::Dispatch));
+    Ok(waved(Went::Started {
+        dispatched: started.outputs,
+        runs: started.runs,
+        summary,
+    }))
+}
