@@ -5,7 +5,7 @@
 use std::path::Path;
 use std::time::Duration;
 
-use crate::sys::lock::{Held, Lock};
+use crate::sys::lock::{Held, Lock, NotTaken};
 
 /// What a lock guards, which names it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -68,14 +68,14 @@ pub fn take(state_dir: &Path, turn: Turn<'_>, wait: Duration) -> anyhow::Result<
         Some(folder) => state_dir.join(folder),
         None => state_dir.to_path_buf(),
     };
-    Lock::take(&dir, &name, wait).map_err(|err| match err.downcast::<Held>() {
-        Ok(held) => Busy {
+    Lock::take(&dir, &name, wait).map_err(|err| match err {
+        NotTaken::Held(held) => Busy {
             what: turn.what(),
             waited: wait,
             held,
         }
         .into(),
-        Err(err) => err,
+        other => other.into(),
     })
 }
 
