@@ -29,11 +29,15 @@ pub fn abandon(ctx: &Context, request: &Request) -> Result<Abandoned> {
     }
     let repo_dir = ctx.workdir()?.to_path_buf();
     let run = record.run.clone();
-    let stopped =
-        crate::run::supervisor::abandon(&store, &repo_dir, record, "abandoned by the lead")
-            .map_err(CrewError::from)?;
+    let stopped = crate::run::reap::abandon(&store, &repo_dir, record, "abandoned by the lead")
+        .map_err(CrewError::from)?;
     match stopped {
-        Some(record) => Ok(Abandoned::Stopped(record)),
+        Some(ended) => {
+            if let Some(not_filed) = ended.not_filed {
+                ctx.warn(not_filed);
+            }
+            Ok(Abandoned::Stopped(ended.record))
+        }
         None => {
             let ended = runs::load(&store, &run)?;
             Err(CrewError::new(
@@ -56,7 +60,7 @@ fn keep(
     let repo = ctx.repo()?;
     let _turn = store
         .integrate_lock(std::time::Duration::from_secs(600))
-        .map_err(|e| CrewError::from(anyhow::Error::from(e)))?;
+        .map_err(CrewError::from)?;
     match crate::run::prune::keep(repo, store, &record).map_err(CrewError::from)? {
         Ok(kept) => Ok(Abandoned::Kept { record, kept }),
         Err(NotKept::Unreadable(why)) => Err(CrewError::new(

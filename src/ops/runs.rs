@@ -16,7 +16,9 @@ pub fn open(ctx: &Context) -> Result<RunStore> {
 /// on live runs opens it this way.
 pub fn settled(ctx: &Context) -> Result<RunStore> {
     let store = open(ctx)?;
-    crate::run::queue::settle(&store, ctx.workdir()?).map_err(CrewError::from)?;
+    for not_filed in crate::run::queue::settle(&store, ctx.workdir()?).map_err(CrewError::from)? {
+        ctx.warn(not_filed);
+    }
     Ok(store)
 }
 

@@ -103,9 +103,7 @@ pub fn integrate(
     observe(Step::Auditing);
     // An integrate of this run that died half-way is finished first.
     if !request.dry_run && landing::pending(store, run) {
-        let _turn = store
-            .integrate_lock(Duration::from_secs(1800))
-            .map_err(anyhow::Error::from)?;
+        let _turn = store.integrate_lock(Duration::from_secs(1800))?;
         if let Some(completed) = landing::resume(repo_dir, repo, store, run, request.cleanup)? {
             return Ok(Ok(Done {
                 noted: vec![completed.commit],
@@ -237,9 +235,7 @@ fn merge_in(
     let run_tip = crate::git::refs::oid(&plan.tip)?;
     // One integration at a time: the others wait their turn here.
     observe(Step::WaitingTurn);
-    let _turn = store
-        .integrate_lock(Duration::from_secs(1800))
-        .map_err(anyhow::Error::from)?;
+    let _turn = store.integrate_lock(Duration::from_secs(1800))?;
     if let Err(refusal) = integrate::turn(&plan, standing_now(repo, store, run)?.as_ref()) {
         return Ok(Err(refusal));
     }

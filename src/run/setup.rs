@@ -29,7 +29,7 @@ pub struct Setup<'a> {
 /// returns whether to stop it (its run was ended from outside). An interrupt of this
 /// process stops it, and says so in its error.
 pub fn run(setup: &Setup, tick: &mut dyn FnMut() -> bool) -> Result<SetupEnd, process::RunError> {
-    let mut header = process::open_append(setup.transcript)?;
+    let mut header = super::output::open_append(setup.transcript)?;
     std::io::Write::write_all(
         &mut header,
         format!(

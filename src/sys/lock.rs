@@ -8,52 +8,61 @@ use std::time::{Duration, Instant};
 /// Held until dropped.
 pub struct Lock(std::fs::File);
 
+/// The wait for a lock ran out: another process holds it.
+#[derive(Debug, thiserror::Error)]
+#[error("{} is held by another git-crew process", path.display())]
+pub struct Held {
+    pub path: PathBuf,
+}
+
 /// Why a lock was not taken.
 #[derive(Debug, thiserror::Error)]
-pub enum LockError {
-    /// Another process held it for the whole wait.
-    #[error("{} is held by another git-crew process", .path.display())]
-    Held { path: PathBuf },
-    /// The folder of the lock cannot be made.
+pub enum NotTaken {
+    /// Its folder cannot be made.
     #[error(transparent)]
     Folder(std::io::Error),
-    /// The lock file cannot be opened or locked (`what` says which, and names it).
-    #[error("{what}")]
-    Io {
-        what: String,
-        #[source]
+    /// Its file cannot be opened.
+    #[error("cannot open {}", path.display())]
+    Open {
+        path: PathBuf,
         source: std::io::Error,
     },
+    /// The system refused to lock it.
+    #[error("cannot lock {}", path.display())]
+    Lock {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    /// Another process held it for the whole wait.
+    #[error(transparent)]
+    Held(Held),
 }
 
 impl Lock {
     /// Takes `<dir>/<name>.lock`, waiting up to `wait`.
-    pub fn take(dir: &Path, name: &str, wait: Duration) -> Result<Lock, LockError> {
-        std::fs::create_dir_all(dir).map_err(LockError::Folder)?;
+    pub fn take(dir: &Path, name: &str, wait: Duration) -> Result<Lock, NotTaken> {
+        std::fs::create_dir_all(dir).map_err(NotTaken::Folder)?;
         let path = dir.join(format!("{name}.lock"));
-        let file = std::fs::OpenOptions::new()
+        let file = match std::fs::OpenOptions::new()
             .create(true)
             .truncate(false)
             .write(true)
             .open(&path)
-            .map_err(|source| LockError::Io {
-                what: format!("cannot open {}", path.display()),
-                source,
-            })?;
+        {
+            Ok(file) => file,
+            Err(source) => return Err(NotTaken::Open { path, source }),
+        };
         let start = Instant::now();
         loop {
             match file.try_lock() {
                 Ok(()) => return Ok(Lock(file)),
                 Err(std::fs::TryLockError::WouldBlock) => {}
                 Err(std::fs::TryLockError::Error(source)) => {
-                    return Err(LockError::Io {
-                        what: format!("cannot lock {}", path.display()),
-                        source,
-                    });
+                    return Err(NotTaken::Lock { path, source });
                 }
             }
             if start.elapsed() > wait {
-                return Err(LockError::Held { path });
+                return Err(NotTaken::Held(Held { path }));
             }
             std::thread::sleep(Duration::from_millis(10));
         }
@@ -77,7 +86,7 @@ mod tests {
         let first = super::Lock::take(dir.path(), "x", Duration::ZERO).unwrap();
         assert!(matches!(
             super::Lock::take(dir.path(), "x", Duration::from_millis(30)),
-            Err(super::LockError::Held { .. })
+            Err(super::NotTaken::Held(_))
         ));
         drop(first);
         assert!(super::Lock::take(dir.path(), "x", Duration::ZERO).is_ok());
