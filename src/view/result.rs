@@ -597,6 +597,40 @@ mod tests {
     }
 
     #[test]
+    fn a_run_as_found_is_its_run_result_then_its_supervisor() {
+        let mut r = RunRecord::example();
+        r.phase = Phase::Working;
+        r.outcome = None;
+        let plain = serde_json::to_value(RunResult::at(&r, 0)).unwrap();
+        for (supervisor, said) in [
+            (Some(Supervisor::Alive), serde_json::json!("alive")),
+            (Some(Supervisor::Dead), serde_json::json!("dead")),
+            (None, serde_json::Value::Null),
+        ] {
+            let found = serde_json::to_value(FoundResult::at(&r, supervisor, 0)).unwrap();
+            let mut keys = keys(&found);
+            assert_eq!(keys.pop().as_deref(), Some("supervisor"));
+            assert_eq!(keys, self::keys(&plain));
+            assert_eq!(found["supervisor"], said);
+        }
+    }
+
+    #[test]
+    fn a_dead_supervisor_is_told_under_the_phase_and_an_alive_one_not_at_all() {
+        let mut r = RunRecord::example();
+        r.phase = Phase::Working;
+        r.outcome = None;
+        let plain = result_block(&r, 0);
+        assert_eq!(found_block(&r, Some(Supervisor::Alive), 0), plain);
+        assert_eq!(found_block(&r, None, 0), plain);
+        let dead = found_block(&r, Some(Supervisor::Dead), 0);
+        let lines: Vec<&str> = dead.lines().collect();
+        assert_eq!(lines[2], DEAD_SUPERVISOR, "{dead}");
+        assert!(lines[1].starts_with("phase working"), "{dead}");
+        assert_eq!(dead.lines().count(), plain.lines().count() + 1);
+    }
+
+    #[test]
     fn a_parked_run_counts_its_time_up_to_when_it_parked() {
         let mut r = RunRecord::example();
         r.phase = Phase::NeedsHelp;
