@@ -11,8 +11,8 @@ use super::ui::Report;
 use crate::core::record::{Phase, RunRecord};
 use crate::core::supervisor::Supervisor;
 use crate::state::runs::{Finished, Found};
-use crate::view::result::DEAD_SUPERVISOR;
 use crate::view::human::{self, IntegrationState, Tone};
+use crate::view::result::DEAD_SUPERVISOR;
 
 const EXAMPLES: &str =
     "Examples:\n  git crew status\n  git crew status 20261202-101500-1a2b\n  git crew ls --all";
@@ -98,7 +98,10 @@ pub fn table(runs: &[Found], now: u64) -> Table {
         Column::new("INTEGRATION", Fit::Fixed).dropped_at(4),
         Column::new("NOTE", Fit::Fill { min: 16 }).dropped_at(0),
     ];
-    let rows = runs.iter().map(|f| row(&f.record, f.supervisor, now)).collect();
+    let rows = runs
+        .iter()
+        .map(|f| row(&f.record, f.supervisor, now))
+        .collect();
     let mut table = Table { columns, rows };
     // A spend column only when some run reported one.
     if runs.iter().all(|f| f.record.usage.is_none()) {

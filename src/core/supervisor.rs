@@ -123,7 +123,7 @@ mod tests {
     fn a_recycled_pid_a_zombie_or_a_gone_process_is_a_dead_supervisor() {
         // The pid now belongs to another program.
         assert_eq!(
-            judge(&working(), &listed("sleep\01000\0")),
+            judge(&working(), &listed("vim\0notes.txt\0")),
             Some(Supervisor::Dead)
         );
         // A zombie has an empty command line.

@@ -300,12 +300,14 @@ impl RunStore {
     /// What the process table and the pointer's file say of live run `record`'s
     /// supervisor, read without a lock.
     pub fn supervisor_facts(&self, record: &RunRecord) -> supervisor::Facts {
-        let process = record.supervisor_pid.map(|pid| match crate::sys::process::cmdline(pid) {
-            Some(cmdline) => supervisor::Process::Listed { cmdline },
-            None => supervisor::Process::Unlisted {
-                exists: crate::sys::process::exists(pid),
-            },
-        });
+        let process = record
+            .supervisor_pid
+            .map(|pid| match crate::sys::process::cmdline(pid) {
+                Some(cmdline) => supervisor::Process::Listed { cmdline },
+                None => supervisor::Process::Unlisted {
+                    exists: crate::sys::process::exists(pid),
+                },
+            });
         // The pointer's age matters only while it names no supervisor.
         let pointer_age = match process {
             Some(_) => None,
