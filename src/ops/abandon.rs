@@ -33,7 +33,13 @@ pub fn abandon(ctx: &Context, request: &Request) -> Result<Abandoned> {
         crate::run::supervisor::abandon(&store, &repo_dir, record, "abandoned by the lead")
             .map_err(CrewError::internal)?;
     match stopped {
-        Some(record) => Ok(Abandoned::Stopped(record)),
+        Some(record) => {
+            // Its slot is free: a queued run of its backend (or of its worker) may start.
+            // The run is abandoned whatever the queue does; a queue left waiting starts at
+            // the next command that acts.
+            let _ = crate::run::queue::promote(&store, &repo_dir);
+            Ok(Abandoned::Stopped(record))
+        }
         None => {
             let ended = runs::load(&store, &run)?;
             Err(CrewError::new(
