@@ -306,6 +306,8 @@ fn every_read_command_changes_nothing_and_the_next_command_that_acts_settles() {
         vec!["workers"],
         vec!["watch", "--once"],
         vec!["gate", "ls"],
+        vec!["flight"],
+        vec!["flight", "--explain"],
     ];
     // Each in JSON and for people; and `watch --json`, one frame.
     let mut reads: Vec<Vec<&str>> = commands
