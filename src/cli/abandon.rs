@@ -1,10 +1,10 @@
-//! `git crew abandon RUN` and the hidden `git crew supervise RUN`.
+//! `git crew abandon RUN`.
 
 use clap::Args;
 use serde::Serialize;
 
 use super::context::CommandContext;
-use super::error::{CrewError, Result};
+use super::error::Result;
 use super::runs;
 use super::ui::Report;
 use crate::ops::abandon::Abandoned;
@@ -86,24 +86,4 @@ fn kept_report(record: &crate::core::record::RunRecord, kept: &crate::run::prune
         kept,
     };
     Report::of(&output, human)
-}
-
-/// `supervise` (hidden): the run it drove. Its stdout goes to the supervisor's log.
-#[derive(Debug, Serialize)]
-pub struct SuperviseOutput<'a> {
-    pub run: &'a str,
-}
-
-/// Drive a run (started detached by dispatch; not for direct use).
-#[derive(Debug, Args)]
-pub struct SuperviseArgs {
-    #[arg(value_parser = super::runs::run_id)]
-    pub run: String,
-}
-
-pub fn supervise(ctx: &CommandContext, args: SuperviseArgs) -> Result<Report> {
-    let repo = ctx.repo()?;
-    let store = crate::state::runs::RunStore::new(&crate::git::repo::state_dir(repo));
-    crate::run::supervisor::supervise(repo, &store, &args.run).map_err(CrewError::internal)?;
-    Ok(Report::of(&SuperviseOutput { run: &args.run }, ""))
 }

@@ -226,10 +226,10 @@ pub fn should_stop(ctx: &CommandContext, args: ShouldStopArgs) -> Result<Report>
         }
     };
     let report_path = if verdict.decision == Decision::HumanReport {
-        let store = crate::state::runs::RunStore::new(&crate::git::repo::state_dir(repo));
+        let state_dir = crate::git::repo::state_dir(repo);
         let report = policy::human_report(&args.task, &args.model, &rows);
         Some(
-            crate::run::dispatch::file_report(&store, &args.task, &report).ok_or_else(|| {
+            crate::state::reports::file(&state_dir, &args.task, &report).ok_or_else(|| {
                 CrewError::internal(format!(
                     "cannot write the human report of task {}",
                     args.task

@@ -27,6 +27,7 @@ pub mod runs;
 pub mod show;
 pub mod status;
 pub mod summary;
+pub mod supervise;
 pub mod sync;
 pub mod table;
 pub mod ui;
@@ -129,7 +130,7 @@ pub enum Command {
     #[command(hide = true)]
     Hook(hook::HookArgs),
     #[command(hide = true)]
-    Supervise(abandon::SuperviseArgs),
+    Supervise(supervise::SuperviseArgs),
 }
 
 impl Command {
@@ -198,8 +199,12 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> u8 {
         Command::Completions(args) => complete::completions(args),
         Command::Footer(args) => footer::run(&ctx, args),
         Command::Hook(args) => hook::run(&ctx, args),
-        Command::Supervise(args) => abandon::supervise(&ctx, args),
+        Command::Supervise(args) => supervise::supervise(&ctx, args),
     };
+    // What the operations met on the side, said before their result.
+    for warning in ctx.take_warnings() {
+        ui::warn(&warning);
+    }
     match result {
         // A raw report's data is its text: JSON only when asked for by name.
         Ok(report) if report.raw && !cli.json => ui::emit(Format::Human, report),

@@ -121,7 +121,12 @@ pub fn wait_for(
         if last_check.elapsed() >= Duration::from_secs(1) {
             last_check = Instant::now();
             if let Some(repo_dir) = repo_dir {
-                progress.suspend(|| crate::run::queue::settle(store, repo_dir).ok());
+                progress.suspend(|| {
+                    let not_filed = crate::run::queue::settle(store, repo_dir).unwrap_or_default();
+                    for row in not_filed {
+                        super::ui::warn(&row.to_string());
+                    }
+                });
             }
         }
     };

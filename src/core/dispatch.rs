@@ -213,8 +213,10 @@ pub fn request(
 
 /// What a dispatch decision reads besides the config and the request, gathered before.
 pub struct Facts<'a> {
-    /// The live runs.
+    /// The live runs (their slots, workers and ports).
     pub live: &'a [RunRecord],
+    /// The claims runs hold on their tasks and scopes (`core::claim`).
+    pub claims: &'a [crate::core::claim::Claim],
     /// The task's ledger rows.
     pub ledger: &'a [Row],
     /// What was measured in the task's failed runs under a failure key, as lines for an
@@ -387,23 +389,13 @@ pub fn decide(flight: &Flight, request: &Request, facts: &Facts) -> Result<Plan,
         )));
     }
 
-    if let Some(other) = live.iter().find(|r| r.task == request.task) {
-        return Err(Refusal::State(format!(
-            "task {} already has an in-flight run: {} ({})",
-            request.task,
-            other.run,
-            other.phase.as_str()
-        )));
-    }
-    if role.may_commit() {
-        for other in live.iter().filter(|r| r.role.may_commit()) {
-            if let Some((mine, theirs)) = scope::scopes_overlap(&request.scope, &other.scope) {
-                return Err(Refusal::State(format!(
-                    "the write scope `{mine}` overlaps `{theirs}` of in-flight run {} (task {})",
-                    other.run, other.task
-                )));
-            }
-        }
+    let wanted = crate::core::claim::Wanted {
+        task: &request.task,
+        writes: role.may_commit(),
+        scope: &request.scope,
+    };
+    if let Some(clash) = crate::core::claim::clash(&wanted, facts.claims) {
+        return Err(Refusal::State(clash.to_string()));
     }
     let limit = slot_limit(&backend);
     let busy = slots_in_use(live, &backend_name, None);
@@ -729,8 +721,14 @@ mod tests {
             let unstartable = move |_: &BackendConfig| -> Result<Option<Missing>, String> {
                 Ok(missing.then(|| ("w".to_string(), "argv")))
             };
+            let claims: Vec<crate::core::claim::Claim> = self
+                .live
+                .iter()
+                .map(crate::core::claim::Claim::of)
+                .collect();
             let facts = Facts {
                 live: &self.live,
+                claims: &claims,
                 ledger: &self.ledger,
                 evidence: &evidence,
                 unstartable: &unstartable,

@@ -4,6 +4,7 @@
 
 pub mod address;
 pub mod attempt;
+pub mod claim;
 pub mod complete;
 pub mod dispatch;
 pub mod doctor;

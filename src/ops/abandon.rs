@@ -29,16 +29,18 @@ pub fn abandon(ctx: &Context, request: &Request) -> Result<Abandoned> {
     }
     let repo_dir = ctx.workdir()?.to_path_buf();
     let run = record.run.clone();
-    let stopped =
-        crate::run::supervisor::abandon(&store, &repo_dir, record, "abandoned by the lead")
-            .map_err(CrewError::internal)?;
+    let stopped = crate::run::reap::abandon(&store, &repo_dir, record, "abandoned by the lead")
+        .map_err(CrewError::internal)?;
     match stopped {
-        Some(record) => {
+        Some(ended) => {
+            if let Some(not_filed) = ended.not_filed {
+                ctx.warn(not_filed);
+            }
             // Its slot is free: a queued run of its backend (or of its worker) may start.
             // The run is abandoned whatever the queue does; a queue left waiting starts at
             // the next command that acts.
             let _ = crate::run::queue::promote(&store, &repo_dir);
-            Ok(Abandoned::Stopped(record))
+            Ok(Abandoned::Stopped(ended.record))
         }
         None => {
             let ended = runs::load(&store, &run)?;

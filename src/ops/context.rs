@@ -1,7 +1,8 @@
 //! What every operation starts from: the working directory and the repository around
-//! it, discovered on first use.
+//! it, discovered on first use; and the warnings an operation met on the side (a ledger
+//! row that could not be written), for the front end to say.
 
-use std::cell::OnceCell;
+use std::cell::{OnceCell, RefCell};
 use std::path::{Path, PathBuf};
 
 use crate::error::{CrewError, Result};
@@ -10,6 +11,7 @@ use crate::git::repo;
 pub struct Context {
     pub cwd: PathBuf,
     repo: OnceCell<crate::git::Repository>,
+    warnings: RefCell<Vec<String>>,
 }
 
 impl Context {
@@ -18,7 +20,18 @@ impl Context {
         Context {
             cwd,
             repo: OnceCell::new(),
+            warnings: RefCell::new(Vec::new()),
         }
+    }
+
+    /// Notes a warning for the front end, which says it where its warnings go.
+    pub fn warn(&self, warning: impl std::fmt::Display) {
+        self.warnings.borrow_mut().push(warning.to_string());
+    }
+
+    /// The warnings noted so far, taken: each is said once.
+    pub fn take_warnings(&self) -> Vec<String> {
+        std::mem::take(&mut *self.warnings.borrow_mut())
     }
 
     /// The repository around the working directory; exit 2 when there is none.

@@ -22,6 +22,9 @@ pub fn doctor(ctx: &Context, fix: bool) -> Result<Checkup> {
     let repo_dir = ctx.workdir()?.to_path_buf();
     let store = RunStore::new(&crate::git::repo::state_dir(repo));
     let checkup = crate::run::doctor::check(repo, &repo_dir, &store, fix)?;
+    for row in checkup.not_filed {
+        ctx.warn(row);
+    }
     let stranded =
         crate::run::prune::stranded_work(repo, &repo_dir, &store).map_err(CrewError::internal)?;
     Ok(Checkup {

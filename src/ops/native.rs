@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use crate::core::flight::AdapterKind;
 use crate::core::record::{Phase, RunRecord};
 use crate::error::{CrewError, ErrorKind, Result};
-use crate::run::supervisor::{self, Delivered};
+use crate::run::supervisor::Delivered;
 
 use super::{Context, runs};
 
@@ -96,7 +96,10 @@ pub fn deliver(ctx: &Context, req: &Deliver) -> Result<Handed> {
     let reply = super::files::read_given(&path, crate::run::output::DEFAULT_CAP, "the reply file")?;
     let reply = String::from_utf8_lossy(&reply).into_owned();
     let repo = ctx.repo()?;
-    match supervisor::deliver(repo, &store, &record.run, &reply).map_err(CrewError::internal)? {
+    let delivered =
+        crate::run::queue::deliver(repo, &store, &record.run, &reply, &mut |row| ctx.warn(row))
+            .map_err(CrewError::internal)?;
+    match delivered {
         Delivered::Incomplete(problem) => Ok(Handed::Incomplete {
             record: Box::new(runs::load(&store, &run)?),
             problem,

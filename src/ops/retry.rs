@@ -58,10 +58,7 @@ pub fn retry(ctx: &Context, req: &Request) -> Result<Dispatched> {
         .or(old.max_cost_usd.map(|c| c.to_string()));
     invocation.max_tokens = (invocation.max_tokens).or(old.max_tokens.map(|t| t.to_string()));
     let flight = super::flight::resolve(ctx, &invocation)?.flight;
-    let task_prompt = std::fs::read_to_string(crate::core::layout::task_prompt(
-        &store.run_dir(&run),
-    ))
-    .map_err(|e| {
+    let task_prompt = crate::state::run_files::task_prompt(&store.run_dir(&run)).map_err(|e| {
         CrewError::new(
             ErrorKind::NotFound,
             "prompt-not-found",

@@ -51,7 +51,11 @@ pub fn snapshot(store: &RunStore, finished: Finished) -> Result<Snapshot> {
 /// opens it this way; settling is its explicit first step.
 pub fn settled(ctx: &Context) -> Result<RunStore> {
     let store = open(ctx)?;
-    crate::run::queue::settle(&store, ctx.workdir()?).map_err(CrewError::internal)?;
+    for not_filed in
+        crate::run::queue::settle(&store, ctx.workdir()?).map_err(CrewError::internal)?
+    {
+        ctx.warn(not_filed);
+    }
     Ok(store)
 }
 

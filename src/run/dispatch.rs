@@ -7,12 +7,13 @@ use std::path::{Path, PathBuf};
 use anyhow::Context;
 
 use super::prompt;
+use crate::core::claim::Clash;
 use crate::core::dispatch::{Plan, Refusal, Request};
 use crate::core::flight::Flight;
-use crate::core::install::CLIENT_HOOKS;
 use crate::core::ledger::Row;
 use crate::core::record::{Phase, RunRecord};
 use crate::git::worktree;
+use crate::state::claims::Claims;
 use crate::state::runs::RunStore;
 use crate::sys::clock::now_millis;
 
@@ -27,6 +28,7 @@ pub fn plan(
     run: String,
 ) -> anyhow::Result<Result<Plan, Refusal>> {
     let live = store.live()?;
+    let claims = store.held()?;
     let ledger: Vec<Row> = super::ledger::rows(repo, Some(&request.task))?;
     // Both failures' evidence, for an escalated prompt: what was measured, never output.
     let evidence = |task: &str, key: &str| -> Vec<String> {
@@ -70,6 +72,7 @@ pub fn plan(
     let fence_abi = crate::sys::fence::kernel_abi();
     let facts = crate::core::dispatch::Facts {
         live: &live,
+        claims: &claims,
         ledger: &ledger,
         evidence: &evidence,
         unstartable: &unstartable,
@@ -140,7 +143,7 @@ pub fn start(
             report,
             ..
         }) => {
-            let filed = file_report(store, &task, &report);
+            let filed = crate::state::reports::file(store.root(), &task, &report);
             return Ok(Err(Refusal::HumanReport {
                 task,
                 model,
@@ -172,8 +175,13 @@ pub fn start(
         }));
     }
     let run_hooks = crate::core::layout::run_hooks(store.root());
-    ensure_run_hooks(&run_hooks, &crate::git::hooks_dir::hooks_dir(repo))?;
-    let (record, warnings) = apply(&plan, repo, repo_dir, &run_hooks, store)?;
+    super::worktree_files::ensure_run_hooks(&run_hooks, &crate::git::hooks_dir::hooks_dir(repo))?;
+    // Decided in this dispatch turn, the claim holds; a claim taken elsewhere meanwhile
+    // (a store other processes share) refuses it as the decision would have.
+    let (record, warnings) = match apply(&plan, repo, repo_dir, &run_hooks, store)? {
+        Ok(applied) => applied,
+        Err(clash) => return Ok(Err(Refusal::State(clash.to_string()))),
+    };
     Ok(Ok(Started {
         plan,
         record: Some(record),
@@ -205,39 +213,31 @@ pub fn session_plan(store: &RunStore, flight: &Flight, record: &RunRecord) -> Op
     ))
 }
 
-/// Files a task's human report under `<git-common-dir>/crew/reports/`; where it went.
-pub fn file_report(store: &RunStore, task: &str, report: &str) -> Option<PathBuf> {
-    let path = crate::core::layout::human_report(store.root(), task);
-    std::fs::create_dir_all(path.parent()?).ok()?;
-    std::fs::write(&path, report).ok()?;
-    Some(path)
-}
-
-/// Carries out a plan: worktree and branch, identity, hooks, prompt, live pointer, and
-/// the detached supervisor. On failure everything created so far is taken back. Returns
-/// the run's record and the warnings of its worktree's making (`.worktreeinclude`).
-pub fn apply(
+/// Carries out a plan: worktree and branch, identity, hooks, prompt, the run's claim (its
+/// live pointer), and the detached supervisor. On failure — or a claim that clashes —
+/// everything created so far is taken back. Returns the run's record and the warnings of
+/// its worktree's making (`.worktreeinclude`).
+fn apply(
     plan: &Plan,
     repo: &crate::git::Repository,
     repo_dir: &Path,
     hooks: &Path,
     store: &RunStore,
-) -> anyhow::Result<(RunRecord, Vec<String>)> {
+) -> anyhow::Result<Result<(RunRecord, Vec<String>), Clash>> {
     let record = &plan.record;
     let wt = PathBuf::from(&record.worktree);
     std::fs::create_dir_all(wt.parent().context("worktree path has a parent")?)?;
     let git_dir = worktree::add(repo, &wt, &record.branch, &record.base)?;
-    let undo = |err: anyhow::Error| -> anyhow::Error {
+    let undo = || {
         let _ = worktree::unlock(repo_dir, &wt);
         worktree::force_remove(repo_dir, &wt);
         crate::git::refs::force_delete_branch(repo_dir, &record.branch);
         let _ = std::fs::remove_dir_all(store.run_dir(&record.run));
-        let _ = std::fs::remove_file(store.live_path(&record.run));
+        let _ = store.release(&record.run);
         let _ = crate::git::seal::remove(repo, &record.run);
-        err
     };
     let mut warnings = Vec::new();
-    let result = (|| -> anyhow::Result<RunRecord> {
+    let result = (|| -> anyhow::Result<Result<RunRecord, Clash>> {
         // The lead's facts, sealed before any worker process exists.
         crate::git::seal::write(repo, &crate::core::seal::Sealed::of(record))?;
         let run_dir = store.run_dir(&record.run);
@@ -260,7 +260,7 @@ pub fn apply(
             &git_dir,
             &worktree::run_config(&record.identity(), hooks, &run_dir),
         )?;
-        warnings.extend(copy_worktree_includes(repo_dir, &wt));
+        warnings.extend(super::worktree_files::copy_includes(repo_dir, &wt));
         warnings.extend(node_hooks_unreachable(&wt, record));
         // A submodule that cannot be checked out (the lead's copy lacks the commit) is
         // said, not a failed dispatch: the run can still work on the rest, and its setup
@@ -280,117 +280,45 @@ pub fn apply(
             &record.prompt_file,
             prompt::worker(record, &plan.task_prompt),
         )?;
-        std::fs::write(
-            crate::core::layout::backend_config(&run_dir),
-            serde_json::to_vec_pretty(&plan.backend)?,
-        )?;
-        std::fs::write(
-            crate::core::layout::task_prompt(&run_dir),
-            &plan.task_prompt,
-        )?;
-        std::fs::write(
-            crate::core::layout::fence_extra(&run_dir),
-            serde_json::to_vec(&plan.writable)?,
-        )?;
-        std::fs::write(
-            crate::core::layout::notifier(&run_dir),
-            serde_json::to_vec(&plan.notify)?,
+        crate::state::run_files::keep(
+            &run_dir,
+            &crate::state::run_files::Kept {
+                backend: &plan.backend,
+                task_prompt: &plan.task_prompt,
+                writable: &plan.writable,
+                notify: &plan.notify,
+            },
         )?;
         if record.adapter == crate::core::flight::AdapterKind::Native {
             // No process: the lead binds its own sub-task with `attach`.
             let mut waiting = record.clone();
             waiting.phase = Phase::AwaitingAttach;
-            store.write_live(&waiting)?;
-            return Ok(waiting);
+            return Ok(store.claim(&waiting)?.map(|()| waiting));
         }
-        store.write_live(record)?;
+        // The run's claim on its task and scope, checked again as it is taken.
+        if let Err(clash) = store.claim(record)? {
+            return Ok(Err(clash));
+        }
         if record.phase == Phase::Queued {
             // Started by `queue::promote` when a slot frees.
-            return Ok(record.clone());
+            return Ok(Ok(record.clone()));
         }
         let pid = super::queue::start_supervisor(repo_dir, &record.run, &run_dir)?;
         let mut started = record.clone();
         started.supervisor_pid = Some(pid);
-        Ok(started)
+        Ok(Ok(started))
     })();
-    result.map(|record| (record, warnings)).map_err(undo)
-}
-
-/// Copies what `.worktreeinclude` names in the lead's checkout at `repo_dir` (the files
-/// git ignores there and does not track, `git::worktree_files::included`) into the new
-/// checkout at `wt`, to the same paths. Every write stays beneath `wt` and follows no
-/// symlink (the checkout's content may be a worker's: a committed `.env` link, a
-/// `config` link to a folder elsewhere); nothing already there is replaced. A symlink of
-/// the lead's is copied as a link when it points inside the checkout, else passed over.
-/// Returns the warnings: what was passed over, and patterns that copy nothing.
-pub fn copy_worktree_includes(repo_dir: &Path, wt: &Path) -> Vec<String> {
-    use crate::git::worktree_files::Item;
-    use crate::sys::fs::Put;
-    let include = crate::core::worktree_files::INCLUDE_FILE;
-    let found = match crate::git::worktree_files::included(repo_dir) {
-        Ok(found) => found,
-        Err(e) => return vec![format!("{include}: nothing copied: {e:#}")],
-    };
-    let mut warnings = found.warnings;
-    for item in &found.items {
-        let (rel, put) = match item {
-            Item::File(rel) => (
-                rel,
-                crate::sys::fs::open_beneath(repo_dir, rel).and_then(|(mut file, meta)| {
-                    use std::os::unix::fs::PermissionsExt;
-                    crate::sys::fs::create_beneath(wt, rel, &mut file, meta.permissions().mode())
-                }),
-            ),
-            Item::Link(rel, target) => (rel, crate::sys::fs::symlink_beneath(wt, rel, target)),
-        };
-        match put {
-            Ok(Put::Made) => {}
-            Ok(Put::Taken) => warnings.push(format!(
-                "{include}: {} is in the checked-out commit already: not copied over it",
-                rel.display()
-            )),
-            Err(e) => warnings.push(format!("{include}: {} not copied: {e:#}", rel.display())),
+    match result {
+        Ok(Ok(record)) => Ok(Ok((record, warnings))),
+        Ok(Err(clash)) => {
+            undo();
+            Ok(Err(clash))
+        }
+        Err(err) => {
+            undo();
+            Err(err)
         }
     }
-    warnings
-}
-
-/// Writes (or refreshes) `<git-common-dir>/crew/hooks/`: the hooks directory of every run
-/// worktree. `pre-commit` runs the scope check first; every shim then chains the hook the
-/// repository already has in `chain_dir` (its `core.hooksPath`, or `.git/hooks`).
-pub fn ensure_run_hooks(hooks: &Path, chain_dir: &Path) -> anyhow::Result<()> {
-    std::fs::create_dir_all(hooks)?;
-    // Dispatched from inside a run worktree, the hooks directory git reports is this one:
-    // chaining it would make every shim run itself forever. Chain the common hooks then.
-    let canon = |p: &Path| p.canonicalize().unwrap_or_else(|_| p.to_path_buf());
-    let common_hooks = hooks
-        .parent()
-        .and_then(Path::parent)
-        .map(|crew_parent| crew_parent.join("hooks"));
-    let chain_dir = match common_hooks {
-        Some(common) if canon(chain_dir) == canon(hooks) => common,
-        _ => chain_dir.to_path_buf(),
-    };
-    let chain_dir = chain_dir.as_path();
-    let exe = std::env::current_exe().context("cannot find the git-crew binary")?;
-    let quote = |s: &str| format!("'{}'", s.replace('\'', r"'\''"));
-    let exe = quote(&exe.to_string_lossy());
-    let chain = quote(&chain_dir.to_string_lossy());
-    for name in CLIENT_HOOKS {
-        let check = match *name {
-            "pre-commit" => format!("{exe} hook pre-commit \"$@\" || exit $?\n"),
-            "post-merge" => format!("{exe} hook post-merge \"$@\" || true\n"),
-            _ => String::new(),
-        };
-        let text = format!(
-            "#!/bin/sh\n# git-crew: hooks of run worktrees (written by dispatch)\n{check}if [ -x {chain}/{name} ]; then exec {chain}/{name} \"$@\"; fi\n"
-        );
-        let path = hooks.join(name);
-        if std::fs::read_to_string(&path).ok().as_deref() != Some(text.as_str()) {
-            crate::sys::fs::write_atomic(&path, &text, 0o755)?;
-        }
-    }
-    Ok(())
 }
 
 /// The warning for a Node project's hook manager that a fresh worktree cannot run

@@ -14,7 +14,8 @@ use std::time::{Duration, Instant};
 use crate::core::doctor::{self, Problem, ProblemKind, ProcessFacts};
 use crate::core::flight::WorktreeCleanup;
 use crate::core::record::{Outcome, Phase, RunRecord};
-use crate::run::supervisor;
+use crate::run::filing::NotFiled;
+use crate::run::reap;
 use crate::state::runs::RunStore;
 use crate::sys::process;
 
@@ -23,6 +24,8 @@ pub struct Checkup {
     pub problems: Vec<Problem>,
     /// `landlock-v<ABI>`, or `none`.
     pub fence: String,
+    /// Ledger rows of the runs it ended that could not be written.
+    pub not_filed: Vec<NotFiled>,
 }
 
 /// Runs every check in turn; with `fix`, repairs as it goes.
@@ -32,7 +35,8 @@ pub fn check(
     store: &RunStore,
     fix: bool,
 ) -> anyhow::Result<Checkup> {
-    let mut problems = dead_supervisors(store, repo_dir)?;
+    let mut not_filed = Vec::new();
+    let mut problems = dead_supervisors(store, repo_dir, &mut not_filed)?;
     problems.extend(unfinished_integrations(repo, repo_dir, store, fix));
     let mut live = store.live()?;
     // Decide from the facts sealed at dispatch, not from what a pointer says.
@@ -49,7 +53,7 @@ pub fn check(
     problems.extend(orphan_verifiers(&runs_dir, fix));
     problems.extend(stale_checkouts(store, repo_dir, &runs_dir, fix));
     problems.extend(unreadable_pointers(store, &live));
-    problems.extend(stale_pointers(store, repo_dir, &live, fix));
+    problems.extend(stale_pointers(store, repo_dir, &live, fix, &mut not_filed));
     problems.extend(orphan_worktrees(store, &known));
     problems.extend(stray_refs(repo, store, fix));
     problems.extend(missing_hooks(repo, repo_dir, store, fix));
@@ -60,15 +64,25 @@ pub fn check(
             let abi = crate::sys::fence::kernel_abi();
             crate::core::dispatch::describe_fence(abi, abi.is_some() && crate::sys::ns::available())
         },
+        not_filed,
     })
 }
 
 /// Runs whose supervisor died: marked abandoned (or their filing completed) whether or not
 /// `fix` is asked for, as every command that acts does.
-fn dead_supervisors(store: &RunStore, repo_dir: &Path) -> anyhow::Result<Vec<Problem>> {
+fn dead_supervisors(
+    store: &RunStore,
+    repo_dir: &Path,
+    not_filed: &mut Vec<NotFiled>,
+) -> anyhow::Result<Vec<Problem>> {
     let before = store.live()?;
-    Ok(supervisor::reap_dead(store, repo_dir, &before)?
+    let reaped = reap::reap_dead(store, repo_dir, &before)?;
+    Ok(reaped
         .into_iter()
+        .map(|reap::Ended { record, not_filed: row }| {
+            not_filed.extend(row);
+            record
+        })
         .map(|record| Problem {
             kind: ProblemKind::DeadSupervisor,
             detail: if record.outcome == Some(Outcome::Abandoned) {
@@ -226,19 +240,25 @@ fn stale_pointers(
     repo_dir: &Path,
     live: &[RunRecord],
     fix: bool,
+    not_filed: &mut Vec<NotFiled>,
 ) -> Vec<Problem> {
     live.iter()
         .filter(|r| r.unreadable.is_none())
         .filter(|r| r.phase != Phase::Queued && !Path::new(&r.worktree).exists())
         .map(|record| {
-            let fixed = fix
-                && supervisor::abandon(
+            let ended = match fix {
+                true => reap::abandon(
                     store,
                     repo_dir,
                     record.clone(),
                     "its worktree is gone (doctor)",
                 )
-                .is_ok_and(|r| r.is_some());
+                .ok()
+                .flatten(),
+                false => None,
+            };
+            let fixed = ended.is_some();
+            not_filed.extend(ended.and_then(|e| e.not_filed));
             Problem {
                 kind: ProblemKind::StalePointer,
                 detail: format!(

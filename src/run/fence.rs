@@ -298,10 +298,7 @@ pub fn base_for(
 
 /// The backend config a run was dispatched with.
 pub fn backend_of(run_dir: &Path) -> crate::core::flight::Backend {
-    std::fs::read(crate::core::layout::backend_config(run_dir))
-        .ok()
-        .and_then(|b| serde_json::from_slice(&b).ok())
-        .unwrap_or_default()
+    crate::state::run_files::backend(run_dir).unwrap_or_default()
 }
 
 /// [`base_for`], for a worker environment already made.
@@ -317,10 +314,7 @@ pub fn fenced(
     {
         return Ok(None);
     }
-    let extra: Vec<PathBuf> = match std::fs::read(crate::core::layout::fence_extra(run_dir)) {
-        Ok(bytes) => serde_json::from_slice(&bytes).context("cannot read the run's fence")?,
-        Err(_) => Vec::new(),
-    };
+    let extra = crate::state::run_files::writable(run_dir)?;
     let namespaces = crate::core::dispatch::fence_has_namespaces(record.fence.as_deref());
     let mut fence = base(workenv, run_dir, namespaces, &extra)?;
     // A run with a setup may have links into the lead's checkout (heavy folders a setup

@@ -37,21 +37,18 @@ pub fn tell(store: &RunStore, repo_dir: &Path, record: &RunRecord) -> Told {
     let run_dir = store.run_dir(&record.run);
     let log_line = |line: String| {
         if let Ok(mut log) =
-            super::process::open_append(&crate::core::layout::supervisor_log(&run_dir))
+            super::output::open_append(&crate::core::layout::supervisor_log(&run_dir))
         {
             let _ = writeln!(log, "notify: {line}");
         }
     };
-    let notifier: Option<Notifier> = match std::fs::read(crate::core::layout::notifier(&run_dir)) {
-        // A run dispatched before `[notify]` existed has no file: nothing to tell.
-        Err(_) => None,
-        Ok(bytes) => match serde_json::from_slice(&bytes) {
-            Ok(notifier) => notifier,
-            Err(e) => {
-                log_line(format!("the run's notify.json cannot be read: {e}"));
-                None
-            }
-        },
+    // A run dispatched before `[notify]` existed has no file: nothing to tell.
+    let notifier = match crate::state::run_files::notifier(&run_dir) {
+        Ok(notifier) => notifier,
+        Err(e) => {
+            log_line(format!("the run's notify.json cannot be read: {e}"));
+            None
+        }
     };
     let Some(notifier) = notifier else {
         return Told::Nobody;
@@ -100,7 +97,7 @@ fn run(notifier: &Notifier, repo_dir: &Path, record: &RunRecord, run_dir: &Path)
     };
     // Its output goes to the log, a file: nothing it leaves running can hold a pipe of
     // ours open.
-    let log = super::process::open_append(&crate::core::layout::supervisor_log(run_dir))
+    let log = super::output::open_append(&crate::core::layout::supervisor_log(run_dir))
         .and_then(|log| Ok((log.try_clone()?, log)));
     let (out, err) = match log {
         Ok(pair) => (Stdio::from(pair.0), Stdio::from(pair.1)),

@@ -2,7 +2,8 @@
 //! attempt, capped — the first part as it came, then only the latest part, with the cut
 //! marked — so a worker that floods stdout fills neither the disk nor the supervisor's
 //! memory, and the footer at the end of a reply survives. Disk per stream stays under
-//! `cap`; memory is one buffer.
+//! `cap`; memory is one buffer. Files written to as logs (transcripts, a run's supervisor
+//! log) are opened here too ([`open_append`]).
 
 use std::fs::File;
 use std::io::{Read, Write};
@@ -157,7 +158,7 @@ fn is_last_chunk(part: &File) -> bool {
 /// Appends an attempt's `stdout` and `stderr` files to the transcript at `transcript`
 /// under their own headings, streaming (never the whole file in memory).
 pub fn archive(transcript: &Path, stdout: &Path, stderr: &Path) -> anyhow::Result<()> {
-    let mut out = super::process::open_append(transcript)?;
+    let mut out = open_append(transcript)?;
     for (name, path) in [("stdout", stdout), ("stderr", stderr)] {
         let Ok(mut file) = File::open(path) else {
             continue;
@@ -170,6 +171,20 @@ pub fn archive(transcript: &Path, stdout: &Path, stderr: &Path) -> anyhow::Resul
         writeln!(out)?;
     }
     Ok(())
+}
+
+/// Opens a file for appending, creating it (mode 0600) with its folder.
+pub fn open_append(path: &Path) -> anyhow::Result<std::fs::File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    }
+    std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .mode(0o600)
+        .open(path)
+        .with_context(|| format!("cannot open {}", path.display()))
 }
 
 #[cfg(test)]

@@ -420,17 +420,3 @@ impl Running {
 #[derive(Debug, thiserror::Error)]
 #[error("interrupted: the process it ran was stopped")]
 pub struct Interrupted;
-
-/// Opens a file for appending, creating it (mode 0600) with its folder.
-pub fn open_append(path: &Path) -> anyhow::Result<std::fs::File> {
-    use std::os::unix::fs::OpenOptionsExt;
-    if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
-    }
-    std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .mode(0o600)
-        .open(path)
-        .with_context(|| format!("cannot open {}", path.display()))
-}

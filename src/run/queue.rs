@@ -1,6 +1,9 @@
 //! The scheduler: which runs hold their backend's concurrency slots, starting queued runs
 //! as slots free, starting supervisors, and settling the store (reaping runs whose
 //! supervisor died, then promoting the queue) as the first step of a command that acts.
+//! It sits above the supervisor: it drives a run through `run::supervisor` (the hidden
+//! `supervise` command, a native run's delivery) and, when the supervisor reports a freed
+//! slot, starts the queued runs; the supervisor never starts a run itself.
 
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -8,6 +11,8 @@ use std::time::Duration;
 
 use anyhow::Context;
 
+use super::filing::NotFiled;
+use super::supervisor::{self, Delivered};
 use crate::core::dispatch::{slot_limit, slots_in_use};
 use crate::core::flight::Backend as BackendConfig;
 use crate::core::record::{Phase, RunRecord};
@@ -17,26 +22,85 @@ use crate::sys::clock::now_millis;
 
 /// Brings the store up to date before a command that acts reads it: runs whose
 /// supervisor died are filed as abandoned, and queued runs start where slots are free.
-pub fn settle(store: &RunStore, repo_dir: &Path) -> anyhow::Result<()> {
+/// Returns the ledger rows of reaped runs that could not be written.
+pub fn settle(store: &RunStore, repo_dir: &Path) -> anyhow::Result<Vec<NotFiled>> {
     // One read of the live pointers serves both: reaping never touches queued runs.
     let live = store.live()?;
-    let reaped = super::supervisor::reap_dead(store, repo_dir, &live)?;
+    let reaped = super::reap::reap_dead(store, repo_dir, &live)?;
     if !reaped.is_empty() || live.iter().any(|r| r.phase == Phase::Queued) {
         promote(store, repo_dir)?;
     }
-    Ok(())
+    Ok(reaped.into_iter().filter_map(|r| r.not_filed).collect())
+}
+
+/// Drives run `run` (the hidden `supervise` command, started detached by dispatch and by
+/// promotion): its supervisor drives it to its end or to `needs-help`; when that freed
+/// its slot, queued runs start; then the lead's notify command is told, once the run's
+/// lock is let go (a lead that answers a needs-help from its notification at once finds
+/// the run free for the next supervisor). Ledger rows that could not be written go to
+/// `not_filed`.
+pub fn supervise(
+    repo: &crate::git::Repository,
+    store: &RunStore,
+    run: &str,
+    not_filed: &mut dyn FnMut(NotFiled),
+) -> anyhow::Result<()> {
+    let mut report = supervisor::Report::default();
+    let driven = supervisor::drive(repo, store, run, &mut report);
+    let told = after_supervisor(store, &supervisor::repo_dir(repo), report, not_filed);
+    if told {
+        // What the notifier left running (a `setsid` daemon) came back to this process,
+        // the subreaper, when the notifier ended: nothing outlives the run's supervisor.
+        super::process::kill_descendants(std::process::id());
+        super::process::reap_orphans();
+    }
+    driven
+}
+
+/// Takes the reply of a native run through its supervisor (`run::supervisor::deliver`);
+/// when the run ended or parked, queued runs start, and the lead's notify command is told.
+pub fn deliver(
+    repo: &crate::git::Repository,
+    store: &RunStore,
+    run: &str,
+    reply: &str,
+    not_filed: &mut dyn FnMut(NotFiled),
+) -> anyhow::Result<Delivered> {
+    let mut report = supervisor::Report::default();
+    let delivered = supervisor::deliver(repo, store, run, reply, &mut report)?;
+    after_supervisor(store, &supervisor::repo_dir(repo), report, not_filed);
+    Ok(delivered)
+}
+
+/// What follows a supervisor's work, in this order: a freed slot goes to the queue, the
+/// lead is told of the change, the rows not written are handed on. Whether the lead was
+/// told.
+fn after_supervisor(
+    store: &RunStore,
+    repo_dir: &Path,
+    report: supervisor::Report,
+    not_filed: &mut dyn FnMut(NotFiled),
+) -> bool {
+    if report.freed_slot {
+        // A queued run of this backend (or of this worker) may start.
+        let _ = promote(store, repo_dir);
+    }
+    let told = report.notice.is_some();
+    if let Some(record) = report.notice {
+        super::notify::tell(store, repo_dir, &record);
+    }
+    for row in report.not_filed {
+        not_filed(row);
+    }
+    told
 }
 
 /// The phase a parked run goes back to when the lead answers it: `working` while its
 /// backend has a free slot (it held none while parked), else `queued`.
 pub fn readmit(store: &RunStore, record: &RunRecord) -> anyhow::Result<Phase> {
     let live = store.live()?;
-    let config: BackendConfig = std::fs::read(crate::core::layout::backend_config(
-        &store.run_dir(&record.run),
-    ))
-    .ok()
-    .and_then(|b| serde_json::from_slice(&b).ok())
-    .unwrap_or_default();
+    let config: BackendConfig =
+        crate::state::run_files::backend(&store.run_dir(&record.run)).unwrap_or_default();
     let busy = slots_in_use(&live, &record.backend, Some(&record.run));
     Ok(if busy >= slot_limit(&config) {
         Phase::Queued
@@ -46,7 +110,8 @@ pub fn readmit(store: &RunStore, record: &RunRecord) -> anyhow::Result<Phase> {
 }
 
 /// Starts queued runs, oldest first, while their backend has a free slot. Called when a
-/// run ends (by its supervisor) and by every command that acts, so a queue never
+/// run ends or parks (after its supervisor reports the freed slot) and by every command
+/// that acts, so a queue never
 /// stalls for long even when a supervisor died.
 pub fn promote(store: &RunStore, repo_dir: &Path) -> anyhow::Result<Vec<String>> {
     let _lock = store.dispatch_lock(Duration::from_secs(30))?;
@@ -68,11 +133,11 @@ pub fn promote(store: &RunStore, repo_dir: &Path) -> anyhow::Result<Vec<String>>
             continue;
         }
         let run_dir = store.run_dir(&record.run);
-        let config: BackendConfig =
-            match std::fs::read(crate::core::layout::backend_config(&run_dir)) {
-                Ok(bytes) => serde_json::from_slice(&bytes)?,
-                Err(_) => continue,
-            };
+        let config: BackendConfig = match crate::state::run_files::backend(&run_dir) {
+            Ok(config) => config,
+            Err(crate::state::run_files::Unread::Missing(_)) => continue,
+            Err(bad) => return Err(bad.into()),
+        };
         let limit = slot_limit(&config);
         let used = busy
             .entry(record.backend.clone())
@@ -94,8 +159,7 @@ pub fn promote(store: &RunStore, repo_dir: &Path) -> anyhow::Result<Vec<String>>
         next.deadline = stamp::whole_second(stamp::from_millis(
             now.saturating_add(next.budget_s.saturating_mul(1000)),
         ));
-        if let Ok(task_prompt) = std::fs::read_to_string(crate::core::layout::task_prompt(&run_dir))
-        {
+        if let Ok(task_prompt) = crate::state::run_files::task_prompt(&run_dir) {
             std::fs::write(
                 &next.prompt_file,
                 super::prompt::worker(&next, &task_prompt),
@@ -119,7 +183,7 @@ pub fn promote(store: &RunStore, repo_dir: &Path) -> anyhow::Result<Vec<String>>
 /// It outlives this process.
 pub fn start_supervisor(repo_dir: &Path, run: &str, run_dir: &Path) -> anyhow::Result<u32> {
     let exe = std::env::current_exe().context("cannot find the git-crew binary")?;
-    let log = super::process::open_append(&crate::core::layout::supervisor_log(run_dir))?;
+    let log = super::output::open_append(&crate::core::layout::supervisor_log(run_dir))?;
     let mut command = Command::new(exe);
     command
         .arg("-C")

@@ -28,7 +28,7 @@ pub struct Setup<'a> {
 /// Runs a setup to its end; `tick` is called about once a second while it runs and
 /// returns whether to stop it (its run was ended from outside).
 pub fn run(setup: &Setup, tick: &mut dyn FnMut() -> bool) -> anyhow::Result<SetupEnd> {
-    let mut header = process::open_append(setup.transcript)?;
+    let mut header = super::output::open_append(setup.transcript)?;
     std::io::Write::write_all(
         &mut header,
         format!(

@@ -127,7 +127,7 @@ pub fn in_throwaway(
     // The lead's ignored files the verify may need (`.env`), copied as at dispatch: never
     // through a symlink the commit holds, nor over anything it holds. What was passed
     // over is the dispatch's to say.
-    let _ = crate::run::dispatch::copy_worktree_includes(repo_dir, wt);
+    let _ = super::worktree_files::copy_includes(repo_dir, wt);
     // Whatever happens from here, the throwaway checkout goes again.
     let result = (|| {
         let common_dir = crate::git::repo::open(repo_dir)?.common_dir().to_path_buf();

@@ -195,8 +195,14 @@ pub fn roll_back(
     for (run, task) in started {
         if let Ok(Some(record)) = store.load_live(run) {
             let why = format!("rolled back: the wave's task {failed} could not be dispatched");
-            if super::supervisor::abandon(store, repo_dir, record, &why).is_ok() {
-                out.push(format!("{run} ({task})"));
+            match super::reap::abandon(store, repo_dir, record, &why) {
+                // Its ledger row not written is said with it: the roll-back is what reports.
+                Ok(Some(super::reap::Ended {
+                    not_filed: Some(row),
+                    ..
+                })) => out.push(format!("{run} ({task}; {row})")),
+                Ok(_) => out.push(format!("{run} ({task})")),
+                Err(_) => {}
             }
         }
     }

@@ -10,6 +10,7 @@ use anyhow::Context;
 
 use std::time::Duration;
 
+use super::locks::Turn;
 use crate::core::record::RunRecord;
 use crate::core::supervisor::{self, Supervisor};
 use crate::sys::fs::write_atomic;
@@ -124,37 +125,29 @@ impl RunStore {
     /// The run's own lock, for a change of hands (advise, attach, deliver): one at a time,
     /// each re-reading the pointer under it, so no two of them move a run together.
     pub fn run_lock(&self, run: &str) -> anyhow::Result<Lock> {
-        Lock::take(
-            &self.root.join("locks"),
-            &format!("run-{run}"),
-            Duration::from_secs(30),
-        )
+        super::locks::take(&self.root, Turn::Run(run), Duration::from_secs(30))
     }
 
     /// Held by the one supervisor driving `run` for its whole life: a second supervisor
     /// waits until the first is gone (it parked the run and is exiting), then drives it.
     pub fn supervisor_lock(&self, run: &str) -> anyhow::Result<Lock> {
-        Lock::take(
-            &self.root.join("locks"),
-            &format!("supervisor-{run}"),
-            Duration::from_secs(30),
-        )
+        super::locks::take(&self.root, Turn::Supervisor(run), Duration::from_secs(30))
     }
 
     /// The turn of a dispatch or a queue promotion: their check-then-act on slots and
     /// scopes never interleaves.
     pub fn dispatch_lock(&self, wait: Duration) -> anyhow::Result<Lock> {
-        Lock::take(&self.root, "dispatch", wait)
+        super::locks::take(&self.root, Turn::Dispatch, wait)
     }
 
     /// The turn of an integration: one at a time, across processes.
     pub fn integrate_lock(&self, wait: Duration) -> anyhow::Result<Lock> {
-        Lock::take(&self.root, "integrate", wait)
+        super::locks::take(&self.root, Turn::Integrate, wait)
     }
 
     /// Serialises every change to live pointers across processes.
     fn pointer_lock(&self) -> anyhow::Result<Lock> {
-        Lock::take(&self.root, "pointers", Duration::from_secs(30))
+        super::locks::take(&self.root, Turn::Pointers, Duration::from_secs(30))
     }
 
     /// Writes a new live pointer (dispatch).

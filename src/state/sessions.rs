@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use crate::sys::lock::Lock;
+use super::locks::Turn;
 
 /// A standing worker's last session.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -46,7 +46,7 @@ pub fn load(state_dir: &Path) -> Sessions {
 /// Records `worker`'s latest session.
 pub fn record(state_dir: &Path, worker: &str, session: WorkerSession) -> anyhow::Result<()> {
     std::fs::create_dir_all(state_dir)?;
-    let _lock = Lock::take(state_dir, "sessions", Duration::from_secs(30))?;
+    let _lock = super::locks::take(state_dir, Turn::Sessions, Duration::from_secs(30))?;
     let mut all = load(state_dir);
     all.workers.insert(worker.to_string(), session);
     crate::sys::fs::write_atomic(

@@ -2,36 +2,67 @@
 //! processes: a lock on a file that stays, which the kernel releases when its holder
 //! dies, so no lock is ever stale.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
-
-use anyhow::{Context, bail};
 
 /// Held until dropped.
 pub struct Lock(std::fs::File);
 
+/// The wait for a lock ran out: another process holds it.
+#[derive(Debug, thiserror::Error)]
+#[error("{} is held by another git-crew process", path.display())]
+pub struct Held {
+    pub path: PathBuf,
+}
+
+/// Why a lock was not taken.
+#[derive(Debug, thiserror::Error)]
+pub enum NotTaken {
+    /// Its folder cannot be made.
+    #[error(transparent)]
+    Folder(std::io::Error),
+    /// Its file cannot be opened.
+    #[error("cannot open {}", path.display())]
+    Open {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    /// The system refused to lock it.
+    #[error("cannot lock {}", path.display())]
+    Lock {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    /// Another process held it for the whole wait.
+    #[error(transparent)]
+    Held(Held),
+}
+
 impl Lock {
     /// Takes `<dir>/<name>.lock`, waiting up to `wait`.
-    pub fn take(dir: &Path, name: &str, wait: Duration) -> anyhow::Result<Lock> {
-        std::fs::create_dir_all(dir)?;
+    pub fn take(dir: &Path, name: &str, wait: Duration) -> Result<Lock, NotTaken> {
+        std::fs::create_dir_all(dir).map_err(NotTaken::Folder)?;
         let path = dir.join(format!("{name}.lock"));
-        let file = std::fs::OpenOptions::new()
+        let file = match std::fs::OpenOptions::new()
             .create(true)
             .truncate(false)
             .write(true)
             .open(&path)
-            .with_context(|| format!("cannot open {}", path.display()))?;
+        {
+            Ok(file) => file,
+            Err(source) => return Err(NotTaken::Open { path, source }),
+        };
         let start = Instant::now();
         loop {
             match file.try_lock() {
                 Ok(()) => return Ok(Lock(file)),
                 Err(std::fs::TryLockError::WouldBlock) => {}
-                Err(std::fs::TryLockError::Error(e)) => {
-                    return Err(e).with_context(|| format!("cannot lock {}", path.display()));
+                Err(std::fs::TryLockError::Error(source)) => {
+                    return Err(NotTaken::Lock { path, source });
                 }
             }
             if start.elapsed() > wait {
-                bail!("{} is held by another git-crew process", path.display());
+                return Err(NotTaken::Held(Held { path }));
             }
             std::thread::sleep(Duration::from_millis(10));
         }
@@ -53,7 +84,10 @@ mod tests {
     fn a_held_lock_refuses_a_second_taker_until_dropped() {
         let dir = tempfile::tempdir().unwrap();
         let first = super::Lock::take(dir.path(), "x", Duration::ZERO).unwrap();
-        assert!(super::Lock::take(dir.path(), "x", Duration::from_millis(30)).is_err());
+        assert!(matches!(
+            super::Lock::take(dir.path(), "x", Duration::from_millis(30)),
+            Err(super::NotTaken::Held(_))
+        ));
         drop(first);
         assert!(super::Lock::take(dir.path(), "x", Duration::ZERO).is_ok());
     }

@@ -974,6 +974,49 @@ fn queue_waits_for_a_free_slot_instead_of_refusing() {
 }
 
 #[test]
+fn a_run_that_ends_starts_the_queued_one_with_no_command_reading_the_runs() {
+    let env = TestEnv::new();
+    let repo = crew_repo(&env);
+    let one = ["--set", "backends.slow.concurrency=1"];
+    let first = dispatched(
+        &env,
+        &repo,
+        "first",
+        "slow",
+        &["--scope", "src/routes/first.rs", one[0], one[1]],
+    );
+    let out = dispatch(
+        &env,
+        &repo,
+        "second",
+        "slow",
+        &["--scope", "src/routes/second.rs", "--queue", one[0], one[1]],
+    );
+    out.expect_code(0);
+    assert_eq!(out.json()["phase"], "queued");
+    let second = out.json()["run"].as_str().unwrap().to_string();
+    // Only the files are read from here: no command settles the store, so the second run
+    // starts only if the scheduler hears of the first one's freed slot from its supervisor.
+    let record = |run: &str| {
+        std::fs::read(repo.join(format!(".git/crew/runs/{run}.json")))
+            .ok()
+            .and_then(|bytes| serde_json::from_slice::<Value>(&bytes).ok())
+    };
+    let first_record = poll_for(Duration::from_secs(60), "the first run's record", || {
+        record(&first)
+    });
+    assert_eq!(first_record["outcome"], "pass", "{first_record}");
+    let second_record = poll_for(Duration::from_secs(60), "the queued run's record", || {
+        record(&second)
+    });
+    assert_eq!(second_record["outcome"], "pass", "{second_record}");
+    assert!(
+        second_record["started_at"].as_str() >= first_record["finished_at"].as_str(),
+        "{second_record}"
+    );
+}
+
+#[test]
 fn watch_once_prints_one_frame_of_the_runs_in_flight() {
     let env = TestEnv::new();
     let repo = crew_repo(&env);
@@ -1829,6 +1872,39 @@ fn a_repository_without_a_committer_identity_is_refused_as_a_configuration_error
                 .next()
                 .is_none()
     );
+}
+
+#[test]
+fn a_silent_run_that_left_work_outside_its_scope_is_a_scope_reject() {
+    let env = TestEnv::new();
+    let repo = crew_repo(&env);
+    // The idle watchdog ends it, long before its time budget.
+    let run = dispatched(
+        &env,
+        &repo,
+        "routes",
+        "out-of-scope",
+        &[
+            "--time-budget",
+            "60s",
+            "--set",
+            "backends.out-of-scope.env.HANG=yes",
+            "--set",
+            "backends.out-of-scope.idle_timeout=\"1s\"",
+        ],
+    );
+    let (_, result) = wait(&env, &repo, &run);
+    assert_eq!(result["outcome"], "scope-reject", "{result}");
+    let decision = result["decision"].as_str().unwrap();
+    assert!(
+        decision.contains("README.md (modified) is outside the write scope")
+            && decision.ends_with("(the worker was silent for 1s (idle watchdog))"),
+        "{decision}"
+    );
+    let ledger = env.crew(&repo, &["ledger", "--task", "routes", "--json"]);
+    ledger.expect_code(0);
+    assert!(ledger.stdout.contains("scope-reject"), "{}", ledger.stdout);
+    assert!(!ledger.stdout.contains("\"timeout\""), "{}", ledger.stdout);
 }
 
 #[test]

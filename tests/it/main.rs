@@ -10,6 +10,7 @@ mod flight;
 mod footer;
 mod hand_merge;
 mod hook;
+mod imports;
 mod init;
 mod integrate;
 mod ledger;

@@ -130,7 +130,7 @@ impl Supervisor<'_> {
                 .as_deref()
                 .and_then(|s| self.thread_usage_elsewhere(s)),
         );
-        let mut header = process::open_append(&self.transcript)?;
+        let mut header = crate::run::output::open_append(&self.transcript)?;
         std::io::Write::write_all(
             &mut header,
             format!(

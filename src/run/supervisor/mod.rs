@@ -5,9 +5,11 @@
 //! It never trusts an exit code alone.
 //!
 //! By job: `launch` starts an attempt (its prompt, session and fenced worker process),
-//! `capture` watches it and takes in what it left, `settle` judges the reply, audits and
-//! verifies the work and files the record, and `reap` ends runs whose supervisor is gone.
-//! What to decide at each step is `core::attempt`'s.
+//! `capture` watches it and takes in what it left, `settle` gathers the facts of an ended
+//! attempt and applies what `core::attempt::settled` makes of them. Ending a run from
+//! outside is `run::reap`'s; filing is `run::filing`'s. The supervisor starts no other
+//! run: it reports a freed slot in its [`Report`] and the scheduler (`run::queue`), which
+//! calls it, starts the queued runs.
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -15,11 +17,13 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, bail};
 
 use super::backends::{self, Adapter, Attempt};
+use super::filing::{self, NotFiled, measure, seal};
 use super::process::{self, Ended, Spec};
+use super::reap::end_outside;
 use super::{prompt, verify};
-use crate::core::attempt::{AfterIncomplete, Continuation};
+use crate::core::attempt::{AfterIncomplete, Bound};
 use crate::core::flight::Backend as BackendConfig;
-use crate::core::record::{DiffStat, Outcome, Phase, RunRecord};
+use crate::core::record::{Outcome, Phase, RunRecord};
 use crate::core::scope;
 use crate::core::stamp;
 use crate::git::{self, worktree};
@@ -28,46 +32,31 @@ use crate::sys::clock::now_millis;
 
 mod capture;
 mod launch;
-mod reap;
 mod settle;
 mod setup;
 mod spend;
 
-use reap::end_outside;
-pub use reap::{abandon, reap_dead};
-use settle::{file_ledger_row, seal};
-
-/// Drives run `run` to its end (or to `needs-help`). Any failure of the supervisor itself
-/// ends the run as `failed` with the reason, so no run is left hanging. Then the lead's
-/// notify command is told, once the run's lock is let go: a lead that answers a
-/// needs-help from its notification at once finds the run free for the next supervisor.
-pub fn supervise(repo: &crate::git::Repository, store: &RunStore, run: &str) -> anyhow::Result<()> {
-    let mut notice = None;
-    let driven = drive_run(repo, store, run, &mut notice);
-    if let Some(record) = notice {
-        super::notify::tell(store, &repo_dir(repo), &record);
-        // What the notifier left running (a `setsid` daemon) came back to this process,
-        // the subreaper, when the notifier ended: nothing outlives the run's supervisor.
-        crate::run::process::kill_descendants(std::process::id());
-        crate::run::process::reap_orphans();
-    }
-    driven
+/// What driving a run (or taking a delivery) leaves for the layer above to do.
+#[derive(Debug, Default)]
+pub struct Report {
+    /// The run let go of its backend's slot (it ended, or parked waiting for help): a
+    /// queued run may start.
+    pub freed_slot: bool,
+    /// The run as it was when it moved to a phase the lead's notify command is told of.
+    pub notice: Option<RunRecord>,
+    /// Ledger rows that could not be written.
+    pub not_filed: Vec<NotFiled>,
 }
 
-/// The repository's work tree (its git dir when it has none).
-fn repo_dir(repo: &crate::git::Repository) -> PathBuf {
-    repo.workdir()
-        .map(Path::to_path_buf)
-        .unwrap_or_else(|| repo.common_dir().to_path_buf())
-}
-
-/// [`supervise`], under the run's lock; `notice` is set to the record of a change the
-/// lead is told of.
-fn drive_run(
+/// Drives run `run` to its end (or to `needs-help`), under the run's lock. Any failure of
+/// the supervisor itself ends the run as `failed` with the reason, so no run is left
+/// hanging. What the layer above does next (promote the queue, tell the lead) is in
+/// `report`, filled whether or not the drive failed.
+pub fn drive(
     repo: &crate::git::Repository,
     store: &RunStore,
     run: &str,
-    notice: &mut Option<RunRecord>,
+    report: &mut Report,
 ) -> anyhow::Result<()> {
     // One supervisor per run, ever: held until it has driven the run.
     let _only = store
@@ -83,13 +72,16 @@ fn drive_run(
         Ok(sup) => sup,
         Err(err) => {
             // Nothing ran: the run ends as an infrastructure error, not left hanging.
-            *notice = end_outside(
+            if let Some(ended) = end_outside(
                 store,
                 &repo_dir(repo),
                 record,
                 Outcome::Error,
                 &format!("supervisor error: {err:#}"),
-            )?;
+            )? {
+                report.notice = Some(ended.record);
+                report.not_filed.extend(ended.not_filed);
+            }
             return Err(err);
         }
     };
@@ -100,6 +92,7 @@ fn drive_run(
             if let Some(pid) = sup.record.pid {
                 crate::sys::process::kill_group(pid);
             }
+            sup.hand_over(report);
             return Ok(());
         }
         if let Some(pid) = sup.record.pid {
@@ -109,12 +102,19 @@ fn drive_run(
         // the model.
         sup.record.decision = Some(format!("supervisor error: {err:#}"));
         let finished = sup.finish(Outcome::Error);
-        *notice = sup.notice.take();
+        sup.hand_over(report);
         finished?;
         return Err(err);
     }
-    *notice = sup.notice.take();
+    sup.hand_over(report);
     Ok(())
+}
+
+/// The repository's work tree (its git dir when it has none).
+pub fn repo_dir(repo: &crate::git::Repository) -> PathBuf {
+    repo.workdir()
+        .map(Path::to_path_buf)
+        .unwrap_or_else(|| repo.common_dir().to_path_buf())
 }
 
 /// The run's live pointer went away while the supervisor drove it: someone else ended it.
@@ -147,6 +147,7 @@ pub fn deliver(
     store: &RunStore,
     run: &str,
     reply: &str,
+    report: &mut Report,
 ) -> anyhow::Result<Delivered> {
     let record = store
         .load(run)?
@@ -159,22 +160,22 @@ pub fn deliver(
     sup.attempt_ended();
     let delivered = match sup.judge(Ok(Some(reply.to_string())))? {
         Judgement::Settled => Delivered::Settled(Box::new(sup.record.clone())),
-        Judgement::Incomplete(problem) if sup.record.attempts >= 2 => {
-            sup.record.decision = Some(format!(
-                "footer rejected after one corrective delivery: {problem}"
-            ));
-            sup.finish(Outcome::FooterReject)?;
-            Delivered::Settled(Box::new(sup.record.clone()))
-        }
         Judgement::Incomplete(problem) => {
-            sup.record.decision = Some(format!("footer incomplete: {problem}"));
-            sup.save()?;
-            Delivered::Incomplete(problem)
+            match crate::core::attempt::after_incomplete_delivery(&problem, sup.record.attempts) {
+                AfterIncomplete::Reject(decision) => {
+                    sup.record.decision = Some(decision);
+                    sup.finish(Outcome::FooterReject)?;
+                    Delivered::Settled(Box::new(sup.record.clone()))
+                }
+                AfterIncomplete::Correct => {
+                    sup.record.decision = Some(format!("footer incomplete: {problem}"));
+                    sup.save()?;
+                    Delivered::Incomplete(problem)
+                }
+            }
         }
     };
-    if let Some(record) = sup.notice.take() {
-        super::notify::tell(store, &sup.repo_dir, &record);
-    }
+    sup.hand_over(report);
     Ok(delivered)
 }
 
@@ -212,8 +213,9 @@ struct Supervisor<'a> {
     settle_by: Option<Instant>,
     /// The last attempt's stdout, as kept (capped at `fences.max_output`).
     last_stdout: Vec<u8>,
-    /// The run as it was when it moved to a phase the lead's notify command is told of.
-    notice: Option<RunRecord>,
+    /// What the layer above is to do once this supervisor is done: promote the queue,
+    /// tell the lead, say which ledger rows were not written.
+    report: Report,
     /// What this supervisor took out of the task's ref folder, for the discrepancies.
     strays: crate::run::strays::Swept,
 }
@@ -235,10 +237,7 @@ impl<'a> Supervisor<'a> {
         mut record: RunRecord,
     ) -> anyhow::Result<Self> {
         let run_dir = store.run_dir(&record.run);
-        let config: BackendConfig = serde_json::from_slice(
-            &std::fs::read(crate::core::layout::backend_config(&run_dir))
-                .context("cannot read the run's backend config")?,
-        )?;
+        let config: BackendConfig = crate::state::run_files::backend(&run_dir)?;
         // The live pointer must still say what dispatch sealed.
         if let Some(sealed) = git::seal::read(repo, &record.run)? {
             let mut facts = record.clone();
@@ -314,9 +313,19 @@ impl<'a> Supervisor<'a> {
             rejected_objects: Vec::new(),
             settle_by: None,
             last_stdout: Vec::new(),
-            notice: None,
+            report: Report::default(),
             strays: Default::default(),
         })
+    }
+
+    /// Moves what this supervisor has for the layer above into `report`.
+    fn hand_over(&mut self, report: &mut Report) {
+        let mine = std::mem::take(&mut self.report);
+        report.freed_slot |= mine.freed_slot;
+        if mine.notice.is_some() {
+            report.notice = mine.notice;
+        }
+        report.not_filed.extend(mine.not_filed);
     }
 
     fn save(&self) -> anyhow::Result<()> {
@@ -352,11 +361,11 @@ impl<'a> Supervisor<'a> {
         crate::core::usage::SpendFence::of(&self.record).breached(&total)
     }
 
-    /// Ends a run that ran out of a bound: the work it left is kept if it can be, and a
+    /// Ends a run that ran out of `bound`: the work it left is kept if it can be, and a
     /// scope rejection found on the way outranks the timeout (`core::attempt::out_of_bounds`).
-    fn out_of_bounds(&mut self, why: &str) -> anyhow::Result<()> {
-        let settled = self.settle_work().ok().flatten();
-        let (outcome, decision) = crate::core::attempt::out_of_bounds(why, settled);
+    fn out_of_bounds(&mut self, bound: Bound) -> anyhow::Result<()> {
+        let work = self.settle_work().ok().flatten();
+        let (outcome, decision) = crate::core::attempt::out_of_bounds(&bound, work.as_ref());
         self.record.decision = Some(decision);
         self.finish(outcome)
     }
@@ -378,23 +387,17 @@ impl<'a> Supervisor<'a> {
             // A run past its spend fence starts no other attempt: no continuation, no
             // corrective retry, no resume.
             if let Some(reason) = self.spent() {
-                return self.out_of_bounds(&reason);
+                return self.out_of_bounds(Bound::Spent(Some(reason)));
             }
             let ended = self.attempt(&next)?;
             match ended {
-                Ended::Deadline => return self.out_of_bounds("the time budget was spent"),
+                Ended::Deadline => return self.out_of_bounds(Bound::Deadline),
                 Ended::Idle => {
-                    let idle = self.record.idle_timeout_s.unwrap_or_default();
-                    return self.out_of_bounds(&format!(
-                        "the worker was silent for {idle}s (idle watchdog)"
-                    ));
+                    return self.out_of_bounds(Bound::Idle {
+                        silent_s: self.record.idle_timeout_s.unwrap_or_default(),
+                    });
                 }
-                Ended::Stopped => {
-                    let why = self
-                        .spent()
-                        .unwrap_or_else(|| "the spend fence was reached".into());
-                    return self.out_of_bounds(&why);
-                }
+                Ended::Stopped => return self.out_of_bounds(Bound::Spent(self.spent())),
                 Ended::Exited(_) => {}
             }
             let reply = self.reply();

@@ -1,14 +1,18 @@
-//! Settling an attempt: the work committed and audited against the scope, the reply
-//! judged, verify, the continuation after a failed verify, and the run record filed.
+//! Settling an attempt: gathering the facts `core::attempt::settled` decides on — the
+//! work committed and audited against the scope, the reply, the verify, the continuation's
+//! facts after a failed verify — and applying what it decides; then filing the run record.
 
 use super::*;
+use crate::core::attempt::{AttemptFacts, End, Fault, Settled, VerifyEnd};
 use crate::core::oversize::Step;
 
 impl Supervisor<'_> {
-    /// Judges a reply: the work is settled against the scope, then the footer is read.
-    /// A request for help parks the run; a complete footer goes on to verify; an
-    /// incomplete one is handed back to the caller, which owns the corrective retry.
-    /// `reply` is `Err` with why when the worker wrote a reply that could not be read.
+    /// Judges a reply: the work is settled against the scope, the footer is read, and
+    /// what `core::attempt::settled` makes of them is applied — the verify and the
+    /// continuation's facts gathered as it asks for them. A request for help parks the
+    /// run; an incomplete footer is handed back to the caller, which owns the corrective
+    /// retry. `reply` is `Err` with why when the worker wrote a reply that could not be
+    /// read.
     pub(super) fn judge(
         &mut self,
         reply: Result<Option<String>, String>,
@@ -20,68 +24,102 @@ impl Supervisor<'_> {
         // What the worker claimed is recorded before the facts are checked: the ledger
         // keeps the claim next to the measured outcome.
         if reading.footer.is_some() {
-            self.record.footer = reading.footer;
+            self.record.footer = reading.footer.clone();
         }
-        if let Some((outcome, reason)) = self.settle_work()? {
-            self.record.decision = Some(reason);
-            self.finish(outcome)?;
-            return Ok(Judgement::Settled);
+        let work = self.settle_work()?;
+        let key =
+            crate::core::ledger::failure_key(self.record.model.as_deref(), &self.record.backend);
+        let mut facts = AttemptFacts {
+            end: End::Replied(&reading),
+            work,
+            verify: None,
+            continues_until_pass: self.record.continue_until_pass
+                && self.record.adapter != crate::core::flight::AdapterKind::Native,
+            continuation: None,
+        };
+        loop {
+            match crate::core::attempt::settled(&facts) {
+                Settled::Ends(outcome, decision) => {
+                    self.record.decision = Some(decision);
+                    self.finish(outcome)?;
+                    return Ok(Judgement::Settled);
+                }
+                Settled::Parks(decision) => {
+                    self.park(reading.help.clone(), decision)?;
+                    return Ok(Judgement::Settled);
+                }
+                Settled::Incomplete(problem) => return Ok(Judgement::Incomplete(problem)),
+                Settled::Verify => facts.verify = Some(self.verify()?),
+                Settled::AskContinuation => {
+                    facts.continuation = Some(self.continuation_facts(&key)?);
+                }
+                Settled::TriesAgain { resume, decision } => {
+                    self.record.decision = Some(decision);
+                    let next = self.try_again(resume)?;
+                    self.retry = Some(next);
+                    self.record.phase = Phase::Working;
+                    self.save()?;
+                    return Ok(Judgement::Settled);
+                }
+            }
         }
-        if let Some(help) = reading.help {
-            // A handoff is not a failure: the run waits for `advise`.
-            self.record.needs_help = Some(help);
-            self.record.phase = Phase::NeedsHelp;
-            self.record.pid = None;
-            // This supervisor exits now: a pid kept here could be recycled by the time
-            // someone abandons the run.
-            self.record.supervisor_pid = None;
-            self.record.parked_at = Some(crate::sys::clock::now_s());
-            self.record.decision = Some("the worker asked for help".into());
-            // Nothing it left in the task's ref folder waits with it (the run's filing
-            // names what is kept).
-            self.take_strays();
-            self.save()?;
-            self.notice = Some(self.record.clone());
-            // Parked, it holds no slot: a queued run may start.
-            let _ = crate::run::queue::promote(self.store, &self.repo_dir);
-            return Ok(Judgement::Settled);
-        }
-        if let Some(problem) = reading.problem {
-            return Ok(Judgement::Incomplete(problem));
-        }
-        self.verify()?;
-        Ok(Judgement::Settled)
+    }
+
+    /// Parks the run waiting for help: a handoff, not a failure; the run waits for
+    /// `advise`, holding no slot.
+    fn park(
+        &mut self,
+        help: Option<crate::core::footer::NeedsHelp>,
+        decision: String,
+    ) -> anyhow::Result<()> {
+        self.record.needs_help = help;
+        self.record.phase = Phase::NeedsHelp;
+        self.record.pid = None;
+        // This supervisor exits now: a pid kept here could be recycled by the time
+        // someone abandons the run.
+        self.record.supervisor_pid = None;
+        self.record.parked_at = Some(crate::sys::clock::now_s());
+        self.record.decision = Some(decision);
+        // Nothing it left in the task's ref folder waits with it (the run's filing
+        // names what is kept).
+        self.take_strays();
+        self.save()?;
+        self.report.notice = Some(self.record.clone());
+        // Parked, it holds no slot: a queued run may start.
+        self.report.freed_slot = true;
+        Ok(())
     }
 
     /// Commits what the worker left uncommitted (through the hooks) and audits the whole
-    /// branch against the scope; the reason for a scope rejection, if any.
-    pub(super) fn settle_work(&mut self) -> anyhow::Result<Option<(Outcome, String)>> {
+    /// branch against the scope; what it found wrong, if anything. Each step runs only
+    /// when the ones before it found nothing (see `core::attempt::Fault`).
+    pub(super) fn settle_work(&mut self) -> anyhow::Result<Option<Fault>> {
         let wt = PathBuf::from(&self.record.worktree);
         // The worker is gone (its whole tree reaped): what it wrote into the worktree's
         // administration is put back before git-crew runs git there.
         let identity = self.record.identity();
-        // What the worker did to the administration is its doing: a scope rejection, never
-        // an infrastructure error that would spare it the two-failure rule.
-        let tampered = |why: String| {
-            Ok(Some((
-                Outcome::ScopeReject,
-                format!("the worktree's administration was tampered with: {why}"),
-            )))
-        };
         // The administration as dispatch made it, or why the worker's doing prevents it.
         let restore = || match worktree::RunTree::restore(self.repo.common_dir(), &wt, &identity) {
             Ok(tree) if tree.replaced.is_empty() => Ok(tree),
-            Ok(tree) => Err(format!("{} replaced", tree.replaced.join(", "))),
-            Err(e) => Err(format!("{e:#}")),
+            Ok(tree) => Err(Fault::Tampered(format!(
+                "{} replaced",
+                tree.replaced.join(", ")
+            ))),
+            Err(e) => Err(Fault::Tampered(format!("{e:#}"))),
+        };
+        let unreadable = |e: anyhow::Error| {
+            Some(Fault::Tampered(format!(
+                "git cannot read the worktree: {e:#}"
+            )))
         };
         let mut tree = match restore() {
             Ok(tree) => tree,
-            Err(why) => return tampered(why),
+            Err(fault) => return Ok(Some(fault)),
         };
         // Objects the attempt wrote were taken in (or kept out) when it ended: a run that
         // wrote false or oversized ones is decided, and nothing more of it is hashed.
-        if let Some(decided) = self.refused_objects() {
-            return Ok(Some(decided));
+        if let Some(fault) = self.refused_objects() {
+            return Ok(Some(fault));
         }
         // Everything git-crew runs in the worktree from here is the run's: inside its
         // write fence, and done by the deadline plus the grace.
@@ -91,12 +129,12 @@ impl Supervisor<'_> {
         // 30 GiB one costs the worker one `truncate`) ends the run, unhashed.
         match tree.files_larger_than(self.repo, cap, &bound) {
             Ok(Some(files)) => {
-                if let Some(decided) = crate::core::oversize::left_over(&files, cap) {
-                    return Ok(Some(decided));
+                if let Some((outcome, decision)) = crate::core::oversize::left_over(&files, cap) {
+                    return Ok(Some(Fault::Judged(outcome, decision)));
                 }
             }
-            Ok(None) => return Ok(Some(crate::core::oversize::out_of_time(Step::List))),
-            Err(e) => return tampered(format!("git cannot read the worktree: {e:#}")),
+            Ok(None) => return Ok(Some(judged(crate::core::oversize::out_of_time(Step::List)))),
+            Err(e) => return Ok(unreadable(e)),
         }
         let read_only = !self.record.role.may_commit();
         if read_only {
@@ -104,19 +142,18 @@ impl Supervisor<'_> {
                 Ok(worktree::Looked::Dirty) => true,
                 Ok(worktree::Looked::Clean) => false,
                 Ok(worktree::Looked::OutOfTime) => {
-                    return Ok(Some(crate::core::oversize::out_of_time(Step::Status)));
+                    return Ok(Some(judged(crate::core::oversize::out_of_time(
+                        Step::Status,
+                    ))));
                 }
                 Ok(worktree::Looked::Failed(failure)) => {
                     let b = crate::core::toolchain::blame(&failure);
-                    return Ok(Some((b.outcome, b.decision)));
+                    return Ok(Some(Fault::Judged(b.outcome, b.decision)));
                 }
-                Err(e) => return tampered(format!("git cannot read the worktree: {e:#}")),
+                Err(e) => return Ok(unreadable(e)),
             };
             if dirty {
-                return Ok(Some((
-                    Outcome::ScopeReject,
-                    format!("a {} run left changes in its worktree", self.record.role),
-                )));
+                return Ok(Some(Fault::ReadOnlyLeftChanges(self.record.role)));
             }
         } else {
             let message = format!(
@@ -133,48 +170,40 @@ impl Supervisor<'_> {
             self.import_objects()?;
             tree = match restore() {
                 Ok(tree) => tree,
-                Err(why) => return tampered(why),
+                Err(fault) => return Ok(Some(fault)),
             };
             match committed {
                 Ok(None) => {}
-                Ok(Some(decided)) => return Ok(Some(decided)),
-                Err(e) => return tampered(format!("git cannot read the worktree: {e:#}")),
+                Ok(Some(fault)) => return Ok(Some(fault)),
+                Err(e) => return Ok(unreadable(e)),
             }
         }
-        if let Some(decided) = self.refused_objects() {
-            return Ok(Some(decided));
+        if let Some(fault) = self.refused_objects() {
+            return Ok(Some(fault));
         }
         // The run's branch, read from the repository's refs (not through the worktree's
         // own `.git` link, which the worker can rewrite), is what gets audited and verified.
         let base = crate::git::refs::oid(&self.record.base)?;
         let Some(tip) = git::merge::branch_tip(self.repo, &self.record.branch)? else {
-            return Ok(Some((
-                Outcome::ScopeReject,
-                format!("the run's branch {} is gone", self.record.branch),
-            )));
+            return Ok(Some(Fault::BranchGone {
+                branch: self.record.branch.clone(),
+            }));
         };
         let head = tree.head(self.repo);
         if head != Some(tip) {
-            return Ok(Some((
-                Outcome::ScopeReject,
-                format!(
-                    "the worktree is not at its run's branch {} ({}): work elsewhere is not the run's",
-                    self.record.branch,
-                    head.map_or("no HEAD".to_string(), |h| h.to_string())
-                ),
-            )));
+            return Ok(Some(Fault::NotAtBranch {
+                branch: self.record.branch.clone(),
+                head: head.map(|h| h.to_string()),
+            }));
         }
         if base == tip {
             return Ok(None);
         }
         if !git::merge::is_ancestor(self.repo, base, tip) {
-            return Ok(Some((
-                Outcome::ScopeReject,
-                format!(
-                    "the branch {} no longer descends from its base {base}: it was rewritten",
-                    self.record.branch
-                ),
-            )));
+            return Ok(Some(Fault::Rewritten {
+                branch: self.record.branch.clone(),
+                base: base.to_string(),
+            }));
         }
         // The target's commits a worker merged in are not its own: the same start as
         // integrate's audit.
@@ -187,16 +216,11 @@ impl Supervisor<'_> {
         if changes.is_empty() {
             return Ok(None);
         }
-        let identity = self.record.identity();
-        let violations = scope::check_commit(&identity, &changes);
+        let violations = scope::check_commit(&self.record.identity(), &changes);
         if violations.is_empty() {
             return Ok(None);
         }
-        let text: Vec<String> = violations.iter().map(ToString::to_string).collect();
-        Ok(Some((
-            Outcome::ScopeReject,
-            format!("the branch breaks its fences: {}", text.join("; ")),
-        )))
+        Ok(Some(Fault::OutOfScope(violations)))
     }
 
     /// Commits the work left behind, step by step: `git add` (the filters), git-crew's
@@ -210,16 +234,16 @@ impl Supervisor<'_> {
         message: &str,
         bound: &worktree::Bound,
         identity: &scope::RunIdentity,
-    ) -> anyhow::Result<Option<(Outcome, String)>> {
+    ) -> anyhow::Result<Option<Fault>> {
         use crate::core::toolchain::{Failure, blame};
         let decided = |failure: Failure| {
             let b = blame(&failure);
-            Some((b.outcome, b.decision))
+            Some(Fault::Judged(b.outcome, b.decision))
         };
         match tree.stage_all(bound)? {
             worktree::Staged::Clean => return Ok(None),
             worktree::Staged::OutOfTime(step) => {
-                return Ok(Some(crate::core::oversize::out_of_time(step)));
+                return Ok(Some(judged(crate::core::oversize::out_of_time(step))));
             }
             worktree::Staged::Failed(failure) => return Ok(decided(failure)),
             worktree::Staged::Staged => {}
@@ -229,23 +253,12 @@ impl Supervisor<'_> {
         // beyond it is caught by the audit of the branch.)
         let violations = scope::check_commit(identity, &tree.staged()?);
         if !violations.is_empty() {
-            let lines: Vec<String> = violations.iter().map(ToString::to_string).collect();
-            return Ok(Some((
-                Outcome::ScopeReject,
-                format!(
-                    "the commit of the work left behind was refused: {}",
-                    lines.join("; ")
-                ),
-            )));
+            return Ok(Some(Fault::CommitOutOfScope(violations)));
         }
         let ran_past = || {
-            Some((
-                Outcome::Fail,
-                format!(
-                    "a hook refused the commit of the work left behind: the commit's hooks ran past {}s and were stopped",
-                    bound.left().as_secs()
-                ),
-            ))
+            Some(Fault::HooksRanPast {
+                secs: bound.left().as_secs(),
+            })
         };
         let output = match tree.commit_staged(message, bound)? {
             Some(worktree::Commit::Committed) => return Ok(None),
@@ -271,19 +284,21 @@ impl Supervisor<'_> {
         }))
     }
 
-    /// The decision on the objects the run's processes wrote that were kept out of the
-    /// store, if any were.
-    fn refused_objects(&self) -> Option<(Outcome, String)> {
+    /// The objects the run's processes wrote that were kept out of the store, as a
+    /// finding, if any were.
+    fn refused_objects(&self) -> Option<Fault> {
         crate::core::oversize::refused_objects(&self.rejected_objects, self.record.file_size_cap())
+            .map(judged)
     }
 
-    pub(super) fn verify(&mut self) -> anyhow::Result<()> {
+    /// Runs the verify (none when the lead asked for none) and records what it measured:
+    /// the tip it verified, its result.
+    pub(super) fn verify(&mut self) -> anyhow::Result<VerifyEnd> {
         let Some(command) = self.record.verify_command.clone() else {
             // The lead asked for no verify: the footer is the acceptance, for this commit.
             self.record.verified_tip =
                 git::merge::branch_tip(self.repo, &self.record.branch)?.map(|t| t.to_string());
-            self.record.decision = Some("accepted on its footer (no verify command)".into());
-            return self.finish(Outcome::Pass);
+            return Ok(VerifyEnd::NotAsked);
         };
         self.record.phase = Phase::Verifying;
         self.save()?;
@@ -310,78 +325,59 @@ impl Supervisor<'_> {
             &self.record.identity(),
             &self.run_dir,
         );
-        match verified {
-            verify::Verified::Timeout => {
-                self.record.decision = Some("the verifier ran out of the time budget".into());
-                self.finish(Outcome::Timeout)
-            }
+        Ok(match verified {
+            verify::Verified::Timeout => VerifyEnd::TimedOut,
             // The run's own worktree was readied before its first attempt: only a
             // throwaway checkout is set up by verify.
-            verify::Verified::SetupFailed(problem) => {
-                self.record.decision = Some(problem);
-                self.finish(Outcome::Error)
-            }
+            verify::Verified::SetupFailed(problem) => VerifyEnd::SetupFailed(problem),
             verify::Verified::Done(result) => {
-                let passed = result.passed;
                 self.record.verified_tip = tested.map(|t| t.to_string());
-                self.record.decision = Some(crate::core::attempt::verify_decision(&result));
-                self.record.verify = Some(result);
-                if !passed
-                    && self.record.continue_until_pass
-                    && self.record.adapter != crate::core::flight::AdapterKind::Native
-                    && let Some(next) = self.continuation(&dir)?
-                {
-                    self.retry = Some(next);
-                    self.record.phase = Phase::Working;
-                    return self.save();
-                }
-                self.finish(if passed { Outcome::Pass } else { Outcome::Fail })
+                self.record.verify = Some(result.clone());
+                VerifyEnd::Done(result)
             }
-        }
+        })
     }
 
-    /// After a failed verify under `--continue-until-pass`: asks the two-failure rule
-    /// (counting this attempt) and the run's attempt limit, and — while both say go on and
-    /// budget remains — files this attempt's row and gives the next attempt: the same
-    /// session with a plain rejection (no verifier details) where the backend resumes,
-    /// else a fresh session with the verifier's feedback. When it stops, the run's finish
-    /// files the last attempt's row: one row per attempt, whichever path files it.
-    pub(super) fn continuation(&mut self, verifier_dir: &Path) -> anyhow::Result<Option<Next>> {
-        let key =
-            crate::core::ledger::failure_key(self.record.model.as_deref(), &self.record.backend);
+    /// What the continuation after a failed verify is decided on: the task's earlier
+    /// failures under `key` in the ledger, the run's attempts and limits, the budget left,
+    /// whether its session can be resumed.
+    pub(super) fn continuation_facts<'k>(
+        &self,
+        key: &'k str,
+    ) -> anyhow::Result<crate::core::attempt::ContinuationFacts<'k>> {
         let earlier = {
             let repo = crate::git::repo::open(&self.repo_dir)?;
             let rows = crate::run::ledger::rows(&repo, Some(&self.record.task))?;
-            crate::core::policy::failures(&rows, &self.record.task, &key)
+            crate::core::policy::failures(&rows, &self.record.task, key)
         };
         let resumable = self.record.session.is_some()
             && self.config.session_reuse.unwrap_or(true)
             && self.adapter_resumes();
-        let decided =
-            crate::core::attempt::continuation(&crate::core::attempt::ContinuationFacts {
-                earlier_failures: earlier,
-                key: &key,
-                threshold: self.record.failure_threshold,
-                attempts: self.record.attempts,
-                max_attempts: self.record.max_attempts,
-                budget_left: self
-                    .deadline
-                    .saturating_duration_since(std::time::Instant::now()),
-                resumable,
-            });
-        let resume = match decided {
-            Continuation::Go { resume } => resume,
-            Continuation::Stop(decision) => {
-                if decision.is_some() {
-                    self.record.decision = decision;
-                }
-                return Ok(None);
-            }
-        };
+        Ok(crate::core::attempt::ContinuationFacts {
+            earlier_failures: earlier,
+            key,
+            threshold: self.record.failure_threshold,
+            attempts: self.record.attempts,
+            max_attempts: self.record.max_attempts,
+            budget_left: self
+                .deadline
+                .saturating_duration_since(std::time::Instant::now()),
+            resumable,
+        })
+    }
+
+    /// Another attempt after a failed verify: this attempt's row is filed (the run's
+    /// finish files the last attempt's: one row per attempt, whichever path files it),
+    /// and the next attempt gets the same session with a plain rejection (no verifier
+    /// details) where `resume`, else a fresh session with the verifier's feedback.
+    pub(super) fn try_again(&mut self, resume: bool) -> anyhow::Result<Next> {
+        let verifier_dir = crate::core::layout::verifier(&self.run_dir, self.record.attempts);
         let mut attempt_row = self.record.clone();
         attempt_row.outcome = Some(Outcome::Fail);
         measure(&mut attempt_row, &self.repo_dir, now_millis());
-        file_ledger_row(&self.repo_dir, &attempt_row);
+        if let Err(not_filed) = filing::ledger_row(&self.repo_dir, &attempt_row) {
+            self.report.not_filed.push(not_filed);
+        }
         // The verifier's files are written by code the worker wrote: at most the first
         // 64 KiB of each is read, a regular file only, never through a symlink.
         let read = |name: &str| {
@@ -401,7 +397,7 @@ impl Supervisor<'_> {
         let text = crate::core::attempt::continuation_prompt(resume, &feedback);
         let file = crate::core::layout::continuation(&self.run_dir, self.record.attempts);
         std::fs::write(&file, text)?;
-        self.continue_with(file).map(Some)
+        self.continue_with(file)
     }
 
     /// Files the run record: outcome, diff, discrepancies; unlocks the worktree.
@@ -450,52 +446,22 @@ impl Supervisor<'_> {
         // The verdict is sealed before the run shows as finished.
         git::seal::seal_verdict(self.repo, &self.record)?;
         let (record, repo_dir) = (&self.record, &self.repo_dir);
-        if !self
-            .store
-            .finish(record, || file_ledger_row(repo_dir, record))?
-        {
+        let mut not_filed = None;
+        let finished = self.store.finish(record, || {
+            not_filed = filing::ledger_row(repo_dir, record).err();
+        })?;
+        self.report.not_filed.extend(not_filed);
+        if !finished {
             return Err(EndedOutside.into());
         }
-        self.notice = Some(self.record.clone());
+        self.report.notice = Some(self.record.clone());
         // A slot is free: a queued run of this backend (or of this worker) may start.
-        let _ = crate::run::queue::promote(self.store, &self.repo_dir);
+        self.report.freed_slot = true;
         Ok(())
     }
 }
 
-/// Appends a finished run's ledger row; a failure is reported, never fatal to the run.
-pub(super) fn file_ledger_row(repo_dir: &Path, record: &RunRecord) {
-    if let Err(err) = crate::run::ledger::append(repo_dir, record) {
-        eprintln!(
-            "warning: the ledger row of run {} was not written: {err:#}",
-            record.run
-        );
-    }
-}
-
-/// Completes a record for filing: outcome, final phase, times, the branch's diff,
-/// discrepancies; and unlocks the worktree (kept, with its branch).
-pub(super) fn seal(record: &mut RunRecord, outcome: Outcome, repo_dir: &Path) {
-    record.outcome = Some(outcome);
-    record.phase = outcome.final_phase();
-    record.pid = None;
-    measure(record, repo_dir, now_millis());
-    record.discrepancies = record.find_discrepancies();
-    let _ = worktree::unlock(repo_dir, Path::new(&record.worktree));
-}
-
-/// What an attempt's row reports when it ends at `now`: the time, the wall clock and the
-/// branch's diff since its base. The same for every path that files a row.
-pub(super) fn measure(record: &mut RunRecord, repo_dir: &Path, now: u64) {
-    record.finished_at = Some(stamp::whole_second(stamp::from_millis(now)));
-    record.elapsed_s = stamp::elapsed_s(record.started_at, now);
-    if let Ok((files, insertions, deletions)) =
-        worktree::numstat(repo_dir, &record.base, &record.branch)
-    {
-        record.diff = DiffStat {
-            files,
-            insertions,
-            deletions,
-        };
-    }
+/// A finding a step's own rule decided.
+fn judged((outcome, decision): (Outcome, String)) -> Fault {
+    Fault::Judged(outcome, decision)
 }

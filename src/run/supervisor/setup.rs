@@ -105,9 +105,7 @@ impl Supervisor<'_> {
                 now.saturating_add(self.record.budget_s.saturating_mul(1000)),
             ));
             self.deadline = Instant::now() + Duration::from_secs(self.record.budget_s);
-            if let Ok(task_prompt) =
-                std::fs::read_to_string(crate::core::layout::task_prompt(&self.run_dir))
-            {
+            if let Ok(task_prompt) = crate::state::run_files::task_prompt(&self.run_dir) {
                 std::fs::write(
                     &self.record.prompt_file,
                     crate::run::prompt::worker(&self.record, &task_prompt),

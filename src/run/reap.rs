@@ -1,7 +1,23 @@
 //! Runs whose supervisor is gone: abandoned by the lead, or reaped after their supervisor
-//! died, and filed from their seal.
+//! died, and filed from their seal. Beside the supervisor, not inside it: the scheduler,
+//! doctor and a wave's roll-back end runs this way too, and the supervisor ends a run it
+//! cannot drive through [`end_outside`].
 
-use super::*;
+use std::path::Path;
+
+use super::filing::{self, NotFiled, seal};
+use super::process;
+use crate::core::record::{Outcome, RunRecord};
+use crate::git::{self, worktree};
+use crate::state::runs::RunStore;
+
+/// A run ended from outside its supervisor, as filed; with its ledger row when that
+/// could not be written.
+#[derive(Debug)]
+pub struct Ended {
+    pub record: RunRecord,
+    pub not_filed: Option<NotFiled>,
+}
 
 /// Ends a live run as `abandoned`: its supervisor and every process working for it are
 /// killed; its branch, commits and worktree are kept. `None` when the run had already
@@ -11,20 +27,20 @@ pub fn abandon(
     repo_dir: &Path,
     record: RunRecord,
     why: &str,
-) -> anyhow::Result<Option<RunRecord>> {
+) -> anyhow::Result<Option<Ended>> {
     end_outside(store, repo_dir, record, Outcome::Abandoned, why)
 }
 
 /// Ends a live run from outside its attempt loop with `outcome`: kills whatever still
 /// works for it, files it under its sealed facts, keeps its branch and worktree. `None`
 /// when the run had already ended.
-pub(super) fn end_outside(
+pub fn end_outside(
     store: &RunStore,
     repo_dir: &Path,
     mut record: RunRecord,
     outcome: Outcome,
     why: &str,
-) -> anyhow::Result<Option<RunRecord>> {
+) -> anyhow::Result<Option<Ended>> {
     // Where the run's processes work comes from its id, never from the pointer.
     process::kill_run(
         &record.run,
@@ -98,8 +114,11 @@ pub(super) fn end_outside(
             ));
         let _ = git::seal::seal_verdict(repo, &record);
     }
-    if store.finish(&record, || file_ledger_row(repo_dir, &record))? {
-        Ok(Some(record))
+    let mut not_filed = None;
+    if store.finish(&record, || {
+        not_filed = filing::ledger_row(repo_dir, &record).err()
+    })? {
+        Ok(Some(Ended { record, not_filed }))
     } else {
         Ok(None)
     }
@@ -108,11 +127,7 @@ pub(super) fn end_outside(
 /// Completes the ending of run `run` whose record was filed before its supervisor died
 /// (the ledger row when it is missing, the pointer removed), when the seal holds the
 /// verdict the record claims.
-pub(super) fn complete_filed(
-    store: &RunStore,
-    repo_dir: &Path,
-    run: &str,
-) -> anyhow::Result<Option<RunRecord>> {
+fn complete_filed(store: &RunStore, repo_dir: &Path, run: &str) -> anyhow::Result<Option<Ended>> {
     let Some(filed) = store.load_record(run)? else {
         return Ok(None);
     };
@@ -123,7 +138,8 @@ pub(super) fn complete_filed(
     {
         return Ok(None);
     }
-    store.complete_finish(run, |record| {
+    let mut not_filed = None;
+    let completed = store.complete_finish(run, |record| {
         let filed_row = crate::run::ledger::rows(&repo, Some(&record.task))
             .map(|rows| {
                 rows.iter().any(|r| {
@@ -132,9 +148,10 @@ pub(super) fn complete_filed(
             })
             .unwrap_or(false);
         if !filed_row {
-            file_ledger_row(repo_dir, record);
+            not_filed = filing::ledger_row(repo_dir, record).err();
         }
-    })
+    })?;
+    Ok(completed.map(|record| Ended { record, not_filed }))
 }
 
 /// Marks every live run whose supervisor died (kill -9, a reboot) as `abandoned`, ending
@@ -145,7 +162,7 @@ pub fn reap_dead(
     store: &RunStore,
     repo_dir: &Path,
     live: &[RunRecord],
-) -> anyhow::Result<Vec<RunRecord>> {
+) -> anyhow::Result<Vec<Ended>> {
     let mut reaped = Vec::new();
     for record in live.iter().cloned() {
         // The rule a snapshot reports a dead supervisor by: runs waiting on the lead,
@@ -153,10 +170,10 @@ pub fn reap_dead(
         // read is never judged, nor its processes killed.
         let dead = store.supervisor(&record) == Some(crate::core::supervisor::Supervisor::Dead);
         if dead
-            && let Some(record) =
+            && let Some(ended) =
                 abandon(store, repo_dir, record, "the supervisor died; commits kept")?
         {
-            reaped.push(record);
+            reaped.push(ended);
         }
     }
     Ok(reaped)
