@@ -44,7 +44,8 @@ struct DiffOutput<'a> {
 }
 
 pub fn run(ctx: &CommandContext, args: DiffArgs) -> Result<Report> {
-    let store = runs::settled(ctx)?;
+    // A read: the store as it is.
+    let store = runs::open(ctx)?;
     let record = runs::load(&store, &runs::resolve(&store, &args.run)?)?;
     let repo = ctx.repo()?;
     let Some((from, to)) =

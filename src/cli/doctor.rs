@@ -14,8 +14,8 @@ use crate::core::doctor::Problem;
 /// worktrees, stray refs in task ref folders, missing hooks, notes that diverged from a
 /// remote's. With --fix, repair what can be repaired without losing work.
 ///
-/// Runs whose supervisor died are marked abandoned by every command (their commits are
-/// kept); doctor reports them. Orphan worktrees are listed, never removed. A hook that
+/// Runs whose supervisor died are marked abandoned by every command that acts, doctor
+/// included (their commits are kept); doctor reports them. Orphan worktrees are listed, never removed. A hook that
 /// lost git-crew's block (hook-missing: husky writes .husky/_ again on `npm install`)
 /// gets it back with --fix. A stray task
 /// ref (stray-task-ref) is a ref in refs/heads/crew/<task>/ that is no run's branch; --fix

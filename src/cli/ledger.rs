@@ -85,7 +85,8 @@ pub fn ledger(ctx: &CommandContext, args: LedgerArgs) -> Result<Report> {
                 &crate::run::ledger::rows(repo, Some(task)).map_err(CrewError::from)?,
             ),
             None => {
-                crate::run::ledger::learnt(repo)
+                // A read: a current cache is used, none is written.
+                crate::run::ledger::learnt(repo, crate::run::ledger::Cache::ReadOnly)
                     .map_err(CrewError::from)?
                     .stats
             }

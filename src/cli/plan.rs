@@ -8,6 +8,7 @@ use super::error::{CrewError, Result};
 use super::flight::{RoutingArgs, resolve};
 use super::ui::Report;
 use crate::core::plan::{Blocker, Gate, TaskStatus, Verdict};
+use crate::ops::runs::Access;
 
 /// Read a plan (.crew/plans/<plan>.toml).
 #[derive(Debug, Args)]
@@ -98,8 +99,10 @@ fn status(ctx: &CommandContext, name: Option<&str>) -> Result<Report> {
     let plan = load(ctx, name)?;
     let flight = resolve(ctx, &RoutingArgs::default())?.flight;
     let repo = ctx.repo()?;
-    let (statuses, facts) = derive(ctx, &plan, &flight)?;
-    let estimates = crate::run::ledger::estimates(repo, &plan).map_err(CrewError::from)?;
+    // A read: the runs as they are, and the ledger's cache left as it is.
+    let (statuses, facts) = derive(ctx, &plan, &flight, Access::Read)?;
+    let estimates = crate::run::ledger::estimates(repo, &plan, Access::Read.cache())
+        .map_err(CrewError::from)?;
     let tasks = statuses
         .iter()
         .map(|s| TaskOutput {

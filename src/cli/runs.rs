@@ -5,7 +5,7 @@
 use crate::core::record::RunRecord;
 use crate::view::result::{RunOutput, RunResult};
 
-pub use crate::ops::runs::{load, open, resolve, settled};
+pub use crate::ops::runs::{found, load, open, resolve, settled, snapshot};
 
 /// The parser of every RUN argument: a run address (a run id, `@last`, a task id, a
 /// unique part of a run id; see [`resolve`]), or a usage error (exit 2) for what could
@@ -48,6 +48,14 @@ pub fn output(record: &RunRecord) -> RunOutput<'_> {
 /// A run in full for people, as of now.
 pub fn result_block(record: &RunRecord) -> String {
     crate::view::result::result_block(record, crate::sys::clock::now_millis())
+}
+
+/// `record` as a command that only reads found it, with its supervisor, measured now.
+pub fn found_result(
+    record: &RunRecord,
+    supervisor: Option<crate::core::supervisor::Supervisor>,
+) -> crate::view::result::FoundResult<'_> {
+    crate::view::result::FoundResult::at(record, supervisor, crate::sys::clock::now_millis())
 }
 
 /// One line per run for people, measured now.

@@ -7,6 +7,7 @@ use super::context::CommandContext;
 use super::error::{CrewError, ErrorCode, Result};
 use super::runs;
 use super::ui::Report;
+use crate::view::result::{FoundOutput, FoundResult};
 
 /// Show one run's record.
 ///
@@ -18,13 +19,17 @@ pub struct ShowArgs {
     pub run: String,
 }
 
+/// The run as it is: a read, so nothing is settled — a live run whose supervisor died is
+/// shown live, its supervisor `dead`.
 pub fn run(ctx: &CommandContext, args: ShowArgs) -> Result<Report> {
-    let store = runs::settled(ctx)?;
-    let record = runs::load(&store, &runs::resolve(&store, &args.run)?)?;
-    Ok(Report::of(
-        &runs::output(&record),
-        runs::result_block(&record),
-    ))
+    let store = runs::open(ctx)?;
+    let found = runs::found(&store, &runs::resolve(&store, &args.run)?)?;
+    let now = crate::sys::clock::now_millis();
+    let output = FoundOutput {
+        run: FoundResult::at(&found.record, found.supervisor, now),
+    };
+    let human = crate::view::result::found_block(&found.record, found.supervisor, now);
+    Ok(Report::of(&output, human))
 }
 
 /// `transcript`: the run, its task, where the transcript is archived and the transcript
@@ -50,7 +55,7 @@ pub struct TranscriptArgs {
 }
 
 pub fn transcript(ctx: &CommandContext, args: TranscriptArgs) -> Result<Report> {
-    let store = runs::settled(ctx)?;
+    let store = runs::open(ctx)?;
     let record = runs::load(&store, &runs::resolve(&store, &args.run)?)?;
     let Some(path) = record.transcript.clone().map(std::path::PathBuf::from) else {
         return Err(CrewError::new(

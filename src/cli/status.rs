@@ -4,12 +4,15 @@ use clap::Args;
 use serde::Serialize;
 
 use super::context::CommandContext;
-use super::error::{CrewError, Result};
+use super::error::Result;
 use super::runs;
 use super::table::{Cell, Column, Fit, Table, tone};
 use super::ui::Report;
 use crate::core::record::{Phase, RunRecord};
+use crate::core::supervisor::Supervisor;
+use crate::state::runs::{Finished, Found};
 use crate::view::human::{self, IntegrationState, Tone};
+use crate::view::result::DEAD_SUPERVISOR;
 
 const EXAMPLES: &str =
     "Examples:\n  git crew status\n  git crew status 20261202-101500-1a2b\n  git crew ls --all";
@@ -34,44 +37,46 @@ pub struct StatusArgs {
     pub all: bool,
 }
 
-/// `status` / `ls`: the runs, oldest first (SPEC §2, `status`'s `"runs"`), and how many
-/// older finished runs were left out (`--all` shows them).
+/// `status` / `ls`: the runs, oldest first (SPEC §2, `status`'s `"runs"`, each with its
+/// `"supervisor"`), and how many older finished runs were left out (`--all` shows them).
 #[derive(Debug, Serialize)]
 pub struct StatusOutput<'a> {
-    pub runs: Vec<crate::view::result::RunResult<'a>>,
+    pub runs: Vec<crate::view::result::FoundResult<'a>>,
     pub hidden: usize,
 }
 
+/// The runs as they are: a read, so nothing is settled — a run whose supervisor died is
+/// listed live, its supervisor `dead`.
 pub fn run(ctx: &CommandContext, args: StatusArgs) -> Result<Report> {
-    let store = runs::settled(ctx)?;
-    let (mut records, hidden) = match &args.run {
-        Some(run) => (vec![runs::load(&store, &runs::resolve(&store, run)?)?], 0),
+    let store = runs::open(ctx)?;
+    let (found, hidden) = match &args.run {
+        Some(run) => (vec![runs::found(&store, &runs::resolve(&store, run)?)?], 0),
         None => {
-            let mut live = store.live().map_err(CrewError::from)?;
-            let (finished, hidden) = if args.all {
-                (store.finished().map_err(CrewError::from)?, 0)
+            let finished = if args.all {
+                Finished::All
             } else {
-                store
-                    .finished_recent(args.recent)
-                    .map_err(CrewError::from)?
+                Finished::Recent(args.recent)
             };
-            live.extend(finished);
-            (live, hidden)
+            let snapshot = runs::snapshot(&store, finished)?;
+            let hidden = snapshot.hidden;
+            (snapshot.into_runs(), hidden)
         }
     };
-    records.sort_by(|a, b| a.started_at.cmp(&b.started_at).then(a.run.cmp(&b.run)));
-    let mut human = if records.is_empty() {
+    let mut human = if found.is_empty() {
         "no runs".to_string()
     } else {
         let now = crate::sys::clock::now_millis();
-        table(&records, now).render(crate::sys::term::stdout_width(), super::ui::colour())
+        table(&found, now).render(crate::sys::term::stdout_width(), super::ui::colour())
     };
     if hidden > 0 {
         let older = human::count(hidden, "older run", "older runs");
         human.push_str(&format!("\n{older} hidden (--all shows them)"));
     }
     let output = StatusOutput {
-        runs: records.iter().map(runs::result).collect(),
+        runs: found
+            .iter()
+            .map(|f| runs::found_result(&f.record, f.supervisor))
+            .collect(),
         hidden,
     };
     let mut report = Report::of(&output, human);
@@ -81,7 +86,7 @@ pub fn run(ctx: &CommandContext, args: StatusArgs) -> Result<Report> {
 }
 
 /// The runs as a table for people, measured at `now` (Unix milliseconds).
-pub fn table(records: &[RunRecord], now: u64) -> Table {
+pub fn table(runs: &[Found], now: u64) -> Table {
     let columns = vec![
         Column::new("RUN", Fit::Fixed),
         Column::new("TASK", Fit::Shrink { min: 8 }),
@@ -93,16 +98,19 @@ pub fn table(records: &[RunRecord], now: u64) -> Table {
         Column::new("INTEGRATION", Fit::Fixed).dropped_at(4),
         Column::new("NOTE", Fit::Fill { min: 16 }).dropped_at(0),
     ];
-    let rows = records.iter().map(|r| row(r, now)).collect();
+    let rows = runs
+        .iter()
+        .map(|f| row(&f.record, f.supervisor, now))
+        .collect();
     let mut table = Table { columns, rows };
     // A spend column only when some run reported one.
-    if records.iter().all(|r| r.usage.is_none()) {
+    if runs.iter().all(|f| f.record.usage.is_none()) {
         table.drop_column("SPEND");
     }
     table
 }
 
-fn row(record: &RunRecord, now: u64) -> Vec<Cell> {
+fn row(record: &RunRecord, supervisor: Option<Supervisor>, now: u64) -> Vec<Cell> {
     let result = runs::result(record);
     let activity = match (record.finished_at, record.last_activity_at) {
         _ if record.unreadable.is_some() => None,
@@ -117,6 +125,12 @@ fn row(record: &RunRecord, now: u64) -> Vec<Cell> {
     let note = match (&record.needs_help, record.phase) {
         (Some(help), Phase::NeedsHelp) => format!("asks: {}", help.question),
         _ => record.decision.clone().unwrap_or_default(),
+    };
+    // A dead supervisor is what matters most of a run that has one.
+    let note = match (supervisor, note.is_empty()) {
+        (Some(Supervisor::Dead), true) => DEAD_SUPERVISOR.to_string(),
+        (Some(Supervisor::Dead), false) => format!("{DEAD_SUPERVISOR}; {note}"),
+        _ => note,
     };
     vec![
         record.run.as_str().into(),

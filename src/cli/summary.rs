@@ -7,6 +7,7 @@ use super::error::Result;
 use super::ui::Report;
 use crate::core::flight::Reflex;
 use crate::core::summary::{self, At};
+use crate::ops::runs::Access;
 
 /// Print the four-line account of a wave.
 ///
@@ -34,7 +35,8 @@ pub fn run(ctx: &CommandContext, args: SummaryArgs) -> Result<Report> {
     let plan = super::plan::load(ctx, args.plan.as_deref())?;
     super::wave::wave_tasks(&plan, args.wave)?;
     let at = args.at;
-    let (facts, _, _) = super::wave::gather(ctx, &plan, args.wave)?;
+    // A read: the runs as they are.
+    let (facts, _, _) = super::wave::gather(ctx, &plan, args.wave, Access::Read)?;
     let summary = summary::summarize(&facts, at);
     // `summary.reflex` names the shape; what-why-how-when is the one there is.
     let flight = super::flight::resolve(ctx, &super::flight::RoutingArgs::default())?.flight;

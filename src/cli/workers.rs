@@ -44,7 +44,8 @@ pub struct WorkersArgs {}
 
 pub fn run(ctx: &CommandContext, _args: WorkersArgs) -> Result<Report> {
     let flight = resolve(ctx, &RoutingArgs::default())?.flight;
-    let store = runs::settled(ctx)?;
+    // A read: the store as it is.
+    let store = runs::open(ctx)?;
     let live = store.live().map_err(CrewError::from)?;
     let sessions = crate::state::sessions::load(store.root());
     let rows = crate::run::ledger::rows(ctx.repo()?, None).map_err(CrewError::from)?;

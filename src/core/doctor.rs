@@ -11,7 +11,7 @@ use serde::Serialize;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum ProblemKind {
-    /// A run lost its supervisor (every command marks it abandoned).
+    /// A run lost its supervisor (every command that acts marks it abandoned).
     DeadSupervisor,
     /// An integrate died half-way.
     IntegrationUnfinished,

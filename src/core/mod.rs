@@ -29,6 +29,7 @@ pub mod size;
 pub mod stamp;
 pub mod strays;
 pub mod summary;
+pub mod supervisor;
 pub mod text;
 pub mod toolchain;
 pub mod usage;

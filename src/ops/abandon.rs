@@ -36,6 +36,10 @@ pub fn abandon(ctx: &Context, request: &Request) -> Result<Abandoned> {
             if let Some(not_filed) = ended.not_filed {
                 ctx.warn(not_filed);
             }
+            // Its slot is free: a queued run of its backend (or of its worker) may start.
+            // The run is abandoned whatever the queue does; a queue left waiting starts at
+            // the next command that acts.
+            let _ = crate::run::queue::promote(&store, &repo_dir);
             Ok(Abandoned::Stopped(ended.record))
         }
         None => {

@@ -35,13 +35,15 @@ pub fn load(ctx: &Context, name: Option<&str>) -> Result<Plan> {
     })
 }
 
-/// The plan's derived status, and the facts it was derived from.
+/// The plan's derived status, and the facts it was derived from: from the runs as they
+/// are for a command that reads, settled first for one that acts.
 pub fn derive(
     ctx: &Context,
     plan: &Plan,
     flight: &crate::core::flight::Flight,
+    access: super::runs::Access,
 ) -> Result<(Vec<crate::core::plan::TaskStatus>, crate::core::plan::Facts)> {
-    let store = super::runs::settled(ctx)?;
+    let store = access.store(ctx)?;
     let facts = plans::facts(ctx.repo()?, &store, plan, flight).map_err(CrewError::from)?;
     Ok((crate::core::plan::status(plan, &facts), facts))
 }

@@ -1,19 +1,54 @@
-//! What the operations on runs share: opening the run store (plainly, or settled by
-//! `run::queue`), resolving a RUN address to a run, loading a run.
+//! What the operations on runs share: opening the run store (as it is for a command that
+//! reads, settled by `run::queue` for one that acts), the runs as a reader finds them,
+//! resolving a RUN address to a run, loading a run.
 
 use super::Context;
 use crate::core::record::RunRecord;
 use crate::error::{CrewError, ErrorCode, Result};
-use crate::state::runs::RunStore;
+use crate::state::runs::{Finished, Found, RunStore, Snapshot, Unreadable};
 
-/// The run store of the current repository, as it is.
+/// The run store of the current repository, as it is. Commands that only read open it
+/// this way and change nothing: no dead run is filed, no queued run started.
 pub fn open(ctx: &Context) -> Result<RunStore> {
     Ok(RunStore::new(&crate::git::repo::state_dir(ctx.repo()?)))
 }
 
+/// Whether an operation only reads the runs or acts on them. One that reads takes them as
+/// they are and writes nothing (not even the ledger's cache); one that acts settles them
+/// first and keeps what it works out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Access {
+    Read,
+    Act,
+}
+
+impl Access {
+    /// The run store for this access: as it is ([`open`]) or [`settled`].
+    pub fn store(self, ctx: &Context) -> Result<RunStore> {
+        match self {
+            Access::Read => open(ctx),
+            Access::Act => settled(ctx),
+        }
+    }
+
+    /// Whether what the ledger teaches may be kept in its cache.
+    pub fn cache(self) -> crate::run::ledger::Cache {
+        match self {
+            Access::Read => crate::run::ledger::Cache::ReadOnly,
+            Access::Act => crate::run::ledger::Cache::Write,
+        }
+    }
+}
+
+/// The runs as they are (`RunStore::snapshot`): the live ones with their supervisors
+/// judged, and the finished ones `finished` asks for.
+pub fn snapshot(store: &RunStore, finished: Finished) -> Result<Snapshot> {
+    store.snapshot(finished).map_err(CrewError::from)
+}
+
 /// The run store, settled first: runs whose supervisor died are filed, and queued runs
-/// start where slots are free (`run::queue::settle`). Every command that reports or acts
-/// on live runs opens it this way.
+/// start where slots are free (`run::queue::settle`). Every command that acts on runs
+/// opens it this way; settling is its explicit first step.
 pub fn settled(ctx: &Context) -> Result<RunStore> {
     let store = open(ctx)?;
     for not_filed in crate::run::queue::settle(&store, ctx.workdir()?).map_err(CrewError::from)? {
@@ -55,8 +90,18 @@ pub fn resolve(store: &RunStore, address: &str) -> Result<String> {
 
 /// One run, live or finished; exit 3 when there is none.
 pub fn load(store: &RunStore, run: &str) -> Result<RunRecord> {
-    store
-        .load(run)
-        .map_err(|u| CrewError::new(ErrorCode::RunUnreadable, u.to_string()))?
+    on_file(store.load(run), run)
+}
+
+/// One run as a reader finds it, live or finished, with its supervisor judged while it
+/// is live; exit 3 when there is none.
+pub fn found(store: &RunStore, run: &str) -> Result<Found> {
+    on_file(store.found(run), run)
+}
+
+/// What was read of run `run`: exit 3 when it is not on file, and a refusal naming the
+/// file when it cannot be read.
+fn on_file<T>(read: std::result::Result<Option<T>, Unreadable>, run: &str) -> Result<T> {
+    read.map_err(|u| CrewError::new(ErrorCode::RunUnreadable, u.to_string()))?
         .ok_or_else(|| CrewError::new(ErrorCode::RunNotFound, format!("no run {run}")))
 }

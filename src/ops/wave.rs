@@ -10,6 +10,7 @@ use crate::run::wave::WaveFailure;
 
 use super::Context;
 use super::dispatch::Dispatched;
+use super::runs::Access;
 
 /// Exit 3 when the plan has no task in `wave`, naming the waves it has.
 pub fn wave_tasks(plan: &Plan, wave: u32) -> Result<()> {
@@ -32,15 +33,18 @@ pub fn wave_tasks(plan: &Plan, wave: u32) -> Result<()> {
 }
 
 /// What the summary and `wave status` say of wave `wave`, gathered
-/// (`run::wave::facts`).
+/// (`run::wave::facts`): from the runs as they are for a command that reads, settled
+/// first for one that acts.
 pub fn gather(
     ctx: &Context,
     plan: &Plan,
     wave: u32,
+    access: Access,
 ) -> Result<(WaveFacts, Vec<TaskStatus>, Vec<FollowOn>)> {
     let flight = super::flight::resolve(ctx, &Invocation::default())?.flight;
-    let store = super::runs::settled(ctx)?;
-    crate::run::wave::facts(ctx.repo()?, &store, plan, &flight, wave).map_err(CrewError::from)
+    let store = access.store(ctx)?;
+    crate::run::wave::facts(ctx.repo()?, &store, plan, &flight, wave, access.cache())
+        .map_err(CrewError::from)
 }
 
 pub struct Request {
@@ -84,7 +88,7 @@ pub fn dispatch(ctx: &Context, req: &Request) -> Result<Waved> {
     let plan = super::plans::load(ctx, req.plan.as_deref())?;
     wave_tasks(&plan, wave)?;
     let flight = super::flight::resolve(ctx, &req.invocation)?.flight;
-    let (statuses, _) = super::plans::derive(ctx, &plan, &flight)?;
+    let (statuses, _) = super::plans::derive(ctx, &plan, &flight, Access::Act)?;
     let in_wave: Vec<&TaskStatus> = statuses.iter().filter(|s| s.wave == wave).collect();
     // Ready tasks (under `warn`, also those only a gate holds), except a task whose run
     // passed and waits to be integrated.
@@ -182,7 +186,7 @@ pub fn dispatch(ctx: &Context, req: &Request) -> Result<Waved> {
     if req.dry_run {
         return Ok(waved(Went::Planned(started.outputs)));
     }
-    let (mut facts, _, _) = gather(ctx, &plan, wave)?;
+    let (mut facts, _, _) = gather(ctx, &plan, wave, Access::Act)?;
     // What was just started, whether or not a fast worker has already finished.
     wave::mark_started(&mut facts, &started.runs);
     // `summary.at` says whether the dispatch summary is printed.

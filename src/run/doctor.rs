@@ -69,7 +69,7 @@ pub fn check(
 }
 
 /// Runs whose supervisor died: marked abandoned (or their filing completed) whether or not
-/// `fix` is asked for, as every command does.
+/// `fix` is asked for, as every command that acts does.
 fn dead_supervisors(
     store: &RunStore,
     repo_dir: &Path,

@@ -60,8 +60,16 @@ pub struct Learnt {
     pub actuals: std::collections::HashMap<String, f64>,
 }
 
+/// Whether working out what the ledger teaches may keep it in the cache: a command that
+/// acts writes it; one that only reads uses a current cache and writes nothing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Cache {
+    Write,
+    ReadOnly,
+}
+
 /// The stats and estimates of the ledger as it is now.
-pub fn learnt(repo: &crate::git::Repository) -> anyhow::Result<Learnt> {
+pub fn learnt(repo: &crate::git::Repository, cache: Cache) -> anyhow::Result<Learnt> {
     let tip = notes::tip(repo, notes::LEDGER)?.map(|id| id.to_string());
     let path = crate::core::layout::ledger_cache(&crate::git::repo::state_dir(repo));
     if let Ok(bytes) = std::fs::read(&path)
@@ -88,7 +96,8 @@ pub fn learnt(repo: &crate::git::Repository) -> anyhow::Result<Learnt> {
         actuals,
     };
     // A cache: failing to write it only costs the next reader the recomputation.
-    if let Some(dir) = path.parent()
+    if cache == Cache::Write
+        && let Some(dir) = path.parent()
         && std::fs::create_dir_all(dir).is_ok()
         && let Ok(text) = serde_json::to_string(&learnt)
     {
@@ -102,8 +111,9 @@ pub fn learnt(repo: &crate::git::Repository) -> anyhow::Result<Learnt> {
 pub fn estimates(
     repo: &crate::git::Repository,
     plan: &crate::core::plan::Plan,
+    cache: Cache,
 ) -> anyhow::Result<std::collections::HashMap<String, f64>> {
-    let learnt = learnt(repo)?;
+    let learnt = learnt(repo, cache)?;
     Ok(plan
         .tasks
         .iter()
@@ -125,7 +135,8 @@ pub fn split_advice(
     record: &crate::core::record::RunRecord,
 ) -> Option<String> {
     let size = record.size_h?;
-    let stats = learnt(repo).ok()?.stats;
+    // Asked by dispatch, which acts.
+    let stats = learnt(repo, Cache::Write).ok()?.stats;
     let mine = stats.iter().find(|s| {
         s.backend == record.backend && s.model == record.model && s.effort == record.effort
     })?;

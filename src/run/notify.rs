@@ -78,7 +78,10 @@ fn run(notifier: &Notifier, repo_dir: &Path, record: &RunRecord, run_dir: &Path)
     let Some((program, args)) = notifier.command.split_first() else {
         return Told::Nobody;
     };
-    let result = crate::view::result::RunResult::at(record, crate::sys::clock::now_millis());
+    // The object `show --json` prints as "run": a run that parked or ended has no
+    // supervisor to lose, so its `supervisor` is null.
+    let result =
+        crate::view::result::FoundResult::at(record, None, crate::sys::clock::now_millis());
     // Stdin is a file, not a pipe: a command that never reads it cannot block us on a
     // full pipe, and one that reads it gets all of it.
     let stdin = (|| -> std::io::Result<std::fs::File> {

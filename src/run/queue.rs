@@ -1,6 +1,6 @@
 //! The scheduler: which runs hold their backend's concurrency slots, starting queued runs
 //! as slots free, starting supervisors, and settling the store (reaping runs whose
-//! supervisor died, then promoting the queue) where a command needs the runs current.
+//! supervisor died, then promoting the queue) as the first step of a command that acts.
 //! It sits above the supervisor: it drives a run through `run::supervisor` (the hidden
 //! `supervise` command, a native run's delivery) and, when the supervisor reports a freed
 //! slot, starts the queued runs; the supervisor never starts a run itself.
@@ -20,9 +20,9 @@ use crate::core::stamp;
 use crate::state::runs::RunStore;
 use crate::sys::clock::now_millis;
 
-/// Brings the store up to date before a command reads it: runs whose supervisor died are
-/// filed as abandoned, and queued runs start where slots are free. Returns the ledger rows
-/// of reaped runs that could not be written.
+/// Brings the store up to date before a command that acts reads it: runs whose
+/// supervisor died are filed as abandoned, and queued runs start where slots are free.
+/// Returns the ledger rows of reaped runs that could not be written.
 pub fn settle(store: &RunStore, repo_dir: &Path) -> anyhow::Result<Vec<NotFiled>> {
     // One read of the live pointers serves both: reaping never touches queued runs.
     let live = store.live()?;
@@ -111,7 +111,7 @@ pub fn readmit(store: &RunStore, record: &RunRecord) -> anyhow::Result<Phase> {
 
 /// Starts queued runs, oldest first, while their backend has a free slot. Called when a
 /// run ends or parks (after its supervisor reports the freed slot) and by every command
-/// that reads runs, so a queue never
+/// that acts, so a queue never
 /// stalls for long even when a supervisor died.
 pub fn promote(store: &RunStore, repo_dir: &Path) -> anyhow::Result<Vec<String>> {
     let _lock = store.dispatch_lock(Duration::from_secs(30))?;

@@ -4,11 +4,10 @@
 //! cannot drive through [`end_outside`].
 
 use std::path::Path;
-use std::time::Duration;
 
 use super::filing::{self, NotFiled, seal};
 use super::process;
-use crate::core::record::{Outcome, Phase, RunRecord};
+use crate::core::record::{Outcome, RunRecord};
 use crate::git::{self, worktree};
 use crate::state::runs::RunStore;
 
@@ -166,26 +165,11 @@ pub fn reap_dead(
 ) -> anyhow::Result<Vec<Ended>> {
     let mut reaped = Vec::new();
     for record in live.iter().cloned() {
-        // Runs waiting on the lead, and native runs (the lead works them), have no
-        // supervisor to lose.
-        if matches!(
-            record.phase,
-            Phase::NeedsHelp | Phase::AwaitingAttach | Phase::Queued
-        ) || record.adapter == crate::core::flight::AdapterKind::Native
-            // A run whose pointer cannot be read is never judged, nor its processes
-            // killed: nothing says which they are.
-            || record.unreadable.is_some()
-        {
-            continue;
-        }
-        let alive = match record.supervisor_pid {
-            Some(pid) => process::is_alive(pid, &record.run),
-            // Dispatch and advise write the pointer just before the supervisor starts.
-            None => std::fs::metadata(store.live_path(&record.run))
-                .and_then(|m| m.modified())
-                .is_ok_and(|t| t.elapsed().unwrap_or_default() < Duration::from_secs(30)),
-        };
-        if !alive
+        // The rule a snapshot reports a dead supervisor by: runs waiting on the lead,
+        // queued and native runs have none to lose, and a run whose pointer cannot be
+        // read is never judged, nor its processes killed.
+        let dead = store.supervisor(&record) == Some(crate::core::supervisor::Supervisor::Dead);
+        if dead
             && let Some(ended) =
                 abandon(store, repo_dir, record, "the supervisor died; commits kept")?
         {

@@ -11,17 +11,19 @@ use crate::core::wave::{self, FollowOn};
 use crate::state::runs::RunStore;
 
 /// What the summary and `wave status` say of wave `wave`: its facts, its tasks' statuses
-/// and the follow-ons its runs deferred.
+/// and the follow-ons its runs deferred. Read from `store` as it is given; `cache` says
+/// whether the ledger's estimates may be kept.
 pub fn facts(
     repo: &crate::git::Repository,
     store: &RunStore,
     plan: &Plan,
     flight: &Flight,
     wave: u32,
+    cache: super::ledger::Cache,
 ) -> anyhow::Result<(WaveFacts, Vec<TaskStatus>, Vec<FollowOn>)> {
     let facts = super::plans::facts(repo, store, plan, flight)?;
     let statuses = crate::core::plan::status(plan, &facts);
-    let estimates = super::ledger::estimates(repo, plan)?;
+    let estimates = super::ledger::estimates(repo, plan, cache)?;
     let verdicts = &facts.verdicts;
     let finished = store.finished()?;
     let mut tasks = Vec::new();

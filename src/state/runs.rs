@@ -12,8 +12,60 @@ use std::time::Duration;
 
 use super::locks::Turn;
 use crate::core::record::RunRecord;
+use crate::core::supervisor::{self, Supervisor};
 use crate::sys::fs::write_atomic;
 use crate::sys::lock::Lock;
+
+/// Which finished runs a [`Snapshot`] holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Finished {
+    /// The `n` most recent.
+    Recent(usize),
+    /// Every one.
+    All,
+}
+
+/// A run as a reader finds it: its record and, while it is live, whether its supervisor
+/// is alive (`None` for a finished run, and for a live one with no supervisor to lose:
+/// `core::supervisor::expected`).
+#[derive(Debug, Clone)]
+pub struct Found {
+    pub record: RunRecord,
+    pub supervisor: Option<Supervisor>,
+}
+
+/// The runs as a command that only reads finds them. Taking it writes nothing and takes
+/// no lock: a run whose supervisor died is reported dead, not filed, and a queued run
+/// stays queued. Settling is a step of the commands that act (`run::queue::settle`).
+#[derive(Debug, Clone, Default)]
+pub struct Snapshot {
+    /// Every live run, oldest first.
+    pub live: Vec<Found>,
+    /// The finished runs asked for, oldest first.
+    pub finished: Vec<RunRecord>,
+    /// How many older finished runs were left out.
+    pub hidden: usize,
+}
+
+impl Snapshot {
+    /// The live runs' records, oldest first.
+    pub fn live_records(&self) -> impl Iterator<Item = &RunRecord> {
+        self.live.iter().map(|found| &found.record)
+    }
+
+    /// Every run of the snapshot, live and finished together, oldest first.
+    pub fn into_runs(self) -> Vec<Found> {
+        let mut runs = self.live;
+        runs.extend(self.finished.into_iter().map(|record| Found {
+            record,
+            supervisor: None,
+        }));
+        runs.sort_by(|a, b| {
+            (a.record.started_at.cmp(&b.record.started_at)).then(a.record.run.cmp(&b.record.run))
+        });
+        runs
+    }
+}
 
 /// The local state folder of one repository.
 #[derive(Debug, Clone)]
@@ -233,6 +285,74 @@ impl RunStore {
         }
         records.sort_by(|a, b| a.started_at.cmp(&b.started_at).then(a.run.cmp(&b.run)));
         Ok(records)
+    }
+
+    /// What the process table and the pointer's file say of live run `record`'s
+    /// supervisor, read without a lock.
+    pub fn supervisor_facts(&self, record: &RunRecord) -> supervisor::Facts {
+        let process = record
+            .supervisor_pid
+            .map(|pid| match crate::sys::process::cmdline(pid) {
+                Some(cmdline) => supervisor::Process::Listed { cmdline },
+                None => supervisor::Process::Unlisted {
+                    exists: crate::sys::process::exists(pid),
+                },
+            });
+        // The pointer's age matters only while it names no supervisor.
+        let pointer_age = match process {
+            Some(_) => None,
+            None => std::fs::metadata(self.live_path(&record.run))
+                .and_then(|m| m.modified())
+                .ok()
+                .map(|t| t.elapsed().unwrap_or_default()),
+        };
+        supervisor::Facts {
+            process,
+            pointer_age,
+        }
+    }
+
+    /// Live run `record`'s supervisor as found (`core::supervisor::judge`); `None` when
+    /// it has none to lose.
+    pub fn supervisor(&self, record: &RunRecord) -> Option<Supervisor> {
+        supervisor::judge(record, &self.supervisor_facts(record))
+    }
+
+    /// The runs as they are: every live run with its supervisor judged, and the finished
+    /// runs `finished` asks for. Nothing is written, no lock taken.
+    pub fn snapshot(&self, finished: Finished) -> anyhow::Result<Snapshot> {
+        let live = self
+            .live()?
+            .into_iter()
+            .map(|record| Found {
+                supervisor: self.supervisor(&record),
+                record,
+            })
+            .collect();
+        let (finished, hidden) = match finished {
+            Finished::Recent(n) => self.finished_recent(n)?,
+            Finished::All => (self.finished()?, 0),
+        };
+        Ok(Snapshot {
+            live,
+            finished,
+            hidden,
+        })
+    }
+
+    /// One run as it is, live or finished (the live pointer wins while both exist), with
+    /// its supervisor judged while it is live. Nothing is written, no lock taken.
+    pub fn found(&self, run: &str) -> Result<Option<Found>, Unreadable> {
+        if let Some(record) = read_json(&self.live_path(run))? {
+            return Ok(Some(Found {
+                supervisor: self.supervisor(&record),
+                record,
+            }));
+        }
+        Ok(read_json(&self.record_path(run))?.map(|record| Found {
+            record,
+            supervisor: None,
+        }))
     }
 
     /// Every finished run, oldest first.

@@ -163,6 +163,12 @@ pub fn all_pids() -> Vec<u32> {
         .collect()
 }
 
+/// A process's command line, its arguments NUL-separated (empty for a zombie); `None`
+/// when `/proc` does not let it be read.
+pub fn cmdline(pid: u32) -> Option<Vec<u8>> {
+    std::fs::read(format!("/proc/{pid}/cmdline")).ok()
+}
+
 /// A process's environment as `KEY=value` entries.
 pub fn environ(pid: u32) -> Vec<Vec<u8>> {
     std::fs::read(format!("/proc/{pid}/environ"))

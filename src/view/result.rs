@@ -9,6 +9,7 @@ use crate::core::record::{
     DiffStat, Footer, Integration, Outcome, Phase, Pruning, RunRecord, Setup, Verify,
 };
 use crate::core::scope::Role;
+use crate::core::supervisor::Supervisor;
 
 /// A run result: `status` and `wait` (`"runs"`), `show`, `attach`, `deliver` and
 /// `abandon` (`"run"`), `watch` (each frame's `"runs"`) — SPEC §2, Stable JSON fields.
@@ -167,6 +168,38 @@ impl<'a> RunOutput<'a> {
     }
 }
 
+/// A run as a command that only reads found it (`status`'s `"runs"`, `show`'s `"run"`):
+/// its run result, then `"supervisor"` — `"alive"` or `"dead"` while the run is live
+/// with a supervisor to lose, `null` otherwise. A dead supervisor is reported, not acted
+/// on: the next command that acts files the run as abandoned.
+#[derive(Debug, Serialize)]
+pub struct FoundResult<'a> {
+    #[serde(flatten)]
+    pub result: RunResult<'a>,
+    pub supervisor: Option<Supervisor>,
+}
+
+impl<'a> FoundResult<'a> {
+    /// `record` as found, with its supervisor, as of `now` (Unix milliseconds).
+    pub fn at(record: &'a RunRecord, supervisor: Option<Supervisor>, now: u64) -> FoundResult<'a> {
+        FoundResult {
+            result: RunResult::at(record, now),
+            supervisor,
+        }
+    }
+}
+
+/// `show`: `{"run": run result as found}`.
+#[derive(Debug, Serialize)]
+pub struct FoundOutput<'a> {
+    pub run: FoundResult<'a>,
+}
+
+/// What people read of a live run whose supervisor died, before a command that acts
+/// files it.
+pub const DEAD_SUPERVISOR: &str =
+    "supervisor dead: the next command that acts (`git crew doctor --fix`) files it as abandoned";
+
 /// A time of `record` as it is shown: RFC 3339 to the second, and nothing for a
 /// stand-in, which knows no times.
 pub fn shown(record: &RunRecord, at: jiff::Timestamp) -> String {
@@ -213,6 +246,12 @@ pub fn result_line(record: &RunRecord, now: u64) -> String {
 /// the worker wrote (its footer, its question, its session id, the names of the files
 /// it changed) is [sanitized](human::sanitize): it reaches the terminal as text only.
 pub fn result_block(record: &RunRecord, now: u64) -> String {
+    found_block(record, None, now)
+}
+
+/// A run in full for people as a command that only reads found it: [`result_block`],
+/// saying so under its phase when its supervisor is dead.
+pub fn found_block(record: &RunRecord, supervisor: Option<Supervisor>, now: u64) -> String {
     let mut out = vec![
         format!(
             "run {} (task {}, role {})",
@@ -233,6 +272,11 @@ pub fn result_block(record: &RunRecord, now: u64) -> String {
                 .unwrap_or_default(),
             record.attempts
         ),
+    ];
+    if supervisor == Some(Supervisor::Dead) {
+        out.push(DEAD_SUPERVISOR.to_string());
+    }
+    out.extend([
         format!(
             "backend {} model {} session {}",
             record.backend,
@@ -260,7 +304,7 @@ pub fn result_block(record: &RunRecord, now: u64) -> String {
                 record.run
             ),
         },
-    ];
+    ]);
     if let Some(setup) = &record.setup {
         out.push(setup_line(setup));
     }
@@ -550,6 +594,40 @@ mod tests {
         }
         assert_eq!(value["elapsed_s"], 600);
         assert_eq!(keys(&value["diff"]), ["files", "insertions", "deletions"]);
+    }
+
+    #[test]
+    fn a_run_as_found_is_its_run_result_then_its_supervisor() {
+        let mut r = RunRecord::example();
+        r.phase = Phase::Working;
+        r.outcome = None;
+        let plain = serde_json::to_value(RunResult::at(&r, 0)).unwrap();
+        for (supervisor, said) in [
+            (Some(Supervisor::Alive), serde_json::json!("alive")),
+            (Some(Supervisor::Dead), serde_json::json!("dead")),
+            (None, serde_json::Value::Null),
+        ] {
+            let found = serde_json::to_value(FoundResult::at(&r, supervisor, 0)).unwrap();
+            let mut keys = keys(&found);
+            assert_eq!(keys.pop().as_deref(), Some("supervisor"));
+            assert_eq!(keys, self::keys(&plain));
+            assert_eq!(found["supervisor"], said);
+        }
+    }
+
+    #[test]
+    fn a_dead_supervisor_is_told_under_the_phase_and_an_alive_one_not_at_all() {
+        let mut r = RunRecord::example();
+        r.phase = Phase::Working;
+        r.outcome = None;
+        let plain = result_block(&r, 0);
+        assert_eq!(found_block(&r, Some(Supervisor::Alive), 0), plain);
+        assert_eq!(found_block(&r, None, 0), plain);
+        let dead = found_block(&r, Some(Supervisor::Dead), 0);
+        let lines: Vec<&str> = dead.lines().collect();
+        assert_eq!(lines[2], DEAD_SUPERVISOR, "{dead}");
+        assert!(lines[1].starts_with("phase working"), "{dead}");
+        assert_eq!(dead.lines().count(), plain.lines().count() + 1);
     }
 
     #[test]

@@ -517,16 +517,22 @@ fn a_killed_supervisor_is_detected_and_its_run_abandoned() {
         .args(["-9", &supervisor.to_string()])
         .status()
         .unwrap();
-    // Any `git crew` that finds the supervisor dead files the run as abandoned.
+    // `status` reports the dead supervisor and changes nothing: the run stays live.
     let status = poll_for(
         Duration::from_secs(20),
         "status to find the supervisor dead",
         || {
             let status = env.crew(&repo, &["status", &run]).json();
-            (status["runs"][0]["phase"] != "working").then_some(status)
+            (status["runs"][0]["supervisor"] == "dead").then_some(status)
         },
     );
+    assert_eq!(status["runs"][0]["phase"], "working");
+    // The next command that acts (here `wait`) files the run as abandoned.
+    let (out, _) = wait(&env, &repo, &run);
+    out.expect_code(1);
+    let status = env.crew(&repo, &["status", &run]).json();
     assert_eq!(status["runs"][0]["phase"], "abandoned");
+    assert_eq!(status["runs"][0]["supervisor"], Value::Null);
     assert_eq!(status["runs"][0]["outcome"], "abandoned");
     gone_soon(&read(&dir.join("worker-pid")), "the worker");
     gone_soon(&read(&dir.join("child-pid")), "the worker's child");

@@ -19,6 +19,7 @@ mod notify;
 mod plan;
 mod progress;
 mod prune;
+mod read_only;
 mod real_clis;
 mod retry;
 mod roster;

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::common::{TestEnv, poll_for, poll_until};
+use crate::common::{TestEnv, poll_until};
 
 fn crew_repo(env: &TestEnv) -> std::path::PathBuf {
     env.fixture("crew-repo.sh", "repo", &[])
@@ -143,10 +143,16 @@ fn a_run_whose_supervisor_was_killed_has_its_strays_taken_when_it_is_reaped() {
         .args(["-9", &supervisor.to_string()])
         .status()
         .unwrap();
-    let result = poll_for(Duration::from_secs(20), "the run to be reaped", || {
-        let status = env.crew(&repo, &["status", &run]).json();
-        (status["runs"][0]["phase"] == "abandoned").then(|| status["runs"][0].clone())
-    });
+    // `status` only reports the dead supervisor; the next command that acts (here
+    // `wait`) reaps the run.
+    poll_until(
+        Duration::from_secs(20),
+        "status to find the supervisor dead",
+        || env.crew(&repo, &["status", &run]).json()["runs"][0]["supervisor"] == "dead",
+    );
+    env.wait(&repo, &run).run().expect_code(1);
+    let result = env.crew(&repo, &["status", &run]).json()["runs"][0].clone();
+    assert_eq!(result["phase"], "abandoned", "{result}");
     let lines = discrepancies(&env.crew(&repo, &["show", &run]).json()["run"]);
     for name in ["hotfix", "a/b"] {
         assert!(

@@ -7,12 +7,14 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 
 use super::super::context::CommandContext;
-use super::super::error::{CrewError, Result};
+use super::super::error::Result;
 use super::super::runs;
 use crate::core::record::RunRecord;
+use crate::core::supervisor::Supervisor;
+use crate::state::runs::Finished;
 use crate::view::console::table::{self, Row};
 use crate::view::human::{self, IntegrationState};
-use crate::view::result::RunResult;
+use crate::view::result::{DEAD_SUPERVISOR, RunResult};
 
 /// How many of the most recent finished runs are looked at for one that waits to be
 /// integrated.
@@ -23,6 +25,8 @@ pub struct Frame {
     pub now: u64,
     /// In flight, oldest first.
     pub live: Vec<RunRecord>,
+    /// Each live run's supervisor as found (`None`: it has none to lose).
+    supervisors: Vec<Option<Supervisor>>,
     /// The last line of each live run's output.
     last_lines: Vec<String>,
     /// Finished, passed and not yet integrated (among the most recent), oldest first.
@@ -37,22 +41,29 @@ pub struct WatchFrame<'a> {
     pub awaiting_integration: Vec<RunResult<'a>>,
 }
 
-/// A run of a `watch` frame: its run result (SPEC §2), then the last line of its output.
+/// A run of a `watch` frame: its run result (SPEC §2), its supervisor as found
+/// (`"alive"`, `"dead"`, or `null` for a run with none to lose), then the last line of
+/// its output.
 #[derive(Debug, Serialize)]
 pub struct WatchRun<'a> {
     #[serde(flatten)]
     pub result: RunResult<'a>,
+    pub supervisor: Option<Supervisor>,
     pub last_line: &'a str,
 }
 
-/// The frame now: the store settled first (queued runs start where slots are free).
+/// The frame now, read as the runs are: a frame changes nothing (a run whose supervisor
+/// died shows it; the queue moves when a command acts).
 pub fn collect(ctx: &CommandContext) -> Result<Frame> {
-    let store = runs::settled(ctx)?;
-    let live = store.live().map_err(CrewError::from)?;
-    let awaiting = store
-        .finished_recent(RECENT)
-        .map_err(CrewError::from)?
-        .0
+    let store = runs::open(ctx)?;
+    let snapshot = runs::snapshot(&store, Finished::Recent(RECENT))?;
+    let (live, supervisors): (Vec<RunRecord>, Vec<Option<Supervisor>>) = snapshot
+        .live
+        .into_iter()
+        .map(|found| (found.record, found.supervisor))
+        .unzip();
+    let awaiting = snapshot
+        .finished
         .into_iter()
         .filter(|r| {
             matches!(
@@ -65,6 +76,7 @@ pub fn collect(ctx: &CommandContext) -> Result<Frame> {
         now: crate::sys::clock::now_millis(),
         last_lines: live.iter().map(last_line).collect(),
         live,
+        supervisors,
         awaiting,
     })
 }
@@ -76,10 +88,15 @@ impl Frame {
     }
 
     pub fn rows(&self) -> Vec<Row> {
+        // A dead supervisor says so where the run's last line would be.
         let lasts = self
             .last_lines
             .iter()
-            .map(String::as_str)
+            .zip(&self.supervisors)
+            .map(|(last, supervisor)| match supervisor {
+                Some(Supervisor::Dead) => DEAD_SUPERVISOR,
+                _ => last.as_str(),
+            })
             .chain(std::iter::repeat_n("", self.awaiting.len()));
         self.records()
             .zip(lasts)
@@ -109,8 +126,10 @@ impl Frame {
                 .live
                 .iter()
                 .zip(&self.last_lines)
-                .map(|(record, last)| WatchRun {
+                .zip(&self.supervisors)
+                .map(|((record, last), supervisor)| WatchRun {
                     result: RunResult::at(record, self.now),
+                    supervisor: *supervisor,
                     last_line: last,
                 })
                 .collect(),

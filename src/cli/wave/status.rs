@@ -6,13 +6,15 @@ use crate::cli::flight::{RoutingArgs, resolve};
 use crate::cli::ui::Report;
 use crate::core::summary::{self, At};
 use crate::core::wave;
+use crate::ops::runs::Access;
 
 use super::{gather, wave_tasks};
 
 pub(super) fn run(ctx: &CommandContext, wave: u32, plan_name: Option<&str>) -> Result<Report> {
     let plan = crate::cli::plan::load(ctx, plan_name)?;
     wave_tasks(&plan, wave)?;
-    let (facts, statuses, follow_ons) = gather(ctx, &plan, wave)?;
+    // A read: the runs as they are.
+    let (facts, statuses, follow_ons) = gather(ctx, &plan, wave, Access::Read)?;
     let summary = summary::summarize(&facts, At::Completion);
     // `summary.at` says whether the completion summary is printed.
     let print_summary = resolve(ctx, &RoutingArgs::default())?
