@@ -4,11 +4,11 @@ use clap::Args;
 use serde::Serialize;
 
 use super::context::CommandContext;
-use super::error::{CrewError, Result};
-use super::flight::{RoutingArgs, resolve};
+use super::error::Result;
 use super::ui::Report;
 use crate::core::ledger::{ConfigStats, Row};
-use crate::core::policy::{self, Decision, Next};
+use crate::core::policy::{Decision, Next};
+use crate::ops::{self, ledger::Ledger, ledger::Stopped};
 
 /// `ledger`: the outcome rows, oldest first (SPEC §2, `ledger`; a row is SPEC's ledger row).
 #[derive(Debug, Serialize)]
@@ -78,50 +78,51 @@ fn spend_line(s: &crate::core::ledger::SpendStats) -> String {
 }
 
 pub fn ledger(ctx: &CommandContext, args: LedgerArgs) -> Result<Report> {
-    let repo = ctx.repo()?;
-    if args.view.is_some() {
-        let stats = match &args.task {
-            Some(task) => crate::core::ledger::stats(
-                &crate::run::ledger::rows(repo, Some(task)).map_err(CrewError::from)?,
-            ),
-            None => {
-                // A read: a current cache is used, none is written.
-                crate::run::ledger::learnt(repo, crate::run::ledger::Cache::ReadOnly)
-                    .map_err(CrewError::from)?
-                    .stats
+    let request = ops::ledger::Request {
+        task: args.task,
+        stats: args.view.is_some(),
+    };
+    Ok(match ops::ledger::ledger(ctx, &request)? {
+        Ledger::Stats(stats) => stats_report(&stats),
+        Ledger::Rows(rows) => rows_report(&rows, request.task.as_deref()),
+    })
+}
+
+/// `ledger stats`, for JSON and for people.
+fn stats_report(stats: &[ConfigStats]) -> Report {
+    let human = stats
+        .iter()
+        .map(|s| {
+            let mut text = format!(
+                "{} {} {}: {}, pass rate {:.0}%, horizon {}, speed factor {}, claim accuracy {}\n  spend: {}",
+                s.backend,
+                s.model.as_deref().unwrap_or("-"),
+                s.effort.as_deref().unwrap_or("-"),
+                crate::view::human::count(s.runs, "run", "runs"),
+                s.pass_rate * 100.0,
+                s.horizon_h.map_or("-".into(), |h| format!("{h}h")),
+                s.speed_factor.map_or("-".into(), |f| f.to_string()),
+                s.claim_accuracy
+                    .map_or("-".into(), |a| format!("{:.0}%", a * 100.0)),
+                spend_line(&s.spend),
+            );
+            for b in s.by_size.iter().filter(|b| b.spend.reported > 0) {
+                text.push_str(&format!("\n  {}: {}", b.size, spend_line(&b.spend)));
             }
-        };
-        let human = stats
-            .iter()
-            .map(|s| {
-                let mut text = format!(
-                    "{} {} {}: {}, pass rate {:.0}%, horizon {}, speed factor {}, claim accuracy {}\n  spend: {}",
-                    s.backend,
-                    s.model.as_deref().unwrap_or("-"),
-                    s.effort.as_deref().unwrap_or("-"),
-                    crate::view::human::count(s.runs, "run", "runs"),
-                    s.pass_rate * 100.0,
-                    s.horizon_h.map_or("-".into(), |h| format!("{h}h")),
-                    s.speed_factor.map_or("-".into(), |f| f.to_string()),
-                    s.claim_accuracy
-                        .map_or("-".into(), |a| format!("{:.0}%", a * 100.0)),
-                    spend_line(&s.spend),
-                );
-                for b in s.by_size.iter().filter(|b| b.spend.reported > 0) {
-                    text.push_str(&format!("\n  {}: {}", b.size, spend_line(&b.spend)));
-                }
-                text
-            })
-            .collect::<Vec<_>>()
-            .join("\n");
-        let human = if stats.is_empty() {
-            "no finished runs to learn from yet".to_string()
-        } else {
-            human
-        };
-        return Ok(Report::of(&LedgerStatsOutput { stats: &stats }, human));
-    }
-    let rows = crate::run::ledger::rows(repo, args.task.as_deref()).map_err(CrewError::from)?;
+            text
+        })
+        .collect::<Vec<_>>()
+        .join("\n");
+    let human = if stats.is_empty() {
+        "no finished runs to learn from yet".to_string()
+    } else {
+        human
+    };
+    Report::of(&LedgerStatsOutput { stats }, human)
+}
+
+/// The ledger's rows (of `task`, when one was named), for JSON and for people.
+fn rows_report(rows: &[Row], task: Option<&str>) -> Report {
     let mut human = rows
         .iter()
         .map(|r| {
@@ -147,12 +148,12 @@ pub fn ledger(ctx: &CommandContext, args: LedgerArgs) -> Result<Report> {
         .collect::<Vec<_>>()
         .join("\n");
     if rows.is_empty() {
-        human = match &args.task {
+        human = match task {
             Some(task) => format!("no rows for task {task}"),
             None => "no rows yet: a row is filed when a run ends".to_string(),
         };
     }
-    Ok(Report::of(&LedgerOutput { rows: &rows }, human))
+    Report::of(&LedgerOutput { rows }, human)
 }
 
 /// What decided a row's verify, for people: ` (verify: exit 1)`, ` (verify: exit 0,
@@ -200,49 +201,24 @@ pub struct ShouldStopArgs {
 }
 
 pub fn should_stop(ctx: &CommandContext, args: ShouldStopArgs) -> Result<Report> {
-    let repo = ctx.repo()?;
-    let rows = crate::run::ledger::rows(repo, Some(&args.task)).map_err(CrewError::from)?;
-    // Agents call this in loops: the flight config is read only when the ledger alone
-    // cannot settle the answer.
-    let settled = args
-        .set
-        .is_empty()
-        .then(|| policy::settled_by_ledger(&rows, &args.task, &args.model, args.tier.as_deref()))
-        .flatten();
-    let verdict = match settled {
-        Some(verdict) => verdict,
-        None => {
-            let routing = RoutingArgs {
-                set: args.set.clone(),
-                ..RoutingArgs::default()
-            };
-            policy::should_stop(
-                &rows,
-                &resolve(ctx, &routing)?.flight,
-                &args.task,
-                &args.model,
-                args.tier.as_deref(),
-            )
-        }
+    let request = ops::ledger::ShouldStopRequest {
+        task: args.task,
+        model: args.model,
+        tier: args.tier,
+        set: args.set,
     };
-    let report_path = if verdict.decision == Decision::HumanReport {
-        let state_dir = crate::git::repo::state_dir(repo);
-        let report = policy::human_report(&args.task, &args.model, &rows);
-        Some(
-            crate::state::reports::file(&state_dir, &args.task, &report).ok_or_else(|| {
-                CrewError::internal(format!(
-                    "cannot write the human report of task {}",
-                    args.task
-                ))
-            })?,
-        )
-    } else {
-        None
-    };
-    let human = match (&verdict.decision, &verdict.next, &report_path) {
+    let stopped = ops::ledger::should_stop(ctx, &request)?;
+    Ok(should_stop_report(&request, &stopped))
+}
+
+/// The rule's decision, for JSON and for people; any decision but `continue` asks for
+/// attention (exit 5).
+fn should_stop_report(request: &ops::ledger::ShouldStopRequest, stopped: &Stopped) -> Report {
+    let verdict = &stopped.verdict;
+    let human = match (&verdict.decision, &verdict.next, &stopped.report) {
         (Decision::Continue, _, _) => format!(
             "continue ({} failures of {} on {})",
-            verdict.failures, args.model, args.task
+            verdict.failures, request.model, request.task
         ),
         (Decision::EscalateTier, Some(next), _) => format!(
             "escalate-tier: {} failures; next tier {} on backend {} ({})",
@@ -260,18 +236,18 @@ pub fn should_stop(ctx: &CommandContext, args: ShouldStopArgs) -> Result<Report>
     };
     let output = ShouldStopOutput {
         decision: &verdict.decision,
-        task: &args.task,
-        model: &args.model,
+        task: &request.task,
+        model: &request.model,
         tier: &verdict.tier,
         failures: verdict.failures,
         next: verdict.next.as_ref(),
-        report: report_path.as_deref(),
+        report: stopped.report.as_deref(),
     };
     let mut report = Report::of(&output, human);
     if verdict.decision != Decision::Continue {
         report.status = super::ui::Status::Attention;
     }
-    Ok(report)
+    report
 }
 
 #[cfg(test)]

@@ -16,6 +16,7 @@ pub mod gate;
 pub mod hook;
 pub mod init;
 pub mod integrate;
+pub mod ledger;
 pub mod native;
 pub mod plans;
 pub mod prune;
