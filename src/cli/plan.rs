@@ -4,11 +4,10 @@ use clap::{Args, Subcommand};
 use serde::Serialize;
 
 use super::context::CommandContext;
-use super::error::{CrewError, Result};
-use super::flight::{RoutingArgs, resolve};
+use super::error::Result;
 use super::ui::Report;
 use crate::core::plan::{Blocker, Gate, TaskStatus, Verdict};
-use crate::ops::runs::Access;
+use crate::ops::plan::PlanStatus;
 
 /// Read a plan (.crew/plans/<plan>.toml).
 #[derive(Debug, Args)]
@@ -41,8 +40,6 @@ pub fn run(ctx: &CommandContext, args: PlanArgs) -> Result<Report> {
         PlanAction::Status { plan, plan_flag } => status(ctx, plan.or(plan_flag).as_deref()),
     }
 }
-
-pub use crate::ops::plans::load;
 
 /// `plan status`: the plan, every task's derived status and every gate with its latest
 /// verdict (SPEC §2 `plan status`, §7).
@@ -93,16 +90,21 @@ impl<'a> GateOutput<'a> {
     }
 }
 
-pub use crate::ops::plans::derive;
-
 fn status(ctx: &CommandContext, name: Option<&str>) -> Result<Report> {
-    let plan = load(ctx, name)?;
-    let flight = resolve(ctx, &RoutingArgs::default())?.flight;
-    let repo = ctx.repo()?;
-    // A read: the runs as they are, and the ledger's cache left as it is.
-    let (statuses, facts) = derive(ctx, &plan, &flight, Access::Read)?;
-    let estimates = crate::run::ledger::estimates(repo, &plan, Access::Read.cache())
-        .map_err(CrewError::from)?;
+    let request = crate::ops::plan::Request {
+        plan: name.map(String::from),
+    };
+    Ok(report(&crate::ops::plan::status(ctx, &request)?))
+}
+
+/// The plan's status, for JSON and for people: a tree of waves, each closed by its gate.
+fn report(status: &PlanStatus) -> Report {
+    let PlanStatus {
+        plan,
+        statuses,
+        verdicts,
+        estimates,
+    } = status;
     let tasks = statuses
         .iter()
         .map(|s| TaskOutput {
@@ -118,7 +120,7 @@ fn status(ctx: &CommandContext, name: Option<&str>) -> Result<Report> {
     let gates = plan
         .gates
         .iter()
-        .map(|g| GateOutput::of(g, facts.verdicts.get(&g.id)))
+        .map(|g| GateOutput::of(g, verdicts.get(&g.id)))
         .collect();
     let mut human = format!("plan {}", plan.id);
     if let Some(star) = &plan.north_star {
@@ -139,7 +141,7 @@ fn status(ctx: &CommandContext, name: Option<&str>) -> Result<Report> {
             human.push_str(&format!("\n  {branch} {:<16} {}{detail}", s.task, s.status));
         }
         if let Some(g) = gate {
-            let verdict = facts.verdicts.get(&g.id).map_or_else(
+            let verdict = verdicts.get(&g.id).map_or_else(
                 || "no verdict yet".to_string(),
                 |v| format!("{} — {}", v.verdict, v.evidence),
             );
@@ -155,7 +157,7 @@ fn status(ctx: &CommandContext, name: Option<&str>) -> Result<Report> {
         tasks,
         gates,
     };
-    Ok(Report::of(&output, human))
+    Report::of(&output, human)
 }
 
 #[cfg(test)]

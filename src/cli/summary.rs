@@ -6,8 +6,7 @@ use super::context::CommandContext;
 use super::error::Result;
 use super::ui::Report;
 use crate::core::flight::Reflex;
-use crate::core::summary::{self, At};
-use crate::ops::runs::Access;
+use crate::core::summary::At;
 
 /// Print the four-line account of a wave.
 ///
@@ -32,16 +31,15 @@ pub struct SummaryArgs {
 /// `how`, `when`, and at completion whether the closing gate's evidence could be stated
 /// (SPEC §7, the summary reflex).
 pub fn run(ctx: &CommandContext, args: SummaryArgs) -> Result<Report> {
-    let plan = super::plan::load(ctx, args.plan.as_deref())?;
-    super::wave::wave_tasks(&plan, args.wave)?;
-    let at = args.at;
-    // A read: the runs as they are.
-    let (facts, _, _) = super::wave::gather(ctx, &plan, args.wave, Access::Read)?;
-    let summary = summary::summarize(&facts, at);
-    // `summary.reflex` names the shape; what-why-how-when is the one there is.
-    let flight = super::flight::resolve(ctx, &super::flight::RoutingArgs::default())?.flight;
-    let human = match flight.summary.reflex {
-        Reflex::WhatWhyHowWhen => summary.render(100),
+    let request = crate::ops::summary::Request {
+        wave: args.wave,
+        at: args.at,
+        plan: args.plan,
     };
-    Ok(Report::of(&summary, human))
+    let summarized = crate::ops::summary::summary(ctx, &request)?;
+    // `summary.reflex` names the shape; what-why-how-when is the one there is.
+    let human = match summarized.reflex {
+        Reflex::WhatWhyHowWhen => summarized.summary.render(100),
+    };
+    Ok(Report::of(&summarized.summary, human))
 }

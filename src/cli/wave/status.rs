@@ -11,7 +11,7 @@ use crate::ops::runs::Access;
 use super::{gather, wave_tasks};
 
 pub(super) fn run(ctx: &CommandContext, wave: u32, plan_name: Option<&str>) -> Result<Report> {
-    let plan = crate::cli::plan::load(ctx, plan_name)?;
+    let plan = crate::ops::plans::load(ctx, plan_name)?;
     wave_tasks(&plan, wave)?;
     // A read: the runs as they are.
     let (facts, statuses, follow_ons) = gather(ctx, &plan, wave, Access::Read)?;
