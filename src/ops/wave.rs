@@ -1,8 +1,9 @@
-//! `wave dispatch` and what `wave status` and `summary` share: a plan's wave, its facts,
-//! and every ready task of it dispatched at once, all or nothing.
+//! `wave dispatch` and `wave status`, and what they and `summary` share: a plan's wave,
+//! its facts, every ready task of it dispatched at once (all or nothing), and whether it
+//! is complete, task by task.
 
 use crate::core::flight::{Enforcement, Invocation};
-use crate::core::plan::{Plan, TaskStatus};
+use crate::core::plan::{Gate, Plan, TaskStatus, Verdict};
 use crate::core::summary::{self, At, Summary, WaveFacts};
 use crate::core::wave::{self, FollowOn, Skipped};
 use crate::error::{CrewError, ErrorCode, Result};
@@ -45,6 +46,72 @@ pub fn gather(
     let store = access.store(ctx)?;
     crate::run::wave::facts(ctx.repo()?, &store, plan, &flight, wave, access.cache())
         .map_err(CrewError::from)
+}
+
+pub struct StatusRequest {
+    pub wave: u32,
+    /// The plan (default: the only one).
+    pub plan: Option<String>,
+}
+
+/// Where a wave stands.
+pub struct WaveStatus {
+    pub plan: String,
+    pub wave: u32,
+    /// Every task of the wave: its derived status, and its run's.
+    pub tasks: Vec<TaskOfWave>,
+    /// The gate that closes the wave, with its latest verdict.
+    pub closing: Option<(Gate, Option<Verdict>)>,
+    /// What the wave's runs deferred, as candidate follow-ons.
+    pub follow_ons: Vec<FollowOn>,
+    /// The completion summary.
+    pub summary: Summary,
+    /// Whether `summary.at` asks for the completion summary to be shown.
+    pub show_summary: bool,
+    /// Why the wave is not complete; `None` when it is.
+    pub incomplete_because: Option<String>,
+}
+
+/// A task of the wave: its derived status, and its run with the run's status.
+pub struct TaskOfWave {
+    pub status: TaskStatus,
+    pub run: Option<String>,
+    pub run_status: String,
+}
+
+/// Reports the wave (exit 3 when the plan has no task in it). A read: the runs as they
+/// are; a wave whose closing gate has no verdict is incomplete.
+pub fn status(ctx: &Context, req: &StatusRequest) -> Result<WaveStatus> {
+    let wave = req.wave;
+    let plan = super::plans::load(ctx, req.plan.as_deref())?;
+    wave_tasks(&plan, wave)?;
+    let (facts, statuses, follow_ons) = gather(ctx, &plan, wave, Access::Read)?;
+    let summary = summary::summarize(&facts, At::Completion);
+    let show_summary = super::flight::resolve(ctx, &Invocation::default())?
+        .flight
+        .summary
+        .at
+        .contains(&At::Completion);
+    let incomplete_because = wave::incomplete_because(&statuses, summary.complete, &summary.why);
+    let tasks = statuses
+        .into_iter()
+        .zip(facts.tasks)
+        .map(|(status, task)| TaskOfWave {
+            status,
+            run: task.run,
+            run_status: task.status,
+        })
+        .collect();
+    Ok(WaveStatus {
+        plan: plan.id,
+        wave,
+        tasks,
+        closing: facts.closing,
+        follow_ons,
+        summary,
+        show_summary,
+        incomplete_because,
+    })
 }
 
 pub struct Request {

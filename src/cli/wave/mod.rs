@@ -1,5 +1,5 @@
 //! `git crew wave dispatch N` and `git crew wave status N`: one file per subcommand
-//! (`dispatch.rs`, `status.rs`); what they share is here.
+//! (`dispatch.rs`, `status.rs`); the command and its subcommands are here.
 
 mod dispatch;
 mod status;
@@ -62,5 +62,3 @@ pub fn run(ctx: &CommandContext, args: WaveArgs) -> Result<Report> {
         WaveAction::Status { wave, plan } => status::run(ctx, wave, plan.as_deref()),
     }
 }
-
-pub use crate::ops::wave::{gather, wave_tasks};

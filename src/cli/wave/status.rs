@@ -2,76 +2,71 @@
 
 use crate::cli::context::CommandContext;
 use crate::cli::error::Result;
-use crate::cli::flight::{RoutingArgs, resolve};
 use crate::cli::ui::Report;
-use crate::core::summary::{self, At};
-use crate::core::wave;
-use crate::ops::runs::Access;
-
-use super::{gather, wave_tasks};
+use crate::core::summary;
+use crate::ops::wave::{StatusRequest, WaveStatus};
 
 pub(super) fn run(ctx: &CommandContext, wave: u32, plan_name: Option<&str>) -> Result<Report> {
-    let plan = crate::ops::plans::load(ctx, plan_name)?;
-    wave_tasks(&plan, wave)?;
-    // A read: the runs as they are.
-    let (facts, statuses, follow_ons) = gather(ctx, &plan, wave, Access::Read)?;
-    let summary = summary::summarize(&facts, At::Completion);
-    // `summary.at` says whether the completion summary is printed.
-    let print_summary = resolve(ctx, &RoutingArgs::default())?
-        .flight
-        .summary
-        .at
-        .contains(&At::Completion);
-    let gate = facts.closing.as_ref().map(|(g, v)| GateLine {
-        gate: &g.id,
-        verdict: v.as_ref(),
-    });
-    let incomplete_because = wave::incomplete_because(&statuses, summary.complete, &summary.why);
-    let mut human = if print_summary {
-        summary.render(100)
+    let request = StatusRequest {
+        wave,
+        plan: plan_name.map(String::from),
+    };
+    Ok(report(&crate::ops::wave::status(ctx, &request)?))
+}
+
+/// The wave's status, for JSON and for people: the completion summary when `summary.at`
+/// asks for it (else whether the wave is complete), each task, then the follow-ons.
+fn report(status: &WaveStatus) -> Report {
+    let wave = status.wave;
+    let complete = status.incomplete_because.is_none();
+    let mut human = if status.show_summary {
+        status.summary.render(100)
     } else {
         format!(
             "wave {wave}: {}",
-            if incomplete_because.is_none() {
-                "complete"
-            } else {
-                "incomplete"
-            }
+            if complete { "complete" } else { "incomplete" }
         )
     };
-    for (s, t) in statuses.iter().zip(&facts.tasks) {
+    for t in &status.tasks {
         let run = t
             .run
             .as_ref()
-            .map(|r| format!(" (run {r}: {})", t.status))
+            .map(|r| format!(" (run {r}: {})", t.run_status))
             .unwrap_or_default();
-        human.push_str(&format!("\n  {:<16} {}{run}", s.task, s.status));
+        human.push_str(&format!(
+            "\n  {:<16} {}{run}",
+            t.status.task, t.status.status
+        ));
     }
-    for f in &follow_ons {
+    for f in &status.follow_ons {
         human.push_str(&format!("\nfollow-on ({}): {}", f.task, f.deferred));
     }
+    let gate = status.closing.as_ref().map(|(g, v)| GateLine {
+        gate: &g.id,
+        verdict: v.as_ref(),
+    });
     let output = StatusOutput {
-        plan: &plan.id,
+        plan: &status.plan,
         wave,
-        complete: incomplete_because.is_none(),
-        incomplete_because: incomplete_because.as_deref(),
-        tasks: statuses
+        complete,
+        incomplete_because: status.incomplete_because.as_deref(),
+        tasks: status
+            .tasks
             .iter()
-            .zip(&facts.tasks)
-            .map(|(s, t)| TaskLine {
-                task: &s.task,
-                wave: s.wave,
-                status: s.status,
-                blockers: &s.blockers,
+            .map(|t| TaskLine {
+                task: &t.status.task,
+                wave: t.status.wave,
+                status: t.status.status,
+                blockers: &t.status.blockers,
                 run: t.run.as_deref(),
-                run_status: &t.status,
+                run_status: &t.run_status,
             })
             .collect(),
         gate: gate.as_ref(),
-        follow_ons: &follow_ons,
-        summary: print_summary.then_some(&summary),
+        follow_ons: &status.follow_ons,
+        summary: status.show_summary.then_some(&status.summary),
     };
-    Ok(Report::of(&output, human))
+    Report::of(&output, human)
 }
 
 /// What `wave status` prints.
