@@ -27,6 +27,7 @@ pub mod runs;
 pub mod summary;
 pub mod sync;
 pub mod verify;
+pub mod watch;
 pub mod wave;
 
 pub use context::Context;

@@ -29,7 +29,7 @@ impl App {
     /// Reads the runs again; the selection stays on its run while it is listed. A frame
     /// that cannot be read leaves the last one and says why.
     pub fn reload(&mut self, ctx: &CommandContext) {
-        let frame = match frame::collect(ctx) {
+        let frame = match crate::ops::watch::frame(ctx) {
             Ok(frame) => frame,
             Err(err) => {
                 self.status = format!("error: {}", err.message);
@@ -39,9 +39,9 @@ impl App {
         let previous = self
             .selected
             .and_then(|i| Some((self.rows.get(i)?.run.clone(), i)));
-        self.rows = frame.rows();
-        self.questions = frame.questions();
-        self.header = frame.header();
+        self.rows = frame::rows(&frame);
+        self.questions = frame::questions(&frame);
+        self.header = frame::header(&frame);
         let runs: Vec<&str> = self.rows.iter().map(|r| r.run.as_str()).collect();
         self.selected = console::reselect(previous.as_ref().map(|(r, i)| (r.as_str(), *i)), &runs);
     }

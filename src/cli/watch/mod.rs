@@ -70,8 +70,12 @@ pub fn run(ctx: &CommandContext, args: WatchArgs) -> Result<Report> {
         live::run(ctx, interval.max(std::time::Duration::from_millis(100)))?;
         return Ok(Report::new(serde_json::json!({}), ""));
     }
-    let frame = frame::collect(ctx)?;
-    let (rows, questions, header) = (frame.rows(), frame.questions(), frame.header());
+    let frame = crate::ops::watch::frame(ctx)?;
+    let (rows, questions, header) = (
+        frame::rows(&frame),
+        frame::questions(&frame),
+        frame::header(&frame),
+    );
     let view = render::View {
         header: &header,
         rows: &rows,
@@ -81,7 +85,7 @@ pub fn run(ctx: &CommandContext, args: WatchArgs) -> Result<Report> {
         color: false,
     };
     let human = text::text(&view, width());
-    Ok(Report::of(&frame.json(), human))
+    Ok(Report::of(&frame::json(&frame), human))
 }
 
 /// The width of a printed frame: COLUMNS, else the terminal's, else 100; between 20
