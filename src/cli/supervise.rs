@@ -1,12 +1,12 @@
 //! The hidden `git crew supervise RUN`: the detached supervisor of one run, started by
-//! dispatch and by the scheduler. What it does is `run::queue::supervise`'s; its stdout
-//! and stderr go to the run's supervisor log.
+//! dispatch and by the scheduler. What it does is `ops::supervise`'s; its stdout and
+//! stderr go to the run's supervisor log.
 
 use clap::Args;
 use serde::Serialize;
 
 use super::context::CommandContext;
-use super::error::{CrewError, Result};
+use super::error::Result;
 use super::ui::Report;
 
 /// `supervise` (hidden): the run it drove. Its stdout goes to the supervisor's log.
@@ -23,11 +23,12 @@ pub struct SuperviseArgs {
 }
 
 pub fn supervise(ctx: &CommandContext, args: SuperviseArgs) -> Result<Report> {
-    let repo = ctx.repo()?;
-    let store = crate::state::runs::RunStore::new(&crate::git::repo::state_dir(repo));
-    crate::run::queue::supervise(repo, &store, &args.run, &mut |not_filed| {
-        super::ui::warn(&not_filed.to_string())
-    })
-    .map_err(CrewError::from)?;
-    Ok(Report::of(&SuperviseOutput { run: &args.run }, ""))
+    let request = crate::ops::supervise::Request { run: args.run };
+    let supervised = crate::ops::supervise::supervise(ctx, &request)?;
+    Ok(Report::of(
+        &SuperviseOutput {
+            run: &supervised.run,
+        },
+        "",
+    ))
 }

@@ -25,6 +25,7 @@ pub mod refusals;
 pub mod retry;
 pub mod runs;
 pub mod summary;
+pub mod supervise;
 pub mod sync;
 pub mod verify;
 pub mod watch;
