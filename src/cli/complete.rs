@@ -15,14 +15,11 @@ use clap_complete::env::{CompleteEnv, Shells};
 
 use super::error::{CrewError, ErrorCode, Result};
 use super::ui::Report;
-use crate::core::complete::{Candidate, Runs};
+use crate::core::complete::Candidate;
+use crate::ops::complete::{Of, Request};
 
 /// The variable that makes git-crew answer a completion request instead of running.
 const VAR: &str = "GIT_CREW_COMPLETE";
-
-/// At most this many of the newest runs have their record read (for their task ids);
-/// older run ids are offered from their file names alone.
-const RECORDS_READ: usize = 200;
 
 /// Print the shell completion script for git-crew.
 ///
@@ -161,58 +158,30 @@ fn enter_directories(words: &[OsString]) {
 
 /// What a RUN argument completes: `@last`, task ids and run ids.
 pub fn runs() -> ArgValueCompleter {
-    ArgValueCompleter::new(|current: &OsStr| {
-        let (Some(current), Some(here)) = (current.to_str(), Here::find()) else {
-            return Vec::new();
-        };
-        shell(crate::core::complete::runs(current, &here.runs()))
-    })
+    ArgValueCompleter::new(|current: &OsStr| offered(current, Of::Runs))
 }
 
 /// What a task argument completes: the plans' task ids and those of past runs.
 pub fn tasks() -> ArgValueCompleter {
-    ArgValueCompleter::new(|current: &OsStr| {
-        let (Some(current), Some(here)) = (current.to_str(), Here::find()) else {
-            return Vec::new();
-        };
-        let plans = here
-            .workdir
-            .as_deref()
-            .map(crate::run::plans::texts)
-            .unwrap_or_default();
-        shell(crate::core::complete::tasks(current, &plans, &here.runs()))
-    })
+    ArgValueCompleter::new(|current: &OsStr| offered(current, Of::Tasks))
 }
 
-/// The repository a TAB is pressed in: its run store and work tree. Discovered only,
-/// never settled or locked.
-struct Here {
-    store: crate::state::runs::RunStore,
-    workdir: Option<PathBuf>,
-}
-
-impl Here {
-    fn find() -> Option<Here> {
-        if LOST.load(Ordering::Relaxed) {
-            return None;
-        }
-        let repo = crate::git::repo::discover(&std::env::current_dir().ok()?).ok()?;
-        Some(Here {
-            store: crate::state::runs::RunStore::new(&crate::git::repo::state_dir(&repo)),
-            workdir: repo.workdir().map(Path::to_path_buf),
-        })
+/// What `ops::complete` offers in the repository a TAB is pressed in; nothing outside
+/// one, or when a `-C` directory of the line is lost.
+fn offered(current: &OsStr, of: Of) -> Vec<CompletionCandidate> {
+    if LOST.load(Ordering::Relaxed) {
+        return Vec::new();
     }
-
-    /// Every run id, and the tasks of the newest [`RECORDS_READ`] runs.
-    fn runs(&self) -> Runs {
-        let ids = self.store.ids();
-        let mut newest: Vec<&str> = ids.iter().map(String::as_str).collect();
-        newest.sort_unstable_by(|a, b| b.cmp(a));
-        newest.dedup();
-        newest.truncate(RECORDS_READ);
-        let tasks = self.store.tasks_of(&newest);
-        Runs { ids, tasks }
-    }
+    let (Some(current), Ok(cwd)) = (current.to_str(), std::env::current_dir()) else {
+        return Vec::new();
+    };
+    let request = Request {
+        current: current.to_string(),
+        of,
+    };
+    crate::ops::complete::complete(&crate::ops::Context::new(cwd), &request)
+        .map(shell)
+        .unwrap_or_default()
 }
 
 fn shell(candidates: Vec<Candidate>) -> Vec<CompletionCandidate> {

@@ -6,6 +6,7 @@
 
 pub mod abandon;
 pub mod advise;
+pub mod complete;
 pub mod context;
 pub mod dispatch;
 pub mod doctor;
