@@ -81,3 +81,40 @@ pub fn json(frame: &Frame) -> WatchFrame<'_> {
             .collect(),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::core::record::{Phase, RunRecord};
+    use crate::ops::watch::Watched;
+
+    fn live(run: &str, supervisor: Option<Supervisor>) -> Watched {
+        let mut record = RunRecord::blank(run);
+        record.phase = Phase::Working;
+        Watched {
+            record,
+            supervisor,
+            last_line: "compiling routes".into(),
+        }
+    }
+
+    #[test]
+    fn a_dead_supervisor_shows_in_the_row_and_the_json_keeps_the_last_line() {
+        let frame = Frame {
+            now: 1_000,
+            live: vec![
+                live("20261202-101500-1a2b", Some(Supervisor::Dead)),
+                live("20261202-101600-3c4d", Some(Supervisor::Alive)),
+            ],
+            awaiting: vec![RunRecord::blank("20261202-100000-5e6f")],
+        };
+        let rows = rows(&frame);
+        let lasts: Vec<&str> = rows.iter().map(|r| r.last.as_str()).collect();
+        assert_eq!(lasts, [DEAD_SUPERVISOR, "compiling routes", ""]);
+        let json = serde_json::to_value(json(&frame)).unwrap();
+        assert_eq!(json["runs"][0]["supervisor"], "dead");
+        assert_eq!(json["runs"][0]["last_line"], "compiling routes");
+        assert_eq!(json["awaiting_integration"].as_array().unwrap().len(), 1);
+        assert!(header(&frame).contains("2 in flight, 1 awaiting integration"));
+    }
+}
