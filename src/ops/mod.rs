@@ -22,6 +22,7 @@ pub mod prune;
 pub mod refusals;
 pub mod retry;
 pub mod runs;
+pub mod show;
 pub mod status;
 pub mod sync;
 pub mod verify;
