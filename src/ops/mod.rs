@@ -7,6 +7,7 @@
 pub mod abandon;
 pub mod advise;
 pub mod context;
+pub mod diff;
 pub mod dispatch;
 pub mod doctor;
 pub mod files;
