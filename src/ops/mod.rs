@@ -28,5 +28,6 @@ pub mod status;
 pub mod sync;
 pub mod verify;
 pub mod wave;
+pub mod workers;
 
 pub use context::Context;
