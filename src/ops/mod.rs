@@ -27,6 +27,7 @@ pub mod show;
 pub mod status;
 pub mod sync;
 pub mod verify;
+pub mod wait;
 pub mod wave;
 pub mod workers;
 
