@@ -2,10 +2,14 @@
 //! agents.
 //!
 //! Every command gathers facts (`git`, `state`, `sys`), decides in pure code (`core`),
-//! then applies the decision (`git`, `run`) and renders it (`cli`, through the
-//! presentation models of `view`). The modules are layers, lowest first — `core`, `view`,
-//! `sys`, `git`, `state`, `run`, `cli` — and each imports only the ones below it.
+//! then applies the decision (`git`, `run`); `ops` holds one operation per command, which
+//! a front end calls (`cli`, through the presentation models of `view`). The modules are
+//! layers, lowest first — `core`, `view`, `sys`, `git`, `state`, `run`, `error`, `ops`,
+//! `cli` — and each imports only the ones below it. Only a front end speaks on a terminal:
+//! below `cli` nothing prints; what an operation has to say comes back as a value.
+#![deny(clippy::print_stdout, clippy::print_stderr)]
 
+#[allow(clippy::print_stdout, clippy::print_stderr)]
 pub mod cli;
 pub mod core;
 pub mod error;

@@ -23,6 +23,8 @@ pub enum ProblemKind {
     StaleCheckout,
     /// A live pointer that cannot be read.
     UnreadablePointer,
+    /// A finished run's record that cannot be read: the run commands pass over it.
+    UnreadableRecord,
     /// A live run whose worktree is gone.
     StalePointer,
     /// A worktree no run knows.
@@ -44,6 +46,7 @@ impl ProblemKind {
             ProblemKind::OrphanVerify => "orphan-verify",
             ProblemKind::StaleCheckout => "stale-checkout",
             ProblemKind::UnreadablePointer => "unreadable-pointer",
+            ProblemKind::UnreadableRecord => "unreadable-record",
             ProblemKind::StalePointer => "stale-pointer",
             ProblemKind::OrphanWorktree => "orphan-worktree",
             ProblemKind::HookMissing => "hook-missing",

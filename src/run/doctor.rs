@@ -53,6 +53,7 @@ pub fn check(
     problems.extend(orphan_verifiers(&runs_dir, fix));
     problems.extend(stale_checkouts(store, repo_dir, &runs_dir, fix));
     problems.extend(unreadable_pointers(store, &live));
+    problems.extend(unreadable_records(store)?);
     problems.extend(stale_pointers(store, repo_dir, &live, fix, &mut not_filed));
     problems.extend(orphan_worktrees(store, &known));
     problems.extend(stray_refs(repo, store, fix));
@@ -216,6 +217,19 @@ fn stale_checkouts(store: &RunStore, repo_dir: &Path, runs_dir: &Path, fix: bool
 
 /// Live pointers that cannot be read: named, never fixed by guesswork (their processes
 /// are left alone; the task and scope stay held).
+/// Finished runs whose record cannot be read: only a person can mend or remove the file.
+fn unreadable_records(store: &RunStore) -> anyhow::Result<Vec<Problem>> {
+    let (_, unreadable) = store.finished_and_unreadable()?;
+    Ok(unreadable
+        .into_iter()
+        .map(|u| Problem {
+            kind: ProblemKind::UnreadableRecord,
+            detail: format!("{u}; restore the file from a backup, or remove it"),
+            fixed: false,
+        })
+        .collect())
+}
+
 fn unreadable_pointers(store: &RunStore, live: &[RunRecord]) -> Vec<Problem> {
     live.iter()
         .filter(|r| r.unreadable.is_some())

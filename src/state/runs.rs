@@ -357,6 +357,12 @@ impl RunStore {
 
     /// Every finished run, oldest first.
     pub fn finished(&self) -> anyhow::Result<Vec<RunRecord>> {
+        Ok(list(&self.root.join("runs"))?.0)
+    }
+
+    /// Every finished run, oldest first, and each record on file that cannot be read
+    /// (`doctor` names them; the other commands pass over them).
+    pub fn finished_and_unreadable(&self) -> anyhow::Result<(Vec<RunRecord>, Vec<Unreadable>)> {
         list(&self.root.join("runs"))
     }
 
@@ -456,11 +462,12 @@ fn read_json(path: &Path) -> Result<Option<RunRecord>, Unreadable> {
     }
 }
 
-fn list(dir: &Path) -> anyhow::Result<Vec<RunRecord>> {
+fn list(dir: &Path) -> anyhow::Result<(Vec<RunRecord>, Vec<Unreadable>)> {
     let Ok(entries) = std::fs::read_dir(dir) else {
-        return Ok(Vec::new());
+        return Ok((Vec::new(), Vec::new()));
     };
     let mut records = Vec::new();
+    let mut unreadable = Vec::new();
     for entry in entries.flatten() {
         let path = entry.path();
         if path.extension().is_some_and(|e| e == "json") {
@@ -468,10 +475,11 @@ fn list(dir: &Path) -> anyhow::Result<Vec<RunRecord>> {
             match read_json(&path) {
                 Ok(Some(record)) => records.push(record),
                 Ok(None) => {}
-                Err(e) => eprintln!("warning: {e:#}"),
+                Err(e) => unreadable.push(e),
             }
         }
     }
     records.sort_by(|a, b| a.started_at.cmp(&b.started_at).then(a.run.cmp(&b.run)));
-    Ok(records)
+    unreadable.sort_by(|a, b| a.run.cmp(&b.run));
+    Ok((records, unreadable))
 }

@@ -698,6 +698,17 @@ fn an_unreadable_finished_record_is_named_not_lost() {
     let out = env.crew(&repo, &["show", &run]);
     out.expect_code(4);
     assert_eq!(out.json()["error"]["code"], "run-unreadable");
+    // The run list passes over it quietly; doctor names it, for a person to mend.
+    let out = env.crew(&repo, &["status", "--all"]);
+    out.expect_code(0);
+    assert!(out.stderr.is_empty(), "{}", out.stderr);
+    let out = env.crew(&repo, &["doctor"]);
+    out.expect_code(1);
+    let problems = out.json()["problems"].to_string();
+    assert!(
+        problems.contains("unreadable-record") && problems.contains(&run),
+        "{problems}"
+    );
 }
 
 #[test]
