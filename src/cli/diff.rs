@@ -4,10 +4,9 @@ use clap::Args;
 use serde::Serialize;
 
 use super::context::CommandContext;
-use super::error::{CrewError, ErrorCode, Result};
-use super::runs;
+use super::error::Result;
 use super::ui::{Format, Report};
-use crate::git::diff::Shown;
+use crate::ops::diff::Shown;
 
 /// Show a run's change: what integrate would apply.
 ///
@@ -44,19 +43,6 @@ struct DiffOutput<'a> {
 }
 
 pub fn run(ctx: &CommandContext, args: DiffArgs) -> Result<Report> {
-    // A read: the store as it is.
-    let store = runs::open(ctx)?;
-    let record = runs::load(&store, &runs::resolve(&store, &args.run)?)?;
-    let repo = ctx.repo()?;
-    let Some((from, to)) =
-        crate::run::integrate::audit_range(repo, &record).map_err(CrewError::from)?
-    else {
-        return Err(CrewError::new(
-            ErrorCode::BranchGone,
-            format!("run {}'s branch {} is gone", record.run, record.branch),
-        )
-        .hinted("nothing keeps its commits: there is no change to show"));
-    };
     let shown = if args.stat {
         Shown::Stat
     } else if args.name_status {
@@ -64,19 +50,21 @@ pub fn run(ctx: &CommandContext, args: DiffArgs) -> Result<Report> {
     } else {
         Shown::Patch
     };
-    let terminal =
-        ctx.format == Format::Human && std::io::IsTerminal::is_terminal(&std::io::stdout());
-    let text = crate::git::diff::show(ctx.workdir()?, from, to, shown, terminal)
-        .map_err(CrewError::from)?
-        .unwrap_or_default();
+    let page = ctx.format == Format::Human && std::io::IsTerminal::is_terminal(&std::io::stdout());
+    let request = crate::ops::diff::Request {
+        run: args.run,
+        shown,
+        page,
+    };
+    let diff = crate::ops::diff::diff(ctx, &request)?;
     let output = DiffOutput {
-        run: &record.run,
-        from: from.to_string(),
-        to: to.to_string(),
-        text: &text,
+        run: &diff.run,
+        from: diff.from.to_string(),
+        to: diff.to.to_string(),
+        text: &diff.text,
     };
     // The diff is the data: printed as it is unless --json asks for the envelope.
-    let mut report = Report::of(&output, text.as_str());
+    let mut report = Report::of(&output, diff.text.as_str());
     report.raw = true;
     Ok(report)
 }

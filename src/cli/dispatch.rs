@@ -147,14 +147,7 @@ pub(super) fn report(ctx: &CommandContext, dispatched: Dispatched, wait: bool) -
         for warning in &warnings {
             super::ui::warn(warning);
         }
-        return super::wait::wait_for(
-            &super::runs::open(ctx)?,
-            Some(ctx.workdir()?),
-            ctx.format,
-            std::slice::from_ref(&record.run),
-            false,
-            None,
-        );
+        return super::wait::wait_for(ctx, std::slice::from_ref(&record.run), false, None);
     }
     warnings.extend(split_advice.clone());
     for warning in &warnings {

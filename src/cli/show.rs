@@ -4,8 +4,7 @@ use clap::Args;
 use serde::Serialize;
 
 use super::context::CommandContext;
-use super::error::{CrewError, ErrorCode, Result};
-use super::runs;
+use super::error::Result;
 use super::ui::Report;
 use crate::view::result::{FoundOutput, FoundResult};
 
@@ -22,8 +21,7 @@ pub struct ShowArgs {
 /// The run as it is: a read, so nothing is settled — a live run whose supervisor died is
 /// shown live, its supervisor `dead`.
 pub fn run(ctx: &CommandContext, args: ShowArgs) -> Result<Report> {
-    let store = runs::open(ctx)?;
-    let found = runs::found(&store, &runs::resolve(&store, &args.run)?)?;
+    let found = crate::ops::show::show(ctx, &crate::ops::show::Request { run: args.run })?;
     let now = crate::sys::clock::now_millis();
     let output = FoundOutput {
         run: FoundResult::at(&found.record, found.supervisor, now),
@@ -55,24 +53,8 @@ pub struct TranscriptArgs {
 }
 
 pub fn transcript(ctx: &CommandContext, args: TranscriptArgs) -> Result<Report> {
-    let store = runs::open(ctx)?;
-    let record = runs::load(&store, &runs::resolve(&store, &args.run)?)?;
-    let Some(path) = record.transcript.clone().map(std::path::PathBuf::from) else {
-        return Err(CrewError::new(
-            ErrorCode::TranscriptDisabled,
-            format!(
-                "run {} was dispatched with transcripts disabled",
-                record.run
-            ),
-        ));
-    };
-    let bytes = std::fs::read(&path).map_err(|e| {
-        CrewError::new(
-            ErrorCode::TranscriptNotFound,
-            format!("no transcript at {}: {e}", path.display()),
-        )
-    })?;
-    let text = String::from_utf8_lossy(&bytes).into_owned();
+    let crate::ops::show::Transcript { record, path, text } =
+        crate::ops::show::transcript(ctx, &crate::ops::show::Request { run: args.run })?;
     let output = TranscriptOutput {
         run: &record.run,
         task: &record.task,

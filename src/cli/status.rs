@@ -10,7 +10,7 @@ use super::table::{Cell, Column, Fit, Table, tone};
 use super::ui::Report;
 use crate::core::record::{Phase, RunRecord};
 use crate::core::supervisor::Supervisor;
-use crate::state::runs::{Finished, Found};
+use crate::ops::status::Found;
 use crate::view::human::{self, IntegrationState, Tone};
 use crate::view::result::DEAD_SUPERVISOR;
 
@@ -48,20 +48,15 @@ pub struct StatusOutput<'a> {
 /// The runs as they are: a read, so nothing is settled — a run whose supervisor died is
 /// listed live, its supervisor `dead`.
 pub fn run(ctx: &CommandContext, args: StatusArgs) -> Result<Report> {
-    let store = runs::open(ctx)?;
-    let (found, hidden) = match &args.run {
-        Some(run) => (vec![runs::found(&store, &runs::resolve(&store, run)?)?], 0),
-        None => {
-            let finished = if args.all {
-                Finished::All
-            } else {
-                Finished::Recent(args.recent)
-            };
-            let snapshot = runs::snapshot(&store, finished)?;
-            let hidden = snapshot.hidden;
-            (snapshot.into_runs(), hidden)
-        }
+    let request = crate::ops::status::Request {
+        run: args.run,
+        recent: args.recent,
+        all: args.all,
     };
+    let crate::ops::status::Status {
+        runs: found,
+        hidden,
+    } = crate::ops::status::status(ctx, &request)?;
     let mut human = if found.is_empty() {
         "no runs".to_string()
     } else {

@@ -1,6 +1,6 @@
 //! `git crew wait RUN... [--any] [--timeout D]`.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use clap::Args;
 use serde::Serialize;
@@ -10,8 +10,8 @@ use super::error::{CrewError, ErrorCode, Result, exit};
 use super::progress::{Progress, elapsed};
 use super::runs;
 use super::ui::{Format, Report};
-use crate::core::record::{Phase, RunRecord};
-use crate::state::runs::RunStore;
+use crate::core::record::Phase;
+use crate::ops::wait::{self, Poll, Waited};
 use crate::sys::clock::now_millis;
 
 const EXAMPLES: &str = "Examples:\n  git crew wait 20261202-101500-1a2b\n  git crew wait RUN1 RUN2 --any --timeout 10m";
@@ -47,21 +47,48 @@ pub fn run(ctx: &CommandContext, args: WaitArgs) -> Result<Report> {
                 .map_err(|e| CrewError::new(ErrorCode::BadDuration, format!("--timeout {t}: {e}")))
         })
         .transpose()?;
-    let store = runs::settled(ctx)?;
-    let mut resolved = Vec::new();
-    for run in &args.runs {
-        let run = runs::resolve(&store, run)?;
-        runs::load(&store, &run)?;
-        resolved.push(run);
-    }
-    wait_for(
-        &store,
-        ctx.workdir().ok(),
-        ctx.format,
-        &resolved,
-        args.any,
+    let request = wait::Request {
+        runs: args.runs,
+        any: args.any,
         timeout,
-    )
+    };
+    let waited = with_progress(|on_poll| wait::wait(ctx, &request, on_poll))?;
+    Ok(report(ctx.format, &waited, timeout))
+}
+
+/// Waits for runs `runs` (whole run ids) as they are, without settling the store first
+/// (`dispatch --wait` and `retry --wait`, which just did), and reports them as `wait`
+/// does.
+pub fn wait_for(
+    ctx: &CommandContext,
+    runs: &[String],
+    any: bool,
+    timeout: Option<Duration>,
+) -> Result<Report> {
+    let request = wait::Request {
+        runs: runs.to_vec(),
+        any,
+        timeout,
+    };
+    let waited = with_progress(|on_poll| wait::wait_for(ctx, &request, on_poll))?;
+    Ok(report(ctx.format, &waited, timeout))
+}
+
+/// Runs a wait with, on a terminal, a status line on stderr naming the runs left; the
+/// warnings it meets are said with the line taken off the screen.
+fn with_progress<T>(wait: impl FnOnce(&mut dyn FnMut(Poll<'_>)) -> T) -> T {
+    let mut progress: Option<Progress> = None;
+    let result = wait(&mut |poll| match poll {
+        Poll::Waiting { left, now } => progress
+            .get_or_insert_with(Progress::for_runs)
+            .runs(left, now),
+        Poll::Warning(warning) => match &progress {
+            Some(progress) => progress.suspend(|| super::ui::warn(&warning)),
+            None => super::ui::warn(&warning),
+        },
+    });
+    drop(progress);
+    result
 }
 
 /// `wait` (and `dispatch --wait`): every run waited for, settled or not, and whether the
@@ -84,64 +111,20 @@ pub struct StillWorking<'a> {
     pub elapsed_s: u64,
 }
 
-/// Whether `wait` stops waiting for a run: it ended, or it needs the lead.
-fn settled(record: &RunRecord) -> bool {
-    record.phase.is_final() || record.phase == Phase::NeedsHelp
-}
-
-/// Polls the runs until they settle (or one does, with `any`), then reports them; on a
-/// terminal, a status line on stderr names the runs left meanwhile.
-pub fn wait_for(
-    store: &RunStore,
-    repo_dir: Option<&std::path::Path>,
-    format: Format,
-    runs: &[String],
-    any: bool,
-    timeout: Option<Duration>,
-) -> Result<Report> {
-    let start = Instant::now();
-    let mut last_check = Instant::now();
-    let progress = Progress::for_runs();
-    let (records, timed_out) = loop {
-        let mut records = Vec::new();
-        for run in runs {
-            records.push(runs::load(store, run)?);
-        }
-        let done = records.iter().filter(|r| settled(r)).count();
-        if (any && done > 0) || done == records.len() {
-            break (records, false);
-        }
-        if timeout.is_some_and(|t| start.elapsed() >= t) {
-            break (records, true);
-        }
-        let left: Vec<&RunRecord> = records.iter().filter(|r| !settled(r)).collect();
-        progress.runs(&left, now_millis());
-        std::thread::sleep(Duration::from_millis(100));
-        // A supervisor may die, or a slot free up, while we wait: look about once a second.
-        if last_check.elapsed() >= Duration::from_secs(1) {
-            last_check = Instant::now();
-            if let Some(repo_dir) = repo_dir {
-                progress.suspend(|| {
-                    let not_filed = crate::run::queue::settle(store, repo_dir).unwrap_or_default();
-                    for row in not_filed {
-                        super::ui::warn(&row.to_string());
-                    }
-                });
-            }
-        }
-    };
-    drop(progress);
-    // With --any, the runs that settled are the answer; the others are still going.
-    let judged: Vec<&RunRecord> = records.iter().filter(|r| !any || settled(r)).collect();
-    let code = match crate::view::result::awaited(&judged, timed_out) {
+/// The runs waited for, for JSON and for people; exit 0 when every run judged passed, 5
+/// when one needs the lead (and none failed) or the timeout came first, 1 otherwise. For
+/// people, a timeout is also said on stderr.
+fn report(format: Format, waited: &Waited, timeout: Option<Duration>) -> Report {
+    let judged = waited.judged();
+    let code = match crate::view::result::awaited(&judged, waited.timed_out) {
         crate::view::result::Awaited::Passed => exit::OK,
         crate::view::result::Awaited::NeedsLead => exit::ATTENTION,
         crate::view::result::Awaited::Failed => exit::CHECK,
     };
     let now = now_millis();
-    let still_working: Vec<StillWorking> = records
-        .iter()
-        .filter(|r| !settled(r))
+    let still_working: Vec<StillWorking> = waited
+        .still_working()
+        .into_iter()
         .map(|r| StillWorking {
             run: &r.run,
             task: &r.task,
@@ -149,15 +132,16 @@ pub fn wait_for(
             elapsed_s: crate::core::stamp::elapsed_s(r.started_at, now),
         })
         .collect();
-    if timed_out && format == Format::Human {
+    if waited.timed_out && format == Format::Human {
         eprint!("{}", timed_out_note(timeout, &still_working));
     }
     let output = WaitOutput {
-        runs: records.iter().map(runs::result).collect(),
-        timed_out,
+        runs: waited.runs.iter().map(runs::result).collect(),
+        timed_out: waited.timed_out,
         still_working,
     };
-    let human = records
+    let human = waited
+        .runs
         .iter()
         .map(runs::result_block)
         .collect::<Vec<_>>()
@@ -170,7 +154,7 @@ pub fn wait_for(
             super::ui::Status::Failed(CrewError::new(ErrorCode::RunFailed, "not every run passed"))
         }
     };
-    Ok(report)
+    report
 }
 
 /// For people, on stderr: the wait gave up, on which runs, and what to do next.

@@ -4,10 +4,9 @@ use clap::Args;
 use serde::Serialize;
 
 use super::context::CommandContext;
-use super::error::{CrewError, Result};
-use super::flight::{RoutingArgs, resolve};
-use super::runs;
+use super::error::Result;
 use super::ui::Report;
+use crate::ops::workers::Worker;
 
 /// `workers`: the roster, in the flight config's order (SPEC §2 `workers`, §3 "The
 /// roster").
@@ -43,70 +42,59 @@ pub struct WorkerOutput<'a> {
 pub struct WorkersArgs {}
 
 pub fn run(ctx: &CommandContext, _args: WorkersArgs) -> Result<Report> {
-    let flight = resolve(ctx, &RoutingArgs::default())?.flight;
-    // A read: the store as it is.
-    let store = runs::open(ctx)?;
-    let live = store.live().map_err(CrewError::from)?;
-    let sessions = crate::state::sessions::load(store.root());
-    let rows = crate::run::ledger::rows(ctx.repo()?, None).map_err(CrewError::from)?;
-    let mut workers = Vec::new();
-    let mut human = Vec::new();
-    for (name, worker) in &flight.workers {
-        let backend = flight.backends.get(&worker.backend);
-        let model = worker
-            .model
-            .clone()
-            .or(backend.and_then(|b| b.model.clone()));
-        let session = sessions
-            .workers
-            .get(name)
-            .filter(|s| s.backend == worker.backend);
-        let busy = live.iter().find(|r| {
-            r.worker.as_deref() == Some(name) && r.phase != crate::core::record::Phase::Queued
-        });
-        let queued = live
-            .iter()
-            .filter(|r| {
-                r.worker.as_deref() == Some(name) && r.phase == crate::core::record::Phase::Queued
-            })
-            .count();
-        let (measured, passes, pass_rate) = crate::core::ledger::worker_pass_rate(&rows, name);
-        human.push(format!(
-            "{name}: backend {}{}; {}; session {}; {} runs, pass rate {}{}",
-            worker.backend,
-            model
-                .as_deref()
-                .map(|m| format!(" model {m}"))
-                .unwrap_or_default(),
-            busy.map_or("idle".to_string(), |r| format!("busy with run {}", r.run)),
-            session.map_or("none yet", |s| s.session.as_str()),
-            measured,
-            pass_rate.map_or("-".to_string(), |p| format!("{:.0}%", p * 100.0)),
-            if queued > 0 {
-                format!("; {queued} queued")
-            } else {
-                String::new()
-            },
-        ));
-        workers.push(WorkerOutput {
-            worker: name,
-            backend: &worker.backend,
-            model,
-            effort: worker
-                .effort
-                .clone()
-                .or(backend.and_then(|b| b.effort.clone())),
-            note: worker.note.as_deref(),
-            session: session.map(|s| s.session.as_str()),
-            busy_run: busy.map(|r| r.run.as_str()),
-            queued,
-            runs: measured,
-            passes,
-            pass_rate,
-        });
-    }
+    let workers = crate::ops::workers::workers(ctx, &crate::ops::workers::Request {})?;
+    let mut human: Vec<String> = workers.iter().map(line).collect();
     if human.is_empty() {
         human.push("no standing workers: name them in .crew/flight.toml as [workers.<name>] with a backend".into());
     }
-    Ok(Report::of(&WorkersOutput { workers }, human.join("\n")))
+    let output = WorkersOutput {
+        workers: workers.iter().map(WorkerOutput::of).collect(),
+    };
+    Ok(Report::of(&output, human.join("\n")))
+}
+
+impl<'a> WorkerOutput<'a> {
+    fn of(worker: &'a Worker) -> WorkerOutput<'a> {
+        WorkerOutput {
+            worker: &worker.name,
+            backend: &worker.backend,
+            model: worker.model.clone(),
+            effort: worker.effort.clone(),
+            note: worker.note.as_deref(),
+            session: worker.session.as_deref(),
+            busy_run: worker.busy_run.as_deref(),
+            queued: worker.queued,
+            runs: worker.runs,
+            passes: worker.passes,
+            pass_rate: worker.pass_rate,
+        }
+    }
+}
+
+/// One worker for people.
+fn line(worker: &Worker) -> String {
+    format!(
+        "{}: backend {}{}; {}; session {}; {} runs, pass rate {}{}",
+        worker.name,
+        worker.backend,
+        worker
+            .model
+            .as_deref()
+            .map(|m| format!(" model {m}"))
+            .unwrap_or_default(),
+        worker
+            .busy_run
+            .as_deref()
+            .map_or("idle".to_string(), |run| format!("busy with run {run}")),
+        worker.session.as_deref().unwrap_or("none yet"),
+        worker.runs,
+        worker
+            .pass_rate
+            .map_or("-".to_string(), |p| format!("{:.0}%", p * 100.0)),
+        if worker.queued > 0 {
+            format!("; {} queued", worker.queued)
+        } else {
+            String::new()
+        },
+    )
 }

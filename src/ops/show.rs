@@ -1,0 +1,56 @@
+//! `show` and `transcript`: one run's record as it is, and the raw transcript its runs
+//! archived; reads, so nothing is settled or written.
+
+use std::path::PathBuf;
+
+use crate::core::record::RunRecord;
+use crate::error::{CrewError, ErrorCode, Result};
+
+pub use crate::state::runs::Found;
+
+use super::{Context, runs};
+
+pub struct Request {
+    /// A run address (see [`runs::resolve`]).
+    pub run: String,
+}
+
+/// The run as it is, live or finished: a live run whose supervisor died is found live,
+/// its supervisor dead. Exit 3 when there is none.
+pub fn show(ctx: &Context, req: &Request) -> Result<Found> {
+    let store = runs::open(ctx)?;
+    runs::found(&store, &runs::resolve(&store, &req.run)?)
+}
+
+/// A run's archived transcript.
+pub struct Transcript {
+    pub record: RunRecord,
+    /// Where it is archived.
+    pub path: PathBuf,
+    /// The transcript, read as text (what is not UTF-8 replaced).
+    pub text: String,
+}
+
+/// The run's archived transcript: refused when the run was dispatched with transcripts
+/// disabled, or when the archive cannot be read.
+pub fn transcript(ctx: &Context, req: &Request) -> Result<Transcript> {
+    let store = runs::open(ctx)?;
+    let record = runs::load(&store, &runs::resolve(&store, &req.run)?)?;
+    let Some(path) = record.transcript.clone().map(PathBuf::from) else {
+        return Err(CrewError::new(
+            ErrorCode::TranscriptDisabled,
+            format!(
+                "run {} was dispatched with transcripts disabled",
+                record.run
+            ),
+        ));
+    };
+    let bytes = std::fs::read(&path).map_err(|e| {
+        CrewError::new(
+            ErrorCode::TranscriptNotFound,
+            format!("no transcript at {}: {e}", path.display()),
+        )
+    })?;
+    let text = String::from_utf8_lossy(&bytes).into_owned();
+    Ok(Transcript { record, path, text })
+}
