@@ -111,10 +111,7 @@ pub fn run(ctx: &CommandContext, args: FlightArgs) -> Result<Report> {
         }
         human.push('\n');
     });
-    // What the write fence would be for a worker dispatched now.
-    let abi = crate::sys::fence::kernel_abi().filter(|_| resolved.flight.sandbox.enabled);
-    let fence =
-        crate::core::dispatch::describe_fence(abi, abi.is_some() && crate::sys::ns::available());
+    let fence = crate::ops::flight::fence(&resolved.flight);
     human.push_str(&format!("# fence: {fence}\n"));
     let output = FlightOutput {
         flight: &resolved.flight,

@@ -72,3 +72,10 @@ fn read_layer(path: &Path, layer: Layer, files: &mut Vec<LayerSource>) -> Result
         )),
     }
 }
+
+/// The write fence a worker dispatched now would get under `flight`: `landlock-v<ABI>`
+/// (`+ns` with its own namespaces), or `none`.
+pub fn fence(flight: &crate::core::flight::Flight) -> String {
+    let abi = crate::sys::fence::kernel_abi().filter(|_| flight.sandbox.enabled);
+    crate::core::dispatch::describe_fence(abi, abi.is_some() && crate::sys::ns::available())
+}
