@@ -26,13 +26,12 @@ pub struct Advised {
 
 /// Answers the run's question; refused (exit 4) unless it waits for help.
 pub fn advise(ctx: &Context, request: &Request) -> Result<Advised> {
-    let store = runs::settled(ctx)?;
     // One answer at a time: a second advise waits here, then finds the run working.
-    let run = runs::resolve(&store, &request.run)?;
-    let _lock = store
-        .run_lock(&run)
-        .map_err(|e| CrewError::new(ErrorCode::RunBusy, e.to_string()))?;
-    let mut record = runs::load(&store, &run)?;
+    let runs::Held {
+        store,
+        mut record,
+        lock: _lock,
+    } = runs::hold(ctx, &request.run)?;
     if record.phase != Phase::NeedsHelp {
         return Err(CrewError::new(
             ErrorCode::NotWaitingForHelp,

@@ -19,12 +19,11 @@ pub struct Attach {
 
 /// Binds a run awaiting attach to the lead's session; it is working from then on.
 pub fn attach(ctx: &Context, req: &Attach) -> Result<RunRecord> {
-    let store = runs::settled(ctx)?;
-    let run = runs::resolve(&store, &req.run)?;
-    let _lock = store
-        .run_lock(&run)
-        .map_err(|e| CrewError::new(ErrorCode::RunBusy, e.to_string()))?;
-    let mut record = runs::load(&store, &run)?;
+    let runs::Held {
+        store,
+        mut record,
+        lock: _lock,
+    } = runs::hold(ctx, &req.run)?;
     if record.phase != Phase::AwaitingAttach {
         return Err(CrewError::new(
             ErrorCode::NotAwaitingAttach,
@@ -68,12 +67,12 @@ pub enum Handed {
 
 /// Hands in the reply of a native run that is working or awaiting attach.
 pub fn deliver(ctx: &Context, req: &Deliver) -> Result<Handed> {
-    let store = runs::settled(ctx)?;
-    let run = runs::resolve(&store, &req.run)?;
-    let _lock = store
-        .run_lock(&run)
-        .map_err(|e| CrewError::new(ErrorCode::RunBusy, e.to_string()))?;
-    let record = runs::load(&store, &run)?;
+    let runs::Held {
+        store,
+        record,
+        lock: _lock,
+    } = runs::hold(ctx, &req.run)?;
+    let run = record.run.clone();
     if !matches!(record.phase, Phase::Working | Phase::AwaitingAttach)
         || record.adapter != AdapterKind::Native
     {

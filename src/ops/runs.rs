@@ -105,3 +105,28 @@ fn on_file<T>(read: std::result::Result<Option<T>, Unreadable>, run: &str) -> Re
     read.map_err(|u| CrewError::new(ErrorCode::RunUnreadable, u.to_string()))?
         .ok_or_else(|| CrewError::new(ErrorCode::RunNotFound, format!("no run {run}")))
 }
+
+/// A run one command acts on alone: the store settled, the address resolved, the run's
+/// lock held while this lives (another command on the same run waits for it, and is
+/// refused as `run-busy` when the wait runs out), the run loaded.
+pub struct Held {
+    pub store: RunStore,
+    pub record: RunRecord,
+    /// Bind it (`lock: _lock`): the run is held until it drops.
+    pub lock: crate::sys::lock::Lock,
+}
+
+/// Settles the store, resolves `address` and takes the run's lock, then loads it.
+pub fn hold(ctx: &Context, address: &str) -> Result<Held> {
+    let store = settled(ctx)?;
+    let run = resolve(&store, address)?;
+    let lock = store
+        .run_lock(&run)
+        .map_err(|e| CrewError::new(ErrorCode::RunBusy, e.to_string()))?;
+    let record = load(&store, &run)?;
+    Ok(Held {
+        store,
+        record,
+        lock,
+    })
+}
