@@ -775,6 +775,23 @@ mod tests {
     /// What is not I/O stays a bug, rendered exactly as before: the chain on one line,
     /// no causes.
     #[test]
+    fn a_git_that_cannot_start_is_an_io_error_and_a_git_that_refuses_is_not() {
+        let absent = crate::git::run::GitError::Spawn {
+            args: "status".into(),
+            source: std::io::Error::from(std::io::ErrorKind::NotFound),
+        };
+        let err = CrewError::from(anyhow::Error::new(absent).context("cannot list the changes"));
+        assert_eq!((err.code, err.exit_code()), (ErrorCode::IoError, 74));
+        let refused = crate::git::run::GitError::Failed {
+            args: "status".into(),
+            code: Some(128),
+            stderr: "fatal: bad".into(),
+        };
+        let err = CrewError::from(anyhow::Error::new(refused));
+        assert_eq!(err.exit_code(), 70);
+    }
+
+    #[test]
     fn a_failure_with_no_io_underneath_stays_internal_and_unchanged() {
         let err = anyhow::anyhow!("gix said no").context("cannot read the seal");
         let e = CrewError::from(err);

@@ -91,9 +91,8 @@ pub fn write_config(git_dir: &Path, entries: &[(&str, &str, Vec<String>)]) -> an
 /// Locks a worktree so `git worktree prune` and `remove` leave it alone.
 pub fn lock(repo_dir: &Path, path: &Path, reason: &str) -> anyhow::Result<()> {
     let path = path.to_string_lossy();
-    GitRunner::new(repo_dir)
-        .output(&["worktree", "lock", "--reason", reason, &path])
-        .map(drop)
+    GitRunner::new(repo_dir).output(&["worktree", "lock", "--reason", reason, &path])?;
+    Ok(())
 }
 
 /// Unlocks a worktree; one that is not locked is fine.
@@ -350,9 +349,10 @@ impl RunTree {
 
     /// git in this worktree within `bound`: its output, or `None` when it ran past.
     fn git_within(&self, args: &[&str], bound: &Bound) -> anyhow::Result<Option<Finished>> {
-        self.git()
+        Ok(self
+            .git()
             .with_fence(bound.fence.clone())
-            .within(args, None, bound.left())
+            .within(args, None, bound.left())?)
     }
 
     /// The regular files git would add here that are bigger than `larger_than` bytes: the
