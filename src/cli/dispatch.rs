@@ -116,6 +116,17 @@ pub fn run(ctx: &CommandContext, args: DispatchArgs) -> Result<Report> {
 /// would start, the run's result once it ends (`wait`), or the run that started —
 /// `dispatch` and `retry` alike.
 pub(super) fn report(ctx: &CommandContext, dispatched: Dispatched, wait: bool) -> Result<Report> {
+    report_saying(ctx, dispatched, wait, true)
+}
+
+/// [`report`], saying the warnings on stderr only when `say` (a wave's operation has
+/// said them already, as each run started).
+pub(super) fn report_saying(
+    ctx: &CommandContext,
+    dispatched: Dispatched,
+    wait: bool,
+    say: bool,
+) -> Result<Report> {
     let Dispatched {
         started,
         mut warnings,
@@ -150,7 +161,7 @@ pub(super) fn report(ctx: &CommandContext, dispatched: Dispatched, wait: bool) -
         return super::wait::wait_for(ctx, std::slice::from_ref(&record.run), false, None);
     }
     warnings.extend(split_advice.clone());
-    for warning in &warnings {
+    for warning in warnings.iter().filter(|_| say) {
         super::ui::warn(warning);
     }
     let human = format!(

@@ -96,7 +96,7 @@ pub fn integrate(ctx: &Context, request: &Request, observe: &dyn Fn(Event<'_>)) 
     };
     // A verify of the merged tree runs here: what it starts comes back to this process
     // and goes when it ends, and Ctrl-C stops it and removes its checkout.
-    crate::sys::process::become_subreaper();
+    let _subreaper = crate::sys::process::subreaper();
     let into = (request.into.clone())
         .or_else(|| record.as_ref().and_then(|r| r.base_ref.clone()))
         .unwrap_or_else(|| "the target".into());

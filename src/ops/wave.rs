@@ -214,6 +214,14 @@ pub fn dispatch(ctx: &Context, req: &Request) -> Result<Waved> {
         }
         super::dispatch::dispatch(ctx, &request_for(task, dry_run)).map(|dispatched| {
             let run = dispatched.started.record.as_ref().map(|r| r.run.clone());
+            // What a started run's dispatch has to say is said as it starts, even when a
+            // later task fails and the wave is rolled back.
+            if run.is_some() {
+                let said = dispatched.warnings.iter().chain(&dispatched.split_advice);
+                for warning in said {
+                    ctx.warn(warning);
+                }
+            }
             (dispatched, run)
         })
     };

@@ -215,8 +215,6 @@ fn stale_checkouts(store: &RunStore, repo_dir: &Path, runs_dir: &Path, fix: bool
         .collect()
 }
 
-/// Live pointers that cannot be read: named, never fixed by guesswork (their processes
-/// are left alone; the task and scope stay held).
 /// Finished runs whose record cannot be read: only a person can mend or remove the file.
 fn unreadable_records(store: &RunStore) -> anyhow::Result<Vec<Problem>> {
     let (_, unreadable) = store.finished_and_unreadable()?;
@@ -230,6 +228,8 @@ fn unreadable_records(store: &RunStore) -> anyhow::Result<Vec<Problem>> {
         .collect())
 }
 
+/// Live pointers that cannot be read: named, never fixed by guesswork (their processes
+/// are left alone; the task and scope stay held).
 fn unreadable_pointers(store: &RunStore, live: &[RunRecord]) -> Vec<Problem> {
     live.iter()
         .filter(|r| r.unreadable.is_some())

@@ -196,10 +196,17 @@ pub fn start_supervisor(repo_dir: &Path, run: &str, run_dir: &Path) -> anyhow::R
         command.env_remove(key);
     }
     crate::sys::process::new_session(&mut command);
-    let child = command.spawn().context("cannot start the supervisor")?;
+    let mut child = command.spawn().context("cannot start the supervisor")?;
+    let pid = child.id();
     // Another run's supervisor, not something a worker of this process left behind.
-    super::process::spare(child.id());
-    Ok(child.id())
+    super::process::spare(pid);
+    // Waited for, so that a process that lives on after starting it (the console, a
+    // supervisor promoting the queue) keeps no zombie; a command that exits first leaves
+    // it to init.
+    std::thread::spawn(move || {
+        let _ = child.wait();
+    });
+    Ok(pid)
 }
 
 /// An answered run, on its way again.

@@ -352,7 +352,7 @@ pub fn again(
     let fence = super::fence::base_for(&record, &dir)?;
     // What the verify command starts comes back to this process and goes when it ends;
     // Ctrl-C stops it (and removes a throwaway checkout) before this exits.
-    crate::sys::process::become_subreaper();
+    let _subreaper = crate::sys::process::subreaper();
     let verdict = if in_worktree {
         let common = repo.common_dir().to_path_buf();
         let fence = fence

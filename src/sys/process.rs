@@ -2,7 +2,7 @@
 //! `/proc`. Only installing a signal handler and `pre_exec` remain `unsafe`: neither has a
 //! safe form.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use rustix::process::{Pid, Signal, WaitOptions};
 
@@ -72,6 +72,29 @@ pub fn become_subreaper() {
     let _ = rustix::process::set_child_subreaper(rustix::process::getpid().into());
 }
 
+/// This process as the child subreaper for as long as the guard lives (see
+/// [`become_subreaper`]); a process that was not one before stops being one when it
+/// drops. A long-lived process (the console) lends itself for one operation only.
+#[must_use = "the process stays the subreaper only while the guard lives"]
+pub struct Subreaper {
+    was: bool,
+}
+
+/// Makes this process the child subreaper until the guard drops.
+pub fn subreaper() -> Subreaper {
+    let was = rustix::process::child_subreaper().is_ok_and(|pid| pid.is_some());
+    become_subreaper();
+    Subreaper { was }
+}
+
+impl Drop for Subreaper {
+    fn drop(&mut self) {
+        if !self.was {
+            let _ = rustix::process::set_child_subreaper(None);
+        }
+    }
+}
+
 /// Makes `command`'s process the leader of a new session when it starts: it outlives
 /// this process and its terminal.
 pub fn new_session(command: &mut std::process::Command) {
@@ -87,6 +110,10 @@ pub fn new_session(command: &mut std::process::Command) {
 }
 
 static INTERRUPTED: AtomicBool = AtomicBool::new(false);
+/// How many callers want SIGINT and SIGTERM caught ([`catch_interrupts`] less
+/// [`default_interrupts`]): the console catches them for its whole life, and a verify it
+/// runs inside it only for its own.
+static CATCHING: AtomicUsize = AtomicUsize::new(0);
 
 extern "C" fn on_interrupt(_: libc::c_int) {
     INTERRUPTED.store(true, Ordering::SeqCst);
@@ -95,6 +122,7 @@ extern "C" fn on_interrupt(_: libc::c_int) {
 /// From now on SIGINT and SIGTERM set a flag ([`interrupted`]) instead of killing this
 /// process, so the caller's cleanup runs.
 pub fn catch_interrupts() {
+    CATCHING.fetch_add(1, Ordering::SeqCst);
     // SAFETY: the handler only stores to an atomic, which is async-signal-safe.
     unsafe {
         libc::signal(
@@ -108,8 +136,17 @@ pub fn catch_interrupts() {
     }
 }
 
-/// SIGINT and SIGTERM kill this process again, as they do by default.
+/// Lets go of one [`catch_interrupts`]: once no caller wants them caught, SIGINT and
+/// SIGTERM kill this process again, as they do by default.
 pub fn default_interrupts() {
+    let before = CATCHING
+        .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| {
+            Some(n.saturating_sub(1))
+        })
+        .unwrap_or(0);
+    if before > 1 {
+        return;
+    }
     // SAFETY: restoring the default disposition of two signals.
     unsafe {
         libc::signal(libc::SIGINT, libc::SIG_DFL);
@@ -207,6 +244,34 @@ fn exe_at(link: &str) -> Option<String> {
 
 #[cfg(test)]
 mod tests {
+    use super::*;
+
+    /// The disposition of SIGTERM now: whether it is this module's handler.
+    fn caught() -> bool {
+        // SAFETY: sigaction with no new action only reads the current one.
+        unsafe {
+            let mut old: libc::sigaction = std::mem::zeroed();
+            libc::sigaction(libc::SIGTERM, std::ptr::null(), &mut old);
+            old.sa_sigaction == on_interrupt as *const () as libc::sighandler_t
+        }
+    }
+
+    #[test]
+    fn a_nested_catch_leaves_the_outer_one_standing() {
+        catch_interrupts();
+        catch_interrupts();
+        default_interrupts();
+        assert!(caught(), "the outer catch (the console's) still stands");
+        default_interrupts();
+        assert!(!caught());
+        // One more let-go than catches changes nothing and never wraps around.
+        default_interrupts();
+        catch_interrupts();
+        assert!(caught());
+        default_interrupts();
+        assert!(!caught());
+    }
+
     #[test]
     fn this_process_is_seen_and_its_parent_known() {
         let me = std::process::id();

@@ -24,6 +24,57 @@ struct Tmux {
     env_vars: Vec<(&'static str, std::ffi::OsString)>,
 }
 
+/// The zombie children of the `git-crew watch` running in the pane.
+fn console_zombies(tmux: &Tmux) -> Vec<u32> {
+    let pane: u32 = tmux
+        .run(&["display", "-p", "-t", "0", "#{pane_pid}"])
+        .trim()
+        .parse()
+        .unwrap();
+    // (pid, parent, state, command line) of every process.
+    let procs: Vec<(u32, u32, char, String)> = std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter_map(|pid| {
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+            let mut fields = stat.rsplit_once(')')?.1.split_whitespace();
+            let state = fields.next()?.chars().next()?;
+            let parent = fields.next()?.parse().ok()?;
+            let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+            Some((
+                pid,
+                parent,
+                state,
+                String::from_utf8_lossy(&cmdline).replace('\0', " "),
+            ))
+        })
+        .collect();
+    let below = |root: u32, pid: u32| {
+        let mut at = pid;
+        for _ in 0..64 {
+            if at == root {
+                return true;
+            }
+            match procs.iter().find(|p| p.0 == at) {
+                Some(p) if p.1 != 0 => at = p.1,
+                _ => return false,
+            }
+        }
+        false
+    };
+    let console = procs
+        .iter()
+        .find(|p| p.3.contains("git-crew") && p.3.contains(" watch") && below(pane, p.0))
+        .map(|p| p.0)
+        .expect("the console runs in the pane");
+    procs
+        .iter()
+        .filter(|p| p.1 == console && p.2 == 'Z')
+        .map(|p| p.0)
+        .collect()
+}
+
 impl Tmux {
     fn start(env: &TestEnv, dir: &Path) -> Tmux {
         let tmux = Tmux {
@@ -180,6 +231,13 @@ fn the_console_picks_up_runs_and_answers_integrates_and_abandons_them() {
     assert_eq!(store, "Use sqlite, q and x are just letters here\n");
     // Passed, it waits to be integrated, still selected.
     tmux.wait_for("1 awaiting integration");
+    // The supervisor the console started for the answer has ended, and was waited for:
+    // the console keeps no zombie.
+    poll_until(
+        Duration::from_secs(10),
+        "the console to reap its supervisors",
+        || console_zombies(&tmux).is_empty(),
+    );
 
     // `d` hands the terminal to `git crew diff`, then comes back on a key.
     tmux.keys(&["d"]);

@@ -33,7 +33,10 @@ pub(super) fn run(
     let fields = |dispatched: Vec<crate::ops::dispatch::Dispatched>| -> Result<Vec<Value>> {
         dispatched
             .into_iter()
-            .map(|d| crate::cli::dispatch::report(ctx, d, false).map(|r| Value::Object(r.fields)))
+            .map(|d| {
+                crate::cli::dispatch::report_saying(ctx, d, false, false)
+                    .map(|r| Value::Object(r.fields))
+            })
             .collect()
     };
     match went {
