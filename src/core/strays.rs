@@ -131,37 +131,46 @@ pub struct Leftover {
 /// with a live run, only what git reads as a ref is named: a loose file git does not read
 /// there may be a lock of a git at work.
 pub fn leftovers(found: &[Found], known: &[Known]) -> Vec<Leftover> {
+    use std::collections::{HashMap, HashSet};
+    // What every known run says, gathered once: the branches they own, and for each task
+    // (by its folder) whether a run of it is live and its latest run (run ids sort by the
+    // time they were made).
+    let owned: HashSet<String> = known.iter().map(|k| own_branch(&k.task, &k.run)).collect();
+    let taskless: Vec<String> = known
+        .iter()
+        .filter(|k| k.task.is_empty())
+        .map(|k| format!("/{}", k.run))
+        .collect();
+    let mut tasks: HashMap<String, (&str, bool, &str)> = HashMap::new();
+    for k in known.iter().filter(|k| !k.task.is_empty()) {
+        let task = tasks
+            .entry(folder(&k.task))
+            .or_insert((k.task.as_str(), false, k.run.as_str()));
+        task.1 |= k.live;
+        task.2 = task.2.max(k.run.as_str());
+    }
     let mut out = Vec::new();
     for f in found {
-        let legit = known.iter().any(|k| {
-            f.name == own_branch(&k.task, &k.run)
-                || (k.task.is_empty() && f.name.ends_with(&format!("/{}", k.run)))
-        });
-        if legit {
+        if owned.contains(&f.name) || taskless.iter().any(|end| f.name.ends_with(end.as_str())) {
             continue;
         }
-        let Some(task) = known
-            .iter()
-            .map(|k| k.task.as_str())
-            .filter(|t| !t.is_empty() && f.name.starts_with(&folder(t)))
-            .max_by_key(|t| t.len())
+        // The deepest folder of a known task that holds it.
+        let Some((task, live, run)) = f
+            .name
+            .match_indices('/')
+            .filter_map(|(i, _)| tasks.get(&f.name[..=i]))
+            .next_back()
         else {
             continue;
         };
-        let of_task = known.iter().filter(|k| k.task == task);
-        let live = of_task.clone().any(|k| k.live);
-        if live && !f.git_reads {
+        if *live && !f.git_reads {
             continue;
         }
-        // Run ids sort by the time they were made.
-        let Some(run) = of_task.map(|k| k.run.as_str()).max() else {
-            continue;
-        };
         out.push(Leftover {
             found: f.clone(),
             task: task.to_string(),
             run: run.to_string(),
-            live,
+            live: *live,
         });
     }
     out

@@ -177,42 +177,69 @@ pub fn delete_branch(repo: &gix::Repository, branch: &str) -> Result<()> {
 /// worktree, named by its run id; a throwaway checkout) are a worker's to write: they
 /// never count, so integrate never takes one for the lead's checkout and runs git there.
 pub fn checked_out_in(repo: &gix::Repository, branch: &str) -> Result<Option<PathBuf>> {
-    let wanted = format!("ref: refs/heads/{branch}");
-    let common = repo.common_dir();
-    let head_is = |file: &Path| {
-        std::fs::symlink_metadata(file).is_ok_and(|m| m.is_file())
-            && std::fs::read_to_string(file).is_ok_and(|h| h.trim() == wanted)
-    };
-    if head_is(&common.join("HEAD"))
-        && let Some(main) = gix::open(common)
-            .ok()
-            .and_then(|r| r.workdir().map(Path::to_path_buf))
-    {
-        return Ok(Some(main));
-    }
-    let Ok(entries) = std::fs::read_dir(common.join("worktrees")) else {
-        return Ok(None);
-    };
-    let crew = common.join("crew");
-    for entry in entries.flatten() {
-        let name = entry.file_name().to_string_lossy().into_owned();
-        let admin = entry.path();
-        let gitdir = std::fs::read_to_string(admin.join("gitdir")).unwrap_or_default();
-        let path = Path::new(gitdir.trim()).parent().map(Path::to_path_buf);
-        // A throwaway's name, for a checkout under git-crew's folder (a lead's own
-        // worktree may well be called `merged`).
-        let throwaway = crate::core::layout::is_throwaway_name(&name)
-            && path.as_ref().is_none_or(|p| p.starts_with(&crew));
-        if crate::core::record::is_run_id(&name) || throwaway {
-            continue;
-        }
-        if head_is(&admin.join("HEAD"))
-            && let Some(path) = path
+    Ok(Checkouts::read(repo).of(branch))
+}
+
+/// The lead's checkouts — the main work tree and the linked ones the lead made — each
+/// with what its HEAD says, read once for every branch a caller asks about (see
+/// [`checked_out_in`]).
+pub struct Checkouts {
+    /// (HEAD's content, trimmed; the work tree).
+    trees: Vec<(String, PathBuf)>,
+}
+
+impl Checkouts {
+    pub fn read(repo: &gix::Repository) -> Checkouts {
+        let common = repo.common_dir();
+        let head = |file: &Path| {
+            std::fs::symlink_metadata(file)
+                .is_ok_and(|m| m.is_file())
+                .then(|| std::fs::read_to_string(file).ok())
+                .flatten()
+                .map(|h| h.trim().to_string())
+        };
+        let mut trees = Vec::new();
+        if let Some(main) = head(&common.join("HEAD")).filter(|h| h.starts_with("ref: "))
+            && let Some(path) = gix::open(common)
+                .ok()
+                .and_then(|r| r.workdir().map(Path::to_path_buf))
         {
-            return Ok(Some(path));
+            trees.push((main, path));
         }
+        let Ok(entries) = std::fs::read_dir(common.join("worktrees")) else {
+            return Checkouts { trees };
+        };
+        let crew = common.join("crew");
+        for entry in entries.flatten() {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if crate::core::record::is_run_id(&name) {
+                continue;
+            }
+            let admin = entry.path();
+            let gitdir = std::fs::read_to_string(admin.join("gitdir")).unwrap_or_default();
+            let path = Path::new(gitdir.trim()).parent().map(Path::to_path_buf);
+            // A throwaway's name, for a checkout under git-crew's folder (a lead's own
+            // worktree may well be called `merged`).
+            let throwaway = crate::core::layout::is_throwaway_name(&name)
+                && path.as_ref().is_none_or(|p| p.starts_with(&crew));
+            if throwaway {
+                continue;
+            }
+            if let (Some(head), Some(path)) = (head(&admin.join("HEAD")), path) {
+                trees.push((head, path));
+            }
+        }
+        Checkouts { trees }
     }
-    Ok(None)
+
+    /// The work tree that has `branch` checked out, if any.
+    pub fn of(&self, branch: &str) -> Option<PathBuf> {
+        let wanted = format!("ref: refs/heads/{branch}");
+        self.trees
+            .iter()
+            .find(|(head, _)| *head == wanted)
+            .map(|(_, path)| path.clone())
+    }
 }
 
 /// Whether a work tree has changes to tracked files, staged or not (untracked files do
@@ -315,21 +342,6 @@ fn take_back(worktree: &Path, paths: &[(String, bool)], dirty_before: &[String])
         git.output(&args)?;
     }
     Ok(())
-}
-
-/// How many commits reachable from `tips` none of `keepers` reaches.
-pub fn unreached(repo_dir: &Path, tips: &[ObjectId], keepers: &[ObjectId]) -> Result<u64> {
-    if tips.is_empty() {
-        return Ok(0);
-    }
-    let mut args = vec!["rev-list".to_string(), "--count".to_string()];
-    args.extend(tips.iter().map(ToString::to_string));
-    args.extend(keepers.iter().map(|k| format!("^{k}")));
-    let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    let out = super::run::GitRunner::new(repo_dir).output(&args)?;
-    out.trim()
-        .parse()
-        .with_context(|| format!("git rev-list --count printed {out:?}"))
 }
 
 /// Whether `ancestor` is reachable from `tip` (or is it).

@@ -13,6 +13,7 @@ pub mod lfs;
 pub mod merge;
 pub mod notes;
 pub mod objects;
+pub mod reach;
 pub mod refs;
 pub mod repo;
 pub mod run;

@@ -65,6 +65,16 @@ pub fn add(repo: &gix::Repository, path: &Path, branch: &str, base: &str) -> Res
 /// Writes a worktree's own config (`config.worktree` in its private git dir) as
 /// `git config --worktree` would: `(section, key, values)` triples, one line per value.
 pub fn write_config(git_dir: &Path, entries: &[(&str, &str, Vec<String>)]) -> Result<()> {
+    let text = config_text(entries)?;
+    Ok(crate::sys::fs::write_atomic(
+        &git_dir.join("config.worktree"),
+        &text,
+        0o644,
+    )?)
+}
+
+/// What [`write_config`] writes for `entries`.
+fn config_text(entries: &[(&str, &str, Vec<String>)]) -> Result<String> {
     let mut text = String::new();
     let mut section = "";
     for (sec, key, values) in entries {
@@ -80,11 +90,7 @@ pub fn write_config(git_dir: &Path, entries: &[(&str, &str, Vec<String>)]) -> Re
             text.push_str(&format!("\t{key} = \"{quoted}\"\n"));
         }
     }
-    Ok(crate::sys::fs::write_atomic(
-        &git_dir.join("config.worktree"),
-        &text,
-        0o644,
-    )?)
+    Ok(text)
 }
 
 /// Locks a worktree so `git worktree prune` and `remove` leave it alone.
@@ -165,13 +171,25 @@ pub fn run_config(
 /// any git command that reads them would run the worker's code outside its fence. So
 /// [`RunTree::restore`] writes them back as dispatch made them before git-crew runs git
 /// there, and git runs with the administration named explicitly and fsmonitor off.
+/// [`RunTree::inspect`] is the same for a look that must change nothing (a dry run, a
+/// check): an administration as dispatch made it is read in place; any other is read
+/// from a copy put right in a scratch folder outside the repository.
 pub struct RunTree {
-    /// `<git-common-dir>/worktrees/<name>`.
+    /// `<git-common-dir>/worktrees/<name>` (for an inspection of an administration that
+    /// was not as dispatch made it, its corrected copy in a scratch folder).
     pub admin: PathBuf,
     pub path: PathBuf,
     /// Entries of the administration that were not regular files (a folder, a FIFO, a
     /// symlink where git keeps a file) and were replaced: the worker tampered with them.
+    /// (An inspection names those a restore would replace.)
     pub replaced: Vec<String>,
+    /// The repository's common dir.
+    common: PathBuf,
+    /// Nothing may be written: git takes no optional lock, and snapshots go aside.
+    read_only: bool,
+    /// The scratch folder holding the corrected copy of the administration, while it is
+    /// used.
+    _aside: Option<tempfile::TempDir>,
 }
 
 /// Makes `path` free for a regular file: whatever else is there (a folder, a FIFO, a
@@ -193,10 +211,65 @@ fn clear_for_file(path: &Path) -> Result<bool> {
     }
 }
 
+/// What a restore does with an entry of a worktree's administration, by its name and
+/// kind: (whether it is a name git keeps there, whether it stays as it is). What else git
+/// finds there is state of an operation the worker left unfinished (a rebase, a merge, a
+/// bisect) — or a trap: a FIFO or a symlink that git would read and hang on. All of it
+/// goes, unfollowed; what is not a plain file or folder is the worker's doing.
+fn fate(name: &str, plain_file: bool, plain_dir: bool) -> (bool, bool) {
+    // (the name git uses, and whether it is of the kind git makes there)
+    let operation = matches!(
+        name,
+        "rebase-merge" | "rebase-apply" | "sequencer" | "AUTO_MERGE"
+    ) || name.starts_with("MERGE_")
+        || name.starts_with("BISECT_")
+        || (name.ends_with("_HEAD") && name != "ORIG_HEAD");
+    match name {
+        "HEAD" | "index" | "ORIG_HEAD" | "COMMIT_EDITMSG" | "commondir" | "gitdir"
+        | "config.worktree" | "locked" => (true, plain_file),
+        // Git's own per-worktree folders: submodules' repositories, refs, reflogs,
+        // sparse-checkout; never removed.
+        "logs" | "modules" | "refs" | "info" => (true, plain_dir),
+        _ if name.starts_with("sharedindex.") => (true, plain_file),
+        _ if operation => (false, false),
+        // Anything else git did not put there is left, if it is plain.
+        _ => (false, plain_file || plain_dir),
+    }
+}
+
+/// Whether a worktree's HEAD names a branch or a commit, as it must.
+fn head_is_sound(text: &str) -> bool {
+    let h = text.trim();
+    h.strip_prefix("ref: refs/heads/")
+        .is_some_and(|r| !r.is_empty())
+        || (h.len() == 40 && h.bytes().all(|b| b.is_ascii_hexdigit()))
+}
+
+/// What a regular file at `path` holds (`None` for anything else, or nothing).
+fn plain_text(path: &Path) -> Option<String> {
+    std::fs::symlink_metadata(path)
+        .is_ok_and(|m| m.is_file())
+        .then(|| std::fs::read_to_string(path).ok())
+        .flatten()
+}
+
+/// Copies the regular file `from` to `to` with its modification time: git takes an
+/// index entry changed at or after its index's own time as possibly changed, and a copy
+/// with a later time would hide such a change.
+fn copy_with_time(from: &Path, to: &Path) -> Result<()> {
+    std::fs::copy(from, to).with_context(|| format!("cannot copy {}", from.display()))?;
+    let modified = std::fs::metadata(from)
+        .and_then(|m| m.modified())
+        .with_context(|| format!("cannot read the time of {}", from.display()))?;
+    std::fs::File::options()
+        .write(true)
+        .open(to)
+        .and_then(|f| f.set_modified(modified))
+        .with_context(|| format!("cannot set the time of {}", to.display()))?;
+    Ok(())
+}
+
 impl RunTree {
-    /// Writes back the administration of the worktree at `path` (of the repository whose
-    /// common dir is `common_dir`) from the lead's facts: `identity` and git-crew's hooks
-    /// folder.
     /// The git operation in progress in the worktree at `path` (a merge, a rebase, a
     /// cherry-pick, a revert, a bisect), by the files git keeps for it, if any.
     pub fn operation_in_progress(common_dir: &Path, path: &Path) -> Option<String> {
@@ -219,6 +292,9 @@ impl RunTree {
             })
     }
 
+    /// Writes back the administration of the worktree at `path` (of the repository whose
+    /// common dir is `common_dir`) from the lead's facts: `identity` and git-crew's hooks
+    /// folder.
     pub fn restore(
         common_dir: &Path,
         path: &Path,
@@ -233,34 +309,13 @@ impl RunTree {
             bail!("{} is not a registered worktree", path.display());
         }
         let mut replaced = Vec::new();
-        // What else git finds there is state of an operation the worker left unfinished
-        // (a rebase, a merge, a bisect) — or a trap: a FIFO or a symlink that git would
-        // read and hang on. All of it goes, unfollowed; what is not a plain file or folder
-        // is the worker's doing.
         if let Ok(entries) = std::fs::read_dir(&admin) {
             for entry in entries.flatten() {
                 let name = entry.file_name().to_string_lossy().into_owned();
                 let kind = entry.file_type().ok();
                 let plain_file = kind.is_some_and(|t| t.is_file());
                 let plain_dir = kind.is_some_and(|t| t.is_dir());
-                // (the name git uses, and whether it is of the kind git makes there)
-                let operation = matches!(
-                    name.as_str(),
-                    "rebase-merge" | "rebase-apply" | "sequencer" | "AUTO_MERGE"
-                ) || name.starts_with("MERGE_")
-                    || name.starts_with("BISECT_")
-                    || (name.ends_with("_HEAD") && name != "ORIG_HEAD");
-                let (known, kept) = match name.as_str() {
-                    "HEAD" | "index" | "ORIG_HEAD" | "COMMIT_EDITMSG" | "commondir" | "gitdir"
-                    | "config.worktree" | "locked" => (true, plain_file),
-                    // Git's own per-worktree folders: submodules' repositories, refs,
-                    // reflogs, sparse-checkout; never removed.
-                    "logs" | "modules" | "refs" | "info" => (true, plain_dir),
-                    _ if name.starts_with("sharedindex.") => (true, plain_file),
-                    _ if operation => (false, false),
-                    // Anything else git did not put there is left, if it is plain.
-                    _ => (false, plain_file || plain_dir),
-                };
+                let (known, kept) = fate(&name, plain_file, plain_dir);
                 if kept {
                     continue;
                 }
@@ -278,13 +333,7 @@ impl RunTree {
         }
         // HEAD must name the run's branch or a commit; anything else points at the
         // branch again, and says so.
-        let head_ok = std::fs::read_to_string(admin.join("HEAD")).is_ok_and(|h| {
-            let h = h.trim();
-            h.strip_prefix("ref: refs/heads/")
-                .is_some_and(|r| !r.is_empty())
-                || (h.len() == 40 && h.bytes().all(|b| b.is_ascii_hexdigit()))
-        });
-        if !head_ok {
+        if !std::fs::read_to_string(admin.join("HEAD")).is_ok_and(|h| head_is_sound(&h)) {
             if !replaced.iter().any(|e| e == "HEAD") {
                 replaced.push("HEAD".to_string());
             }
@@ -317,14 +366,129 @@ impl RunTree {
             admin,
             path: path.to_path_buf(),
             replaced,
+            common: common_dir.to_path_buf(),
+            read_only: false,
+            _aside: None,
+        })
+    }
+
+    /// The worktree at `path`, to be looked at without writing anything anywhere in the
+    /// repository: git reads an administration exactly as [`RunTree::restore`] would
+    /// leave it (every entry kept, HEAD sound, `commondir` and `config.worktree` as
+    /// dispatch wrote them) in place, and any other from a copy put right the way a
+    /// restore would put it right, in a scratch folder outside the repository (the index
+    /// copied with its time). The `.git` link and `gitdir` are not git's to read here:
+    /// git runs with the administration named.
+    pub fn inspect(
+        common_dir: &Path,
+        path: &Path,
+        identity: &crate::core::scope::RunIdentity,
+    ) -> Result<RunTree> {
+        let name = path
+            .file_name()
+            .with_context(|| format!("{} names no worktree", path.display()))?;
+        let admin = common_dir.join("worktrees").join(name);
+        if !std::fs::symlink_metadata(&admin).is_ok_and(|m| m.is_dir()) {
+            bail!("{} is not a registered worktree", path.display());
+        }
+        let state_dir = common_dir.join("crew");
+        let hooks = crate::core::layout::run_hooks(&state_dir);
+        let run_dir = crate::core::layout::run_dir(&state_dir, &identity.run);
+        let config = config_text(&run_config(identity, &hooks, &run_dir))?;
+        let mut replaced = Vec::new();
+        // The entries git may read, to carry into a copy: the index (and the shared
+        // index it names), and the sparse-checkout patterns.
+        let mut carried = Vec::new();
+        let entries = std::fs::read_dir(&admin)
+            .with_context(|| format!("cannot read {}", admin.display()))?;
+        for entry in entries {
+            let entry = entry.with_context(|| format!("cannot read {}", admin.display()))?;
+            let name = entry.file_name().to_string_lossy().into_owned();
+            let kind = entry.file_type().ok();
+            let plain_file = kind.is_some_and(|t| t.is_file());
+            let plain_dir = kind.is_some_and(|t| t.is_dir());
+            let (known, kept) = fate(&name, plain_file, plain_dir);
+            if !kept {
+                if known || (!plain_file && !plain_dir) {
+                    replaced.push(name);
+                }
+                continue;
+            }
+            if name == "index" || name.starts_with("sharedindex.") || name == "info" {
+                carried.push(name);
+            }
+        }
+        let head = plain_text(&admin.join("HEAD")).filter(|h| head_is_sound(h));
+        if head.is_none() && !replaced.iter().any(|e| e == "HEAD") {
+            replaced.push("HEAD".to_string());
+        }
+        let in_place = replaced.is_empty()
+            && plain_text(&admin.join("commondir")).as_deref() == Some("../..\n")
+            && plain_text(&admin.join("config.worktree")).as_deref() == Some(config.as_str());
+        if in_place {
+            return Ok(RunTree {
+                admin,
+                path: path.to_path_buf(),
+                replaced,
+                common: common_dir.to_path_buf(),
+                read_only: true,
+                _aside: None,
+            });
+        }
+        let aside = tempfile::Builder::new()
+            .prefix("crew-look-")
+            .tempdir()
+            .context("cannot make a scratch folder")?;
+        let copy = aside.path();
+        let write = |name: &str, text: &str| {
+            std::fs::write(copy.join(name), text)
+                .with_context(|| format!("cannot write {}", copy.join(name).display()))
+        };
+        let common = common_dir
+            .canonicalize()
+            .unwrap_or_else(|_| common_dir.to_path_buf());
+        write(
+            "HEAD",
+            &head.unwrap_or_else(|| {
+                format!("ref: refs/heads/crew/{}/{}\n", identity.task, identity.run)
+            }),
+        )?;
+        write("commondir", &format!("{}\n", common.display()))?;
+        write("gitdir", &format!("{}\n", path.join(".git").display()))?;
+        write("config.worktree", &config)?;
+        for name in carried {
+            let from = admin.join(&name);
+            if name != "info" {
+                copy_with_time(&from, &copy.join(&name))?;
+                continue;
+            }
+            std::fs::create_dir(copy.join("info")).context("cannot make a scratch folder")?;
+            for entry in std::fs::read_dir(&from).into_iter().flatten().flatten() {
+                if entry.file_type().is_ok_and(|t| t.is_file()) {
+                    copy_with_time(&entry.path(), &copy.join("info").join(entry.file_name()))?;
+                }
+            }
+        }
+        Ok(RunTree {
+            admin: copy.to_path_buf(),
+            path: path.to_path_buf(),
+            replaced,
+            common: common_dir.to_path_buf(),
+            read_only: true,
+            _aside: Some(aside),
         })
     }
 
     /// git in this worktree, reading only the restored administration; no fsmonitor and
     /// no hooks (a fenced commit is [`RunTree::commit_all`]'s business).
     fn git(&self) -> GitRunner {
-        GitRunner::new(&self.path)
-            .with_env("GIT_DIR", &self.admin.to_string_lossy())
+        let git = GitRunner::new(&self.path);
+        // A look that must change nothing: no refresh of the index written back.
+        let git = match self.read_only {
+            true => git.with_env("GIT_OPTIONAL_LOCKS", "0"),
+            false => git,
+        };
+        git.with_env("GIT_DIR", &self.admin.to_string_lossy())
             .with_env("GIT_WORK_TREE", &self.path.to_string_lossy())
             .with_config("core.fsmonitor=false")
             .with_config("core.hooksPath=/dev/null")
@@ -474,8 +638,7 @@ impl RunTree {
     pub fn snapshot(&self, scratch: &Path) -> Result<gix::ObjectId> {
         let _ = std::fs::remove_file(scratch);
         if std::fs::symlink_metadata(self.admin.join("index")).is_ok_and(|m| m.is_file()) {
-            std::fs::copy(self.admin.join("index"), scratch)
-                .context("cannot copy the worktree's index")?;
+            copy_with_time(&self.admin.join("index"), scratch)?;
         }
         let index = scratch.to_string_lossy();
         let git = self.git().with_env("GIT_INDEX_FILE", &index);
@@ -485,6 +648,92 @@ impl RunTree {
         let _ = std::fs::remove_file(scratch);
         let tree = written?;
         gix::ObjectId::from_hex(tree.trim().as_bytes()).context("write-tree named no tree")
+    }
+
+    /// The tree [`RunTree::snapshot`] would write, found without writing anything into the
+    /// repository: through a copy of the index in a scratch folder, the objects git
+    /// writes on the way going to a scratch object folder (the repository's read as
+    /// alternates), all of it thrown away.
+    pub fn snapshot_aside(&self) -> Result<gix::ObjectId> {
+        let aside = tempfile::Builder::new()
+            .prefix("crew-snapshot-")
+            .tempdir()
+            .context("cannot make a scratch folder")?;
+        let index = aside.path().join("index");
+        if std::fs::symlink_metadata(self.admin.join("index")).is_ok_and(|m| m.is_file()) {
+            copy_with_time(&self.admin.join("index"), &index)?;
+        }
+        let objects = aside.path().join("objects");
+        std::fs::create_dir_all(objects.join("info")).context("cannot make a scratch folder")?;
+        let common_objects = self.common.join("objects");
+        let git = self
+            .git()
+            .with_env("GIT_INDEX_FILE", &index.to_string_lossy())
+            .with_env("GIT_OBJECT_DIRECTORY", &objects.to_string_lossy())
+            .with_env(
+                "GIT_ALTERNATE_OBJECT_DIRECTORIES",
+                &common_objects.to_string_lossy(),
+            );
+        git.output(&["add", "-A"])?;
+        let tree = git.output(&["write-tree"])?;
+        gix::ObjectId::from_hex(tree.trim().as_bytes()).context("write-tree named no tree")
+    }
+
+    /// What the worktree's index says, read in-process — when it is a plain one (not split,
+    /// not sparse, nothing unmerged; else `None`, and git must be asked): the paths `git
+    /// status` is told not to look at, whether a repository is checked out under a
+    /// gitlink, and whether the worktree is certainly at rest.
+    pub fn indexed(&self, repo: &gix::Repository) -> Option<Indexed> {
+        use gix::index::entry::{Flags, Mode};
+        let file = self.admin.join("index");
+        if !std::fs::symlink_metadata(&file).is_ok_and(|m| m.is_file()) {
+            return None;
+        }
+        // One thread: a small index gains nothing from more, and asking how many there
+        // are costs more than reading it.
+        let options = gix::index::decode::Options {
+            thread_limit: Some(1),
+            ..Default::default()
+        };
+        let index = gix::index::File::at(&file, repo.object_hash(), false, options).ok()?;
+        if index.link().is_some() || index.is_sparse() {
+            return None;
+        }
+        let mut hidden = Vec::new();
+        let mut nested = false;
+        let mut plain = true;
+        for entry in index.entries() {
+            if entry.flags.stage_raw() != 0 {
+                return None;
+            }
+            let path = entry.path(&index);
+            if entry
+                .flags
+                .intersects(Flags::ASSUME_VALID | Flags::SKIP_WORKTREE)
+            {
+                hidden.push(path.to_string());
+            }
+            if entry.flags.contains(Flags::INTENT_TO_ADD) {
+                plain = false;
+            }
+            if entry.mode == Mode::COMMIT {
+                plain = false;
+                nested |=
+                    std::fs::symlink_metadata(self.path.join(on_disk(path)).join(".git")).is_ok();
+            }
+        }
+        let at_rest = plain
+            && hidden.is_empty()
+            && self
+                .head(repo)
+                .is_some_and(|head| holds_head(repo, &index, head))
+            && files_unchanged(&self.path, &index)
+            && nothing_beside(&self.path, &index);
+        Some(Indexed {
+            hidden,
+            nested,
+            at_rest,
+        })
     }
 
     /// What is staged in the worktree (its index against its HEAD), read in-process.
@@ -862,6 +1111,136 @@ impl RunTree {
     }
 }
 
+/// A worktree's index, read in-process ([`RunTree::indexed`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Indexed {
+    /// Tracked files marked assume-unchanged or skip-worktree, as
+    /// [`RunTree::hidden_from_status`] names them.
+    pub hidden: Vec<String>,
+    /// A repository is checked out under a gitlink, as
+    /// [`RunTree::holds_nested_repository`] says.
+    pub nested: bool,
+    /// Certainly nothing uncommitted and nothing beside the tracked files: `git status`
+    /// would list nothing, and neither would `git ls-files --others --ignored`. It holds
+    /// only when the index has exactly HEAD's files, each file's stat data match its
+    /// entry (and the entry is not younger than the index, whose content git would read
+    /// again), and every path on disk is a tracked file or a folder of them. `false`
+    /// says only that git must look.
+    pub at_rest: bool,
+}
+
+/// An index path as a path on disk (relative to the worktree).
+fn on_disk(path: &gix::bstr::BStr) -> &Path {
+    use std::os::unix::ffi::OsStrExt;
+    Path::new(std::ffi::OsStr::from_bytes(path))
+}
+
+/// Whether the index holds exactly the files of commit `head`'s tree: each path, mode
+/// and blob.
+fn holds_head(repo: &gix::Repository, index: &gix::index::File, head: gix::ObjectId) -> bool {
+    let Some(tree) = repo.find_commit(head).ok().and_then(|c| c.tree().ok()) else {
+        return false;
+    };
+    let mut recorder = gix::traverse::tree::Recorder::default();
+    if tree.traverse().breadthfirst(&mut recorder).is_err() {
+        return false;
+    }
+    let mut files: Vec<_> = recorder
+        .records
+        .into_iter()
+        .filter(|e| !e.mode.is_tree())
+        .collect();
+    files.sort_by(|a, b| a.filepath.cmp(&b.filepath));
+    let entries = index.entries();
+    files.len() == entries.len()
+        && files.iter().zip(entries).all(|(file, entry)| {
+            file.filepath == entry.path(index)
+                && file.oid == entry.id
+                && entry.mode.to_tree_entry_mode() == Some(file.mode)
+        })
+}
+
+/// Whether every entry's file is there, of its kind, with the stat data the index
+/// recorded for it, and not changed at or after the index was written (a "racily clean"
+/// entry, whose content git would read again).
+fn files_unchanged(worktree: &Path, index: &gix::index::File) -> bool {
+    use gix::index::entry::{Mode, Stat, stat};
+    let strict = stat::Options {
+        trust_ctime: true,
+        check_stat: true,
+        use_nsec: true,
+        use_stdev: false,
+    };
+    // Racy to the second, as git is when built without nanosecond times.
+    let racy = stat::Options {
+        use_nsec: false,
+        ..strict
+    };
+    let written = index.timestamp();
+    index.entries().iter().all(|entry| {
+        let path = worktree.join(on_disk(entry.path(index)));
+        let Ok(meta) = gix::index::fs::Metadata::from_path_no_follow(&path) else {
+            return false;
+        };
+        let kind = match entry.mode {
+            Mode::FILE => meta.is_file() && !meta.is_executable(),
+            Mode::FILE_EXECUTABLE => meta.is_file() && meta.is_executable(),
+            Mode::SYMLINK => meta.is_symlink(),
+            _ => false,
+        };
+        kind && Stat::from_fs(&meta).is_ok_and(|now| entry.stat.matches(&now, strict))
+            && !entry.stat.is_racy(written, racy)
+    })
+}
+
+/// Whether every path in the worktree is a tracked file or a folder holding one (the
+/// `.git` link at its top aside): no untracked file, no ignored one, no empty folder.
+fn nothing_beside(worktree: &Path, index: &gix::index::File) -> bool {
+    use std::collections::HashSet;
+    use std::os::unix::ffi::OsStrExt;
+    let mut files: HashSet<&[u8]> = HashSet::new();
+    let mut folders: HashSet<&[u8]> = HashSet::new();
+    for entry in index.entries() {
+        let path: &[u8] = entry.path(index).as_ref();
+        files.insert(path);
+        for (i, b) in path.iter().enumerate() {
+            if *b == b'/' {
+                folders.insert(&path[..i]);
+            }
+        }
+    }
+    let mut todo: Vec<(PathBuf, Vec<u8>)> = vec![(worktree.to_path_buf(), Vec::new())];
+    while let Some((dir, prefix)) = todo.pop() {
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            return false;
+        };
+        for entry in entries {
+            let Ok(entry) = entry else { return false };
+            let name = entry.file_name();
+            let Ok(kind) = entry.file_type() else {
+                return false;
+            };
+            if prefix.is_empty() && name.as_bytes() == b".git" && kind.is_file() {
+                continue;
+            }
+            let mut rel = prefix.clone();
+            if !rel.is_empty() {
+                rel.push(b'/');
+            }
+            rel.extend_from_slice(name.as_bytes());
+            if kind.is_dir() {
+                if !folders.contains(rel.as_slice()) {
+                    return false;
+                }
+                todo.push((entry.path(), rel));
+            } else if !files.contains(rel.as_slice()) {
+                return false;
+            }
+        }
+    }
+    true
+}
+
 /// What `git status` in a run's worktree came to.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Looked {
@@ -948,28 +1327,38 @@ pub fn clear_index_lock(admin: &Path) {
 }
 
 /// The throwaway checkouts (a verify's `verify-checkout`, integrate's `merged`) registered
-/// under `runs_dir`, as (path, run).
-pub fn throwaways(repo_dir: &Path, runs_dir: &Path) -> Vec<(PathBuf, String)> {
-    let Ok(list) = GitRunner::new(repo_dir).output(&["worktree", "list", "--porcelain", "-z"])
-    else {
+/// under `runs_dir`, as (path, run): read from the administration of the repository
+/// whose common dir is `common_dir` — only the entries git names after a throwaway
+/// (`merged`, `verify-checkout`, with a number when the name was taken), each one's
+/// `gitdir` — as `git worktree list` would list them, without asking it about every run's
+/// worktree.
+pub fn throwaways(common_dir: &Path, runs_dir: &Path) -> Vec<(PathBuf, String)> {
+    let Ok(entries) = std::fs::read_dir(common_dir.join("worktrees")) else {
         return Vec::new();
     };
     let runs_dir = runs_dir
         .canonicalize()
         .unwrap_or_else(|_| runs_dir.to_path_buf());
-    list.split('\0')
-        .filter_map(|field| field.strip_prefix("worktree "))
-        .map(PathBuf::from)
-        .filter_map(|path| {
+    let mut found: Vec<(PathBuf, String)> = entries
+        .flatten()
+        .filter(|e| crate::core::layout::is_throwaway_name(&e.file_name().to_string_lossy()))
+        .filter_map(|e| {
+            let admin = e.path();
+            let gitdir = std::fs::read_to_string(admin.join("gitdir")).ok()?;
+            let gitdir = admin.join(gitdir.trim_end_matches(['\n', '\r']));
+            let path = gitdir.parent()?;
+            let path = path.canonicalize().unwrap_or_else(|_| path.to_path_buf());
             let rest = path.strip_prefix(&runs_dir).ok()?;
             let mut parts = rest.iter();
             let run = parts.next()?.to_string_lossy().into_owned();
             let leaf = parts.next()?.to_string_lossy().into_owned();
             let throwaway = leaf == crate::core::layout::MERGED_CHECKOUT
                 || leaf == crate::core::layout::VERIFY_CHECKOUT;
-            (parts.next().is_none() && throwaway).then_some((path, run))
+            (parts.next().is_none() && throwaway).then_some((path.to_path_buf(), run))
         })
-        .collect()
+        .collect();
+    found.sort();
+    found
 }
 
 /// Removes a throwaway checkout and its registration (it holds nothing of anyone's: a

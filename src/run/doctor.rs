@@ -9,6 +9,7 @@
 //! named, never removed.
 
 use crate::run::error::Result;
+use std::collections::HashSet;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
@@ -44,17 +45,28 @@ pub fn check(
     for record in &mut live {
         let _ = crate::git::seal::restore(repo, record);
     }
-    let known: Vec<String> = live
+    // Every finished record is read once, for the runs doctor knows and the records it
+    // cannot read.
+    let (finished, unreadable) = store.finished_and_unreadable()?;
+    let known: HashSet<String> = live
         .iter()
         .map(|r| r.run.clone())
-        .chain(store.finished()?.into_iter().map(|r| r.run))
+        .chain(finished.into_iter().map(|r| r.run))
         .collect();
-    problems.extend(orphan_processes(store, &live, fix));
+    // The processes at work for runs, looked at once (again after a fix killed some).
+    let processes = crew_processes();
+    problems.extend(orphan_processes(&processes, store, &live, fix));
     let runs_dir = store.runs_dir();
-    problems.extend(orphan_verifiers(&runs_dir, fix));
-    problems.extend(stale_checkouts(store, repo_dir, &runs_dir, fix));
+    problems.extend(orphan_verifiers(&processes, &runs_dir, fix));
+    let processes = match fix {
+        true => crew_processes(),
+        false => processes,
+    };
+    problems.extend(stale_checkouts(
+        &processes, store, repo, repo_dir, &runs_dir, fix,
+    ));
     problems.extend(unreadable_pointers(store, &live));
-    problems.extend(unreadable_records(store)?);
+    problems.extend(unreadable_records(unreadable));
     problems.extend(stale_pointers(store, repo_dir, &live, fix, &mut not_filed));
     problems.extend(orphan_worktrees(store, &known));
     problems.extend(stray_refs(repo, store, fix));
@@ -142,10 +154,15 @@ fn unfinished_integrations(
 
 /// Worker processes of this repository's runs that are no longer live; `fix` kills their
 /// process groups.
-fn orphan_processes(store: &RunStore, live: &[RunRecord], fix: bool) -> Vec<Problem> {
+fn orphan_processes(
+    processes: &[ProcessFacts],
+    store: &RunStore,
+    live: &[RunRecord],
+    fix: bool,
+) -> Vec<Problem> {
     let worktrees = store.worktrees_dir();
     let live: Vec<&str> = live.iter().map(|r| r.run.as_str()).collect();
-    doctor::orphan_processes(&crew_processes(), &worktrees.to_string_lossy(), &live)
+    doctor::orphan_processes(processes, &worktrees.to_string_lossy(), &live)
         .into_iter()
         .map(|(pid, run)| {
             if fix {
@@ -163,43 +180,46 @@ fn orphan_processes(store: &RunStore, live: &[RunRecord], fix: bool) -> Vec<Prob
 /// Verify commands whose git-crew died (a killed `verify` or `integrate`): nothing will
 /// stop them. `fix` kills their process groups and waits (briefly) until they are gone,
 /// before their checkouts are looked at.
-fn orphan_verifiers(runs_dir: &Path, fix: bool) -> Vec<Problem> {
+fn orphan_verifiers(processes: &[ProcessFacts], runs_dir: &Path, fix: bool) -> Vec<Problem> {
     let me = process::own_exe();
-    doctor::orphan_verifiers(
-        &crew_processes(),
-        &runs_dir.to_string_lossy(),
-        me.as_deref(),
-    )
-    .into_iter()
-    .map(|(pgid, run)| {
-        if fix {
-            process::kill_group(pgid);
-            let until = Instant::now() + Duration::from_secs(2);
-            // Every member, not only the leader: a verify's children hold its checkout too.
-            while process::group_alive(pgid) && Instant::now() < until {
-                std::thread::sleep(Duration::from_millis(20));
+    doctor::orphan_verifiers(processes, &runs_dir.to_string_lossy(), me.as_deref())
+        .into_iter()
+        .map(|(pgid, run)| {
+            if fix {
+                process::kill_group(pgid);
+                let until = Instant::now() + Duration::from_secs(2);
+                // Every member, not only the leader: a verify's children hold its checkout too.
+                while process::group_alive(pgid) && Instant::now() < until {
+                    std::thread::sleep(Duration::from_millis(20));
+                }
             }
-        }
-        Problem {
-            kind: ProblemKind::OrphanVerify,
-            detail: format!(
-                "verify process group {pgid} of run {run} outlived the git-crew that started it"
-            ),
-            fixed: fix,
-        }
-    })
-    .collect()
+            Problem {
+                kind: ProblemKind::OrphanVerify,
+                detail: format!(
+                    "verify process group {pgid} of run {run} outlived the git-crew that started it"
+                ),
+                fixed: fix,
+            }
+        })
+        .collect()
 }
 
 /// Throwaway checkouts (verify, integrate) that a killed command left registered, of runs
 /// no process works for right now.
-fn stale_checkouts(store: &RunStore, repo_dir: &Path, runs_dir: &Path, fix: bool) -> Vec<Problem> {
+fn stale_checkouts(
+    processes: &[ProcessFacts],
+    store: &RunStore,
+    repo: &crate::git::Repository,
+    repo_dir: &Path,
+    runs_dir: &Path,
+    fix: bool,
+) -> Vec<Problem> {
     let busy = crate::core::doctor::busy_runs(
-        &crew_processes(),
+        processes,
         &store.worktrees_dir().to_string_lossy(),
         &runs_dir.to_string_lossy(),
     );
-    crate::git::worktree::throwaways(repo_dir, runs_dir)
+    crate::git::worktree::throwaways(repo.common_dir(), runs_dir)
         .into_iter()
         .filter(|(_, run)| !busy.contains(run))
         .map(|(path, run)| {
@@ -217,16 +237,15 @@ fn stale_checkouts(store: &RunStore, repo_dir: &Path, runs_dir: &Path, fix: bool
 }
 
 /// Finished runs whose record cannot be read: only a person can mend or remove the file.
-fn unreadable_records(store: &RunStore) -> Result<Vec<Problem>> {
-    let (_, unreadable) = store.finished_and_unreadable()?;
-    Ok(unreadable
+fn unreadable_records(unreadable: Vec<crate::state::runs::Unreadable>) -> Vec<Problem> {
+    unreadable
         .into_iter()
         .map(|u| Problem {
             kind: ProblemKind::UnreadableRecord,
             detail: format!("{u}; restore the file from a backup, or remove it"),
             fixed: false,
         })
-        .collect())
+        .collect()
 }
 
 /// Live pointers that cannot be read: named, never fixed by guesswork (their processes
@@ -287,7 +306,7 @@ fn stale_pointers(
 }
 
 /// Worktrees no run knows: listed, never removed.
-fn orphan_worktrees(store: &RunStore, known: &[String]) -> Vec<Problem> {
+fn orphan_worktrees(store: &RunStore, known: &HashSet<String>) -> Vec<Problem> {
     let Ok(entries) = std::fs::read_dir(store.worktrees_dir()) else {
         return Vec::new();
     };

@@ -8,6 +8,7 @@
 //! `refs/crew/attempts/<run>`, so that a prune may remove it without losing a line.
 
 use crate::run::error::{Context, Result};
+use std::collections::{HashMap, HashSet};
 use std::path::Path;
 use std::time::Duration;
 
@@ -15,6 +16,7 @@ use serde::Serialize;
 
 use crate::core::prune::{self, Facts, Left, Options, Tree, Verdict};
 use crate::core::record::{DiffStat, Outcome, Phase, Pruning, RunRecord};
+use crate::git::reach::Ask;
 use crate::git::worktree::RunTree;
 use crate::git::{ObjectId, merge};
 use crate::state::runs::RunStore;
@@ -114,7 +116,12 @@ pub fn prune(
         strays: Vec::new(),
         warnings: Vec::new(),
     };
-    let live = store.live()?;
+    // A dry run changes nothing: the worktrees are looked at as they are.
+    let how = match request.dry_run {
+        true => How::Inspect,
+        false => How::Restore,
+    };
+    let (live, finished) = survey(repo, store, how)?;
     for record in &live {
         out.skipped.push(Skipped {
             run: record.run.clone(),
@@ -123,14 +130,7 @@ pub fn prune(
             why: Left::Live,
         });
     }
-    for mut record in store.finished()? {
-        if live.iter().any(|l| l.run == record.run) {
-            continue;
-        }
-        // The run's worktree and branch as dispatch sealed them, whatever its record says
-        // (without a readable seal, the guards in `look` and `worktree` still hold).
-        let _ = crate::git::seal::restore(repo, &mut record);
-        let seen = look(repo, repo_dir, store, &record);
+    for (mut record, seen) in finished {
         match prune::decide(&seen.facts, &options) {
             Verdict::Nothing => {}
             Verdict::Left(why) => out.skipped.push(Skipped {
@@ -148,10 +148,11 @@ pub fn prune(
                 branch,
                 branch_kept_because,
             } => {
+                // A worktree at rest holds nothing beside its tracked files.
                 let ignored = seen
                     .tree
                     .as_ref()
-                    .filter(|_| worktree)
+                    .filter(|_| worktree && !seen.at_rest)
                     .and_then(|t| t.ignored().ok())
                     .unwrap_or_default();
                 let mut removed = Removed {
@@ -207,14 +208,10 @@ pub fn stranded_work(
         older_than_s: None,
         now_ms: crate::sys::clock::now_millis(),
     };
-    let live = store.live()?;
+    let _ = repo_dir;
+    let (_, finished) = survey(repo, store, How::Inspect)?;
     let mut out = Vec::new();
-    for mut record in store.finished()? {
-        if live.iter().any(|l| l.run == record.run) {
-            continue;
-        }
-        let _ = crate::git::seal::restore(repo, &mut record);
-        let seen = look(repo, repo_dir, store, &record);
+    for (record, seen) in finished {
         if let Verdict::Stranded { why, next } = prune::decide(&seen.facts, &options) {
             out.push(stranded(repo, &record, &seen, why, next, options.now_ms));
         }
@@ -222,46 +219,108 @@ pub fn stranded_work(
     Ok(out)
 }
 
-/// What was seen of one run: the facts, its worktree (restored, when it is there) and
-/// the tip of its branch.
+/// What was seen of one run: the facts, its worktree (restored or inspected, when it is
+/// there), the tip of its branch, and whether its worktree is certainly at rest (nothing
+/// uncommitted, nothing beside its tracked files).
 struct Seen {
     facts: Facts,
     tree: Option<RunTree>,
     tip: Option<ObjectId>,
+    at_rest: bool,
 }
 
-/// Gathers the facts about a finished run.
-fn look(repo: &crate::git::Repository, repo_dir: &Path, store: &RunStore, r: &RunRecord) -> Seen {
+/// How the worktrees are looked at.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum How {
+    /// Each one's administration is put back as dispatch made it first (a prune that
+    /// removes what may go).
+    Restore,
+    /// Nothing is written (a dry run, doctor): see [`RunTree::inspect`].
+    Inspect,
+}
+
+/// The live runs, and every finished run that is not live with what was seen of it —
+/// its worktree and branch as dispatch sealed them, whatever its record says (without a
+/// readable seal, the guards in `look` and `worktree` still hold). What every run needs
+/// is read once for all of them: the lead's checkouts, the tips of the branches runs
+/// target, and the commits none of their keepers reach (one walk for the runs that share
+/// their targets).
+fn survey(
+    repo: &crate::git::Repository,
+    store: &RunStore,
+    how: How,
+) -> Result<(Vec<RunRecord>, Vec<(RunRecord, Seen)>)> {
+    // Runs share commits and trees (their base, what they were cut from): each is read
+    // once.
+    let mut repo = repo.clone();
+    repo.object_cache_size_if_unset(16 << 20);
+    let repo = &repo;
+    let live = store.live()?;
+    let live_ids: HashSet<&str> = live.iter().map(|l| l.run.as_str()).collect();
+    let checkouts = merge::Checkouts::read(repo);
+    let mut branch_tips: HashMap<String, Option<ObjectId>> = HashMap::new();
+    let mut seen = Vec::new();
+    let mut asks = Vec::new();
+    for mut record in store.finished()? {
+        if live_ids.contains(record.run.as_str()) {
+            continue;
+        }
+        let _ = crate::git::seal::restore(repo, &mut record);
+        let (one, ask) = look(repo, store, &record, how, &checkouts, &mut branch_tips);
+        seen.push((record, one));
+        asks.push(ask);
+    }
+    let counts = crate::git::reach::unreached(repo, &asks);
+    for ((_, one), count) in seen.iter_mut().zip(counts) {
+        one.facts.unkept_commits = count;
+    }
+    Ok((live, seen))
+}
+
+/// Gathers the facts about a finished run, and what to ask of its commits (its facts'
+/// count of unkept commits is the caller's to fill in).
+fn look(
+    repo: &crate::git::Repository,
+    store: &RunStore,
+    r: &RunRecord,
+    how: How,
+    checkouts: &merge::Checkouts,
+    branch_tips: &mut HashMap<String, Option<ObjectId>>,
+) -> (Seen, Ask) {
     let tip = merge::branch_tip(repo, &r.branch).ok().flatten();
     let attempts = crate::git::refs::tip(repo, &crate::git::run_range::attempts_ref(&r.run))
         .ok()
         .flatten();
-    let (tree, state) = worktree(repo, store, r, attempts);
+    let (tree, state, at_rest) = worktree(repo, store, r, attempts, how);
     let head = tree.as_ref().and_then(|t| t.head(repo));
-    let targets = [
+    let targets: Vec<ObjectId> = [
         r.integration.as_ref().map(|i| i.into.as_str()),
         r.base_ref.as_deref(),
-    ];
-    let keepers: Vec<ObjectId> = targets
-        .into_iter()
-        .flatten()
-        .filter_map(|b| merge::branch_tip(repo, b).ok().flatten())
-        .chain(attempts)
-        .collect();
-    let tips = unique(tip.into_iter().chain(head));
-    let unkept_commits = merge::unreached(repo_dir, &tips, &keepers).ok();
+    ]
+    .into_iter()
+    .flatten()
+    .filter_map(|b| {
+        *branch_tips
+            .entry(b.to_string())
+            .or_insert_with(|| merge::branch_tip(repo, b).ok().flatten())
+    })
+    .collect();
+    let ask = Ask {
+        tips: unique(tip.into_iter().chain(head)),
+        targets,
+        own: attempts.into_iter().collect(),
+    };
     // Only the run's own branch is ever deleted (a record a worker could write names no
     // other), and not while the lead has it checked out.
     let own = format!("crew/{}/{}", r.task, r.run);
     let branch_stays = if r.branch != own {
         Some(format!("{} is not the run's own branch {own}", r.branch))
     } else {
-        merge::checked_out_in(repo, &r.branch)
-            .ok()
-            .flatten()
+        checkouts
+            .of(&r.branch)
             .map(|p| format!("it is checked out in {}", p.display()))
     };
-    Seen {
+    let seen = Seen {
         facts: Facts {
             run: r.run.clone(),
             phase: r.phase,
@@ -272,25 +331,31 @@ fn look(repo: &crate::git::Repository, repo_dir: &Path, store: &RunStore, r: &Ru
             worktree: r.worktree.clone(),
             tree: state,
             branch: tip.is_some(),
-            unkept_commits,
+            unkept_commits: None,
             branch_stays,
         },
         tree,
         tip,
-    }
+        at_rest,
+    };
+    (seen, ask)
 }
 
 /// The run's worktree, looked at with git-crew's own hardened git once its
-/// administration is put back as dispatch made it.
+/// administration is put back as dispatch made it (or, with [`How::Inspect`], read as it
+/// is where it is as dispatch made it, else from a corrected copy); and whether it is
+/// certainly at rest. What its index says is read in-process where it can be; git runs
+/// only for a worktree that is not at rest.
 fn worktree(
     repo: &crate::git::Repository,
     store: &RunStore,
     r: &RunRecord,
     attempts: Option<ObjectId>,
-) -> (Option<RunTree>, Tree) {
+    how: How,
+) -> (Option<RunTree>, Tree, bool) {
     let path = Path::new(&r.worktree);
     if std::fs::symlink_metadata(path).is_err() {
-        return (None, Tree::Absent);
+        return (None, Tree::Absent, false);
     }
     let canon = |p: &Path| p.canonicalize().unwrap_or_else(|_| p.to_path_buf());
     if canon(path) != canon(&store.worktree_path(&r.run)) {
@@ -301,6 +366,7 @@ fn worktree(
                 path.display(),
                 r.run
             )),
+            false,
         );
     }
     // Someone is at work in it (a merge, a rebase): restoring its administration would
@@ -311,12 +377,21 @@ fn worktree(
             Tree::Unreadable(format!(
                 "an operation is in progress in it ({state}): finish or abort it there"
             )),
+            false,
         );
     }
-    let tree = match RunTree::restore(repo.common_dir(), path, &r.identity()) {
-        Ok(tree) => tree,
-        Err(err) => return (None, Tree::Unreadable(crate::fault::chain(&err))),
+    let tree = match how {
+        How::Restore => RunTree::restore(repo.common_dir(), path, &r.identity()),
+        How::Inspect => RunTree::inspect(repo.common_dir(), path, &r.identity()),
     };
+    let tree = match tree {
+        Ok(tree) => tree,
+        Err(err) => return (None, Tree::Unreadable(crate::fault::chain(&err)), false),
+    };
+    let indexed = tree.indexed(repo);
+    if indexed.as_ref().is_some_and(|i| i.at_rest) {
+        return (Some(tree), Tree::Clean, true);
+    }
     // A repository nested in the worktree — under a gitlink, or untracked (git names it
     // as a folder, `dir/`, and never looks inside) — holds work git-crew cannot see.
     let untracked_repository = |paths: &[String]| {
@@ -326,15 +401,29 @@ fn worktree(
     };
     // Files git status is told not to look at count as changed: their content is unseen
     // (and `git add` would pass them over, so no snapshot can vouch for them).
-    let hidden = match tree.hidden_from_status() {
+    let hidden = match &indexed {
+        Some(indexed) => Ok(indexed.hidden.clone()),
+        None => tree.hidden_from_status(),
+    };
+    let hidden = match hidden {
         Ok(hidden) => hidden,
-        Err(err) => return (Some(tree), Tree::Unreadable(crate::fault::chain(&err))),
+        Err(err) => {
+            return (
+                Some(tree),
+                Tree::Unreadable(crate::fault::chain(&err)),
+                false,
+            );
+        }
+    };
+    let nested = match &indexed {
+        Some(indexed) => Ok(indexed.nested),
+        None => tree.holds_nested_repository(),
     };
     let uncommitted = tree.uncommitted().map(|mut paths| {
         paths.extend(hidden.iter().cloned());
         paths
     });
-    let state = match (tree.holds_nested_repository(), uncommitted) {
+    let state = match (nested, uncommitted) {
         (Ok(true), _) => Tree::Nested,
         (Err(err), _) | (_, Err(err)) => Tree::Unreadable(crate::fault::chain(&err)),
         (Ok(false), Ok(paths)) if untracked_repository(&paths) => Tree::Nested,
@@ -342,16 +431,15 @@ fn worktree(
         (Ok(false), Ok(paths)) => {
             // Kept when refs/crew/attempts/<run> holds exactly what the worktree holds
             // (an abandon kept it).
-            let scratch = store.run_dir(&r.run).join("prune.index");
             let kept = hidden.is_empty()
                 && attempts.is_some_and(|kept| {
                     let held = merge::tree_of(repo, kept).ok();
-                    held.is_some() && tree.snapshot(&scratch).ok() == held
+                    held.is_some() && tree.snapshot_aside().ok() == held
                 });
             Tree::Dirty { paths, kept }
         }
     };
-    (Some(tree), state)
+    (Some(tree), state, false)
 }
 
 /// A stranded run as prune and doctor list it.
@@ -489,7 +577,7 @@ pub fn keep(
     crate::git::seal::restore(repo, &mut record)?;
     let name = crate::git::run_range::attempts_ref(&record.run);
     let attempts = crate::git::refs::tip(repo, &name)?;
-    let (tree, state) = worktree(repo, store, &record, attempts);
+    let (tree, state, _) = worktree(repo, store, &record, attempts, How::Restore);
     let (uncommitted, kept_already) = match &state {
         Tree::Nested => {
             return Ok(Err(NotKept::Unreadable(format!(

@@ -132,8 +132,10 @@ fn take(
 pub fn settle(repo: &crate::git::Repository, store: &RunStore, apply: bool) -> Result<Vec<Stray>> {
     let _turn = store.dispatch_lock(std::time::Duration::from_secs(60))?;
     let mut known: Vec<Known> = Vec::new();
+    let mut live = std::collections::HashSet::new();
     for mut record in store.live()? {
         let _ = crate::git::seal::restore(repo, &mut record);
+        live.insert(record.run.clone());
         known.push(Known {
             run: record.run,
             task: record.task,
@@ -141,7 +143,7 @@ pub fn settle(repo: &crate::git::Repository, store: &RunStore, apply: bool) -> R
         });
     }
     for record in store.finished()? {
-        if !known.iter().any(|k| k.run == record.run) {
+        if !live.contains(&record.run) {
             known.push(Known {
                 run: record.run,
                 task: record.task,
