@@ -183,8 +183,6 @@ pub struct RunTree {
     /// symlink where git keeps a file) and were replaced: the worker tampered with them.
     /// (An inspection names those a restore would replace.)
     pub replaced: Vec<String>,
-    /// The repository's common dir.
-    common: PathBuf,
     /// Nothing may be written: git takes no optional lock, and snapshots go aside.
     read_only: bool,
     /// The scratch folder holding the corrected copy of the administration, while it is
@@ -366,7 +364,6 @@ impl RunTree {
             admin,
             path: path.to_path_buf(),
             replaced,
-            common: common_dir.to_path_buf(),
             read_only: false,
             _aside: None,
         })
@@ -430,7 +427,6 @@ impl RunTree {
                 admin,
                 path: path.to_path_buf(),
                 replaced,
-                common: common_dir.to_path_buf(),
                 read_only: true,
                 _aside: None,
             });
@@ -473,7 +469,6 @@ impl RunTree {
             admin: copy.to_path_buf(),
             path: path.to_path_buf(),
             replaced,
-            common: common_dir.to_path_buf(),
             read_only: true,
             _aside: Some(aside),
         })
@@ -652,8 +647,10 @@ impl RunTree {
 
     /// The tree [`RunTree::snapshot`] would write, found without writing anything into the
     /// repository: through a copy of the index in a scratch folder, the objects git
-    /// writes on the way going to a scratch object folder (the repository's read as
-    /// alternates), all of it thrown away.
+    /// writes on the way going to a scratch object folder, all of it thrown away. The
+    /// repository's objects are not even named as alternates (git would freshen the time
+    /// of each one it found there): only the files that changed are hashed, and the tree
+    /// is written without checking that what it names is there.
     pub fn snapshot_aside(&self) -> Result<gix::ObjectId> {
         let aside = tempfile::Builder::new()
             .prefix("crew-snapshot-")
@@ -665,17 +662,12 @@ impl RunTree {
         }
         let objects = aside.path().join("objects");
         std::fs::create_dir_all(objects.join("info")).context("cannot make a scratch folder")?;
-        let common_objects = self.common.join("objects");
         let git = self
             .git()
             .with_env("GIT_INDEX_FILE", &index.to_string_lossy())
-            .with_env("GIT_OBJECT_DIRECTORY", &objects.to_string_lossy())
-            .with_env(
-                "GIT_ALTERNATE_OBJECT_DIRECTORIES",
-                &common_objects.to_string_lossy(),
-            );
+            .with_env("GIT_OBJECT_DIRECTORY", &objects.to_string_lossy());
         git.output(&["add", "-A"])?;
-        let tree = git.output(&["write-tree"])?;
+        let tree = git.output(&["write-tree", "--missing-ok"])?;
         gix::ObjectId::from_hex(tree.trim().as_bytes()).context("write-tree named no tree")
     }
 

@@ -229,6 +229,9 @@ struct Seen {
     at_rest: bool,
 }
 
+/// Each finished run looked at, with what was seen of it.
+type Looked = Vec<(RunRecord, Seen)>;
+
 /// How the worktrees are looked at.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum How {
@@ -249,12 +252,33 @@ fn survey(
     repo: &crate::git::Repository,
     store: &RunStore,
     how: How,
-) -> Result<(Vec<RunRecord>, Vec<(RunRecord, Seen)>)> {
+) -> Result<(Vec<RunRecord>, Looked)> {
     // Runs share commits and trees (their base, what they were cut from): each is read
     // once.
     let mut repo = repo.clone();
     repo.object_cache_size_if_unset(16 << 20);
-    let repo = &repo;
+    let (live, mut seen, asks) = gather(&repo, store, how)?;
+    let counts = crate::git::reach::unreached(&repo, &asks);
+    for ((_, one), count) in seen.iter_mut().zip(counts) {
+        one.facts.unkept_commits = count;
+    }
+    Ok((live, seen))
+}
+
+/// What prune and doctor ask of each finished run's commits ([`crate::git::reach`]): the
+/// run, and its tips and keepers — looked at as a dry run looks, changing nothing.
+pub fn asks(repo: &crate::git::Repository, store: &RunStore) -> Result<Vec<(String, Ask)>> {
+    let (_, seen, asks) = gather(repo, store, How::Inspect)?;
+    Ok(seen.into_iter().map(|(r, _)| r.run).zip(asks).collect())
+}
+
+/// The live runs, and every finished run that is not live with what was seen of it and
+/// what to ask of its commits (its count of unkept commits not filled in yet).
+fn gather(
+    repo: &crate::git::Repository,
+    store: &RunStore,
+    how: How,
+) -> Result<(Vec<RunRecord>, Looked, Vec<Ask>)> {
     let live = store.live()?;
     let live_ids: HashSet<&str> = live.iter().map(|l| l.run.as_str()).collect();
     let checkouts = merge::Checkouts::read(repo);
@@ -270,11 +294,7 @@ fn survey(
         seen.push((record, one));
         asks.push(ask);
     }
-    let counts = crate::git::reach::unreached(repo, &asks);
-    for ((_, one), count) in seen.iter_mut().zip(counts) {
-        one.facts.unkept_commits = count;
-    }
-    Ok((live, seen))
+    Ok((live, seen, asks))
 }
 
 /// Gathers the facts about a finished run, and what to ask of its commits (its facts'

@@ -3,10 +3,11 @@
 //! a repository holding a run in every state, with real scripted workers.
 
 use std::path::{Path, PathBuf};
+use std::time::UNIX_EPOCH;
 
 use serde_json::Value;
 
-use crate::common::{TestEnv, read, write};
+use crate::common::{TestEnv, poll_until, read, write};
 
 /// crew-repo.sh with a committed `.gitignore` (build output, `.env`).
 fn ignoring_repo(env: &TestEnv) -> PathBuf {
@@ -91,6 +92,34 @@ fn entry<'a>(json: &'a Value, key: &str, run: &str) -> &'a Value {
         .unwrap_or_else(|| panic!("{run} is not in {key}: {json}"))
 }
 
+/// Counts, for every finished run of `repo`, the commits prune finds nothing else keeps,
+/// in-process (`git::reach::unreached`, all runs at once) and with one `git rev-list
+/// --count` each (what prune ran before): they must agree. The counts, by run.
+fn counts_agree(repo: &Path) -> Vec<(String, u64)> {
+    let gix = git_crew::git::repo::open(repo).unwrap();
+    let store = git_crew::state::runs::RunStore::new(&git_crew::git::repo::state_dir(&gix));
+    let asks = git_crew::run::prune::asks(&gix, &store).unwrap();
+    let all: Vec<_> = asks.iter().map(|(_, ask)| ask.clone()).collect();
+    let counts = git_crew::git::reach::unreached(&gix, &all);
+    asks.iter()
+        .zip(counts)
+        .map(|((run, ask), count)| {
+            let by_git =
+                git_crew::git::reach::unreached_by_git(repo, &ask.tips, &ask.keepers()).unwrap();
+            assert_eq!(count, Some(by_git), "run {run}: {ask:?}");
+            (run.clone(), by_git)
+        })
+        .collect()
+}
+
+fn count_of(counts: &[(String, u64)], run: &str) -> u64 {
+    counts
+        .iter()
+        .find(|(r, _)| r == run)
+        .unwrap_or_else(|| panic!("{run} was not counted: {counts:?}"))
+        .1
+}
+
 #[test]
 fn prune_removes_only_what_may_go_and_lists_stranded_work() {
     let env = TestEnv::new();
@@ -159,6 +188,10 @@ fn prune_removes_only_what_may_go_and_lists_stranded_work() {
     };
     let all: Vec<String> = sorted(&every.iter().map(|(r, _)| *r).collect::<Vec<_>>());
     assert_eq!(present(&env), all);
+    let counts = counts_agree(&repo);
+    assert_eq!(count_of(&counts, &waiting), 1);
+    assert_eq!(count_of(&counts, &failed), 1);
+    assert_eq!(count_of(&counts, &merged), 0);
 
     // A dry run says everything and changes nothing.
     let out = env.crew(&repo, &["prune", "--dry-run"]);
@@ -252,6 +285,7 @@ fn prune_removes_only_what_may_go_and_lists_stranded_work() {
         ],
     );
 
+    counts_agree(&repo);
     // --all: the finished runs that hold nothing unkept go too; stranded work stays.
     let out = env.crew(&repo, &["prune", "--all"]);
     out.expect_code(0);
@@ -312,6 +346,9 @@ fn prune_removes_only_what_may_go_and_lists_stranded_work() {
     let again = env.crew(&repo, &["abandon", &rejected]);
     again.expect_code(0);
     assert_eq!(again.json()["kept"]["already"], true);
+    // What abandon kept counts as kept.
+    let counts = counts_agree(&repo);
+    assert_eq!(count_of(&counts, &failed), 0);
 
     let out = env.crew(&repo, &["prune", "--all"]);
     out.expect_code(0);
@@ -331,6 +368,7 @@ fn prune_removes_only_what_may_go_and_lists_stranded_work() {
     assert!(kept(&rejected, "README.md").contains("changed by a worker"));
     assert_eq!(kept(&edited, "work/notes.txt"), "unsaved");
     assert!(kept(&failed, "work/failed.txt").starts_with("done by "));
+    counts_agree(&repo);
 
     // The live runs were never touched, and still are.
     let status = env.crew(&repo, &["show", &working]).json();
@@ -351,6 +389,7 @@ fn older_than_filters_by_when_the_run_finished_on_the_pinned_clock() {
     integrate_keeping_all(&env, &repo, &run);
     let waiting = finished(&env, &repo, "waiting", "own-file", "work/**", &[]);
     env.set_clock("2026-01-11T00:00:00Z");
+    assert_eq!(count_of(&counts_agree(&repo), &waiting), 1);
 
     let out = env.crew(&repo, &["prune", "--older-than", "11d"]);
     out.expect_code(0);
@@ -390,6 +429,7 @@ fn uninstall_with_purge_prunes_every_finished_run_and_keeps_stranded_work() {
     let merged = finished(&env, &repo, "merged", "own-file", "work/**", &[]);
     integrate_keeping_all(&env, &repo, &merged);
     let empty = finished(&env, &repo, "empty", "no-footer", "work/**", &[]);
+    assert_eq!(count_of(&counts_agree(&repo), &empty), 0);
 
     // --purge goes with --uninstall only.
     env.crew(&repo, &["init", "--purge"]).expect_code(2);
@@ -471,6 +511,7 @@ fn commits_made_after_integration_and_repositories_inside_are_never_lost() {
     env.git_ok(&inner, &["add", "a.txt"]);
     env.git_ok(&inner, &["commit", "-q", "-m", "inner"]);
 
+    assert_eq!(count_of(&counts_agree(&repo), &late), 1);
     let out = env.crew(&repo, &["prune", "--all"]);
     out.expect_code(0);
     let json = out.json();
@@ -511,7 +552,9 @@ fn commits_made_after_integration_and_repositories_inside_are_never_lost() {
     env.git_ok(&repo, &["rev-parse", "--verify", "refs/heads/main"]);
     assert!(branch_exists(&env, &repo, "tampered", &tampered));
 
+    counts_agree(&repo);
     env.crew(&repo, &["abandon", &late]).expect_code(0);
+    assert_eq!(count_of(&counts_agree(&repo), &late), 0);
     let out = env.crew(&repo, &["prune", "--all"]);
     out.expect_code(0);
     let json = out.json();
@@ -558,6 +601,7 @@ fn edits_git_status_is_told_to_hide_and_a_merge_in_progress_are_never_pruned() {
         .join(&merging)
         .join("MERGE_HEAD");
     assert!(merge_head.exists());
+    counts_agree(&repo);
 
     for args in [
         &["doctor"][..],
@@ -581,4 +625,445 @@ fn edits_git_status_is_told_to_hide_and_a_merge_in_progress_are_never_pruned() {
         assert_eq!(read(file), "precious");
     }
     env.git_ok(&wt, &["merge", "--abort"]);
+}
+
+/// `git rev-list --count <tips> ^<keepers>`, asked of git for each of `asks` and of
+/// `git::reach` for all of them at once (and for each alone): the same counts.
+fn same_counts_as_git(repo: &Path, asks: &[git_crew::git::reach::Ask]) -> Vec<u64> {
+    let gix = git_crew::git::repo::open(repo).unwrap();
+    let together = git_crew::git::reach::unreached(&gix, asks);
+    asks.iter()
+        .zip(together)
+        .map(|(ask, count)| {
+            let by_git =
+                git_crew::git::reach::unreached_by_git(repo, &ask.tips, &ask.keepers()).unwrap();
+            assert_eq!(count, Some(by_git), "{ask:?}");
+            let alone = git_crew::git::reach::unreached(&gix, std::slice::from_ref(ask));
+            assert_eq!(alone, [Some(by_git)], "{ask:?}");
+            by_git
+        })
+        .collect()
+}
+
+#[test]
+fn unkept_commits_are_counted_in_process_as_git_rev_list_counts_them() {
+    use git_crew::git::ObjectId;
+    use git_crew::git::reach::Ask;
+    let env = TestEnv::new();
+    let repo = env.fixture("plain.sh", "repo", &[]);
+    let id = |rev: &str| -> ObjectId {
+        ObjectId::from_hex(env.git_ok(&repo, &["rev-parse", rev]).trim().as_bytes()).unwrap()
+    };
+    let commit = |file: &str| {
+        write(&repo.join(file), file);
+        env.git_ok(&repo, &["add", file]);
+        env.git_ok(&repo, &["commit", "-q", "-m", file]);
+    };
+    // a: two commits merged into main after main moved on; b: one commit, and one more
+    // on top of it elsewhere (as abandon keeps); c: two commits cut from a's; d: a
+    // branch of its own; o: a history of its own.
+    env.git_ok(&repo, &["checkout", "-q", "-b", "a"]);
+    commit("a1");
+    commit("a2");
+    env.git_ok(&repo, &["checkout", "-q", "main"]);
+    commit("m1");
+    env.git_ok(&repo, &["merge", "-q", "--no-ff", "-m", "merge a", "a"]);
+    env.git_ok(&repo, &["checkout", "-q", "-b", "b", "main~2"]);
+    commit("b1");
+    env.git_ok(&repo, &["checkout", "-q", "-b", "k"]);
+    commit("k1");
+    env.git_ok(&repo, &["checkout", "-q", "-b", "c", "a"]);
+    commit("c1");
+    commit("c2");
+    env.git_ok(&repo, &["checkout", "-q", "-b", "d", "main~2"]);
+    commit("d1");
+    env.git_ok(&repo, &["checkout", "-q", "--orphan", "o"]);
+    commit("o1");
+    env.git_ok(&repo, &["checkout", "-q", "main"]);
+    let (main, a, b, k, c, d, o) = (
+        id("main"),
+        id("a"),
+        id("b"),
+        id("k"),
+        id("c"),
+        id("d"),
+        id("o"),
+    );
+    let ask = |tips: &[ObjectId], targets: &[ObjectId], own: &[ObjectId]| Ask {
+        tips: tips.to_vec(),
+        targets: targets.to_vec(),
+        own: own.to_vec(),
+    };
+    let asks = [
+        ask(&[a], &[main], &[]),
+        ask(&[b], &[main], &[]),
+        ask(&[b], &[main], &[k]),
+        ask(&[k], &[main], &[b]),
+        ask(&[c], &[main], &[]),
+        ask(&[c, b], &[main], &[]),
+        ask(&[c], &[main], &[id("c~1")]),
+        ask(&[o], &[main], &[]),
+        ask(&[b], &[], &[]),
+        ask(&[b], &[d], &[]),
+        ask(&[d], &[d], &[]),
+        ask(&[], &[main], &[]),
+        ask(&[a, a], &[main, main], &[a]),
+        ask(&[main], &[b], &[]),
+        ask(&[main], &[b, d], &[c]),
+        ask(&[k, c, o], &[d], &[b]),
+    ];
+    let counts = same_counts_as_git(&repo, &asks);
+    assert_eq!(&counts[..8], [0, 1, 0, 1, 2, 3, 1, 1]);
+    assert_eq!(counts[11], 0);
+}
+
+/// Sets every tracked file of the worktree `wt` into the past — a second of its own each
+/// time, so that git, which compares whole seconds, sees the change — and refreshes its
+/// index, so no entry is younger than the index ("racily clean").
+fn settle_worktree(env: &TestEnv, wt: &Path) {
+    static TIMES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let files = env.git_ok(wt, &["ls-files", "-z"]);
+    let n = TIMES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let past = UNIX_EPOCH + std::time::Duration::from_secs(1_700_000_000 + n);
+    for file in files.split('\0').filter(|f| !f.is_empty()) {
+        if !std::fs::symlink_metadata(wt.join(file)).is_ok_and(|m| m.is_file()) {
+            continue;
+        }
+        std::fs::File::options()
+            .write(true)
+            .open(wt.join(file))
+            .unwrap()
+            .set_modified(past)
+            .unwrap();
+    }
+    env.git_ok(wt, &["update-index", "-q", "--really-refresh"]);
+}
+
+#[test]
+fn a_worktree_is_at_rest_in_process_only_where_git_sees_nothing() {
+    use git_crew::git::worktree::RunTree;
+    let env = TestEnv::new();
+    let repo = ignoring_repo(&env);
+    let run = finished(&env, &repo, "look", "own-file", "work/**", &[]);
+    let wt = worktree(&repo, &run);
+    let gix = git_crew::git::repo::open(&repo).unwrap();
+    let store = git_crew::state::runs::RunStore::new(&git_crew::git::repo::state_dir(&gix));
+    let record = store
+        .finished()
+        .unwrap()
+        .into_iter()
+        .find(|r| r.run == run)
+        .unwrap();
+    // What the in-process look says, checked against git's own answers: the same hidden
+    // paths and nested repository, and at rest only where git lists nothing.
+    let look = |what: &str| -> bool {
+        let tree = RunTree::inspect(gix.common_dir(), &wt, &record.identity()).unwrap();
+        let indexed = tree
+            .indexed(&gix)
+            .unwrap_or_else(|| panic!("{what}: the index was not read"));
+        assert_eq!(indexed.hidden, tree.hidden_from_status().unwrap(), "{what}");
+        assert_eq!(
+            indexed.nested,
+            tree.holds_nested_repository().unwrap(),
+            "{what}"
+        );
+        if indexed.at_rest {
+            assert_eq!(tree.uncommitted().unwrap(), Vec::<String>::new(), "{what}");
+            assert_eq!(tree.ignored().unwrap(), Vec::<String>::new(), "{what}");
+        }
+        indexed.at_rest
+    };
+    // Every file written again from HEAD: git's own check, to the second, would keep a
+    // file changed within the second it was written.
+    let reset = || {
+        env.git_ok(&wt, &["read-tree", "--empty"]);
+        env.git_ok(&wt, &["reset", "-q", "--hard"]);
+        env.git_ok(&wt, &["clean", "-q", "-ffdx"]);
+        settle_worktree(&env, &wt);
+    };
+    let tracked = wt.join("work/look.txt");
+    reset();
+    assert!(look("settled"));
+
+    type Change<'a> = Box<dyn Fn() + 'a>;
+    let states: Vec<(&str, Change)> = vec![
+        ("a changed file", Box::new(|| write(&tracked, "changed\n"))),
+        (
+            "a file changed to the same size, its time put back",
+            Box::new(|| {
+                let mtime = std::fs::metadata(&tracked).unwrap().modified().unwrap();
+                let same = "X".repeat(read(&tracked).len());
+                write(&tracked, &same);
+                std::fs::File::options()
+                    .write(true)
+                    .open(&tracked)
+                    .unwrap()
+                    .set_modified(mtime)
+                    .unwrap();
+            }),
+        ),
+        (
+            "a removed file",
+            Box::new(|| std::fs::remove_file(&tracked).unwrap()),
+        ),
+        (
+            "an untracked file",
+            Box::new(|| write(&wt.join("work/new.txt"), "new")),
+        ),
+        (
+            "an ignored file",
+            Box::new(|| write(&wt.join("target/debug/app"), "binary")),
+        ),
+        (
+            "an empty folder",
+            Box::new(|| std::fs::create_dir_all(wt.join("empty")).unwrap()),
+        ),
+        (
+            "a staged change",
+            Box::new(|| {
+                write(&tracked, "staged\n");
+                env.git_ok(&wt, &["add", "work/look.txt"]);
+                settle_worktree(&env, &wt);
+            }),
+        ),
+        (
+            "a file added with intent to add",
+            Box::new(|| {
+                write(&wt.join("work/later.txt"), "later");
+                env.git_ok(&wt, &["add", "-N", "work/later.txt"]);
+            }),
+        ),
+        (
+            "an edit git status is told to ignore",
+            Box::new(|| {
+                env.git_ok(
+                    &wt,
+                    &["update-index", "--assume-unchanged", "work/look.txt"],
+                );
+                write(&tracked, "hidden\n");
+            }),
+        ),
+        (
+            "a file outside the sparse checkout",
+            Box::new(|| {
+                env.git_ok(&wt, &["update-index", "--skip-worktree", "README.md"]);
+            }),
+        ),
+        (
+            "an index older than its entries",
+            Box::new(|| {
+                let index = repo.join(".git/worktrees").join(&run).join("index");
+                std::fs::File::options()
+                    .write(true)
+                    .open(index)
+                    .unwrap()
+                    .set_modified(std::time::UNIX_EPOCH + std::time::Duration::from_secs(1))
+                    .unwrap();
+            }),
+        ),
+        (
+            "a repository checked out under a gitlink",
+            Box::new(|| {
+                let inner = wt.join("work/inner");
+                env.git_ok(&repo, &["init", "-q", &inner.to_string_lossy()]);
+                write(&inner.join("a.txt"), "inner");
+                env.git_ok(&inner, &["add", "a.txt"]);
+                env.git_ok(&inner, &["commit", "-q", "-m", "inner"]);
+                env.git_ok(&wt, &["add", "work/inner"]);
+            }),
+        ),
+    ];
+    for (what, make) in &states {
+        make();
+        assert!(!look(what), "{what}: taken for at rest");
+        env.git(
+            &wt,
+            &["update-index", "--no-assume-unchanged", "work/look.txt"],
+        );
+        env.git(&wt, &["update-index", "--no-skip-worktree", "README.md"]);
+        reset();
+        assert!(look("settled again"), "after {what}");
+    }
+}
+
+/// Every file, folder and link under `dir`: its path, and its kind, inode, size,
+/// modification and change times.
+fn inodes(dir: &Path) -> std::collections::BTreeMap<String, String> {
+    use std::os::unix::fs::MetadataExt;
+    let mut out = std::collections::BTreeMap::new();
+    let mut todo = vec![dir.to_path_buf()];
+    while let Some(at) = todo.pop() {
+        for entry in std::fs::read_dir(&at).unwrap().flatten() {
+            let path = entry.path();
+            let meta = std::fs::symlink_metadata(&path).unwrap();
+            let kind = match meta.file_type() {
+                t if t.is_dir() => "dir",
+                t if t.is_symlink() => "link",
+                _ => "file",
+            };
+            out.insert(
+                path.strip_prefix(dir).unwrap().display().to_string(),
+                format!(
+                    "{kind} ino {} size {} mtime {}.{} ctime {}.{}",
+                    meta.ino(),
+                    meta.size(),
+                    meta.mtime(),
+                    meta.mtime_nsec(),
+                    meta.ctime(),
+                    meta.ctime_nsec()
+                ),
+            );
+            if meta.is_dir() {
+                todo.push(path);
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn a_dry_run_and_doctor_leave_every_file_under_git_as_it_was() {
+    let env = TestEnv::new();
+    let repo = ignoring_repo(&env);
+    // Integrated with its worktree kept: with ignored files; with an edit; untouched.
+    let merged = finished(&env, &repo, "merged", "own-file", "work/**", &[]);
+    integrate_keeping_all(&env, &repo, &merged);
+    write(&worktree(&repo, &merged).join("target/debug/app"), "binary");
+    let edited = finished(&env, &repo, "edited", "own-file", "work/**", &[]);
+    integrate_keeping_all(&env, &repo, &edited);
+    write(&worktree(&repo, &edited).join("work/notes.txt"), "unsaved");
+    let clean = finished(&env, &repo, "clean", "own-file", "work/**", &[]);
+    integrate_keeping_all(&env, &repo, &clean);
+    // Passed and never integrated; failed; rejected, its change left uncommitted; and a
+    // rejected one abandoned, its uncommitted change kept under refs/crew/attempts.
+    let waiting = finished(&env, &repo, "waiting", "own-file", "work/**", &[]);
+    let failed = finished(
+        &env,
+        &repo,
+        "failed",
+        "own-file",
+        "work/**",
+        &["--verify", "false"],
+    );
+    let rejected = finished(
+        &env,
+        &repo,
+        "rejected",
+        "out-of-scope",
+        "src/routes/**",
+        &[],
+    );
+    let kept = finished(&env, &repo, "kept", "out-of-scope", "src/api/**", &[]);
+    env.crew(&repo, &["abandon", &kept]).expect_code(0);
+    // An edit git status is told not to look at.
+    let hidden = finished(&env, &repo, "hidden", "own-file", "work/**", &[]);
+    integrate_keeping_all(&env, &repo, &hidden);
+    let wt = worktree(&repo, &hidden);
+    env.git_ok(
+        &wt,
+        &["update-index", "--assume-unchanged", "work/hidden.txt"],
+    );
+    write(&wt.join("work/hidden.txt"), "precious");
+    // A worktree whose administration a worker changed: a filter in its own config that
+    // leaves a mark when git runs it, on every path of the worktree, and one path that git
+    // must read again. Read in place, it would run; a restore would write the config back.
+    let tampered = finished(&env, &repo, "tampered", "own-file", "work/**", &[]);
+    integrate_keeping_all(&env, &repo, &tampered);
+    let mark = env.root().join("filter-ran");
+    let config = repo
+        .join(".git/worktrees")
+        .join(&tampered)
+        .join("config.worktree");
+    let tampered_config = format!(
+        "{}[filter \"mark\"]\n\tclean = sh -c 'touch {}; cat'\n",
+        read(&config),
+        mark.display()
+    );
+    write(&config, &tampered_config);
+    let wt = worktree(&repo, &tampered);
+    write(&wt.join(".gitattributes"), "* filter=mark\n");
+    let file = wt.join("work/tampered.txt");
+    std::fs::File::options()
+        .write(true)
+        .open(&file)
+        .unwrap()
+        .set_modified(std::time::SystemTime::now())
+        .unwrap();
+    // A merge stopped on a conflict.
+    let merging = finished(&env, &repo, "merging", "own-file", "work/**", &[]);
+    integrate_keeping_all(&env, &repo, &merging);
+    let wt = worktree(&repo, &merging);
+    env.git_ok(&wt, &["checkout", "-q", "-b", "side"]);
+    write(&wt.join("work/merging.txt"), "theirs\n");
+    env.git_ok(&wt, &["commit", "-qam", "side"]);
+    env.git_ok(&wt, &["checkout", "-q", "-"]);
+    write(&wt.join("work/merging.txt"), "ours\n");
+    env.git_ok(&wt, &["commit", "-qam", "ours"]);
+    env.git(&wt, &["merge", "side"]).expect_code(1);
+    poll_until(
+        std::time::Duration::from_secs(20),
+        "the supervisors to end",
+        || crate::read_only::supervisors(&repo).is_empty(),
+    );
+
+    let before = inodes(&repo.join(".git"));
+    let mut plans = Vec::new();
+    for args in [
+        &["doctor"][..],
+        &["doctor", "--human"],
+        &["prune", "--dry-run"],
+        &["prune", "--dry-run", "--all"],
+        &["prune", "--dry-run", "--all", "--human"],
+        &["prune", "--dry-run", "--older-than", "1s"],
+    ] {
+        let out = env.crew(&repo, args);
+        out.expect_code(0);
+        if args.len() == 3 && args[2] == "--all" {
+            plans.push(out.json());
+        }
+        let after = inodes(&repo.join(".git"));
+        let changed: Vec<String> = before
+            .iter()
+            .filter(|(path, was)| after.get(*path) != Some(was))
+            .map(|(path, was)| format!("{path}: {was} -> {:?}", after.get(path)))
+            .chain(
+                after
+                    .keys()
+                    .filter(|path| !before.contains_key(*path))
+                    .map(|path| format!("{path}: new")),
+            )
+            .collect();
+        assert!(
+            changed.is_empty(),
+            "{args:?} changed:\n{}",
+            changed.join("\n")
+        );
+    }
+    assert!(!mark.exists(), "the worker's filter ran");
+    assert_eq!(read(&config), tampered_config);
+
+    // What the dry run said is what prune does.
+    let plan = &plans[0];
+    assert_eq!(runs_of(plan, "removed"), sorted(&[&merged, &clean, &kept]));
+    assert_eq!(
+        runs_of(plan, "stranded"),
+        sorted(&[
+            &edited, &waiting, &failed, &rejected, &hidden, &tampered, &merging
+        ])
+    );
+    assert_eq!(
+        entry(plan, "removed", &merged)["ignored"],
+        serde_json::json!(["target/"])
+    );
+    let out = env.crew(&repo, &["prune", "--all"]);
+    out.expect_code(0);
+    let done = out.json();
+    for key in ["removed", "stranded"] {
+        assert_eq!(runs_of(&done, key), runs_of(plan, key), "{key}");
+    }
+    assert_eq!(
+        entry(&done, "removed", &merged)["ignored"],
+        serde_json::json!(["target/"])
+    );
+    assert!(!mark.exists(), "the worker's filter ran");
 }

@@ -151,7 +151,7 @@ fn walk(root: &Path, dir: &Path, out: &mut Vec<(String, String)>) {
 
 /// The pids of the `git crew supervise` processes of `repo` (the repository is in their
 /// command line), zombies left out.
-fn supervisors(repo: &Path) -> Vec<u32> {
+pub fn supervisors(repo: &Path) -> Vec<u32> {
     let repo = repo.to_string_lossy().into_owned();
     let mut pids: Vec<u32> = std::fs::read_dir("/proc")
         .unwrap()
