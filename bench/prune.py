@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """On-demand benchmark of prune and doctor with many finished runs (not run in CI).
 
-    python3 bench/prune.py [--sizes 100,1000,5000] [--repeat 5] [--work DIR] [--bin PATH]
+    python3 bench/prune.py [--sizes 100,1000,5000] [--repeat 5] [--work DIR] [--bin PATH] [--keep]
 
 Makes one real run — dispatched (a scripted worker writes one file and commits), waited
 for and integrated with its worktree kept (`worktree.cleanup=never`), so `prune` would
@@ -17,7 +17,8 @@ the ledger or audit notes. Refs stay loose, as runs leave them.
 At each size it times, alternately, `git for-each-ref` (every ref of the repository,
 the reference), `git crew prune --dry-run` and `git crew doctor`, each as a separate
 process, and prints the medians and the ratios to `for-each-ref` from the same run.
-Needs a release build (`cargo build --release`).
+The scratch repository (some 150,000 files at 5,000 runs) is removed at the end unless
+--keep. Needs a release build (`cargo build --release`).
 """
 
 import argparse
@@ -207,6 +208,7 @@ def main():
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--work")
     ap.add_argument("--bin", default=BIN)
+    ap.add_argument("--keep", action="store_true", help="keep the scratch repository")
     args = ap.parse_args()
     binary = os.path.abspath(args.bin)
     if not os.path.exists(binary):
@@ -222,11 +224,17 @@ def main():
     copier = Copier(repo, run, env)
     print("| case | finished runs | median ms | against for-each-ref |")
     print("|---|---:|---:|---:|")
-    for size in [int(s) for s in args.sizes.split(",")]:
-        start = time.perf_counter()
-        copier.grow(size)
-        print("  (%d runs copied in %.1f s)" % (size, time.perf_counter() - start), file=sys.stderr)
-        measure(binary, repo, env, size, args.repeat)
+    try:
+        for size in [int(s) for s in args.sizes.split(",")]:
+            start = time.perf_counter()
+            copier.grow(size)
+            print("  (%d runs copied in %.1f s)" % (size, time.perf_counter() - start),
+                  file=sys.stderr)
+            measure(binary, repo, env, size, args.repeat)
+    finally:
+        # 5,000 worktrees are some 150,000 files.
+        if not args.keep:
+            shutil.rmtree(work, ignore_errors=True)
 
 
 if __name__ == "__main__":

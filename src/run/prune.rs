@@ -102,7 +102,12 @@ pub fn prune(
     store: &RunStore,
     request: Request,
 ) -> Result<Pruned> {
-    let _turn = store.integrate_lock(Duration::from_secs(600))?;
+    // (A dry run makes no lock file: none there means no integrate ever held it.)
+    let wait = Duration::from_secs(600);
+    let _turn = match request.dry_run {
+        true => store.integrate_lock_if_there(wait)?,
+        false => Some(store.integrate_lock(wait)?),
+    };
     let options = Options {
         all: request.all,
         older_than_s: request.older_than_s,

@@ -130,7 +130,12 @@ fn take(
 /// run. Holds the dispatch turn meanwhile: no dispatch has a branch made and its run not
 /// yet known.
 pub fn settle(repo: &crate::git::Repository, store: &RunStore, apply: bool) -> Result<Vec<Stray>> {
-    let _turn = store.dispatch_lock(std::time::Duration::from_secs(60))?;
+    // Only looking, it makes no lock file (none there means no dispatch ever held it).
+    let wait = std::time::Duration::from_secs(60);
+    let _turn = match apply {
+        true => Some(store.dispatch_lock(wait)?),
+        false => store.dispatch_lock_if_there(wait)?,
+    };
     let mut known: Vec<Known> = Vec::new();
     let mut live = std::collections::HashSet::new();
     for mut record in store.live()? {

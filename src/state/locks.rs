@@ -71,6 +71,25 @@ pub fn take(state_dir: &Path, turn: Turn<'_>, wait: Duration) -> Result<Lock> {
     })
 }
 
+/// Takes the lock of `turn` as [`take`] does when its file is there; `None` when it is
+/// not, and nothing is made.
+pub fn take_if_there(state_dir: &Path, turn: Turn<'_>, wait: Duration) -> Result<Option<Lock>> {
+    let (folder, name) = turn.file();
+    let dir = match folder {
+        Some(folder) => state_dir.join(folder),
+        None => state_dir.to_path_buf(),
+    };
+    Lock::take_if_there(&dir, &name, wait).map_err(|err| match err {
+        NotTaken::Held(held) => Busy {
+            what: turn.what(),
+            waited: wait,
+            held,
+        }
+        .into(),
+        other => other.into(),
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -146,6 +146,18 @@ impl RunStore {
         super::locks::take(&self.root, Turn::Integrate, wait)
     }
 
+    /// [`RunStore::integrate_lock`] for a look that must change nothing: taken when its
+    /// file is there, else `None` and nothing is made (no process ever took it).
+    pub fn integrate_lock_if_there(&self, wait: Duration) -> Result<Option<Lock>> {
+        super::locks::take_if_there(&self.root, Turn::Integrate, wait)
+    }
+
+    /// [`RunStore::dispatch_lock`] for a look that must change nothing, as
+    /// [`RunStore::integrate_lock_if_there`].
+    pub fn dispatch_lock_if_there(&self, wait: Duration) -> Result<Option<Lock>> {
+        super::locks::take_if_there(&self.root, Turn::Dispatch, wait)
+    }
+
     /// Serialises every change to live pointers across processes.
     fn pointer_lock(&self) -> Result<Lock> {
         super::locks::take(&self.root, Turn::Pointers, Duration::from_secs(30))

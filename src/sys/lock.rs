@@ -52,6 +52,24 @@ impl Lock {
             Ok(file) => file,
             Err(source) => return Err(NotTaken::Open { path, source }),
         };
+        Lock::hold(file, path, wait)
+    }
+
+    /// Takes `<dir>/<name>.lock` as [`Lock::take`] does when its file is there; `None`
+    /// when it is not (no process ever took it), and then nothing is made: a look that
+    /// must change nothing takes its locks this way.
+    pub fn take_if_there(dir: &Path, name: &str, wait: Duration) -> Result<Option<Lock>, NotTaken> {
+        let path = dir.join(format!("{name}.lock"));
+        let file = match std::fs::OpenOptions::new().read(true).open(&path) {
+            Ok(file) => file,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(source) => return Err(NotTaken::Open { path, source }),
+        };
+        Lock::hold(file, path, wait).map(Some)
+    }
+
+    /// Locks the open lock file `file` at `path`, waiting up to `wait`.
+    fn hold(file: std::fs::File, path: PathBuf, wait: Duration) -> Result<Lock, NotTaken> {
         let start = Instant::now();
         loop {
             match file.try_lock() {

@@ -1006,6 +1006,10 @@ fn a_dry_run_and_doctor_leave_every_file_under_git_as_it_was() {
         || crate::read_only::supervisors(&repo).is_empty(),
     );
 
+    // No lock file is made either: a lock no process ever took is not taken.
+    for lock in ["integrate.lock", "dispatch.lock"] {
+        std::fs::remove_file(repo.join(".git/crew").join(lock)).unwrap();
+    }
     let before = inodes(&repo.join(".git"));
     let mut plans = Vec::new();
     for args in [
