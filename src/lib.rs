@@ -3,9 +3,10 @@
 //!
 //! Every command gathers facts (`git`, `state`, `sys`), decides in pure code (`core`),
 //! then applies the decision (`git`, `run`); `ops` holds one operation per command, which
-//! a front end calls (`cli`, through the presentation models of `view`). The modules are
-//! layers, lowest first — `core`, `view`, `sys`, `git`, `state`, `run`, `error`, `ops`,
-//! `cli` — and each imports only the ones below it. Only a front end speaks on a terminal:
+//! a front end calls (`cli`, through the presentation models of `view`; `mcp`, the MCP
+//! server). The modules are layers, lowest first — `core`, `view`, `sys`, `git`, `state`,
+//! `run`, `error`, `ops`, then the front ends `mcp` and `cli` — and each imports only the
+//! ones below it (`mcp` never imports `cli`). Only a front end speaks on a terminal:
 //! below `cli` nothing prints; what an operation has to say comes back as a value.
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
@@ -14,6 +15,7 @@ pub mod cli;
 pub mod core;
 pub mod error;
 pub mod git;
+pub mod mcp;
 pub mod ops;
 pub mod run;
 pub mod state;

@@ -106,11 +106,7 @@ pub fn report(done: &integrate::Done) -> Report {
             ),
         };
         // The plan itself: the value the real command applies.
-        let output = WouldLand {
-            dry_run: true,
-            landing,
-        };
-        return Report::of(&output, human);
+        return Report::of(&crate::ops::integrate::output(done), human);
     }
     let how = if landing.by_hand {
         " (merged by hand before; recorded now)"
@@ -137,60 +133,7 @@ pub fn report(done: &integrate::Done) -> Report {
             .unwrap_or_default(),
         super::prune::ignored_note(&done.cleanup.ignored),
     );
-    let output = Landed {
-        run: &done.record.run,
-        task: &done.record.task,
-        into: &landing.into,
-        commit: done.commit.to_string(),
-        parents: &landing.parents,
-        squash: !matches!(landing.applied_as, "merge" | "fast-forward"),
-        applied_as: landing.applied_as,
-        completed: done.completed,
-        by_hand: landing.by_hand,
-        links_outside_scope: &landing.links_outside_scope,
-        forced_unverified: done
-            .record
-            .integration
-            .as_ref()
-            .is_some_and(|i| i.forced_unverified),
-        merged_verify: done.merged_verify.as_ref(),
-        files: &landing.files,
-        noted: done.noted.iter().map(ToString::to_string).collect(),
-        attempts_ref: &done.attempts_ref,
-        cleanup: &done.cleanup,
-    };
-    Report::of(&output, human)
-}
-
-/// What `integrate --dry-run` prints: the plan integrate would apply, nothing changed.
-#[derive(serde::Serialize)]
-struct WouldLand<'a> {
-    dry_run: bool,
-    #[serde(flatten)]
-    landing: &'a crate::core::integrate::Landing,
-}
-
-/// What `integrate` prints (SPEC §2 `integrate`).
-#[derive(serde::Serialize)]
-struct Landed<'a> {
-    run: &'a str,
-    task: &'a str,
-    into: &'a str,
-    commit: String,
-    parents: &'a [String],
-    squash: bool,
-    applied_as: &'static str,
-    completed: bool,
-    /// Merged by hand before (a resolved conflict): `commit` brought it in, recorded now.
-    #[serde(skip_serializing_if = "std::ops::Not::not")]
-    by_hand: bool,
-    links_outside_scope: &'a [String],
-    forced_unverified: bool,
-    merged_verify: Option<&'a crate::core::record::Verify>,
-    files: &'a [String],
-    noted: Vec<String>,
-    attempts_ref: &'a str,
-    cleanup: &'a crate::run::landing::Cleaned,
+    Report::of(&crate::ops::integrate::output(done), human)
 }
 
 /// The status line of an integration at `step`.

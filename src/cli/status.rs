@@ -1,7 +1,6 @@
 //! `git crew status [RUN]` (alias `ls`): in-flight and recent runs.
 
 use clap::Args;
-use serde::Serialize;
 
 use super::context::CommandContext;
 use super::error::Result;
@@ -37,14 +36,6 @@ pub struct StatusArgs {
     pub all: bool,
 }
 
-/// `status` / `ls`: the runs, oldest first (SPEC §2, `status`'s `"runs"`, each with its
-/// `"supervisor"`), and how many older finished runs were left out (`--all` shows them).
-#[derive(Debug, Serialize)]
-pub struct StatusOutput<'a> {
-    pub runs: Vec<crate::view::result::FoundResult<'a>>,
-    pub hidden: usize,
-}
-
 /// The runs as they are: a read, so nothing is settled — a run whose supervisor died is
 /// listed live, its supervisor `dead`.
 pub fn run(ctx: &CommandContext, args: StatusArgs) -> Result<Report> {
@@ -53,28 +44,19 @@ pub fn run(ctx: &CommandContext, args: StatusArgs) -> Result<Report> {
         recent: args.recent,
         all: args.all,
     };
-    let crate::ops::status::Status {
-        runs: found,
-        hidden,
-    } = crate::ops::status::status(ctx, &request)?;
+    let status = crate::ops::status::status(ctx, &request)?;
+    let now = crate::sys::clock::now_millis();
+    let (found, hidden) = (&status.runs, status.hidden);
     let mut human = if found.is_empty() {
         "no runs".to_string()
     } else {
-        let now = crate::sys::clock::now_millis();
-        table(&found, now).render(crate::sys::term::stdout_width(), super::ui::colour())
+        table(found, now).render(crate::sys::term::stdout_width(), super::ui::colour())
     };
     if hidden > 0 {
         let older = human::count(hidden, "older run", "older runs");
         human.push_str(&format!("\n{older} hidden (--all shows them)"));
     }
-    let output = StatusOutput {
-        runs: found
-            .iter()
-            .map(|f| runs::found_result(&f.record, f.supervisor))
-            .collect(),
-        hidden,
-    };
-    let mut report = Report::of(&output, human);
+    let mut report = Report::of(&status.output(now), human);
     // The table made every cell printable; its colours stay.
     report.styled = true;
     Ok(report)

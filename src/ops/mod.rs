@@ -6,6 +6,7 @@
 
 pub mod abandon;
 pub mod advise;
+pub mod answer;
 pub mod complete;
 pub mod context;
 pub mod diff;
@@ -26,6 +27,7 @@ pub mod prune;
 pub mod refusals;
 pub mod retry;
 pub mod runs;
+pub mod schema;
 pub mod show;
 pub mod status;
 pub mod summary;

@@ -24,6 +24,20 @@ pub struct Status {
     pub hidden: usize,
 }
 
+impl Status {
+    /// What `status` prints as data, each run measured at `now` (Unix milliseconds).
+    pub fn output(&self, now: u64) -> crate::view::output::StatusOutput<'_> {
+        crate::view::output::StatusOutput {
+            runs: self
+                .runs
+                .iter()
+                .map(|f| crate::view::result::FoundResult::at(&f.record, f.supervisor, now))
+                .collect(),
+            hidden: self.hidden,
+        }
+    }
+}
+
 /// The runs as they are: a run whose supervisor died is listed live, its supervisor dead.
 pub fn status(ctx: &Context, req: &Request) -> Result<Status> {
     let store = runs::open(ctx)?;

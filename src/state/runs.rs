@@ -85,6 +85,11 @@ impl RunStore {
         &self.root
     }
 
+    /// Every live pointer lives here.
+    pub fn live_dir(&self) -> PathBuf {
+        self.root.join("live")
+    }
+
     pub fn live_path(&self, run: &str) -> PathBuf {
         self.root.join("live").join(format!("{run}.json"))
     }

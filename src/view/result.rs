@@ -18,7 +18,7 @@ use crate::core::supervisor::Supervisor;
 /// allows commands to add: every field the run record stores, in the record's order, never
 /// the transcript itself (`transcript` is its path). Optional fields are `null`, never
 /// absent; `elapsed_s` is counted up to now while the run is live.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, schemars::JsonSchema)]
 pub struct RunResult<'a> {
     pub run: &'a str,
     pub task: &'a str,
@@ -155,7 +155,7 @@ impl<'a> RunResult<'a> {
 
 /// `show`, `attach`, `deliver` and `abandon`: `{"run": run result}` (SPEC §2, `show`'s
 /// `"run"`).
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, schemars::JsonSchema)]
 pub struct RunOutput<'a> {
     pub run: RunResult<'a>,
 }
@@ -172,7 +172,7 @@ impl<'a> RunOutput<'a> {
 /// its run result, then `"supervisor"` — `"alive"` or `"dead"` while the run is live
 /// with a supervisor to lose, `null` otherwise. A dead supervisor is reported, not acted
 /// on: the next command that acts files the run as abandoned.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, schemars::JsonSchema)]
 pub struct FoundResult<'a> {
     #[serde(flatten)]
     pub result: RunResult<'a>,
@@ -190,7 +190,7 @@ impl<'a> FoundResult<'a> {
 }
 
 /// `show`: `{"run": run result as found}`.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, schemars::JsonSchema)]
 pub struct FoundOutput<'a> {
     pub run: FoundResult<'a>,
 }

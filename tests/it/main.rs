@@ -15,6 +15,7 @@ mod imports;
 mod init;
 mod integrate;
 mod ledger;
+mod mcp;
 mod notify;
 mod plan;
 mod progress;
