@@ -43,7 +43,7 @@ pub fn report(abandoned: &Abandoned) -> Report {
 
 /// An ended run's work, given up and kept under `refs/crew/attempts/<run>`.
 fn kept_human(record: &crate::core::record::RunRecord, kept: &crate::run::prune::Kept) -> String {
-    let human = match (&kept.commit, kept.already) {
+    match (&kept.commit, kept.already) {
         (None, _) => format!(
             "run {} had already ended ({}) and holds nothing to keep",
             record.run,
@@ -69,6 +69,5 @@ fn kept_human(record: &crate::core::record::RunRecord, kept: &crate::run::prune:
                 )
             }
         ),
-    };
-    human
+    }
 }

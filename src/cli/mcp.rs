@@ -22,7 +22,7 @@ Examples:
 /// advise, verify, integrate, abandon, retry, wait — each returning the JSON its --json
 /// prints, a refusal as a tool error with its code, message and hint. Runs are resources
 /// (crew://runs, crew://runs/<run>); a subscriber hears when a run changes phase. wait
-/// holds a call 60 s at most. Nothing but the protocol is written on stdout; runs
+/// holds a call 50 s at most. Nothing but the protocol is written on stdout; runs
 /// dispatched through it outlive it.
 #[derive(Debug, Args)]
 #[command(after_help = EXAMPLES)]

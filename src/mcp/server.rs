@@ -111,20 +111,23 @@ impl Session {
     async fn tell(self, peer: Peer<RoleServer>) {
         let mut moved = self.shared.moved.subscribe();
         loop {
-            let moved = match moved.recv().await {
-                Ok(moved) => moved,
-                // Some were missed: say that the list changed, and every subscription.
-                Err(broadcast::error::RecvError::Lagged(_)) => Arc::new(Moved {
-                    runs: Default::default(),
-                    listed: true,
-                }),
+            // Some missed (the client is slow to read): every subscription may have moved.
+            let (moved, missed) = match moved.recv().await {
+                Ok(moved) => (moved, false),
+                Err(broadcast::error::RecvError::Lagged(_)) => (
+                    Arc::new(Moved {
+                        runs: Default::default(),
+                        listed: true,
+                    }),
+                    true,
+                ),
                 Err(broadcast::error::RecvError::Closed) => return,
             };
             let uris: Vec<String> = {
                 let subscribed = self.subscribed.lock().unwrap_or_else(|e| e.into_inner());
                 subscribed
                     .iter()
-                    .filter(|uri| resources::touches(uri, &moved))
+                    .filter(|uri| missed || resources::touches(uri, &moved))
                     .cloned()
                     .collect()
             };
@@ -197,7 +200,7 @@ fn result(outcome: Result<tools::Answer>) -> CallToolResult {
 
 const INSTRUCTIONS: &str = "git-crew dispatches coding agents into fenced worktrees and keeps their record in git. \
 Each tool is a git-crew command and returns that command's JSON: status, show, diff, ledger, should_stop, plan_status, wave_status and workers read; \
-dispatch, wave_dispatch, advise, verify, integrate, abandon and retry act; wait waits 60 s at most. \
+dispatch, wave_dispatch, advise, verify, integrate, abandon and retry act; wait waits 50 s at most. \
 A refusal is a tool error whose JSON carries error.code, error.message and error.hint. \
 Runs are resources (crew://runs, crew://runs/<run>); subscribe to one to hear when it changes phase.";
 

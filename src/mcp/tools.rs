@@ -18,8 +18,9 @@ use crate::ops::answer::{self, Status};
 
 use super::schema;
 
-/// The longest a `wait` holds a tool call: the lead's turn waits for it.
-pub const WAIT_AT_MOST: Duration = Duration::from_secs(60);
+/// The longest a `wait` holds a tool call: the lead's turn waits for it, and codex gives
+/// a tool call 60 s unless told otherwise.
+pub const WAIT_AT_MOST: Duration = Duration::from_secs(50);
 
 /// What a tool call came to: the command's JSON object and how it came out, and notes
 /// for the lead beside the JSON (a wait cut to [`WAIT_AT_MOST`]).
@@ -209,7 +210,7 @@ pub fn all() -> Vec<Tool> {
         tool::<WaitIn, out::WaitOutput<'static>>(
             "wait",
             Kind::Wait,
-            "Wait until runs settle (end, or ask for help) and return their results: footer, verify, decision; never the transcript (`git crew wait RUNS --timeout T --json`). Waits 60 s at most, so that the call never holds your turn: on timeout it returns timed_out true with the runs still working, and you call it again. A run that did not pass is a tool error with code run-failed and the runs' results.",
+            "Wait until runs settle (end, or ask for help) and return their results: footer, verify, decision; never the transcript (`git crew wait RUNS --timeout T --json`). Waits 50 s at most (under the 60 s a client such as codex allows a tool call), so that the call never holds your turn: on timeout it returns timed_out true with the runs still working, and you call it again. A run that did not pass is a tool error with code run-failed and the runs' results.",
             wait,
         ),
     ]
@@ -647,8 +648,8 @@ struct WaitIn {
     /// Return as soon as one of them settles.
     #[serde(default)]
     any: bool,
-    /// Give up after this long (e.g. 30s, 1m): 60 s at most, the default; a longer one is
-    /// cut to 60 s, and the result says so.
+    /// Give up after this long (e.g. 30s): 50 s at most, the default; a longer one is
+    /// cut to 50 s, and the result says so.
     timeout: Option<String>,
 }
 
@@ -697,7 +698,7 @@ pub fn bounded(asked: Option<Duration>) -> (Duration, Option<String>) {
         Some(t) if t > WAIT_AT_MOST => (
             WAIT_AT_MOST,
             Some(format!(
-                "the timeout {} was cut to {}: a wait holds a tool call 60 s at most; call wait again for the runs still working",
+                "the timeout {} was cut to {}: a wait holds a tool call 50 s at most; call wait again for the runs still working",
                 humantime::format_duration(t),
                 humantime::format_duration(WAIT_AT_MOST)
             )),
@@ -718,7 +719,7 @@ mod tests {
         assert_eq!((t, note), (Duration::from_secs(5), None));
         let (t, note) = bounded(Some(Duration::from_secs(600)));
         assert_eq!(t, WAIT_AT_MOST);
-        assert!(note.unwrap().contains("10m was cut to 1m"));
+        assert!(note.unwrap().contains("10m was cut to 50s"));
     }
 
     #[test]

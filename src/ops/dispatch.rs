@@ -83,13 +83,13 @@ impl Dispatched {
             None => {
                 DispatchOutput::DryRun(DryRun::of(&plan.record, &plan.escalated_from, warnings))
             }
-            Some(record) => DispatchOutput::Started(Started {
+            Some(record) => DispatchOutput::Started(Box::new(Started {
                 stale_days: self.stale_days,
                 session_plan: self.session_plan.clone(),
                 split_advice: self.split_advice.clone(),
                 warnings,
                 ..Started::of(record, &plan.escalated_from)
-            }),
+            })),
         }
     }
 }

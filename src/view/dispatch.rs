@@ -119,7 +119,7 @@ pub struct Dispatched<'a> {
 #[serde(untagged)]
 pub enum DispatchOutput<'a> {
     DryRun(DryRun<'a>),
-    Started(Dispatched<'a>),
+    Started(Box<Dispatched<'a>>),
 }
 
 impl<'a> DryRun<'a> {

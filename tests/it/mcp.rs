@@ -479,6 +479,76 @@ fn a_subscriber_to_the_list_hears_of_a_new_run_and_an_unsubscribed_one_does_not(
     assert_eq!(client.close(), 0);
 }
 
+#[test]
+fn a_question_is_answered_a_run_verified_and_retried_and_a_wave_planned_through_the_server() {
+    let env = TestEnv::new();
+    let repo = env.fixture("crew-repo.sh", "repo", &[]);
+    crate::common::write(
+        &repo.join(".crew/plans/v1.toml"),
+        "[plan]\nid = \"v1\"\n\n[[tasks]]\nid = \"docs\"\nwave = 1\nscope = [\"docs/**\"]\nprompt = \"x\"\n",
+    );
+    env.git_ok(&repo, &["add", ".crew"]);
+    env.git_ok(&repo, &["commit", "-q", "-m", "a plan"]);
+    let mut client = Client::start(&env, &repo);
+    // What would start, started by nothing.
+    let planned = client.ok(
+        "dispatch",
+        json!({"task": "store", "prompt": "x", "scope": ["src/routes/**"], "backend": "help-then-work", "dry_run": true}),
+    );
+    assert_eq!(planned["dry_run"], true, "{planned}");
+    let waved = client.ok("wave_dispatch", json!({"wave": 1, "dry_run": true}));
+    assert_eq!(waved["planned"][0]["task"], "docs", "{waved}");
+    assert_eq!(
+        waved,
+        cli(&env, &repo, &["wave", "dispatch", "1", "--dry-run"])
+    );
+
+    let run = client.ok(
+        "dispatch",
+        json!({"task": "store", "prompt": "x", "scope": ["src/routes/**"], "backend": "help-then-work", "verify": "test -f src/routes/store.rs"}),
+    )["run"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    // A question is no error: the lead answers it.
+    let asked = client.ok("wait", json!({"runs": [run]}));
+    assert_eq!(asked["runs"][0]["phase"], "needs-help", "{asked}");
+    assert_eq!(asked["runs"][0]["needs_help"]["leaning"], "sqlite");
+    let advised = client.ok("advise", json!({"run": run, "text": "Use sqlite."}));
+    assert_eq!(advised["run"], run.as_str());
+    let done = client.ok("wait", json!({"runs": [run]}));
+    assert_eq!(done["runs"][0]["outcome"], "pass", "{done}");
+    let verified = client.ok("verify", json!({"run": run}));
+    assert_eq!(verified["verify"]["passed"], true, "{verified}");
+    // A verify that fails is a check that said no: a tool error with the run's verdict.
+    let failed = client.call("verify", json!({"run": run, "command": "false"}));
+    assert_eq!(failed["isError"], true);
+    assert_eq!(
+        failed["structuredContent"]["error"]["code"],
+        "verify-failed"
+    );
+    assert_eq!(failed["structuredContent"]["verify"]["passed"], false);
+    let retried = client.ok("retry", json!({"run": run, "dry_run": true}));
+    assert_eq!(retried["retry_of"], run.as_str(), "{retried}");
+    assert_eq!(client.close(), 0);
+}
+
+#[test]
+fn a_server_that_cannot_start_says_why_on_stderr_and_nothing_on_stdout() {
+    let env = TestEnv::new();
+    let repo = env.fixture("crew-repo.sh", "repo", &[]);
+    let outside = env.root().join("tmp");
+    for (dir, args, code, said) in [
+        (&outside, vec!["mcp"], 2, "not a git repository"),
+        (&repo, vec!["mcp", "--http", "0.0.0.0:0"], 2, "loopback"),
+    ] {
+        let out = env.crew(dir, &args);
+        assert_eq!(out.code, code, "{args:?}: {out:?}");
+        assert!(out.stdout.is_empty(), "{args:?}: {}", out.stdout);
+        assert!(out.stderr.contains(said), "{args:?}: {}", out.stderr);
+    }
+}
+
 /// The supported scenarios of the official conformance suite, over Streamable HTTP.
 /// `.ci/run` installs `@modelcontextprotocol/conformance` beside the real CLIs.
 #[test]

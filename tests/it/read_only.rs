@@ -8,7 +8,7 @@ use std::hash::{Hash, Hasher};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, UNIX_EPOCH};
 
-use serde_json::Value;
+use serde_json::{Value, json};
 
 use crate::common::{Out, TestEnv, bin, poll_for, poll_until, read, run, write};
 use crate::dispatch::pid_gone;
@@ -427,4 +427,80 @@ fn every_read_command_changes_nothing_and_the_next_command_that_acts_settles() {
     assert_eq!(rows[0]["run"], runs.dead.as_str(), "{rows}");
     assert_ne!(pointer(&repo, &runs.queued)["phase"], "queued");
     env.wait(&repo, &acting).run();
+}
+
+/// The MCP server's reads are the same snapshots: every read tool, the resources and a
+/// subscription leave the repository as they found it, and say what the CLI says.
+#[test]
+fn every_mcp_read_changes_nothing() {
+    let env = TestEnv::new();
+    let (repo, runs) = repository(&env);
+    let before = state(&env, &repo);
+    let mut client = crate::mcp::Client::start(&env, &repo);
+    let reads: Vec<(&str, Value)> = vec![
+        ("status", json!({})),
+        ("status", json!({"all": true})),
+        ("status", json!({"recent": 1})),
+        ("status", json!({"run": runs.dead})),
+        ("show", json!({"run": runs.integrated})),
+        ("show", json!({"run": runs.rejected})),
+        ("show", json!({"run": runs.asks})),
+        ("show", json!({"run": runs.dead})),
+        ("show", json!({"run": runs.queued})),
+        ("show", json!({"run": "@last"})),
+        ("diff", json!({"run": runs.integrated})),
+        ("diff", json!({"run": runs.integrated, "form": "stat"})),
+        ("diff", json!({"run": runs.dead, "form": "name-status"})),
+        ("ledger", json!({})),
+        ("ledger", json!({"task": "routes"})),
+        ("ledger", json!({"stats": true})),
+        ("ledger", json!({"stats": true, "task": "routes"})),
+        (
+            "should_stop",
+            json!({"task": "routes", "model": "backend:ok"}),
+        ),
+        ("plan_status", json!({})),
+        ("wave_status", json!({"wave": 1})),
+        ("workers", json!({})),
+    ];
+    let mut said = Vec::new();
+    for (tool, args) in &reads {
+        said.push(client.ok(tool, args.clone()));
+    }
+    for (method, params) in [
+        ("resources/list", json!({})),
+        ("resources/templates/list", json!({})),
+        ("resources/read", json!({"uri": "crew://runs"})),
+        (
+            "resources/read",
+            json!({"uri": format!("crew://runs/{}", runs.dead)}),
+        ),
+        (
+            "resources/read",
+            json!({"uri": format!("crew://runs/{}", runs.queued)}),
+        ),
+        (
+            "resources/subscribe",
+            json!({"uri": format!("crew://runs/{}", runs.dead)}),
+        ),
+        ("resources/subscribe", json!({"uri": "crew://runs"})),
+    ] {
+        let answer = client.request(method, params);
+        assert!(answer.get("result").is_some(), "{method}: {answer}");
+    }
+    assert_eq!(client.close(), 0);
+    let changed = changes(&before, &state(&env, &repo));
+    assert!(
+        changed.is_empty(),
+        "the MCP reads changed:\n{}",
+        changed.join("\n")
+    );
+    assert_eq!(pointer(&repo, &runs.queued)["phase"], "queued");
+    // What they said: the dead supervisor as a fact, a finished run as the CLI shows it.
+    assert_eq!(said[7]["run"]["supervisor"], "dead", "{}", said[7]);
+    let cli = |args: &[&str]| env.crew(&repo, args).json();
+    assert_eq!(said[4], cli(&["show", &runs.integrated, "--json"]));
+    assert_eq!(said[14], cli(&["ledger", "--task", "routes", "--json"]));
+    assert_eq!(said[17]["decision"], "continue", "{}", said[17]);
+    assert_eq!(said[18], cli(&["plan", "status", "--json"]));
 }
