@@ -33,14 +33,6 @@ pub fn result_block(record: &RunRecord) -> String {
     crate::view::result::result_block(record, crate::sys::clock::now_millis())
 }
 
-/// `record` as a command that only reads found it, with its supervisor, measured now.
-pub fn found_result(
-    record: &RunRecord,
-    supervisor: Option<crate::core::supervisor::Supervisor>,
-) -> crate::view::result::FoundResult<'_> {
-    crate::view::result::FoundResult::at(record, supervisor, crate::sys::clock::now_millis())
-}
-
 /// One line per run for people, measured now.
 pub fn result_line(record: &RunRecord) -> String {
     crate::view::result::result_line(record, crate::sys::clock::now_millis())

@@ -6,7 +6,6 @@ use serde::Serialize;
 use super::context::CommandContext;
 use super::error::Result;
 use super::ui::Report;
-use crate::view::result::{FoundOutput, FoundResult};
 
 /// Show one run's record.
 ///
@@ -23,11 +22,8 @@ pub struct ShowArgs {
 pub fn run(ctx: &CommandContext, args: ShowArgs) -> Result<Report> {
     let found = crate::ops::show::show(ctx, &crate::ops::show::Request { run: args.run })?;
     let now = crate::sys::clock::now_millis();
-    let output = FoundOutput {
-        run: FoundResult::at(&found.record, found.supervisor, now),
-    };
     let human = crate::view::result::found_block(&found.record, found.supervisor, now);
-    Ok(Report::of(&output, human))
+    Ok(Report::of(&crate::ops::show::output(&found, now), human))
 }
 
 /// `transcript`: the run, its task, where the transcript is archived and the transcript

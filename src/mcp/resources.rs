@@ -109,9 +109,7 @@ impl Read {
             }
             Read::Run(run) => {
                 let found = crate::ops::show::show(ctx, &crate::ops::show::Request { run })?;
-                answer::fields(&crate::view::result::FoundOutput {
-                    run: crate::view::result::FoundResult::at(&found.record, found.supervisor, now),
-                })?
+                answer::fields(&crate::ops::show::output(&found, now))?
             }
         };
         Ok(answer::envelope(fields, &Status::Ok))

@@ -295,10 +295,10 @@ fn show(ctx: &Context, input: RunIn) -> Result<Answer> {
         run: address(&input.run)?,
     };
     let found = crate::ops::show::show(ctx, &request)?;
-    let now = crate::sys::clock::now_millis();
-    Answer::ok(&crate::view::result::FoundOutput {
-        run: crate::view::result::FoundResult::at(&found.record, found.supervisor, now),
-    })
+    Answer::ok(&crate::ops::show::output(
+        &found,
+        crate::sys::clock::now_millis(),
+    ))
 }
 
 /// What `diff` shows.

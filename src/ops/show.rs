@@ -15,6 +15,13 @@ pub struct Request {
     pub run: String,
 }
 
+/// What `show` prints as data: the run as found, measured at `now` (Unix milliseconds).
+pub fn output(found: &Found, now: u64) -> crate::view::result::FoundOutput<'_> {
+    crate::view::result::FoundOutput {
+        run: crate::view::result::FoundResult::at(&found.record, found.supervisor, now),
+    }
+}
+
 /// The run as it is, live or finished: a live run whose supervisor died is found live,
 /// its supervisor dead. Exit 3 when there is none.
 pub fn show(ctx: &Context, req: &Request) -> Result<Found> {
