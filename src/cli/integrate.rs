@@ -4,7 +4,9 @@
 use super::context::CommandContext;
 use super::error::Result;
 use super::flight::RoutingArgs;
-use super::ui::Report;
+use super::error::{CrewError, ErrorCode};
+use super::ui::{Report, Status};
+use crate::core::forecast::Hold;
 use crate::ops::integrate::Event;
 use crate::run::integrate;
 use clap::Args;
@@ -21,13 +23,29 @@ use clap::Args;
 /// that commit changed outside the scope are a scope violation (exit 1). On a terminal,
 /// stderr shows the step it is at (auditing, merging, re-verifying on the merged tree,
 /// writing notes).
+///
+/// With --all instead of RUN it integrates every pass awaiting integration, each as above,
+/// in an order that meets none of the conflicts the forecast sees (`git crew status`
+/// shows it): a pass that does not merge cleanly onto its target's tip is held back, and
+/// of passes that conflict with each other, the one that conflicts with the fewest goes
+/// first and the others are held back, naming it. Held passes are never tried. It stops
+/// at the first refusal and says what landed, what refused and why, and what is left;
+/// it exits with the refusal's code, or 4 (merge-conflict) when it held a pass back.
 #[derive(Debug, Args)]
 #[command(
-    after_help = "Examples:\n  git crew integrate 20261202-101500-1a2b\n  git crew integrate 20261202-101500-1a2b --into release --squash\n  git notes --ref=crew show main"
+    after_help = "Examples:\n  git crew integrate 20261202-101500-1a2b\n  git crew integrate 20261202-101500-1a2b --into release --squash\n  git crew integrate --all\n  git notes --ref=crew show main"
 )]
 pub struct IntegrateArgs {
-    #[arg(value_parser = super::runs::run_address, add = super::complete::runs())]
-    pub run: String,
+    #[arg(
+        value_parser = super::runs::run_address,
+        add = super::complete::runs(),
+        required_unless_present = "all",
+        conflicts_with = "all"
+    )]
+    pub run: Option<String>,
+    /// Every pass awaiting integration, in the order the conflict forecast gives.
+    #[arg(long, conflicts_with = "force_unverified")]
+    pub all: bool,
     /// The branch to integrate into (default: the branch the run was cut from).
     #[arg(long, value_name = "BRANCH")]
     pub into: Option<String>,
@@ -42,7 +60,8 @@ pub struct IntegrateArgs {
     #[arg(long = "set", value_name = "KEY=VALUE")]
     pub set: Vec<String>,
     /// Audit, check the gates and build the merge, then say what would land; change
-    /// nothing (no verify of the merge runs).
+    /// nothing (no verify of the merge runs). With --all: the order and what would be
+    /// held back.
     #[arg(long)]
     pub dry_run: bool,
 }
@@ -52,8 +71,11 @@ pub fn run(ctx: &CommandContext, args: IntegrateArgs) -> Result<Report> {
         set: args.set.clone(),
         ..RoutingArgs::default()
     };
+    let Some(run) = args.run else {
+        return all(ctx, args.into, args.squash, routing, args.dry_run);
+    };
     let request = crate::ops::integrate::Request {
-        run: args.run,
+        run,
         into: args.into,
         squash: args.squash,
         force_unverified: args.force_unverified,
@@ -71,6 +93,125 @@ pub fn run(ctx: &CommandContext, args: IntegrateArgs) -> Result<Report> {
         super::ui::warn(&format!("symlink outside the run's scope: {link}"));
     }
     Ok(report(&done))
+}
+
+/// `integrate --all`.
+fn all(
+    ctx: &CommandContext,
+    into: Option<String>,
+    squash: bool,
+    routing: RoutingArgs,
+    dry_run: bool,
+) -> Result<Report> {
+    let request = crate::ops::integrate_all::Request {
+        into,
+        squash,
+        invocation: routing.invocation(),
+        dry_run,
+    };
+    let progress = super::progress::Progress::for_steps();
+    let all = crate::ops::integrate_all::integrate_all(ctx, &request, &|event| match event {
+        Event::Step { step, run, into } => progress.step(step_text(step, run, into)),
+        Event::Warning(warning) => progress.suspend(|| super::ui::warn(warning)),
+    });
+    drop(progress);
+    let all = all?;
+    for done in &all.landed {
+        for link in &done.landing.links_outside_scope {
+            super::ui::warn(&format!("symlink outside the run's scope: {link}"));
+        }
+    }
+    Ok(all_report(all))
+}
+
+/// What `integrate --all` did, for JSON and for people: what landed (each as `integrate
+/// RUN` prints it), what refused with its error, what is left and why; failed with the
+/// refusal, or with `merge-conflict` when the forecast held a pass back.
+fn all_report(all: crate::ops::integrate_all::All) -> Report {
+    use crate::ops::integrate_all::Why;
+    let landed: Vec<serde_json::Value> = all
+        .landed
+        .iter()
+        .map(|done| serde_json::Value::Object(report(done).fields))
+        .collect();
+    let mut human: Vec<String> = all.landed.iter().map(|done| report(done).human).collect();
+    let left: Vec<serde_json::Value> = all
+        .left
+        .iter()
+        .map(|left| {
+            let (reason, with, paths) = match &left.why {
+                Why::NotReached => ("not-reached", &[][..], &[][..]),
+                Why::Held(Hold::Target { paths, .. }) => ("conflicts-with-target", &[][..], &paths[..]),
+                Why::Held(Hold::Clashes(with)) => ("conflicts-with-runs", &with[..], &[][..]),
+            };
+            serde_json::json!({
+                "run": left.run,
+                "task": left.task,
+                "reason": reason,
+                "conflicts_with": with,
+                "conflicting_paths": paths,
+            })
+        })
+        .collect();
+    if let Some((run, error)) = &all.refused {
+        human.push(format!("refused run {run}: {}", error.message));
+    }
+    for left in &all.left {
+        human.push(match (&left.why, all.dry_run) {
+            (Why::NotReached, true) => format!("would integrate run {} (task {})", left.run, left.task),
+            (Why::NotReached, false) => format!(
+                "left run {} (task {}): not tried after the refusal",
+                left.run, left.task
+            ),
+            (Why::Held(hold), _) => format!(
+                "held run {} (task {}): {}",
+                left.run,
+                left.task,
+                hold.describe()
+            ),
+        });
+    }
+    if human.is_empty() {
+        human.push("no pass awaits integration".to_string());
+    }
+    let held: Vec<&crate::ops::integrate_all::Left> = (all.left.iter())
+        .filter(|l| matches!(l.why, Why::Held(_)))
+        .collect();
+    let output = serde_json::json!({
+        "dry_run": all.dry_run,
+        "order": all.order,
+        "landed": landed,
+        "refused": all.refused.as_ref().map(|(run, error)| serde_json::json!({
+            "run": run,
+            "error": error.to_json(),
+        })),
+        "left": left,
+    });
+    let mut report = Report::new(output, human.join("\n"));
+    if let Some((_, error)) = all.refused {
+        report.status = Status::Failed(error);
+    } else if !held.is_empty() && !all.dry_run {
+        let names: Vec<String> = held
+            .iter()
+            .map(|l| format!("{} ({})", l.run, match &l.why {
+                Why::Held(hold) => hold.describe(),
+                Why::NotReached => String::new(),
+            }))
+            .collect();
+        report.status = Status::Failed(
+            CrewError::new(
+                ErrorCode::MergeConflict,
+                format!(
+                    "{} held back: the forecast sees {} conflicting",
+                    crate::view::human::count(held.len(), "pass", "passes"),
+                    if held.len() == 1 { "it" } else { "them" }
+                ),
+            )
+            .with_details(names)
+            .hinted("`git crew show RUN` names what each conflicts with; dispatch the task again from the new tip, or merge it by hand and `git crew integrate RUN` records it"),
+        );
+    }
+    report
 }
 
 /// What integrate did (or, under `--dry-run`, would do), for JSON and for people.

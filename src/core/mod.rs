@@ -9,6 +9,7 @@ pub mod complete;
 pub mod dispatch;
 pub mod doctor;
 pub mod flight;
+pub mod forecast;
 pub mod footer;
 pub mod hookblock;
 pub mod install;

@@ -6,6 +6,7 @@
 
 pub mod console;
 pub mod dispatch;
+pub mod forecast;
 pub mod human;
 pub mod result;
 pub mod summary;
