@@ -3,8 +3,8 @@
 
 use super::context::CommandContext;
 use super::error::Result;
-use super::flight::RoutingArgs;
 use super::error::{CrewError, ErrorCode};
+use super::flight::RoutingArgs;
 use super::ui::{Report, Status};
 use crate::core::forecast::Hold;
 use crate::ops::integrate::Event;
@@ -141,7 +141,9 @@ fn all_report(all: crate::ops::integrate_all::All) -> Report {
         .map(|left| {
             let (reason, with, paths) = match &left.why {
                 Why::NotReached => ("not-reached", &[][..], &[][..]),
-                Why::Held(Hold::Target { paths, .. }) => ("conflicts-with-target", &[][..], &paths[..]),
+                Why::Held(Hold::Target { paths, .. }) => {
+                    ("conflicts-with-target", &[][..], &paths[..])
+                }
                 Why::Held(Hold::Clashes(with)) => ("conflicts-with-runs", &with[..], &[][..]),
             };
             serde_json::json!({
@@ -158,7 +160,9 @@ fn all_report(all: crate::ops::integrate_all::All) -> Report {
     }
     for left in &all.left {
         human.push(match (&left.why, all.dry_run) {
-            (Why::NotReached, true) => format!("would integrate run {} (task {})", left.run, left.task),
+            (Why::NotReached, true) => {
+                format!("would integrate run {} (task {})", left.run, left.task)
+            }
             (Why::NotReached, false) => format!(
                 "left run {} (task {}): not tried after the refusal",
                 left.run, left.task
@@ -193,10 +197,16 @@ fn all_report(all: crate::ops::integrate_all::All) -> Report {
     } else if !held.is_empty() && !all.dry_run {
         let names: Vec<String> = held
             .iter()
-            .map(|l| format!("{} ({})", l.run, match &l.why {
-                Why::Held(hold) => hold.describe(),
-                Why::NotReached => String::new(),
-            }))
+            .map(|l| {
+                format!(
+                    "{} ({})",
+                    l.run,
+                    match &l.why {
+                        Why::Held(hold) => hold.describe(),
+                        Why::NotReached => String::new(),
+                    }
+                )
+            })
             .collect();
         report.status = Status::Failed(
             CrewError::new(

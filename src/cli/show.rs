@@ -30,12 +30,8 @@ pub fn run(ctx: &CommandContext, args: ShowArgs) -> Result<Report> {
     let output = FoundOutput {
         run: FoundResult::at(&found.record, found.supervisor, now).with_forecast(forecast.as_ref()),
     };
-    let human = crate::view::result::shown_block(
-        &found.record,
-        found.supervisor,
-        forecast.as_ref(),
-        now,
-    );
+    let human =
+        crate::view::result::shown_block(&found.record, found.supervisor, forecast.as_ref(), now);
     Ok(Report::of(&output, human))
 }
 

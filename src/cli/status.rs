@@ -8,9 +8,9 @@ use super::error::Result;
 use super::runs;
 use super::table::{Cell, Column, Fit, Table, tone};
 use super::ui::Report;
+use crate::core::forecast::Forecast;
 use crate::core::record::{Phase, RunRecord};
 use crate::core::supervisor::Supervisor;
-use crate::core::forecast::Forecast;
 use crate::ops::forecast::Forecasts;
 use crate::ops::status::Found;
 use crate::view::forecast::marker;
@@ -70,8 +70,7 @@ pub fn run(ctx: &CommandContext, args: StatusArgs) -> Result<Report> {
         "no runs".to_string()
     } else {
         let now = crate::sys::clock::now_millis();
-        table(&found, &forecasts, now)
-            .render(crate::sys::term::stdout_width(), super::ui::colour())
+        table(&found, &forecasts, now).render(crate::sys::term::stdout_width(), super::ui::colour())
     };
     if hidden > 0 {
         let older = human::count(hidden, "older run", "older runs");

@@ -137,66 +137,74 @@ impl<'c> Trials<'c> {
     }
 
     fn merge(&self, key: Key) -> Result<Trial, TrialError> {
-        use gix::merge::tree::TreatAsUnresolved;
         let repo = &self.repo;
-        let fail = |what: String| {
-            move |e: gix::Error| TrialError {
-                what,
-                source: Box::new(e),
-            }
-        };
         let what = match key {
             Key::Onto { tip, run, .. } => format!("{run} onto {tip}"),
             Key::Pair(a, b) => format!("{a} with {b}"),
+        };
+        let fail = |e: gix::Error| TrialError {
+            what: what.clone(),
+            source: Box::new(e),
         };
         let labels = gix::merge::blob::builtin_driver::text::Labels {
             ancestor: Some("base".into()),
             current: Some("ours".into()),
             other: Some("theirs".into()),
         };
-        let options = repo.tree_merge_options().map_err(fail(what.clone()))?;
-        let commits = |ours: ObjectId, theirs: ObjectId| {
-            let options: gix::merge::commit::Options = options.clone().into();
-            repo.merge_commits(
+        let options = repo.tree_merge_options().map_err(fail)?;
+        let tree = |id: ObjectId| -> Result<ObjectId, gix::Error> {
+            Ok(repo.find_commit(id)?.tree_id()?.detach())
+        };
+        let (ours, theirs) = match key {
+            // A target that does not contain the run's base gets exactly base..run.
+            Key::Onto { tip, run, base } if !super::merge::is_ancestor(repo, base, tip) => {
+                let (base, tip, run) = (tree(base), tree(tip), tree(run));
+                let outcome = repo.merge_trees(
+                    base.map_err(fail)?,
+                    tip.map_err(fail)?,
+                    run.map_err(fail)?,
+                    labels,
+                    options,
+                );
+                return Ok(conflicts(outcome.map_err(fail)?));
+            }
+            Key::Onto { tip, run, .. } => (tip, run),
+            Key::Pair(a, b) => (a, b),
+        };
+        let options: gix::merge::commit::Options = options.into();
+        let outcome = repo
+            .merge_commits(
                 ours,
                 theirs,
-                labels.clone(),
+                labels,
                 options.with_allow_missing_merge_base(true),
             )
-            .map(|outcome| outcome.tree_merge)
-        };
-        let outcome = match key {
-            Key::Onto { tip, run, base } if !super::merge::is_ancestor(repo, base, tip) => {
-                let tree = |id: ObjectId| -> Result<ObjectId, gix::Error> {
-                    Ok(repo.find_commit(id)?.tree_id()?.detach())
-                };
-                let trees = (|| Ok((tree(base)?, tree(tip)?, tree(run)?)))()
-                    .map_err(fail(what.clone()))?;
-                repo.merge_trees(trees.0, trees.1, trees.2, labels.clone(), options.clone())
-            }
-            Key::Onto { tip, run, .. } => commits(tip, run),
-            Key::Pair(a, b) => commits(a, b),
-        }
-        .map_err(fail(what))?;
-        let how = TreatAsUnresolved::git();
-        if !outcome.has_unresolved_conflicts(how) {
-            return Ok(Trial::Clean);
-        }
-        let mut paths: Vec<String> = outcome
-            .conflicts
-            .iter()
-            .filter(|c| c.is_unresolved(how))
-            .flat_map(|c| {
-                [
-                    c.ours.location().to_string(),
-                    c.theirs.location().to_string(),
-                ]
-            })
-            .collect();
-        paths.sort();
-        paths.dedup();
-        Ok(Trial::Conflicts(paths))
+            .map_err(fail)?;
+        Ok(conflicts(outcome.tree_merge))
     }
+}
+
+/// What a merge's outcome holds: clean, or the paths git would leave conflicted.
+fn conflicts(outcome: gix::merge::tree::Outcome<'_>) -> Trial {
+    use gix::merge::tree::TreatAsUnresolved;
+    let how = TreatAsUnresolved::git();
+    if !outcome.has_unresolved_conflicts(how) {
+        return Trial::Clean;
+    }
+    let mut paths: Vec<String> = outcome
+        .conflicts
+        .iter()
+        .filter(|c| c.is_unresolved(how))
+        .flat_map(|c| {
+            [
+                c.ours.location().to_string(),
+                c.theirs.location().to_string(),
+            ]
+        })
+        .collect();
+    paths.sort();
+    paths.dedup();
+    Trial::Conflicts(paths)
 }
 
 impl Drop for Trials<'_> {
@@ -205,5 +213,96 @@ impl Drop for Trials<'_> {
             let used = std::mem::take(&mut self.used);
             self.cache.found.retain(|key, _| used.contains(key));
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::Path;
+    use std::process::Command;
+
+    fn git(dir: &Path, args: &[&str]) -> String {
+        let out = Command::new("git")
+            .args(args)
+            .current_dir(dir)
+            .env("GIT_CONFIG_GLOBAL", "/dev/null")
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .env("GIT_AUTHOR_NAME", "t")
+            .env("GIT_AUTHOR_EMAIL", "t@x")
+            .env("GIT_COMMITTER_NAME", "t")
+            .env("GIT_COMMITTER_EMAIL", "t@x")
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "git {args:?}: {out:?}");
+        String::from_utf8(out.stdout).unwrap().trim().to_string()
+    }
+
+    /// `f` with its ten lines, line `n` replaced by `text`, committed on what is checked
+    /// out; the commit's id.
+    fn commit(dir: &Path, edits: &[(usize, &str)]) -> ObjectId {
+        let lines: Vec<String> = (1..=10)
+            .map(|i| {
+                (edits.iter().find(|(n, _)| *n == i))
+                    .map_or(format!("line {i}"), |(_, t)| t.to_string())
+            })
+            .collect();
+        std::fs::write(dir.join("f"), lines.join("\n") + "\n").unwrap();
+        git(dir, &["add", "f"]);
+        git(dir, &["commit", "-q", "-m", "x"]);
+        ObjectId::from_hex(git(dir, &["rev-parse", "HEAD"]).as_bytes()).unwrap()
+    }
+
+    fn objects(dir: &Path) -> usize {
+        walkdir::WalkDir::new(dir.join(".git/objects"))
+            .into_iter()
+            .count()
+    }
+
+    #[test]
+    fn a_target_without_the_runs_base_gets_exactly_the_runs_change_and_nothing_is_written() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path();
+        git(dir, &["init", "-q", "-b", "main"]);
+        let root = commit(dir, &[]);
+        // The run's base changed line 9; the run, line 2.
+        let base = commit(dir, &[(9, "base's nine")]);
+        let run = commit(dir, &[(9, "base's nine"), (2, "run's two")]);
+        // A target that does not contain the base changed line 9 its own way.
+        git(dir, &["checkout", "-q", "-b", "other", &root.to_string()]);
+        let target = commit(dir, &[(9, "target's nine")]);
+        let before = objects(dir);
+
+        let repo = gix::open(dir).unwrap();
+        let mut cache = Cache::default();
+        let mut trials = Trials::new(&repo, &mut cache);
+        // Integrate applies base..run alone: clean.
+        assert_eq!(trials.onto(target, run, base).unwrap(), Trial::Clean);
+        // Merged as branches, the base's line 9 meets the target's.
+        assert_eq!(
+            trials.pair(target, run).unwrap(),
+            Trial::Conflicts(vec!["f".into()])
+        );
+        // Both ways round is one pair, found in the cache.
+        assert_eq!(
+            trials.pair(run, target).unwrap(),
+            Trial::Conflicts(vec!["f".into()])
+        );
+        // A target that contains the base merges the branch in.
+        assert_eq!(trials.onto(base, run, base).unwrap(), Trial::Clean);
+        assert_eq!(trials.merged(), 3);
+        drop(trials);
+        assert_eq!(cache.len(), 3);
+        let mut again = Trials::new(&repo, &mut cache);
+        assert_eq!(again.onto(target, run, base).unwrap(), Trial::Clean);
+        assert_eq!(again.merged(), 0, "found in the cache");
+        drop(again);
+        assert_eq!(objects(dir), before, "a trial merge wrote an object");
+        // A commit that is not there is an error, not a verdict.
+        let missing = ObjectId::from_hex(&[b'1'; 40]).unwrap();
+        let mut trials = Trials::new(&repo, &mut cache);
+        assert!(trials.pair(missing, run).is_err());
+        drop(trials);
+        assert_eq!(cache.len(), 3);
     }
 }

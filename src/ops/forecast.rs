@@ -162,8 +162,7 @@ pub fn forecast(
         let target = match targets.get(into) {
             Some(tip) => *tip,
             None => {
-                let tip =
-                    crate::git::merge::branch_tip(repo, into).map_err(CrewError::from)?;
+                let tip = crate::git::merge::branch_tip(repo, into).map_err(CrewError::from)?;
                 targets.insert(into.clone(), tip);
                 tip
             }
@@ -181,7 +180,9 @@ pub fn forecast(
     let candidates: Vec<Candidate> = gathered.iter().map(|g| g.candidate.clone()).collect();
     let mut clashes = Vec::new();
     for (i, j) in forecast::pairs(&candidates, |c| focus.holds(&c.run)) {
-        let trial = trials.pair(gathered[i].tip, gathered[j].tip).map_err(failed)?;
+        let trial = trials
+            .pair(gathered[i].tip, gathered[j].tip)
+            .map_err(failed)?;
         if !trial.is_clean() {
             clashes.push((i, j));
         }

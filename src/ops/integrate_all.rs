@@ -60,11 +60,7 @@ pub struct All {
 /// Integrates every pass awaiting integration in the forecast's order; `observe` hears
 /// of each integrate's steps and warnings. A refusal is not an error here: it ends the
 /// list, and [`All::refused`] carries it.
-pub fn integrate_all(
-    ctx: &Context,
-    request: &Request,
-    observe: &dyn Fn(Event<'_>),
-) -> Result<All> {
+pub fn integrate_all(ctx: &Context, request: &Request, observe: &dyn Fn(Event<'_>)) -> Result<All> {
     if let Some(into) = &request.into
         && !crate::git::refs::is_branch_name(into)
     {

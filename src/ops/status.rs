@@ -72,6 +72,13 @@ fn forecasts(
     live: &[&RunRecord],
     listed: &[&str],
 ) -> Forecasts {
-    let found = forecast::forecast(ctx, store, live, Among::Everything, Focus::Runs(listed), None);
+    let found = forecast::forecast(
+        ctx,
+        store,
+        live,
+        Among::Everything,
+        Focus::Runs(listed),
+        None,
+    );
     forecast::or_warn(ctx, found)
 }

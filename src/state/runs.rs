@@ -379,8 +379,7 @@ impl RunStore {
             .filter_map(|path| std::fs::read(path).ok())
             .filter(|bytes| {
                 serde_json::from_slice::<Glance>(bytes).is_ok_and(|g| {
-                    g.outcome == Some(crate::core::record::Outcome::Pass)
-                        && g.integration.is_none()
+                    g.outcome == Some(crate::core::record::Outcome::Pass) && g.integration.is_none()
                 })
             })
             .filter_map(|bytes| serde_json::from_slice(&bytes).ok())

@@ -97,9 +97,27 @@ fn the_forecast_agrees_with_git_merge_tree_and_integrate_all_lands_what_does_not
     env.git_ok(&repo, &["commit", "-q", "-m", "a shared file"]);
 
     // a and b rewrite line 2; c rewrites line 11 of the same file, far from both.
-    let a = edit_run(&env, &repo, "alpha", "src/shared.txt", &["src/shared.txt:2 alpha"]);
-    let b = edit_run(&env, &repo, "beta", "src/shared.txt", &["src/shared.txt:2 beta"]);
-    let c = edit_run(&env, &repo, "gamma", "src/shared.txt", &["src/shared.txt:11 gamma"]);
+    let a = edit_run(
+        &env,
+        &repo,
+        "alpha",
+        "src/shared.txt",
+        &["src/shared.txt:2 alpha"],
+    );
+    let b = edit_run(
+        &env,
+        &repo,
+        "beta",
+        "src/shared.txt",
+        &["src/shared.txt:2 beta"],
+    );
+    let c = edit_run(
+        &env,
+        &repo,
+        "gamma",
+        "src/shared.txt",
+        &["src/shared.txt:11 gamma"],
+    );
     // The target moves on after the runs were cut: line 6 changes on main, so every
     // merge onto the tip is a real three-way merge of the file's content.
     let mut moved = shared().replace("line 6\n", "line six\n");
@@ -177,7 +195,11 @@ fn the_forecast_agrees_with_git_merge_tree_and_integrate_all_lands_what_does_not
     // For people: a marker on each line, a line in show.
     human.expect_code(0);
     assert!(human.stdout.contains("FORECAST"), "{}", human.stdout);
-    assert!(human.stdout.contains("conflicts: 1 run"), "{}", human.stdout);
+    assert!(
+        human.stdout.contains("conflicts: 1 run"),
+        "{}",
+        human.stdout
+    );
     assert!(human.stdout.contains("clean"), "{}", human.stdout);
     show_b.expect_code(0);
     let line = show_b
@@ -227,10 +249,7 @@ fn the_forecast_agrees_with_git_merge_tree_and_integrate_all_lands_what_does_not
     moved = moved
         .replace("line 2\n", "alpha\n")
         .replace("line 11\n", "gamma\n");
-    assert_eq!(
-        env.git_ok(&repo, &["show", "main:src/shared.txt"]),
-        moved
-    );
+    assert_eq!(env.git_ok(&repo, &["show", "main:src/shared.txt"]), moved);
     let b_shown = env.crew(&repo, &["show", &b]).json();
     assert_eq!(b_shown["run"]["integration"], Value::Null);
 
@@ -238,9 +257,17 @@ fn the_forecast_agrees_with_git_merge_tree_and_integrate_all_lands_what_does_not
     // have no forecast.
     let status = env.crew(&repo, &["status", "--json"]).json();
     let forecast = forecast_of(&status["runs"], &b);
-    assert!(git_conflicts(&env, &repo, "main", &format!("crew/beta/{b}")));
+    assert!(git_conflicts(
+        &env,
+        &repo,
+        "main",
+        &format!("crew/beta/{b}")
+    ));
     assert_eq!(forecast["merges_cleanly"], false, "{forecast}");
-    assert_eq!(forecast["conflicting_paths"], serde_json::json!(["src/shared.txt"]));
+    assert_eq!(
+        forecast["conflicting_paths"],
+        serde_json::json!(["src/shared.txt"])
+    );
     assert!(names(&forecast["conflicts_with"]).is_empty());
     assert_eq!(forecast_of(&status["runs"], &a), &Value::Null);
     // And a second --all holds it back for the target, trying nothing.

@@ -80,7 +80,11 @@ fn state(env: &TestEnv, repo: &Path) -> State {
     walk(&repo.join(".git/crew"), &repo.join(".git/crew"), &mut files);
     files.sort();
     let mut objects = Vec::new();
-    walk(&repo.join(".git/objects"), &repo.join(".git/objects"), &mut objects);
+    walk(
+        &repo.join(".git/objects"),
+        &repo.join(".git/objects"),
+        &mut objects,
+    );
     objects.sort();
     State {
         refs,

@@ -50,7 +50,9 @@ pub fn row(record: &RunRecord, now: u64, last_line: &str) -> Row {
 impl Row {
     /// The row with the marker of the run's conflict forecast, when it has one.
     pub fn with_forecast(mut self, forecast: Option<&crate::core::forecast::Forecast>) -> Row {
-        self.forecast = forecast.map(super::super::forecast::marker).unwrap_or_default();
+        self.forecast = forecast
+            .map(super::super::forecast::marker)
+            .unwrap_or_default();
         self
     }
 }
