@@ -10,6 +10,22 @@ use std::collections::{HashMap, HashSet};
 
 use gix::ObjectId;
 
+/// The tip of run `run`'s commits, as [`super::run_range::tip`] finds it (its branch,
+/// else `refs/crew/attempts/<run>`), when the repository's own store holds that commit:
+/// a fenced run's commits are in its quarantine until its attempt ends, and its branch
+/// may point at one the store does not have yet. `None` then, and when there is no tip.
+pub fn stored_tip(repo: &gix::Repository, branch: &str, run: &str) -> Option<ObjectId> {
+    let tip = super::refs::tip(repo, &format!("refs/heads/{branch}"))
+        .ok()
+        .flatten()
+        .or_else(|| {
+            super::refs::tip(repo, &super::run_range::attempts_ref(run))
+                .ok()
+                .flatten()
+        })?;
+    repo.has_object(tip).then_some(tip)
+}
+
 /// What a trial merge found.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Trial {

@@ -128,8 +128,10 @@ pub fn forecast(
         let Some(into) = crate::core::integrate::target(&asked, record, head.as_deref()) else {
             continue;
         };
-        let tip = crate::git::run_range::tip(repo, &record.branch, &record.run)
-            .map_err(CrewError::from)?;
+        // A fenced run's commits stay in its quarantine while an attempt works, and are
+        // taken into the store when it ends: a read never opens the quarantine (what is
+        // there is the worker's, not checked yet), so until then it has no forecast.
+        let tip = crate::git::forecast::stored_tip(repo, &record.branch, &record.run);
         let (Some(tip), Ok(base)) = (tip, crate::git::refs::oid(&record.base)) else {
             continue;
         };
@@ -151,9 +153,14 @@ pub fn forecast(
     let mut targets: HashMap<String, Option<ObjectId>> = HashMap::new();
     let mut cache = ctx.trial_cache();
     let mut trials = Trials::new(repo, &mut cache);
-    let failed = |e: crate::git::forecast::TrialError| CrewError::from(anyhow::Error::new(e));
+    // A merge that cannot be made (an object missing) leaves its run without a forecast,
+    // or its pair out, and says so: the other runs are forecast still.
+    let failed = |e: crate::git::forecast::TrialError| {
+        ctx.warn(format!("no conflict forecast: {:#}", anyhow::Error::new(e)));
+    };
+    let mut broken = vec![false; gathered.len()];
     let mut onto = Vec::with_capacity(gathered.len());
-    for g in &gathered {
+    for (i, g) in gathered.iter().enumerate() {
         if !focus.holds(&g.candidate.run) {
             onto.push(None);
             continue;
@@ -171,7 +178,15 @@ pub fn forecast(
             onto.push(None);
             continue;
         };
-        let trial = trials.onto(target, g.tip, g.base).map_err(failed)?;
+        let trial = match trials.onto(target, g.tip, g.base) {
+            Ok(trial) => trial,
+            Err(e) => {
+                failed(e);
+                broken[i] = true;
+                onto.push(None);
+                continue;
+            }
+        };
         onto.push(Some(Onto {
             tip: target.to_string(),
             conflicts: trial.paths().to_vec(),
@@ -180,11 +195,13 @@ pub fn forecast(
     let candidates: Vec<Candidate> = gathered.iter().map(|g| g.candidate.clone()).collect();
     let mut clashes = Vec::new();
     for (i, j) in forecast::pairs(&candidates, |c| focus.holds(&c.run)) {
-        let trial = trials
-            .pair(gathered[i].tip, gathered[j].tip)
-            .map_err(failed)?;
-        if !trial.is_clean() {
-            clashes.push((i, j));
+        if broken[i] || broken[j] {
+            continue;
+        }
+        match trials.pair(gathered[i].tip, gathered[j].tip) {
+            Ok(trial) if !trial.is_clean() => clashes.push((i, j)),
+            Ok(_) => {}
+            Err(e) => failed(e),
         }
     }
     let merged = trials.merged();

@@ -281,3 +281,106 @@ fn the_forecast_agrees_with_git_merge_tree_and_integrate_all_lands_what_does_not
         serde_json::json!(["src/shared.txt"])
     );
 }
+
+#[test]
+fn a_live_run_with_commits_is_forecast_and_never_holds_a_pass_back() {
+    let env = TestEnv::new();
+    let repo = env.fixture("crew-repo.sh", "repo", &[]);
+    write(&repo.join("src/shared.txt"), &shared());
+    env.git_ok(&repo, &["add", "src/shared.txt"]);
+    env.git_ok(&repo, &["commit", "-q", "-m", "a shared file"]);
+    let pass = edit_run(
+        &env,
+        &repo,
+        "alpha",
+        "src/shared.txt",
+        &["src/shared.txt:2 alpha"],
+    );
+    // A live run with commits: it rewrote the same line, then asked for help (its work
+    // is committed and taken in when its attempt ends; it waits for the lead, live). And
+    // a live run with no commits.
+    let live = env
+        .dispatch(&repo, "delta")
+        .backend("edit-lines")
+        .scope("src/shared.txt")
+        .prompt("EDIT src/shared.txt:2 delta\nHELP")
+        .finished();
+    let shown = env.crew(&repo, &["show", &live]).json();
+    assert_eq!(shown["run"]["phase"], "needs-help", "{shown}");
+    let idle = env
+        .dispatch(&repo, "idle")
+        .backend("hang")
+        .scope("src/idle/**")
+        .run_id();
+    let branch = format!("crew/delta/{live}");
+    let base = env.git_ok(&repo, &["rev-parse", "main"]).trim().to_string();
+    assert_ne!(env.git_ok(&repo, &["rev-parse", &branch]).trim(), base);
+    // A run still working that has committed: inside the write fence its commit is in
+    // its quarantine until its attempt ends, which a read never opens.
+    let working = env
+        .dispatch(&repo, "epsilon")
+        .backend("edit-lines")
+        .scope("src/other.txt")
+        .prompt("EDIT src/other.txt:1 epsilon\nHOLD 60")
+        .run_id();
+    let working_tip = crate::common::poll_for(
+        std::time::Duration::from_secs(20),
+        "the working run's commit",
+        || {
+            let tip = env.git(&repo, &["rev-parse", &format!("crew/epsilon/{working}")]);
+            (tip.code == 0 && tip.stdout.trim() != base).then(|| tip.stdout.trim().to_string())
+        },
+    );
+    let taken_in = env.git(&repo, &["cat-file", "-e", &working_tip]).code == 0;
+
+    let before = objects(&repo);
+    let status = env.crew(&repo, &["status", "--json"]);
+    status.expect_code(0);
+    assert!(!status.stderr.contains("warning"), "{}", status.stderr);
+    let status = status.json();
+    let frame = env.crew(&repo, &["watch", "--once", "--json"]).json();
+    assert_eq!(objects(&repo), before, "a read wrote to .git/objects");
+    // Its forecast comes once the store has its commit (at once without a fence).
+    assert_eq!(
+        forecast_of(&status["runs"], &working).is_null(),
+        !taken_in,
+        "{status}"
+    );
+    let forecast = forecast_of(&status["runs"], &live);
+    assert_eq!(
+        forecast["phase"],
+        Value::Null,
+        "the forecast alone: {forecast}"
+    );
+    assert_eq!(
+        forecast["merges_cleanly"],
+        !git_conflicts(&env, &repo, "main", &branch)
+    );
+    let clash = git_conflicts(&env, &repo, &branch, &format!("crew/alpha/{pass}"));
+    assert!(clash, "the scenario: both rewrite line 2");
+    assert_eq!(
+        names(&forecast["conflicts_with"]),
+        BTreeSet::from([pass.clone()])
+    );
+    assert_eq!(
+        names(&forecast_of(&status["runs"], &pass)["conflicts_with"]),
+        BTreeSet::from([live.clone()])
+    );
+    // The console says the same of the run in flight; a run with no commits has none.
+    assert_eq!(forecast_of(&frame["runs"], &live), forecast);
+    assert_eq!(forecast_of(&status["runs"], &idle), &Value::Null);
+    assert_eq!(forecast_of(&frame["runs"], &idle), &Value::Null);
+
+    // integrate --all takes the passes only: the live run's clash holds nothing back.
+    let out = env.crew(&repo, &["integrate", "--all", "--json"]);
+    out.expect_code(0);
+    let all = out.json();
+    assert_eq!(all["landed"][0]["run"], pass.as_str(), "{all}");
+    assert_eq!(all["left"], serde_json::json!([]));
+    // Landed, the pass has no forecast; the live run now conflicts with main.
+    let status = env.crew(&repo, &["status", "--json"]).json();
+    assert_eq!(forecast_of(&status["runs"], &pass), &Value::Null);
+    let forecast = forecast_of(&status["runs"], &live);
+    assert!(git_conflicts(&env, &repo, "main", &branch));
+    assert_eq!(forecast["merges_cleanly"], false, "{forecast}");
+}
