@@ -9,19 +9,23 @@
 
 use std::time::Instant;
 
-fn main() -> anyhow::Result<()> {
+type Result<T> = std::result::Result<T, Box<dyn std::error::Error>>;
+
+fn main() -> Result<()> {
     let args: Vec<String> = std::env::args().collect();
     let [_, repo, frames] = &args[..] else {
-        anyhow::bail!("usage: forecast_frames REPO FRAMES");
+        return Err("usage: forecast_frames REPO FRAMES".into());
     };
     let frames: usize = frames.parse()?;
-    anyhow::ensure!(frames >= 2, "FRAMES is at least 2");
+    if frames < 2 {
+        return Err("FRAMES is at least 2".into());
+    }
     let ctx = git_crew::ops::Context::new(repo.into());
     let mut ms = Vec::with_capacity(frames);
     let mut first = None;
     for _ in 0..frames {
         let start = Instant::now();
-        let frame = git_crew::ops::watch::frame(&ctx).map_err(|e| anyhow::anyhow!(e.message))?;
+        let frame = git_crew::ops::watch::frame(&ctx)?;
         ms.push(start.elapsed().as_secs_f64() * 1000.0);
         first.get_or_insert((frame.forecasts.all().len(), frame.forecasts.merged));
     }

@@ -12,13 +12,16 @@ use std::time::Instant;
 
 use git_crew::git::notes;
 
-fn main() -> anyhow::Result<()> {
+/// A bench program's failure: printed by `main` as its error.
+type Result<T> = std::result::Result<T, Box<dyn std::error::Error>>;
+
+fn main() -> Result<()> {
     let args: Vec<String> = std::env::args().collect();
     if args.len() == 5 && args[1] == "--child" {
         return child(Path::new(&args[2]), &args[3], args[4].parse()?);
     }
     let [_, repo, writers, rows] = &args[..] else {
-        anyhow::bail!("usage: ledger_writers REPO WRITERS ROWS_EACH");
+        return Err("usage: ledger_writers REPO WRITERS ROWS_EACH".into());
     };
     let (writers, rows): (usize, usize) = (writers.parse()?, rows.parse()?);
     let me = std::env::current_exe()?;
@@ -29,9 +32,11 @@ fn main() -> anyhow::Result<()> {
                 .args(["--child", repo, &format!("w{w}"), &rows.to_string()])
                 .spawn()
         })
-        .collect::<Result<_, _>>()?;
+        .collect::<std::io::Result<_>>()?;
     for mut child in children {
-        anyhow::ensure!(child.wait()?.success(), "a writer failed");
+        if !child.wait()?.success() {
+            return Err("a writer failed".into());
+        }
     }
     let seconds = start.elapsed().as_secs_f64();
     let repo = gix::open(repo)?;
@@ -52,7 +57,7 @@ fn main() -> anyhow::Result<()> {
     Ok(())
 }
 
-fn child(repo: &Path, writer: &str, rows: usize) -> anyhow::Result<()> {
+fn child(repo: &Path, writer: &str, rows: usize) -> Result<()> {
     let repo = gix::open(repo)?;
     let key = notes::key_blob(&repo, "crew-task:bench-writers")?;
     for i in 0..rows {

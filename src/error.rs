@@ -491,20 +491,22 @@ impl std::error::Error for CrewError {}
 /// A failure from underneath (git, the filesystem, a process): an I/O error anywhere in
 /// its chain makes it an `io-error` (exit 74) whose message is the outermost context and
 /// whose causes are the rest; anything else is a bug (`internal`, exit 70), its whole
-/// chain on one line as before.
-impl From<anyhow::Error> for CrewError {
-    fn from(err: anyhow::Error) -> CrewError {
-        // The one type test left at the boundary: std's I/O error comes wrapped in
-        // anyhow's contexts and gix's errors, and only its presence tells the system's
-        // failure from git-crew's.
-        if err.chain().any(|e| e.is::<std::io::Error>()) {
-            let mut io = CrewError::new(ErrorCode::IoError, err.to_string());
-            if let Some(cause) = err.chain().nth(1) {
-                io = io.caused_by(cause);
+/// chain on one line.
+impl CrewError {
+    pub fn underneath(err: &(dyn std::error::Error + 'static)) -> CrewError {
+        // The one type test left at the boundary: std's I/O error may sit anywhere under
+        // a layer's errors and gix's, and only its presence tells the system's failure
+        // from git-crew's.
+        let chain = || std::iter::successors(Some(err), |e| e.source());
+        if chain().any(|e| e.is::<std::io::Error>()) {
+            let io = CrewError::new(ErrorCode::IoError, err.to_string());
+            match err.source() {
+                Some(cause) => io.caused_by(cause),
+                None => io,
             }
-            io
         } else {
-            CrewError::internal(format!("{err:#}"))
+            let words: Vec<String> = chain().map(|e| e.to_string()).collect();
+            CrewError::internal(words.join(": "))
         }
     }
 }
@@ -512,7 +514,7 @@ impl From<anyhow::Error> for CrewError {
 /// An I/O failure with no context of git-crew's: its message is the error's.
 impl From<std::io::Error> for CrewError {
     fn from(err: std::io::Error) -> CrewError {
-        CrewError::from(anyhow::Error::new(err))
+        CrewError::underneath(&err)
     }
 }
 
@@ -755,9 +757,10 @@ mod tests {
     fn an_io_error_underneath_is_its_own_kind_with_its_causes() {
         let io = std::io::Error::from(std::io::ErrorKind::PermissionDenied);
         let shown = io.to_string();
-        let err = anyhow::Error::new(io)
-            .context("cannot create .git/crew/live")
-            .context("cannot write the live pointer");
+        let err = crate::state::error::Error::within(
+            "cannot write the live pointer",
+            crate::sys::error::Error::within("cannot create .git/crew/live", io),
+        );
         let e = CrewError::from(err);
         assert_eq!((e.code, e.exit_code()), (ErrorCode::IoError, 74));
         assert_eq!(e.message, "cannot write the live pointer");
@@ -780,20 +783,26 @@ mod tests {
             args: "status".into(),
             source: std::io::Error::from(std::io::ErrorKind::NotFound),
         };
-        let err = CrewError::from(anyhow::Error::new(absent).context("cannot list the changes"));
+        let err = CrewError::from(crate::git::error::Error::within(
+            "cannot list the changes",
+            absent,
+        ));
         assert_eq!((err.code, err.exit_code()), (ErrorCode::IoError, 74));
         let refused = crate::git::run::GitError::Failed {
             args: "status".into(),
             code: Some(128),
             stderr: "fatal: bad".into(),
         };
-        let err = CrewError::from(anyhow::Error::new(refused));
+        let err = CrewError::from(crate::git::error::Error::from(refused));
         assert_eq!(err.exit_code(), 70);
     }
 
     #[test]
     fn a_failure_with_no_io_underneath_stays_internal_and_unchanged() {
-        let err = anyhow::anyhow!("gix said no").context("cannot read the seal");
+        let err = crate::run::error::Error::within(
+            "cannot read the seal",
+            crate::git::error::Error::invalid("gix said no"),
+        );
         let e = CrewError::from(err);
         assert_eq!((e.code, e.exit_code()), (ErrorCode::Internal, 70));
         assert_eq!(

@@ -1,7 +1,7 @@
 //! Tree-to-tree diffs, in-process: the paths a range of commits changed, each marked when
 //! git would refuse to check it out, and with where a symlink points.
 
-use anyhow::Context;
+use super::error::{Context, Result};
 use gix::ObjectId;
 use gix::bstr::{BStr, ByteSlice};
 
@@ -9,12 +9,8 @@ use crate::core::scope::{Change, ChangeKind};
 
 /// Every path that differs between two commits' trees (no rename tracking, so both sides
 /// of a rename appear; directories are left out, their files are listed).
-pub fn changed_paths(
-    repo: &gix::Repository,
-    old: ObjectId,
-    new: ObjectId,
-) -> anyhow::Result<Vec<Change>> {
-    let tree_of = |id: ObjectId| -> anyhow::Result<ObjectId> {
+pub fn changed_paths(repo: &gix::Repository, old: ObjectId, new: ObjectId) -> Result<Vec<Change>> {
+    let tree_of = |id: ObjectId| -> Result<ObjectId> {
         Ok(repo
             .find_commit(id)
             .with_context(|| format!("cannot read commit {id}"))?
@@ -30,8 +26,8 @@ pub fn changed_between_trees(
     repo: &gix::Repository,
     old_tree: ObjectId,
     new_tree: ObjectId,
-) -> anyhow::Result<Vec<Change>> {
-    let find = |id: ObjectId| -> anyhow::Result<gix::Tree<'_>> {
+) -> Result<Vec<Change>> {
+    let find = |id: ObjectId| -> Result<gix::Tree<'_>> {
         repo.find_tree(id)
             .with_context(|| format!("cannot read tree {id}"))
     };
@@ -254,7 +250,7 @@ pub fn show(
     to: ObjectId,
     shown: Shown,
     page: bool,
-) -> anyhow::Result<Option<String>> {
+) -> Result<Option<String>> {
     let mode = match shown {
         Shown::Patch => "--patch",
         Shown::Stat => "--stat",
@@ -269,7 +265,9 @@ pub fn show(
             .args(args)
             .status()
             .context("cannot run git diff")?;
-        anyhow::ensure!(status.success(), "git diff failed");
+        if !status.success() {
+            super::error::bail!("git diff failed");
+        }
         return Ok(None);
     }
     Ok(Some(super::run::GitRunner::new(repo_dir).output(&args)?))

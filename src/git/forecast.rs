@@ -10,6 +10,8 @@ use std::collections::{HashMap, HashSet};
 
 use gix::ObjectId;
 
+use super::error::{Error, Result};
+
 /// The tip of run `run`'s commits, as [`super::run_range::tip`] finds it (its branch,
 /// else `refs/crew/attempts/<run>`), when the repository's own store holds that commit:
 /// a fenced run's commits are in its quarantine until its attempt ends, and its branch
@@ -46,15 +48,6 @@ impl Trial {
             Trial::Conflicts(paths) => paths,
         }
     }
-}
-
-/// A trial merge that could not be made (an object missing or unreadable).
-#[derive(Debug, thiserror::Error)]
-#[error("cannot merge {what} on trial")]
-pub struct TrialError {
-    what: String,
-    #[source]
-    source: Box<dyn std::error::Error + Send + Sync>,
 }
 
 /// What a trial merges: the key of its result in the [`Cache`].
@@ -124,21 +117,17 @@ impl<'c> Trials<'c> {
     }
 
     /// Run tip `run` (cut from `base`) merged onto `tip`, as integrate would merge it.
-    pub fn onto(
-        &mut self,
-        tip: ObjectId,
-        run: ObjectId,
-        base: ObjectId,
-    ) -> Result<Trial, TrialError> {
+    pub fn onto(&mut self, tip: ObjectId, run: ObjectId, base: ObjectId) -> Result<Trial> {
         self.found(Key::Onto { tip, run, base })
     }
 
     /// Run tips `a` and `b` merged with each other (on their merge base).
-    pub fn pair(&mut self, a: ObjectId, b: ObjectId) -> Result<Trial, TrialError> {
+    /// A merge that cannot be made (an object missing or unreadable) is an error.
+    pub fn pair(&mut self, a: ObjectId, b: ObjectId) -> Result<Trial> {
         self.found(Key::Pair(a.min(b), a.max(b)))
     }
 
-    fn found(&mut self, key: Key) -> Result<Trial, TrialError> {
+    fn found(&mut self, key: Key) -> Result<Trial> {
         self.used.insert(key);
         if let Some(found) = self.cache.found.get(&key) {
             return Ok(found.clone());
@@ -152,23 +141,20 @@ impl<'c> Trials<'c> {
         Ok(found)
     }
 
-    fn merge(&self, key: Key) -> Result<Trial, TrialError> {
+    fn merge(&self, key: Key) -> Result<Trial> {
         let repo = &self.repo;
         let what = match key {
-            Key::Onto { tip, run, .. } => format!("{run} onto {tip}"),
-            Key::Pair(a, b) => format!("{a} with {b}"),
+            Key::Onto { tip, run, .. } => format!("cannot merge {run} onto {tip} on trial"),
+            Key::Pair(a, b) => format!("cannot merge {a} with {b} on trial"),
         };
-        let fail = |e: gix::Error| TrialError {
-            what: what.clone(),
-            source: Box::new(e),
-        };
+        let fail = |e: gix::Error| Error::within(&what, e);
         let labels = gix::merge::blob::builtin_driver::text::Labels {
             ancestor: Some("base".into()),
             current: Some("ours".into()),
             other: Some("theirs".into()),
         };
         let options = repo.tree_merge_options().map_err(fail)?;
-        let tree = |id: ObjectId| -> Result<ObjectId, gix::Error> {
+        let tree = |id: ObjectId| -> std::result::Result<ObjectId, gix::Error> {
             Ok(repo.find_commit(id)?.tree_id()?.detach())
         };
         let (ours, theirs) = match key {

@@ -5,7 +5,7 @@
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
-use anyhow::Context;
+use super::error::{Context, Result};
 use serde::Serialize;
 
 use crate::core::hookblock::{self, Install};
@@ -45,7 +45,7 @@ pub fn resolve(repo: &gix::Repository, value: &str) -> PathBuf {
 /// Writes the hooks of this repository's own hooks directory `dir`, each running the
 /// hook of the same name in `shared` (a folder other repositories use too, left as it
 /// is). A hook that already carries git-crew's block keeps it.
-pub fn write_repo_hooks(dir: &Path, shared: &Path) -> anyhow::Result<()> {
+pub fn write_repo_hooks(dir: &Path, shared: &Path) -> Result<()> {
     std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
     let shared = shared.to_string_lossy();
     for name in crate::core::install::CLIENT_HOOKS {
@@ -68,7 +68,7 @@ pub fn write_repo_hooks(dir: &Path, shared: &Path) -> anyhow::Result<()> {
 /// (without git-crew's block, which uninstall took out first) go, and so does the
 /// folder once it is empty. Returns the hooks removed, and whether something the user
 /// put there keeps the folder.
-pub fn remove_repo_hooks(dir: &Path, shared: &Path) -> anyhow::Result<(Vec<&'static str>, bool)> {
+pub fn remove_repo_hooks(dir: &Path, shared: &Path) -> Result<(Vec<&'static str>, bool)> {
     let shared = shared.to_string_lossy();
     let mut removed = Vec::new();
     for name in crate::core::install::CLIENT_HOOKS {
@@ -126,7 +126,7 @@ pub enum InstallError {
     #[error(transparent)]
     Taken(#[from] ChainTargetTaken),
     #[error(transparent)]
-    Failed(#[from] anyhow::Error),
+    Failed(#[from] super::error::Error),
 }
 
 /// What adding git-crew's block to one hook would do, read from the hook as it is and
@@ -161,9 +161,9 @@ pub fn plan(dir: &Path, name: &str, block: &str) -> Result<HookPlan, InstallErro
             (hookblock::install(None, &block), None, 0o755)
         }
         Err(e) => {
-            return Err(anyhow::Error::new(e)
-                .context(format!("cannot read {}", path.display()))
-                .into());
+            return Err(
+                super::error::Error::within(format!("cannot read {}", path.display()), e).into(),
+            );
         }
         // A symlink is moved aside as it is (it often points at a tracked script), and a
         // hook git would not run (not executable) stays one that does not run.
@@ -213,7 +213,7 @@ pub fn plan(dir: &Path, name: &str, block: &str) -> Result<HookPlan, InstallErro
 }
 
 /// Carries out a [`plan`] made just before.
-pub fn apply(plan: &HookPlan) -> anyhow::Result<HookAction> {
+pub fn apply(plan: &HookPlan) -> Result<HookAction> {
     if let Some(dir) = plan.path.parent() {
         std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
     }
@@ -238,7 +238,7 @@ pub fn install(dir: &Path, name: &str, block: &str) -> Result<HookAction, Instal
 
 /// Takes git-crew's block out of the hook `name`; deletes the file when git-crew created
 /// it and nothing else was added since; moves a chained hook back.
-pub fn uninstall(dir: &Path, name: &str, created: bool) -> anyhow::Result<HookAction> {
+pub fn uninstall(dir: &Path, name: &str, created: bool) -> Result<HookAction> {
     let path = dir.join(name);
     let Some(text) = read_optional(&path)? else {
         return Ok(HookAction::Absent);
@@ -262,11 +262,11 @@ pub fn uninstall(dir: &Path, name: &str, created: bool) -> anyhow::Result<HookAc
 }
 
 /// Whether the hook `name` in `dir` carries git-crew's block.
-pub fn has_block(dir: &Path, name: &str) -> anyhow::Result<bool> {
+pub fn has_block(dir: &Path, name: &str) -> Result<bool> {
     Ok(read_optional(&dir.join(name))?.is_some_and(|text| hookblock::block_of(&text).is_some()))
 }
 
-fn read_optional(path: &Path) -> anyhow::Result<Option<String>> {
+fn read_optional(path: &Path) -> Result<Option<String>> {
     match std::fs::read(path) {
         Ok(bytes) => Ok(Some(String::from_utf8_lossy(&bytes).into_owned())),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),

@@ -3,17 +3,17 @@
 
 use std::path::{Path, PathBuf};
 
-use anyhow::Context;
+use super::error::{Context, Result};
 
 use crate::core::scope::RunIdentity;
 
 /// The `crew.*` keys of the current worktree, or `None` outside a crew worktree.
-pub fn read(repo: &gix::Repository) -> anyhow::Result<Option<RunIdentity>> {
+pub fn read(repo: &gix::Repository) -> Result<Option<RunIdentity>> {
     read_git_dir(repo.git_dir())
 }
 
 /// The identity recorded in the worktree whose private git dir is `git_dir`.
-pub fn read_git_dir(git_dir: &Path) -> anyhow::Result<Option<RunIdentity>> {
+pub fn read_git_dir(git_dir: &Path) -> Result<Option<RunIdentity>> {
     let path = git_dir.join("config.worktree");
     let bytes = match std::fs::read(&path) {
         Ok(bytes) => bytes,

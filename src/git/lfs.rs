@@ -8,6 +8,7 @@
 //! a git view the store is the upper layer of the repository's LFS store (`sys::ns`), so
 //! it may also hold overlayfs's marks of objects the view took away: those are dropped.
 
+use super::error::Result;
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -35,7 +36,7 @@ fn is_hex(name: &str, len: usize) -> bool {
 /// into the repository whose common dir is `common_dir`, each hashed again, within
 /// `limits` (a file's size is looked at before anything of it is read). The store's
 /// objects folder is emptied; git-lfs's temp and log folders beside it are left alone.
-pub fn import(store: &Path, common_dir: &Path, limits: Limits) -> anyhow::Result<Imported> {
+pub fn import(store: &Path, common_dir: &Path, limits: Limits) -> Result<Imported> {
     let mut imported = Imported::default();
     let objects = store.join("objects");
     match std::fs::symlink_metadata(&objects) {

@@ -5,7 +5,7 @@
 
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context, bail};
+use super::error::{Context, Result, bail};
 use gix::ObjectId;
 
 use super::run::GitRunner;
@@ -29,7 +29,7 @@ pub fn merge(
     theirs: ObjectId,
     ancestor: Option<ObjectId>,
     files: &[(&str, Vec<u8>)],
-) -> anyhow::Result<Merged> {
+) -> Result<Merged> {
     use gix::merge::tree::TreatAsUnresolved;
     let labels = gix::merge::blob::builtin_driver::text::Labels {
         ancestor: Some("base".into()),
@@ -41,7 +41,7 @@ pub fn merge(
         .context("cannot read the merge options")?;
     let mut outcome = match ancestor {
         Some(ancestor) => {
-            let tree = |id: ObjectId| -> anyhow::Result<ObjectId> {
+            let tree = |id: ObjectId| -> Result<ObjectId> {
                 Ok(repo.find_commit(id)?.tree_id()?.detach())
             };
             repo.merge_trees(
@@ -93,7 +93,7 @@ pub fn merge(
 }
 
 /// The tree of a commit.
-pub fn tree_of(repo: &gix::Repository, commit: ObjectId) -> anyhow::Result<ObjectId> {
+pub fn tree_of(repo: &gix::Repository, commit: ObjectId) -> Result<ObjectId> {
     Ok(repo
         .find_commit(commit)
         .with_context(|| format!("cannot read commit {commit}"))?
@@ -102,11 +102,7 @@ pub fn tree_of(repo: &gix::Repository, commit: ObjectId) -> anyhow::Result<Objec
 }
 
 /// The content of `path` in `commit`'s tree, if it is a file there.
-pub fn read_path(
-    repo: &gix::Repository,
-    commit: ObjectId,
-    path: &str,
-) -> anyhow::Result<Option<Vec<u8>>> {
+pub fn read_path(repo: &gix::Repository, commit: ObjectId, path: &str) -> Result<Option<Vec<u8>>> {
     let tree = repo.find_commit(commit)?.tree()?;
     let Some(entry) = tree.lookup_entry_by_path(path)? else {
         return Ok(None);
@@ -123,7 +119,7 @@ pub fn commit(
     message: &str,
     tree: ObjectId,
     parents: &[ObjectId],
-) -> anyhow::Result<ObjectId> {
+) -> Result<ObjectId> {
     Ok(repo
         .new_commit(message, tree, parents.iter().copied())
         .context("cannot write the integration commit (is user.name/user.email set?)")?
@@ -131,7 +127,7 @@ pub fn commit(
 }
 
 /// The commit a local branch points at.
-pub fn branch_tip(repo: &gix::Repository, branch: &str) -> anyhow::Result<Option<ObjectId>> {
+pub fn branch_tip(repo: &gix::Repository, branch: &str) -> Result<Option<ObjectId>> {
     match repo.try_find_reference(format!("refs/heads/{branch}").as_str())? {
         Some(mut reference) => Ok(Some(reference.peel_to_commit()?.id)),
         None => Ok(None),
@@ -145,7 +141,7 @@ pub fn advance(
     old: ObjectId,
     new: ObjectId,
     message: &str,
-) -> anyhow::Result<()> {
+) -> Result<()> {
     use gix::refs::transaction::PreviousValue;
     repo.reference(
         format!("refs/heads/{branch}").as_str(),
@@ -158,12 +154,7 @@ pub fn advance(
 }
 
 /// Sets a ref (such as `refs/crew/attempts/<run>`) to `id`, whatever it held.
-pub fn set_ref(
-    repo: &gix::Repository,
-    name: &str,
-    id: ObjectId,
-    message: &str,
-) -> anyhow::Result<()> {
+pub fn set_ref(repo: &gix::Repository, name: &str, id: ObjectId, message: &str) -> Result<()> {
     use gix::refs::transaction::PreviousValue;
     repo.reference(name, id, PreviousValue::Any, message)
         .with_context(|| format!("cannot set {name}"))?;
@@ -171,7 +162,7 @@ pub fn set_ref(
 }
 
 /// Deletes a local branch (its commits stay reachable from elsewhere).
-pub fn delete_branch(repo: &gix::Repository, branch: &str) -> anyhow::Result<()> {
+pub fn delete_branch(repo: &gix::Repository, branch: &str) -> Result<()> {
     if let Some(reference) = repo.try_find_reference(format!("refs/heads/{branch}").as_str())? {
         reference
             .delete()
@@ -185,7 +176,7 @@ pub fn delete_branch(repo: &gix::Repository, branch: &str) -> anyhow::Result<()>
 /// list`, which believes each entry's `gitdir` — and git-crew's own entries (a run's
 /// worktree, named by its run id; a throwaway checkout) are a worker's to write: they
 /// never count, so integrate never takes one for the lead's checkout and runs git there.
-pub fn checked_out_in(repo: &gix::Repository, branch: &str) -> anyhow::Result<Option<PathBuf>> {
+pub fn checked_out_in(repo: &gix::Repository, branch: &str) -> Result<Option<PathBuf>> {
     let wanted = format!("ref: refs/heads/{branch}");
     let common = repo.common_dir();
     let head_is = |file: &Path| {
@@ -226,7 +217,7 @@ pub fn checked_out_in(repo: &gix::Repository, branch: &str) -> anyhow::Result<Op
 
 /// Whether a work tree has changes to tracked files, staged or not (untracked files do
 /// not stop a fast-forward that does not touch them).
-pub fn has_tracked_changes(worktree: &Path) -> anyhow::Result<bool> {
+pub fn has_tracked_changes(worktree: &Path) -> Result<bool> {
     let status =
         GitRunner::new(worktree).output(&["status", "--porcelain", "--untracked-files=no"])?;
     Ok(!status.trim().is_empty())
@@ -240,7 +231,7 @@ pub fn has_tracked_changes(worktree: &Path) -> anyhow::Result<bool> {
 /// it was, and the files it wrote are taken back — those of the paths the fast-forward
 /// changes that were clean (or absent) before and are not now. A path that was not clean
 /// before is never touched: git refused for it, before writing anything.
-pub fn fast_forward(worktree: &Path, commit: ObjectId, env: (&str, &str)) -> anyhow::Result<()> {
+pub fn fast_forward(worktree: &Path, commit: ObjectId, env: (&str, &str)) -> Result<()> {
     let git = GitRunner::new(worktree).with_env("GIT_LITERAL_PATHSPECS", "1");
     let changed = changed_paths(&git, commit)?;
     let dirty_before = dirty(&git, &changed)?;
@@ -253,7 +244,10 @@ pub fn fast_forward(worktree: &Path, commit: ObjectId, env: (&str, &str)) -> any
     if !out.status.success() {
         let mut undone = String::new();
         if let Err(e) = take_back(worktree, &changed, &dirty_before) {
-            undone = format!(" (and what it wrote could not all be taken back: {e:#})");
+            undone = format!(
+                " (and what it wrote could not all be taken back: {})",
+                crate::fault::chain(&e)
+            );
         }
         bail!(
             "git merge --ff-only refused: {}{undone}",
@@ -264,7 +258,7 @@ pub fn fast_forward(worktree: &Path, commit: ObjectId, env: (&str, &str)) -> any
 }
 
 /// The paths between HEAD and `commit`, each with whether HEAD has it.
-fn changed_paths(git: &GitRunner, commit: ObjectId) -> anyhow::Result<Vec<(String, bool)>> {
+fn changed_paths(git: &GitRunner, commit: ObjectId) -> Result<Vec<(String, bool)>> {
     let out = git.output(&[
         "diff",
         "--name-status",
@@ -282,7 +276,7 @@ fn changed_paths(git: &GitRunner, commit: ObjectId) -> anyhow::Result<Vec<(Strin
 }
 
 /// Which of `paths` differ from HEAD in the work tree (or exist untracked).
-fn dirty(git: &GitRunner, paths: &[(String, bool)]) -> anyhow::Result<Vec<String>> {
+fn dirty(git: &GitRunner, paths: &[(String, bool)]) -> Result<Vec<String>> {
     if paths.is_empty() {
         return Ok(Vec::new());
     }
@@ -292,11 +286,7 @@ fn dirty(git: &GitRunner, paths: &[(String, bool)]) -> anyhow::Result<Vec<String
 }
 
 /// Takes back what a failed fast-forward wrote (see [`fast_forward`]).
-fn take_back(
-    worktree: &Path,
-    paths: &[(String, bool)],
-    dirty_before: &[String],
-) -> anyhow::Result<()> {
+fn take_back(worktree: &Path, paths: &[(String, bool)], dirty_before: &[String]) -> Result<()> {
     let git = GitRunner::new(worktree).with_env("GIT_LITERAL_PATHSPECS", "1");
     let now = dirty(&git, paths)?;
     let mut restore = Vec::new();
@@ -328,7 +318,7 @@ fn take_back(
 }
 
 /// How many commits reachable from `tips` none of `keepers` reaches.
-pub fn unreached(repo_dir: &Path, tips: &[ObjectId], keepers: &[ObjectId]) -> anyhow::Result<u64> {
+pub fn unreached(repo_dir: &Path, tips: &[ObjectId], keepers: &[ObjectId]) -> Result<u64> {
     if tips.is_empty() {
         return Ok(0);
     }
@@ -353,7 +343,7 @@ pub fn is_ancestor(repo: &gix::Repository, ancestor: ObjectId, tip: ObjectId) ->
 }
 
 /// The parents of a commit, first parent first.
-pub fn parents(repo: &gix::Repository, commit: ObjectId) -> anyhow::Result<Vec<ObjectId>> {
+pub fn parents(repo: &gix::Repository, commit: ObjectId) -> Result<Vec<ObjectId>> {
     Ok(repo
         .find_commit(commit)
         .with_context(|| format!("cannot read commit {commit}"))?
@@ -370,7 +360,7 @@ pub fn landing(
     repo: &gix::Repository,
     target: ObjectId,
     tip: ObjectId,
-) -> anyhow::Result<Option<ObjectId>> {
+) -> Result<Option<ObjectId>> {
     if !is_ancestor(repo, tip, target) {
         return Ok(None);
     }

@@ -6,6 +6,7 @@
 
 pub mod config;
 pub mod diff;
+pub mod error;
 pub mod forecast;
 pub mod hooks_dir;
 pub mod identity;

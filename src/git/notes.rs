@@ -3,7 +3,7 @@
 //! retried on a lost race, so two writers at once never lose a row; a process killed
 //! mid-write leaves the ref at its old or its new commit, never broken.
 
-use anyhow::{Context, bail};
+use super::error::{Context, Result, bail};
 use gix::ObjectId;
 use gix::bstr::ByteSlice;
 
@@ -18,14 +18,14 @@ pub const ALL: [&str; 3] = [CREW, LEDGER, GATES];
 
 /// The id of the blob that stands for a key such as `crew-task:<task>`, computed without
 /// writing it (for reading: the note hangs on the id whether the blob exists or not).
-pub fn key_id(repo: &gix::Repository, key: &str) -> anyhow::Result<ObjectId> {
+pub fn key_id(repo: &gix::Repository, key: &str) -> Result<ObjectId> {
     gix::objs::compute_hash(repo.object_hash(), gix::objs::Kind::Blob, key.as_bytes())
-        .map_err(|e| anyhow::anyhow!("cannot hash {key}: {e}"))
+        .with_context(|| format!("cannot hash {key}"))
 }
 
 /// The blob that stands for a key such as `crew-task:<task>` (written, so that
 /// `git notes show` can resolve it).
-pub fn key_blob(repo: &gix::Repository, key: &str) -> anyhow::Result<ObjectId> {
+pub fn key_blob(repo: &gix::Repository, key: &str) -> Result<ObjectId> {
     Ok(repo
         .write_blob(key.as_bytes())
         .context("cannot write a key blob")?
@@ -33,11 +33,7 @@ pub fn key_blob(repo: &gix::Repository, key: &str) -> anyhow::Result<ObjectId> {
 }
 
 /// The note on `object` in `notes_ref`, if any.
-pub fn read(
-    repo: &gix::Repository,
-    notes_ref: &str,
-    object: ObjectId,
-) -> anyhow::Result<Option<String>> {
+pub fn read(repo: &gix::Repository, notes_ref: &str, object: ObjectId) -> Result<Option<String>> {
     let mut platform = repo
         .notes()
         .context("cannot open the notes")?
@@ -55,7 +51,7 @@ pub fn append_line(
     notes_ref: &str,
     object: ObjectId,
     line: &str,
-) -> anyhow::Result<()> {
+) -> Result<()> {
     edit(repo, notes_ref, "crew: append a row", |notes| {
         let mut text = notes.get(object)?.unwrap_or_default();
         if !text.is_empty() && !text.ends_with('\n') {
@@ -77,7 +73,7 @@ pub fn set_many(
     notes_ref: &str,
     objects: &[ObjectId],
     text: &str,
-) -> anyhow::Result<(Option<ObjectId>, ObjectId)> {
+) -> Result<(Option<ObjectId>, ObjectId)> {
     edit(repo, notes_ref, "crew: record a run", |_| {
         Ok(objects.iter().map(|o| (*o, text.to_string())).collect())
     })
@@ -91,11 +87,11 @@ pub struct Notes<'a> {
 
 impl Notes<'_> {
     /// The note on `object`, if any.
-    pub fn get(&mut self, object: ObjectId) -> anyhow::Result<Option<String>> {
+    pub fn get(&mut self, object: ObjectId) -> Result<Option<String>> {
         let Some(blob) = self
             .state
             .get(&object, self.repo)
-            .map_err(|e| anyhow::anyhow!("cannot read the note on {object}: {e}"))?
+            .with_context(|| format!("cannot read the note on {object}"))?
         else {
             return Ok(None);
         };
@@ -115,8 +111,8 @@ pub fn edit(
     repo: &gix::Repository,
     notes_ref: &str,
     message: &str,
-    change: impl FnMut(&mut Notes<'_>) -> anyhow::Result<Vec<(ObjectId, String)>>,
-) -> anyhow::Result<(Option<ObjectId>, ObjectId)> {
+    change: impl FnMut(&mut Notes<'_>) -> Result<Vec<(ObjectId, String)>>,
+) -> Result<(Option<ObjectId>, ObjectId)> {
     edit_merging(repo, notes_ref, message, None, change)
 }
 
@@ -128,8 +124,8 @@ pub fn edit_merging(
     notes_ref: &str,
     message: &str,
     other: Option<ObjectId>,
-    mut change: impl FnMut(&mut Notes<'_>) -> anyhow::Result<Vec<(ObjectId, String)>>,
-) -> anyhow::Result<(Option<ObjectId>, ObjectId)> {
+    mut change: impl FnMut(&mut Notes<'_>) -> Result<Vec<(ObjectId, String)>>,
+) -> Result<(Option<ObjectId>, ObjectId)> {
     use gix::refs::transaction::PreviousValue;
     let name: gix::refs::FullName = notes_ref.try_into().context("bad notes ref")?;
     let mut last_error = String::new();
@@ -148,7 +144,7 @@ pub fn edit_merging(
             None => ObjectId::empty_tree(repo.object_hash()),
         };
         let state = gix::note::plumbing::State::new(root, repo)
-            .map_err(|e| anyhow::anyhow!("cannot read {notes_ref}: {e}"))?;
+            .with_context(|| format!("cannot read {notes_ref}"))?;
         let mut notes = Notes { repo, state };
         let edits = change(&mut notes)?;
         let mut state = notes.state;
@@ -156,11 +152,9 @@ pub fn edit_merging(
             let blob = repo.write_blob(text.as_bytes())?.detach();
             state
                 .edit(*object, Some(blob), repo)
-                .map_err(|e| anyhow::anyhow!("cannot set the note on {object}: {e}"))?;
+                .with_context(|| format!("cannot set the note on {object}"))?;
         }
-        let tree = state
-            .write(repo)
-            .map_err(|e| anyhow::anyhow!("cannot write the notes tree: {e}"))?;
+        let tree = state.write(repo).context("cannot write the notes tree")?;
         let parents: Vec<ObjectId> = parent_id.into_iter().chain(other).collect();
         let commit = repo
             .new_commit(message, tree, parents)
@@ -184,7 +178,7 @@ pub fn edit_merging(
 }
 
 /// Creates `notes_ref` at `to`, only if it does not exist yet.
-pub fn create(repo: &gix::Repository, notes_ref: &str, to: ObjectId) -> anyhow::Result<bool> {
+pub fn create(repo: &gix::Repository, notes_ref: &str, to: ObjectId) -> Result<bool> {
     use gix::refs::transaction::PreviousValue;
     Ok(repo
         .reference(
@@ -203,7 +197,7 @@ pub fn fast_forward(
     notes_ref: &str,
     from: ObjectId,
     to: ObjectId,
-) -> anyhow::Result<bool> {
+) -> Result<bool> {
     use gix::refs::transaction::PreviousValue;
     Ok(repo
         .reference(
@@ -222,7 +216,7 @@ pub fn undo(
     notes_ref: &str,
     from: ObjectId,
     to: Option<ObjectId>,
-) -> anyhow::Result<bool> {
+) -> Result<bool> {
     use gix::refs::transaction::{Change, LogChange, PreviousValue, RefEdit, RefLog};
     let name: gix::refs::FullName = notes_ref.try_into().context("bad notes ref")?;
     let expected = PreviousValue::MustExistAndMatch(gix::refs::Target::Object(from));
@@ -255,7 +249,7 @@ pub fn commits_between(
     repo: &gix::Repository,
     hidden: &[ObjectId],
     tip: ObjectId,
-) -> anyhow::Result<Vec<ObjectId>> {
+) -> Result<Vec<ObjectId>> {
     let walk = repo
         .rev_walk([tip])
         .with_hidden(hidden.iter().copied())
@@ -269,7 +263,7 @@ pub fn commits_between(
 
 /// Every note in `notes_ref`: (annotated object, text). Flat and fanned-out note trees
 /// are both read.
-pub fn all(repo: &gix::Repository, notes_ref: &str) -> anyhow::Result<Vec<(ObjectId, String)>> {
+pub fn all(repo: &gix::Repository, notes_ref: &str) -> Result<Vec<(ObjectId, String)>> {
     match tip(repo, notes_ref)? {
         Some(commit) => all_at(repo, commit),
         None => Ok(Vec::new()),
@@ -277,7 +271,7 @@ pub fn all(repo: &gix::Repository, notes_ref: &str) -> anyhow::Result<Vec<(Objec
 }
 
 /// The commit a notes ref points at, if it exists.
-pub fn tip(repo: &gix::Repository, notes_ref: &str) -> anyhow::Result<Option<ObjectId>> {
+pub fn tip(repo: &gix::Repository, notes_ref: &str) -> Result<Option<ObjectId>> {
     match repo.try_find_reference(notes_ref)? {
         Some(mut reference) => Ok(Some(
             reference
@@ -290,7 +284,7 @@ pub fn tip(repo: &gix::Repository, notes_ref: &str) -> anyhow::Result<Option<Obj
 }
 
 /// Every note in the notes commit `commit`.
-pub fn all_at(repo: &gix::Repository, commit: ObjectId) -> anyhow::Result<Vec<(ObjectId, String)>> {
+pub fn all_at(repo: &gix::Repository, commit: ObjectId) -> Result<Vec<(ObjectId, String)>> {
     let commit = repo.find_commit(commit).context("not a notes commit")?;
     let root = repo.find_tree(commit.tree_id()?.detach())?;
     let entries: Vec<(String, bool, ObjectId)> = root
@@ -303,7 +297,7 @@ pub fn all_at(repo: &gix::Repository, commit: ObjectId) -> anyhow::Result<Vec<(O
     // subtrees are read on two threads.
     let threads = if entries.len() >= 64 { 2 } else { 1 };
     let chunk = entries.len().div_ceil(threads).max(1);
-    let parts: Vec<anyhow::Result<Vec<(ObjectId, String)>>> = std::thread::scope(|scope| {
+    let parts: Vec<Result<Vec<(ObjectId, String)>>> = std::thread::scope(|scope| {
         let handles: Vec<_> = entries
             .chunks(chunk)
             .map(|part| {
@@ -320,8 +314,9 @@ pub fn all_at(repo: &gix::Repository, commit: ObjectId) -> anyhow::Result<Vec<(O
         handles
             .into_iter()
             .map(|h| {
-                h.join()
-                    .unwrap_or_else(|_| Err(anyhow::anyhow!("a notes reader panicked")))
+                h.join().unwrap_or_else(|_| {
+                    Err(super::error::Error::invalid("a notes reader panicked"))
+                })
             })
             .collect()
     });
@@ -340,7 +335,7 @@ fn visit(
     is_tree: bool,
     oid: ObjectId,
     out: &mut Vec<(ObjectId, String)>,
-) -> anyhow::Result<()> {
+) -> Result<()> {
     if is_tree {
         walk(repo, oid, name, out)
     } else {
@@ -373,7 +368,7 @@ fn walk(
     tree: ObjectId,
     prefix: String,
     out: &mut Vec<(ObjectId, String)>,
-) -> anyhow::Result<()> {
+) -> Result<()> {
     let tree = repo.find_tree(tree)?;
     for entry in tree.decode()?.entries {
         let name = format!("{prefix}{}", entry.filename.to_str_lossy());

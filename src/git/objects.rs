@@ -6,6 +6,7 @@
 //! `fences.max_file_size` is left out before anything of it is inflated or hashed, and
 //! nothing is taken in past the import's time.
 
+use super::error::Result;
 use std::path::Path;
 use std::time::Instant;
 
@@ -34,11 +35,7 @@ pub struct Limits {
 /// file's size and each of its entries' headers are read first, and one over the size
 /// limit is left out unhashed; `index-pack` is stopped at `limits.until`. The quarantine
 /// is emptied.
-pub fn import(
-    repo: &gix::Repository,
-    quarantine: &Path,
-    limits: Limits,
-) -> anyhow::Result<Imported> {
+pub fn import(repo: &gix::Repository, quarantine: &Path, limits: Limits) -> Result<Imported> {
     let mut imported = Imported::default();
     // Nothing here is followed or opened but real folders and regular files: the worker
     // could have made any entry a symlink (to the lead's refs, say) or a FIFO.
@@ -316,7 +313,7 @@ fn remove_entry(path: &Path) {
 }
 
 /// The id git gives a blob holding `bytes` (SHA-1), without writing it.
-pub fn blob_id(bytes: &[u8]) -> anyhow::Result<gix::ObjectId> {
+pub fn blob_id(bytes: &[u8]) -> Result<gix::ObjectId> {
     Ok(gix::objs::compute_hash(
         gix::hash::Kind::Sha1,
         gix::objs::Kind::Blob,

@@ -1,5 +1,6 @@
 //! References: HEAD, tips, the refs under a prefix, ancestry, and branch-name rules.
 
+use super::error::{Context, Result};
 use gix::ObjectId;
 
 /// The commit HEAD points at; `None` on an unborn branch.
@@ -8,7 +9,7 @@ pub fn head_id(repo: &gix::Repository) -> Option<ObjectId> {
 }
 
 /// HEAD's branch as a full ref name (`refs/heads/main`); `None` when detached.
-pub fn head_ref(repo: &gix::Repository) -> anyhow::Result<Option<String>> {
+pub fn head_ref(repo: &gix::Repository) -> Result<Option<String>> {
     Ok(repo.head_name()?.map(|name| name.as_bstr().to_string()))
 }
 
@@ -22,7 +23,7 @@ pub fn head_branch(repo: &gix::Repository) -> Option<String> {
 
 /// What `name` (a full ref name, or `ORIG_HEAD`) points at, peeled to an object;
 /// `None` when there is no such ref.
-pub fn tip(repo: &gix::Repository, name: &str) -> anyhow::Result<Option<ObjectId>> {
+pub fn tip(repo: &gix::Repository, name: &str) -> Result<Option<ObjectId>> {
     Ok(repo
         .try_find_reference(name)?
         .and_then(|mut r| r.peel_to_id().ok())
@@ -36,10 +37,7 @@ pub fn exists(repo: &gix::Repository, name: &str) -> bool {
 
 /// Every ref under `prefix` (such as `refs/heads/crew/`), by full name, with what it
 /// points at (`None` when it cannot be peeled). An unreadable ref is left out.
-pub fn under(
-    repo: &gix::Repository,
-    prefix: &str,
-) -> anyhow::Result<Vec<(String, Option<ObjectId>)>> {
+pub fn under(repo: &gix::Repository, prefix: &str) -> Result<Vec<(String, Option<ObjectId>)>> {
     let refs = repo.references()?;
     let Ok(found) = refs.prefixed(prefix) else {
         return Ok(Vec::new());
@@ -74,8 +72,9 @@ pub fn is_branch_name(name: &str) -> bool {
 }
 
 /// An object id from its hex form.
-pub fn oid(hex: &str) -> anyhow::Result<ObjectId> {
-    ObjectId::from_hex(hex.as_bytes()).map_err(|_| anyhow::anyhow!("`{hex}` is not an object id"))
+pub fn oid(hex: &str) -> Result<ObjectId> {
+    ObjectId::from_hex(hex.as_bytes())
+        .map_err(|_| super::error::Error::invalid(format!("`{hex}` is not an object id")))
 }
 
 /// Deletes a local branch whatever it holds (one being taken back); a missing one is fine.
@@ -93,10 +92,7 @@ const MAX_ENTRIES: usize = 10_000;
 /// `x.lock`; content that names no object; a symbolic link, which is never followed — a
 /// ref git reads through a linked folder is left out, the link is named instead). What
 /// each points at is named only when the object is in the store.
-pub fn folder(
-    repo: &gix::Repository,
-    prefix: &str,
-) -> anyhow::Result<Vec<crate::core::strays::Found>> {
+pub fn folder(repo: &gix::Repository, prefix: &str) -> Result<Vec<crate::core::strays::Found>> {
     use crate::core::strays::Found;
     let common = repo.common_dir();
     let mut out: Vec<Found> = Vec::new();
@@ -188,8 +184,8 @@ pub fn remove_found(
     repo: &gix::Repository,
     prefix: &str,
     found: &crate::core::strays::Found,
-) -> anyhow::Result<()> {
-    use anyhow::bail;
+) -> Result<()> {
+    use super::error::bail;
     use gix::refs::transaction::{PreviousValue, RefEdit};
     let common = repo.common_dir();
     let Some(rel) = found.name.strip_prefix(prefix) else {
@@ -252,15 +248,10 @@ pub fn remove_found(
 }
 
 /// Creates ref `name` at `id`; it must not exist yet (or hold `id` already).
-pub fn create(
-    repo: &gix::Repository,
-    name: &str,
-    id: ObjectId,
-    message: &str,
-) -> anyhow::Result<()> {
+pub fn create(repo: &gix::Repository, name: &str, id: ObjectId, message: &str) -> Result<()> {
     use gix::refs::transaction::PreviousValue;
     repo.reference(name, id, PreviousValue::MustNotExist, message)
-        .map_err(|e| anyhow::anyhow!("cannot create {name}: {e}"))?;
+        .with_context(|| format!("cannot create {name}"))?;
     Ok(())
 }
 

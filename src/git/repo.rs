@@ -1,6 +1,7 @@
 //! Discovery: the repository around a directory, honouring the variables git sets for
 //! hooks (`GIT_DIR`, `GIT_INDEX_FILE`, ...).
 
+use super::error::{Context, Result};
 use std::path::{Path, PathBuf};
 
 /// No repository around the directory.
@@ -35,7 +36,6 @@ pub fn state_dir(repo: &gix::Repository) -> PathBuf {
 }
 
 /// Opens the repository at `dir` (a work tree or a git dir), without discovery.
-pub fn open(dir: &Path) -> anyhow::Result<gix::Repository> {
-    gix::open(dir)
-        .map_err(|e| anyhow::anyhow!("cannot open the repository at {}: {e}", dir.display()))
+pub fn open(dir: &Path) -> Result<gix::Repository> {
+    gix::open(dir).with_context(|| format!("cannot open the repository at {}", dir.display()))
 }

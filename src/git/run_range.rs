@@ -2,7 +2,7 @@
 //! its tip, and where its own changes start — the range integrate, the supervisor's
 //! audit, `diff` and `prune` all read.
 
-use anyhow::Context;
+use super::error::{Context, Result};
 
 use super::{ObjectId, Repository, merge, refs};
 use crate::core::record::RunRecord;
@@ -14,7 +14,7 @@ pub fn attempts_ref(run: &str) -> String {
 
 /// The tip of run `run`'s commits: its branch's, or — once the branch is gone — what
 /// `refs/crew/attempts/<run>` keeps. `None` when neither is there.
-pub fn tip(repo: &Repository, branch: &str, run: &str) -> anyhow::Result<Option<ObjectId>> {
+pub fn tip(repo: &Repository, branch: &str, run: &str) -> Result<Option<ObjectId>> {
     match merge::branch_tip(repo, branch)? {
         Some(tip) => Ok(Some(tip)),
         None => refs::tip(repo, &attempts_ref(run)),
@@ -40,10 +40,7 @@ pub fn own_base(
 /// (its base, or where it last merged the target in) to its branch's tip (or, once the
 /// branch is gone, the commits `refs/crew/attempts/<run>` keeps). `None` when neither is
 /// there.
-pub fn audit_range(
-    repo: &Repository,
-    record: &RunRecord,
-) -> anyhow::Result<Option<(ObjectId, ObjectId)>> {
+pub fn audit_range(repo: &Repository, record: &RunRecord) -> Result<Option<(ObjectId, ObjectId)>> {
     let Some(tip) = tip(repo, &record.branch, &record.run)? else {
         return Ok(None);
     };

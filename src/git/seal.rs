@@ -2,7 +2,7 @@
 //! `refs/crew/sealed/<run>`. Under the write fence a worker can write neither the ref nor
 //! `packed-refs`; without one, integrate still compares the local run record with it.
 
-use anyhow::Context;
+use super::error::{Context, Result};
 
 use crate::core::seal::Sealed;
 
@@ -12,7 +12,7 @@ pub fn ref_name(run: &str) -> String {
 }
 
 /// Writes (or replaces) a run's seal.
-pub fn write(repo: &gix::Repository, sealed: &Sealed) -> anyhow::Result<()> {
+pub fn write(repo: &gix::Repository, sealed: &Sealed) -> Result<()> {
     use gix::refs::transaction::PreviousValue;
     let json = serde_json::to_vec(sealed).context("cannot serialise the seal")?;
     let blob = repo.write_blob(json)?.detach();
@@ -27,7 +27,7 @@ pub fn write(repo: &gix::Repository, sealed: &Sealed) -> anyhow::Result<()> {
 }
 
 /// A run's seal, if it has one.
-pub fn read(repo: &gix::Repository, run: &str) -> anyhow::Result<Option<Sealed>> {
+pub fn read(repo: &gix::Repository, run: &str) -> Result<Option<Sealed>> {
     let Some(mut reference) = repo.try_find_reference(ref_name(run).as_str())? else {
         return Ok(None);
     };
@@ -39,7 +39,7 @@ pub fn read(repo: &gix::Repository, run: &str) -> anyhow::Result<Option<Sealed>>
 }
 
 /// Removes a run's seal (a dispatch that failed half-way).
-pub fn remove(repo: &gix::Repository, run: &str) -> anyhow::Result<()> {
+pub fn remove(repo: &gix::Repository, run: &str) -> Result<()> {
     if let Some(reference) = repo.try_find_reference(ref_name(run).as_str())? {
         reference.delete()?;
     }
@@ -48,10 +48,7 @@ pub fn remove(repo: &gix::Repository, run: &str) -> anyhow::Result<()> {
 
 /// Seals a finished run's verdict next to its facts (a run dispatched before seals
 /// existed gets its facts sealed now).
-pub fn seal_verdict(
-    repo: &gix::Repository,
-    record: &crate::core::record::RunRecord,
-) -> anyhow::Result<()> {
+pub fn seal_verdict(repo: &gix::Repository, record: &crate::core::record::RunRecord) -> Result<()> {
     let facts = read(repo, &record.run)?.unwrap_or_else(|| Sealed::of(record));
     write(repo, &facts.with_verdict(record))
 }
@@ -62,7 +59,7 @@ pub fn seal_verdict(
 pub fn restore(
     repo: &gix::Repository,
     record: &mut crate::core::record::RunRecord,
-) -> anyhow::Result<Vec<&'static str>> {
+) -> Result<Vec<&'static str>> {
     Ok(match read(repo, &record.run)? {
         Some(sealed) => sealed.restore(record),
         None => Vec::new(),

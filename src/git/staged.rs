@@ -7,7 +7,7 @@
 
 use std::ops::Range;
 
-use anyhow::Context;
+use super::error::{Context, Result};
 use gix::ObjectId;
 use gix::bstr::ByteSlice;
 use gix::index::entry::{Flags, Stage};
@@ -18,7 +18,7 @@ use crate::core::scope::{Change, ChangeKind};
 /// Every path whose staged state differs from HEAD: additions, modifications, deletions
 /// (a rename shows as both), mode changes (executable bit, symlinks, gitlinks) and
 /// unmerged entries. Paths are in index order, repository-relative.
-pub fn staged_changes(repo: &gix::Repository) -> anyhow::Result<Vec<Change>> {
+pub fn staged_changes(repo: &gix::Repository) -> Result<Vec<Change>> {
     let path = repo.index_path();
     let index = match gix::index::File::at(
         &path,
@@ -52,7 +52,7 @@ pub fn staged_changes(repo: &gix::Repository) -> anyhow::Result<Vec<Change>> {
 }
 
 /// HEAD's tree, or `None` on an unborn branch.
-fn head_tree(repo: &gix::Repository) -> anyhow::Result<Option<ObjectId>> {
+fn head_tree(repo: &gix::Repository) -> Result<Option<ObjectId>> {
     let mut head = repo.head().context("cannot read HEAD")?;
     match head.peel_to_commit() {
         Ok(commit) => Ok(Some(
@@ -98,7 +98,7 @@ impl Walk<'_> {
         self.out.push(change);
     }
 
-    fn tree_items(&self, id: ObjectId) -> anyhow::Result<Vec<TreeItem>> {
+    fn tree_items(&self, id: ObjectId) -> Result<Vec<TreeItem>> {
         let tree = self
             .repo
             .find_tree(id)
@@ -129,7 +129,7 @@ impl Walk<'_> {
         head: Option<ObjectId>,
         range: Range<usize>,
         cache: Option<&CacheTree>,
-    ) -> anyhow::Result<()> {
+    ) -> Result<()> {
         if let (Some(head), Some(cache)) = (head, cache)
             && cache.num_entries == u32::try_from(range.len()).ok()
             && cache.id == head
@@ -229,7 +229,7 @@ impl Walk<'_> {
         }
     }
 
-    fn deleted(&mut self, prefix: &[u8], item: &TreeItem) -> anyhow::Result<()> {
+    fn deleted(&mut self, prefix: &[u8], item: &TreeItem) -> Result<()> {
         let path = [prefix, &item.name].concat();
         if !item.is_tree {
             self.push(&path, ChangeKind::Deleted);
@@ -249,7 +249,7 @@ impl Walk<'_> {
         item: TreeItem,
         group: Group,
         child_cache: Option<&CacheTree>,
-    ) -> anyhow::Result<()> {
+    ) -> Result<()> {
         match group {
             Group::File(range) => {
                 let entry = &self.state.entries()[range.start];

@@ -4,7 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
-use anyhow::Context;
+use super::error::{Context, Result};
 
 use super::run::GitRunner;
 
@@ -51,7 +51,7 @@ pub fn run_objects(admin: &Path, name: &str) -> Option<PathBuf> {
 }
 
 /// The submodules `.gitmodules` of the checkout at `dir` declares: each name and path.
-fn declared(dir: &Path) -> anyhow::Result<Vec<(String, String)>> {
+fn declared(dir: &Path) -> Result<Vec<(String, String)>> {
     if !dir.join(".gitmodules").is_file() {
         return Ok(Vec::new());
     }
@@ -79,7 +79,7 @@ fn declared(dir: &Path) -> anyhow::Result<Vec<(String, String)>> {
 /// the lead's store) with that copy as its reference (its objects are read, not copied),
 /// into the worktree's own git dir. The URL is given on the command line: nothing of the
 /// lead's config is written. Returns the paths initialised.
-pub fn init(common_dir: &Path, wt: &Path) -> anyhow::Result<Vec<String>> {
+pub fn init(common_dir: &Path, wt: &Path) -> Result<Vec<String>> {
     let lead: Vec<(String, PathBuf)> = initialised(common_dir);
     let mut done = Vec::new();
     for (name, path) in declared(wt)? {
@@ -107,7 +107,7 @@ pub fn keep(
     base: &str,
     commit: &str,
     branch: &str,
-) -> anyhow::Result<Vec<String>> {
+) -> Result<Vec<String>> {
     let git = GitRunner::new(repo_dir);
     let blob = format!("{commit}:.gitmodules");
     if !git.raw(&["cat-file", "-e", &blob])?.status.success() {

@@ -5,7 +5,7 @@
 
 use std::path::Path;
 
-use anyhow::Context;
+use super::error::{Context, Result};
 
 use super::merge::is_ancestor;
 use super::notes;
@@ -36,7 +36,7 @@ pub fn tracking_ref(remote: &str, local: &str) -> String {
 }
 
 /// Fetches the remote's notes refs into the remote-tracking namespace.
-pub fn fetch(repo_dir: &Path, remote: &str) -> anyhow::Result<()> {
+pub fn fetch(repo_dir: &Path, remote: &str) -> Result<()> {
     let spec = format!("+refs/notes/crew*:refs/notes/remotes/{remote}/crew*");
     GitRunner::new(repo_dir)
         .output(&[
@@ -67,7 +67,7 @@ pub enum MergeError {
     #[error(transparent)]
     NotNotes(#[from] NotNotes),
     #[error(transparent)]
-    Failed(#[from] anyhow::Error),
+    Failed(#[from] super::error::Error),
 }
 
 /// Merges the fetched `tracking` notes into the local `local` notes ref.
@@ -79,7 +79,7 @@ pub fn merge_into(
     let before = notes::tip(repo, local)?;
     let remote = notes::tip(repo, tracking).map_err(|e| NotNotes {
         reference: tracking.to_string(),
-        kind: format!("something else ({e:#})"),
+        kind: format!("something else ({})", crate::fault::chain(&e)),
     })?;
     if let Some(id) = remote {
         let kind = repo.find_header(id).map(|h| h.kind());
@@ -160,7 +160,7 @@ pub fn merge_into(
 
 /// Pushes the local notes refs without force; `false` when the remote refused (it moved
 /// on: fetch and merge again).
-pub fn push(repo_dir: &Path, remote: &str, refs: &[String]) -> anyhow::Result<bool> {
+pub fn push(repo_dir: &Path, remote: &str, refs: &[String]) -> Result<bool> {
     if refs.is_empty() {
         return Ok(true);
     }
@@ -187,7 +187,7 @@ pub fn push(repo_dir: &Path, remote: &str, refs: &[String]) -> anyhow::Result<bo
     {
         return Ok(false);
     }
-    anyhow::bail!("git push to {remote} failed: {}", text.trim())
+    super::error::bail!("git push to {remote} failed: {}", text.trim())
 }
 
 /// The remotes this repository has.

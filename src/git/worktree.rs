@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context, bail};
+use super::error::{Context, Result, bail};
 
 use super::run::{Finished, GitRunner};
 use crate::core::oversize::LeftFile;
@@ -12,12 +12,7 @@ use crate::core::oversize::LeftFile;
 /// (gix checks out about twice as fast as `git worktree add`). The branch is created
 /// first — it must not exist — and deleted again if the worktree cannot be added.
 /// Returns the worktree's private git dir.
-pub fn add(
-    repo: &gix::Repository,
-    path: &Path,
-    branch: &str,
-    base: &str,
-) -> anyhow::Result<PathBuf> {
+pub fn add(repo: &gix::Repository, path: &Path, branch: &str, base: &str) -> Result<PathBuf> {
     use gix::refs::transaction::PreviousValue;
     let base = gix::ObjectId::from_hex(base.as_bytes()).context("the base is not an object id")?;
     let name: gix::refs::FullName = format!("refs/heads/{branch}")
@@ -57,9 +52,9 @@ pub fn add(
                     if let Ok(reference) = repo.find_reference(&name) {
                         let _ = reference.delete();
                     }
-                    Err(anyhow::anyhow!(
-                        "cannot add the worktree {}: {err}; git: {git_err:#}",
-                        path.display()
+                    Err(super::error::Error::within(
+                        format!("cannot add the worktree {}: {err}", path.display()),
+                        git_err,
                     ))
                 }
             }
@@ -69,7 +64,7 @@ pub fn add(
 
 /// Writes a worktree's own config (`config.worktree` in its private git dir) as
 /// `git config --worktree` would: `(section, key, values)` triples, one line per value.
-pub fn write_config(git_dir: &Path, entries: &[(&str, &str, Vec<String>)]) -> anyhow::Result<()> {
+pub fn write_config(git_dir: &Path, entries: &[(&str, &str, Vec<String>)]) -> Result<()> {
     let mut text = String::new();
     let mut section = "";
     for (sec, key, values) in entries {
@@ -85,18 +80,22 @@ pub fn write_config(git_dir: &Path, entries: &[(&str, &str, Vec<String>)]) -> an
             text.push_str(&format!("\t{key} = \"{quoted}\"\n"));
         }
     }
-    crate::sys::fs::write_atomic(&git_dir.join("config.worktree"), &text, 0o644)
+    Ok(crate::sys::fs::write_atomic(
+        &git_dir.join("config.worktree"),
+        &text,
+        0o644,
+    )?)
 }
 
 /// Locks a worktree so `git worktree prune` and `remove` leave it alone.
-pub fn lock(repo_dir: &Path, path: &Path, reason: &str) -> anyhow::Result<()> {
+pub fn lock(repo_dir: &Path, path: &Path, reason: &str) -> Result<()> {
     let path = path.to_string_lossy();
     GitRunner::new(repo_dir).output(&["worktree", "lock", "--reason", reason, &path])?;
     Ok(())
 }
 
 /// Unlocks a worktree; one that is not locked is fine.
-pub fn unlock(repo_dir: &Path, path: &Path) -> anyhow::Result<()> {
+pub fn unlock(repo_dir: &Path, path: &Path) -> Result<()> {
     let path = path.to_string_lossy();
     let out = GitRunner::new(repo_dir).raw(&["worktree", "unlock", &path])?;
     let stderr = String::from_utf8_lossy(&out.stderr);
@@ -177,7 +176,7 @@ pub struct RunTree {
 
 /// Makes `path` free for a regular file: whatever else is there (a folder, a FIFO, a
 /// symlink) is removed without being followed. Returns whether something had to go.
-fn clear_for_file(path: &Path) -> anyhow::Result<bool> {
+fn clear_for_file(path: &Path) -> Result<bool> {
     match std::fs::symlink_metadata(path) {
         Ok(m) if m.is_file() => Ok(false),
         Ok(m) if m.is_dir() => {
@@ -224,7 +223,7 @@ impl RunTree {
         common_dir: &Path,
         path: &Path,
         identity: &crate::core::scope::RunIdentity,
-    ) -> anyhow::Result<RunTree> {
+    ) -> Result<RunTree> {
         use crate::sys::fs::write_atomic;
         let name = path
             .file_name()
@@ -337,7 +336,7 @@ impl RunTree {
 
     /// Whether the worktree has uncommitted changes (untracked files included; a nested
     /// repository counts by its pointer only).
-    pub fn is_dirty(&self) -> anyhow::Result<bool> {
+    pub fn is_dirty(&self) -> Result<bool> {
         let status = self.git().output(&[
             "status",
             "--porcelain",
@@ -348,7 +347,7 @@ impl RunTree {
     }
 
     /// git in this worktree within `bound`: its output, or `None` when it ran past.
-    fn git_within(&self, args: &[&str], bound: &Bound) -> anyhow::Result<Option<Finished>> {
+    fn git_within(&self, args: &[&str], bound: &Bound) -> Result<Option<Finished>> {
         Ok(self
             .git()
             .with_fence(bound.fence.clone())
@@ -365,7 +364,7 @@ impl RunTree {
         repo: &gix::Repository,
         larger_than: u64,
         bound: &Bound,
-    ) -> anyhow::Result<Option<Vec<LeftFile>>> {
+    ) -> Result<Option<Vec<LeftFile>>> {
         let mut found = Vec::new();
         let mut measure = |path: &str, recorded: &dyn Fn() -> Option<u64>| {
             let Ok(meta) = std::fs::symlink_metadata(self.path.join(path)) else {
@@ -379,7 +378,7 @@ impl RunTree {
                 });
             }
         };
-        let listed = |args: &[&str]| -> anyhow::Result<Option<Vec<u8>>> {
+        let listed = |args: &[&str]| -> Result<Option<Vec<u8>>> {
             let Some(out) = self.git_within(args, bound)? else {
                 return Ok(None);
             };
@@ -417,7 +416,7 @@ impl RunTree {
 
     /// The paths with uncommitted changes (untracked files included; a nested
     /// repository counts by its pointer only), as `git status` names them.
-    pub fn uncommitted(&self) -> anyhow::Result<Vec<String>> {
+    pub fn uncommitted(&self) -> Result<Vec<String>> {
         let status = self.git().output(&[
             "status",
             "--porcelain",
@@ -431,7 +430,7 @@ impl RunTree {
     /// Tracked files whose changes `git status` does not look at: marked
     /// assume-unchanged or skip-worktree (`git update-index`). What they hold may differ
     /// from their commit, unseen.
-    pub fn hidden_from_status(&self) -> anyhow::Result<Vec<String>> {
+    pub fn hidden_from_status(&self) -> Result<Vec<String>> {
         let listed = self.git().output(&["ls-files", "-v", "-z"])?;
         Ok(listed
             .split('\0')
@@ -445,13 +444,13 @@ impl RunTree {
 
     /// The untracked files git does not ignore in the worktree, a folder of them named
     /// once (`htmlcov/`).
-    pub fn untracked(&self) -> anyhow::Result<Vec<String>> {
+    pub fn untracked(&self) -> Result<Vec<String>> {
         self.others(&[])
     }
 
     /// `git ls-files --others --exclude-standard --directory` with `extra` flags: the
     /// paths it lists, a folder named once.
-    fn others(&self, extra: &[&str]) -> anyhow::Result<Vec<String>> {
+    fn others(&self, extra: &[&str]) -> Result<Vec<String>> {
         let mut args = vec!["ls-files", "--others"];
         args.extend_from_slice(extra);
         args.extend(["--exclude-standard", "--directory", "-z"]);
@@ -465,14 +464,14 @@ impl RunTree {
 
     /// The files and folders git ignores in the worktree, a folder named once
     /// (`target/`) rather than file by file.
-    pub fn ignored(&self) -> anyhow::Result<Vec<String>> {
+    pub fn ignored(&self) -> Result<Vec<String>> {
         self.others(&["--ignored"])
     }
 
     /// The tree of everything the worktree holds that git does not ignore — its HEAD
     /// with every uncommitted change and untracked file added — written through a
     /// scratch index at `scratch`, never the worktree's own.
-    pub fn snapshot(&self, scratch: &Path) -> anyhow::Result<gix::ObjectId> {
+    pub fn snapshot(&self, scratch: &Path) -> Result<gix::ObjectId> {
         let _ = std::fs::remove_file(scratch);
         if std::fs::symlink_metadata(self.admin.join("index")).is_ok_and(|m| m.is_file()) {
             std::fs::copy(self.admin.join("index"), scratch)
@@ -489,7 +488,7 @@ impl RunTree {
     }
 
     /// What is staged in the worktree (its index against its HEAD), read in-process.
-    pub fn staged(&self) -> anyhow::Result<Vec<crate::core::scope::Change>> {
+    pub fn staged(&self) -> Result<Vec<crate::core::scope::Change>> {
         let repo = gix::open(&self.path)
             .with_context(|| format!("cannot open {}", self.path.display()))?;
         super::staged::staged_changes(&repo)
@@ -497,7 +496,7 @@ impl RunTree {
 
     /// Whether a repository is checked out inside the worktree (under a gitlink): its own
     /// work is not what `is_dirty` sees, so the worktree is never removed.
-    pub fn holds_nested_repository(&self) -> anyhow::Result<bool> {
+    pub fn holds_nested_repository(&self) -> Result<bool> {
         let staged = self.git().output(&["ls-files", "--stage", "-z"])?;
         Ok(staged
             .split('\0')
@@ -509,7 +508,7 @@ impl RunTree {
     /// Removes the worktree and its administration — only after the caller saw it clean
     /// and holding no nested repository; git's own check, which would run `git status`
     /// in it (into nested repositories, with their configs), is not needed then.
-    pub fn remove(&self, repo_dir: &Path) -> anyhow::Result<()> {
+    pub fn remove(&self, repo_dir: &Path) -> Result<()> {
         let path = self.path.to_string_lossy();
         GitRunner::new(repo_dir)
             .with_config("core.fsmonitor=false")
@@ -536,7 +535,7 @@ impl RunTree {
     /// The paths with uncommitted changes, as [`RunTree::uncommitted`], with git inside
     /// `bound`'s fence (a status may run the repository's filters) and within its time:
     /// `None` when it ran past.
-    pub fn uncommitted_within(&self, bound: &Bound) -> anyhow::Result<Option<Vec<String>>> {
+    pub fn uncommitted_within(&self, bound: &Bound) -> Result<Option<Vec<String>>> {
         let args = [
             "status",
             "--porcelain",
@@ -559,7 +558,7 @@ impl RunTree {
     /// matches its index entry but whose time does not, through its filter); when it
     /// fails, the facts of whose failure it is (a filter it ran, or the worktree as the
     /// worker left it).
-    pub fn status(&self, bound: &Bound) -> anyhow::Result<Looked> {
+    pub fn status(&self, bound: &Bound) -> Result<Looked> {
         let args = [
             "status",
             "--porcelain",
@@ -590,7 +589,7 @@ impl RunTree {
     /// facts of whose failure it is are gathered: whether the same step succeeds with
     /// every filter off (into a scratch index and a scratch object folder, both thrown
     /// away), and which filters the paths carry.
-    pub fn stage_all(&self, bound: &Bound) -> anyhow::Result<Staged> {
+    pub fn stage_all(&self, bound: &Bound) -> Result<Staged> {
         use crate::core::oversize::Step;
         match self.status(bound)? {
             Looked::OutOfTime => return Ok(Staged::OutOfTime(Step::Status)),
@@ -630,7 +629,7 @@ impl RunTree {
         step: crate::core::toolchain::GitStep,
         output: String,
         bound: &Bound,
-    ) -> anyhow::Result<Option<crate::core::toolchain::Failure>> {
+    ) -> Result<Option<crate::core::toolchain::Failure>> {
         let (without_filters, filters) = match self.probe_without_filters(step, bound) {
             Ok(Some(found)) => found,
             Ok(None) => return Ok(None),
@@ -646,7 +645,7 @@ impl RunTree {
 
     /// The filter drivers the repository configures: (name, command), the command its
     /// `process` where it has one, else its `clean`. `None` when git ran past the bound.
-    fn configured_filters(&self, bound: &Bound) -> anyhow::Result<Option<Vec<(String, String)>>> {
+    fn configured_filters(&self, bound: &Bound) -> Result<Option<Vec<(String, String)>>> {
         let args = [
             "config",
             "-z",
@@ -696,7 +695,7 @@ impl RunTree {
         &self,
         step: crate::core::toolchain::GitStep,
         bound: &Bound,
-    ) -> anyhow::Result<Option<(Option<bool>, Vec<crate::core::toolchain::Filter>)>> {
+    ) -> Result<Option<(Option<bool>, Vec<crate::core::toolchain::Filter>)>> {
         let Some(drivers) = self.configured_filters(bound)? else {
             return Ok(None);
         };
@@ -767,7 +766,7 @@ impl RunTree {
                 "--ignore-submodules=all",
             ],
         };
-        let probed = (|| -> anyhow::Result<Option<(bool, Vec<u8>)>> {
+        let probed = (|| -> Result<Option<(bool, Vec<u8>)>> {
             let Some(done) = git.within(args, None, bound.left())? else {
                 return Ok(None);
             };
@@ -831,7 +830,7 @@ impl RunTree {
     /// would, inside the bound's fence and within its time: its exit code and output, or
     /// `None` when it ran past (its whole group killed). No hook is a pass. For a commit
     /// that was refused: whether its pre-commit hook refuses, and with which code.
-    pub fn pre_commit(&self, bound: &Bound) -> anyhow::Result<Option<HookRun>> {
+    pub fn pre_commit(&self, bound: &Bound) -> Result<Option<HookRun>> {
         // What `git commit` hands its hooks: the index it commits, and no editor.
         let index = self.admin.join("index");
         let git = GitRunner::new(&self.path)
@@ -851,7 +850,7 @@ impl RunTree {
     /// Commits what is staged, through every hook (`git commit` as a person runs it),
     /// inside the bound's fence and within its time: `None` when it ran past (its whole
     /// group killed).
-    pub fn commit_staged(&self, message: &str, bound: &Bound) -> anyhow::Result<Option<Commit>> {
+    pub fn commit_staged(&self, message: &str, bound: &Bound) -> Result<Option<Commit>> {
         let git = GitRunner::new(&self.path).with_fence(bound.fence.clone());
         Ok(
             match git.raw_within(&["commit", "--quiet", "-m", message], bound.left())? {
@@ -910,7 +909,7 @@ pub fn porcelain_paths(status: &str) -> Vec<String> {
 }
 
 /// The commit a revision names.
-pub fn rev_parse(dir: &Path, rev: &str) -> anyhow::Result<String> {
+pub fn rev_parse(dir: &Path, rev: &str) -> Result<String> {
     let spec = format!("{rev}^{{commit}}");
     let out = GitRunner::new(dir).raw(&["rev-parse", "--verify", "--quiet", &spec])?;
     if !out.status.success() {
@@ -920,7 +919,7 @@ pub fn rev_parse(dir: &Path, rev: &str) -> anyhow::Result<String> {
 }
 
 /// Files, insertions and deletions between two commits.
-pub fn numstat(dir: &Path, base: &str, tip: &str) -> anyhow::Result<(Vec<String>, u64, u64)> {
+pub fn numstat(dir: &Path, base: &str, tip: &str) -> Result<(Vec<String>, u64, u64)> {
     let range = format!("{base}..{tip}");
     let out = GitRunner::new(dir)
         .output(&["diff", "--numstat", "--no-renames", "-z", &range])
@@ -975,14 +974,14 @@ pub fn throwaways(repo_dir: &Path, runs_dir: &Path) -> Vec<(PathBuf, String)> {
 
 /// Removes a throwaway checkout and its registration (it holds nothing of anyone's: a
 /// clean checkout of a commit, made to verify it).
-pub fn remove_throwaway(repo_dir: &Path, path: &Path) -> anyhow::Result<()> {
+pub fn remove_throwaway(repo_dir: &Path, path: &Path) -> Result<()> {
     let text = path.to_string_lossy();
     GitRunner::new(repo_dir).output(&["worktree", "remove", "--force", "--force", &text])?;
     Ok(())
 }
 
 /// Checks `commit` out, detached, in a new throwaway worktree at `path`, with no hook run.
-pub fn add_detached(repo_dir: &Path, path: &Path, commit: &str) -> anyhow::Result<()> {
+pub fn add_detached(repo_dir: &Path, path: &Path, commit: &str) -> Result<()> {
     GitRunner::new(repo_dir).output(&[
         "-c",
         "core.hooksPath=/dev/null",

@@ -7,7 +7,7 @@
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
-use anyhow::Context;
+use super::error::{Context, Result};
 use gix::bstr::{BStr, ByteSlice};
 use gix::index::entry::Mode;
 use gix::worktree::stack::state::ignore::Source;
@@ -41,7 +41,7 @@ const INCLUDE_FILE_CAP: u64 = 1 << 20;
 /// repositories are not entered, nor any folder no pattern can match beneath. A symlink
 /// is kept only when its target stays inside the checkout: one to anywhere else is
 /// passed over and named. No file, no items.
-pub fn included(repo_dir: &Path) -> anyhow::Result<Included> {
+pub fn included(repo_dir: &Path) -> Result<Included> {
     use crate::sys::fs::{Links, Unread, read_capped};
     let mut found = Included::default();
     let bytes = match read_capped(
@@ -176,7 +176,7 @@ pub fn included(repo_dir: &Path) -> anyhow::Result<Included> {
         let tracked = !is_dir && index.entry_by_path(rel_b).is_some();
         // Copied only when git ignores it and does not track it; asked at most once.
         let mut copyable: Option<bool> = None;
-        let mut is_copyable = |known: &mut Option<bool>| -> anyhow::Result<bool> {
+        let mut is_copyable = |known: &mut Option<bool>| -> Result<bool> {
             if let Some(known) = *known {
                 return Ok(known);
             }

@@ -155,8 +155,8 @@ pub fn forecast(
     let mut trials = Trials::new(repo, &mut cache);
     // A merge that cannot be made (an object missing) leaves its run without a forecast,
     // or its pair out, and says so: the other runs are forecast still.
-    let failed = |e: crate::git::forecast::TrialError| {
-        ctx.warn(format!("no conflict forecast: {:#}", anyhow::Error::new(e)));
+    let failed = |e: crate::git::error::Error| {
+        ctx.warn(format!("no conflict forecast: {}", crate::fault::chain(&e)));
     };
     let mut broken = vec![false; gathered.len()];
     let mut onto = Vec::with_capacity(gathered.len());

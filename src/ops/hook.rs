@@ -27,8 +27,12 @@ pub enum PreCommit {
 /// Checks the commit being made in the current worktree.
 pub fn pre_commit(ctx: &Context) -> Result<PreCommit> {
     let repo = ctx.repo()?;
-    let identity = git::identity::read(repo)
-        .map_err(|e| CrewError::from(e.context("cannot read this worktree's crew identity")))?;
+    let identity = git::identity::read(repo).map_err(|e| {
+        CrewError::from(git::error::Error::within(
+            "cannot read this worktree's crew identity",
+            e,
+        ))
+    })?;
     let Some(identity) = identity else {
         return Ok(PreCommit::Plain {
             warnings: plain_checkout(repo),
@@ -66,7 +70,10 @@ fn plain_checkout(repo: &crate::git::Repository) -> Vec<String> {
                     .collect();
                 warnings.extend(scope::held_paths(&holders, &changes));
             }
-            Err(err) => warnings.push(format!("cannot list the staged paths: {err:#}")),
+            Err(err) => warnings.push(format!(
+                "cannot list the staged paths: {}",
+                crate::fault::chain(&err)
+            )),
         }
     }
     warnings
@@ -81,11 +88,11 @@ pub enum After {
 
 /// Records the runs a merge (or a commit) brought in; `say` hears what the person
 /// running git should read as it goes.
-pub fn after(ctx: &Context, hook: After, say: &mut dyn FnMut(&str)) -> anyhow::Result<Vec<Merged>> {
+pub fn after(ctx: &Context, hook: After, say: &mut dyn FnMut(&str)) -> Result<Vec<Merged>> {
     let repo = ctx.repo()?;
     let repo_dir = ctx.workdir()?.to_path_buf();
-    match hook {
-        After::Merge => crate::run::post_merge::audit(repo, &repo_dir, say),
-        After::Commit => crate::run::post_merge::audit_commit(repo, &repo_dir, say),
-    }
+    Ok(match hook {
+        After::Merge => crate::run::post_merge::audit(repo, &repo_dir, say)?,
+        After::Commit => crate::run::post_merge::audit_commit(repo, &repo_dir, say)?,
+    })
 }

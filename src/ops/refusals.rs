@@ -159,3 +159,21 @@ impl From<crate::run::process::RunError> for CrewError {
         }
     }
 }
+
+/// The layers' own errors: the system's refusal is an `io-error`, anything else a bug.
+macro_rules! from_layer {
+    ($($ty:ty),+) => {
+        $(impl From<$ty> for CrewError {
+            fn from(err: $ty) -> CrewError {
+                CrewError::underneath(&err)
+            }
+        })+
+    };
+}
+
+from_layer!(
+    crate::sys::error::Error,
+    crate::git::error::Error,
+    crate::state::error::Error,
+    crate::run::error::Error
+);

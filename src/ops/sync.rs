@@ -45,7 +45,7 @@ pub fn sync(ctx: &Context, remote: Option<String>) -> Result<Synced> {
     let results = loop {
         rounds += 1;
         sync::fetch(&repo_dir, &remote)
-            .map_err(|e| CrewError::new(ErrorCode::FetchFailed, format!("{e:#}")))?;
+            .map_err(|e| CrewError::new(ErrorCode::FetchFailed, crate::fault::chain(&e)))?;
         // A fresh view of the refs the fetch moved.
         let repo = crate::git::repo::open(&repo_dir).map_err(CrewError::from)?;
         let mut results = Vec::new();

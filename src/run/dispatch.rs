@@ -4,7 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
-use anyhow::Context;
+use crate::run::error::{Context, Result};
 
 use super::prompt;
 use crate::core::claim::Clash;
@@ -26,7 +26,7 @@ pub fn plan(
     request: &Request,
     base: String,
     run: String,
-) -> anyhow::Result<Result<Plan, Refusal>> {
+) -> Result<Result<Plan, Refusal>> {
     let live = store.live()?;
     let claims = store.held()?;
     let ledger: Vec<Row> = super::ledger::rows(repo, Some(&request.task))?;
@@ -111,7 +111,7 @@ pub fn start(
     request: &Request,
     base: String,
     dry_run: bool,
-) -> anyhow::Result<Result<Started, Refusal>> {
+) -> Result<Result<Started, Refusal>> {
     let _guard = match store.dispatch_lock(std::time::Duration::from_secs(30)) {
         Ok(guard) => guard,
         Err(e) => return Ok(Err(Refusal::Busy(e.to_string()))),
@@ -223,7 +223,7 @@ fn apply(
     repo_dir: &Path,
     hooks: &Path,
     store: &RunStore,
-) -> anyhow::Result<Result<(RunRecord, Vec<String>), Clash>> {
+) -> Result<Result<(RunRecord, Vec<String>), Clash>> {
     let record = &plan.record;
     let wt = PathBuf::from(&record.worktree);
     std::fs::create_dir_all(wt.parent().context("worktree path has a parent")?)?;
@@ -237,7 +237,7 @@ fn apply(
         let _ = crate::git::seal::remove(repo, &record.run);
     };
     let mut warnings = Vec::new();
-    let result = (|| -> anyhow::Result<Result<RunRecord, Clash>> {
+    let result = (|| -> Result<Result<RunRecord, Clash>> {
         // The lead's facts, sealed before any worker process exists.
         crate::git::seal::write(repo, &crate::core::seal::Sealed::of(record))?;
         let run_dir = store.run_dir(&record.run);
@@ -266,7 +266,10 @@ fn apply(
         // said, not a failed dispatch: the run can still work on the rest, and its setup
         // may fetch it.
         if let Err(e) = crate::git::submodules::init(repo.common_dir(), &wt) {
-            warnings.push(format!("{e:#}; the worker finds it empty"));
+            warnings.push(format!(
+                "{}; the worker finds it empty",
+                crate::fault::chain(&e)
+            ));
         }
         worktree::lock(
             repo_dir,

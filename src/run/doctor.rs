@@ -8,6 +8,7 @@
 //! the rendering is `cli::doctor`'s. Orphan worktrees and unreadable pointers are only
 //! named, never removed.
 
+use crate::run::error::Result;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
@@ -34,7 +35,7 @@ pub fn check(
     repo_dir: &Path,
     store: &RunStore,
     fix: bool,
-) -> anyhow::Result<Checkup> {
+) -> Result<Checkup> {
     let mut not_filed = Vec::new();
     let mut problems = dead_supervisors(store, repo_dir, &mut not_filed)?;
     problems.extend(unfinished_integrations(repo, repo_dir, store, fix));
@@ -75,7 +76,7 @@ fn dead_supervisors(
     store: &RunStore,
     repo_dir: &Path,
     not_filed: &mut Vec<NotFiled>,
-) -> anyhow::Result<Vec<Problem>> {
+) -> Result<Vec<Problem>> {
     let before = store.live()?;
     let reaped = reap::reap_dead(store, repo_dir, &before)?;
     Ok(reaped
@@ -216,7 +217,7 @@ fn stale_checkouts(store: &RunStore, repo_dir: &Path, runs_dir: &Path, fix: bool
 }
 
 /// Finished runs whose record cannot be read: only a person can mend or remove the file.
-fn unreadable_records(store: &RunStore) -> anyhow::Result<Vec<Problem>> {
+fn unreadable_records(store: &RunStore) -> Result<Vec<Problem>> {
     let (_, unreadable) = store.finished_and_unreadable()?;
     Ok(unreadable
         .into_iter()
@@ -320,7 +321,10 @@ fn stray_refs(repo: &crate::git::Repository, store: &RunStore, fix: bool) -> Vec
             .collect(),
         Err(err) => vec![Problem {
             kind: ProblemKind::StrayTaskRef,
-            detail: format!("the tasks' ref folders could not be looked at: {err:#}"),
+            detail: format!(
+                "the tasks' ref folders could not be looked at: {}",
+                crate::fault::chain(&err)
+            ),
             fixed: false,
         }],
     }
@@ -356,7 +360,7 @@ fn missing_hooks(
     };
     let (restored, failure) = match restored {
         Ok(restored) => (restored, None),
-        Err(err) => (Vec::new(), Some(format!("{err:#}"))),
+        Err(err) => (Vec::new(), Some(crate::fault::chain(&err))),
     };
     missing
         .into_iter()

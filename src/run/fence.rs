@@ -13,7 +13,7 @@
 
 use std::path::{Path, PathBuf};
 
-use anyhow::Context;
+use crate::run::error::{Context, Result};
 
 use crate::sys::fence::Fence;
 
@@ -28,7 +28,7 @@ use crate::sys::fence::Fence;
 /// and what git writes beyond the fence (`refs/stash`, `packed-refs.lock`) stays in the
 /// view. Elsewhere `GIT_OBJECT_DIRECTORY` names the quarantine and the repository's
 /// objects are read from `common_dir/objects`.
-fn quarantine_objects(fence: &mut Fence, run_dir: &Path, common_dir: &Path) -> anyhow::Result<()> {
+fn quarantine_objects(fence: &mut Fence, run_dir: &Path, common_dir: &Path) -> Result<()> {
     let quarantine = crate::core::layout::quarantine(run_dir);
     for sub in ["pack", "info"] {
         std::fs::create_dir_all(quarantine.join(sub))
@@ -95,7 +95,7 @@ fn quarantine_objects(fence: &mut Fence, run_dir: &Path, common_dir: &Path) -> a
 /// store (`GIT_ALTERNATE_OBJECT_DIRECTORIES`, for a run that commits), copying what it
 /// needs into the run's. Given to every run, read-only ones too: `git status` cleans a
 /// file through git-lfs when the index's stat data cannot vouch for it.
-fn lfs_store(fence: &mut Fence, run_dir: &Path) -> anyhow::Result<()> {
+fn lfs_store(fence: &mut Fence, run_dir: &Path) -> Result<()> {
     if fence.git_view.is_some() {
         return Ok(());
     }
@@ -135,7 +135,7 @@ pub fn base(
     run_dir: &Path,
     namespaces: bool,
     extra: &[PathBuf],
-) -> anyhow::Result<Fence> {
+) -> Result<Fence> {
     let mut fence = Fence::with_devices();
     fence.add(&workenv.places.home);
     fence.add(&workenv.places.cache);
@@ -216,11 +216,7 @@ pub struct RunPaths<'a> {
 /// dir, the object store, its branch's ref and reflog folders; for any run, its temp
 /// folder (`TMPDIR`), its LFS store, and the files it hands in (its manifest, session and usage files,
 /// created empty if missing). Returns the fence and the temp folder.
-pub fn for_run(
-    paths: &RunPaths,
-    base: Fence,
-    handed_in: &[&Path],
-) -> anyhow::Result<(Fence, PathBuf)> {
+pub fn for_run(paths: &RunPaths, base: Fence, handed_in: &[&Path]) -> Result<(Fence, PathBuf)> {
     let mut fence = base;
     // Git reads the whole repository (its objects, refs, config) under a private /tmp.
     fence.readable.push(paths.common_dir.to_path_buf());
@@ -253,7 +249,7 @@ pub fn for_run(
 /// `logs/refs/heads/crew/<task>/`), made when missing: git cannot make them under the
 /// fence, so they are made before it goes up — and again after strays were taken out of
 /// them, in case that left one empty and git took it away.
-pub fn ref_folders(common_dir: &Path, task: &str) -> anyhow::Result<[PathBuf; 2]> {
+pub fn ref_folders(common_dir: &Path, task: &str) -> Result<[PathBuf; 2]> {
     let dirs = ["refs/heads/crew", "logs/refs/heads/crew"].map(|f| common_dir.join(f).join(task));
     for dir in &dirs {
         std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
@@ -269,7 +265,7 @@ pub fn for_checkout(
     checkout: &Path,
     verifier_dir: &Path,
     base: Fence,
-) -> anyhow::Result<Fence> {
+) -> Result<Fence> {
     let mut fence = base;
     fence.readable.push(common_dir.to_path_buf());
     fence.add_repo_dir(checkout);
@@ -287,10 +283,7 @@ pub fn for_checkout(
 
 /// The shared part of a run's fence, when the run has one (`None` for a run dispatched
 /// without a fence), with its worker's environment made.
-pub fn base_for(
-    record: &crate::core::record::RunRecord,
-    run_dir: &Path,
-) -> anyhow::Result<Option<Fence>> {
+pub fn base_for(record: &crate::core::record::RunRecord, run_dir: &Path) -> Result<Option<Fence>> {
     let config = backend_of(run_dir);
     let workenv = crate::run::workenv::prepare(run_dir, record, &config)?;
     fenced(record, run_dir, &workenv)
@@ -306,7 +299,7 @@ pub fn fenced(
     record: &crate::core::record::RunRecord,
     run_dir: &Path,
     workenv: &crate::run::workenv::WorkerEnv,
-) -> anyhow::Result<Option<Fence>> {
+) -> Result<Option<Fence>> {
     if !record
         .fence
         .as_deref()

@@ -3,6 +3,7 @@
 //! cannot be written is handed back as a value ([`NotFiled`]), never printed and never
 //! fatal to the run: the caller says it where its output goes.
 
+use crate::run::error::Result;
 use std::path::Path;
 
 use crate::core::record::{DiffStat, Outcome, RunRecord};
@@ -12,10 +13,13 @@ use crate::sys::clock::now_millis;
 
 /// A run's ledger row that was not written, and why.
 #[derive(Debug, thiserror::Error)]
-#[error("the ledger row of run {run} was not written: {cause:#}")]
+#[error(
+    "the ledger row of run {run} was not written: {}",
+    crate::fault::chain(cause)
+)]
 pub struct NotFiled {
     pub run: String,
-    pub cause: anyhow::Error,
+    pub cause: crate::run::error::Error,
 }
 
 /// Appends an ended attempt's ledger row.

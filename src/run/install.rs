@@ -5,9 +5,10 @@
 //! goes through `GitRunner`, the record is `state::init_record`'s. Returns what it did as
 //! values; rendering and warnings on stderr are `cli::init`'s.
 
+use crate::run::error::Result;
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context, anyhow};
+use crate::run::error::Context;
 use serde::Serialize;
 
 use crate::core::hookblock;
@@ -93,7 +94,7 @@ pub fn init(
     repo: &crate::git::Repository,
     workdir: &Path,
     uninstall: bool,
-) -> anyhow::Result<Result<Setup, Refusal>> {
+) -> Result<Result<Setup, Refusal>> {
     let state = state_dir(repo);
     if let Some(refused) = refusal(repo, workdir) {
         return Ok(Err(refused));
@@ -109,9 +110,8 @@ pub fn init(
 /// The shim's block, with the absolute path of this binary as the fallback for when
 /// `git-crew` is not on PATH at commit time — unless the hooks live in the work tree
 /// (husky's `.husky`), where they are committed and a path of this machine has no place.
-fn shim_block(shim: &str, embed_exe: bool) -> anyhow::Result<String> {
-    let block = hookblock::block_of(shim)
-        .ok_or_else(|| anyhow!("a shipped hook shim has no marker block"))?;
+fn shim_block(shim: &str, embed_exe: bool) -> Result<String> {
+    let block = hookblock::block_of(shim).context("a shipped hook shim has no marker block")?;
     let exe = if embed_exe {
         std::env::current_exe()?.to_string_lossy().into_owned()
     } else {
@@ -133,7 +133,7 @@ fn install(
     workdir: &Path,
     state: &Path,
     git: &GitRunner,
-) -> anyhow::Result<Result<Setup, Refusal>> {
+) -> Result<Result<Setup, Refusal>> {
     let mut record = InitRecord::load(state)?.unwrap_or_default();
     // Saved after each step, so a failure half-way never leaves an addition that
     // uninstall does not know about.
@@ -192,10 +192,9 @@ fn install(
     record.hooks_dir = Some(dir.clone());
     let mut hooks = Vec::new();
     for (name, shim) in SHIMS {
-        let action = match install_hook(&dir, name, shim, embed_exe) {
+        let action = match install_hook(&dir, name, shim, embed_exe)? {
             Ok(action) => action,
-            Err(InstallError::Taken(taken)) => return Ok(Err(Refusal::HookInTheWay(taken))),
-            Err(InstallError::Failed(e)) => return Err(e),
+            Err(taken) => return Ok(Err(Refusal::HookInTheWay(taken))),
         };
         if action == HookAction::Created && !record.hooks_created.iter().any(|h| h == name) {
             record.hooks_created.push(name.to_string());
@@ -319,10 +318,7 @@ pub struct FilePreview<A> {
 }
 
 /// [`Preview`] of an install in the repository of `workdir`; refused as init is.
-pub fn preview(
-    repo: &crate::git::Repository,
-    workdir: &Path,
-) -> anyhow::Result<Result<Preview, Refusal>> {
+pub fn preview(repo: &crate::git::Repository, workdir: &Path) -> Result<Result<Preview, Refusal>> {
     if let Some(refused) = refusal(repo, workdir) {
         return Ok(Err(refused));
     }
@@ -359,7 +355,7 @@ pub fn preview(
         let plan = match hooks_dir::plan(&dir, name, &shim_block(shim, embed_exe)?) {
             Ok(plan) => plan,
             Err(InstallError::Taken(taken)) => return Ok(Err(Refusal::HookInTheWay(taken))),
-            Err(InstallError::Failed(e)) => return Err(e),
+            Err(InstallError::Failed(e)) => return Err(e.into()),
         };
         let diff = crate::core::text::unified_diff(
             plan.before.as_deref().unwrap_or(""),
@@ -464,8 +460,12 @@ fn install_hook(
     name: &str,
     shim: &str,
     embed_exe: bool,
-) -> Result<HookAction, InstallError> {
-    hooks_dir::install(dir, name, &shim_block(shim, embed_exe)?)
+) -> Result<Result<HookAction, ChainTargetTaken>> {
+    match hooks_dir::install(dir, name, &shim_block(shim, embed_exe)?) {
+        Ok(action) => Ok(Ok(action)),
+        Err(InstallError::Taken(taken)) => Ok(Err(taken)),
+        Err(InstallError::Failed(e)) => Err(e.into()),
+    }
 }
 
 /// Puts git-crew's block back into the hooks init installed that lost it (a hook manager
@@ -474,7 +474,7 @@ fn install_hook(
 pub fn restore_hooks(
     repo: &crate::git::Repository,
     workdir: &Path,
-) -> anyhow::Result<Vec<(&'static str, HookAction)>> {
+) -> Result<Vec<(&'static str, HookAction)>> {
     let state = state_dir(repo);
     let Some(mut record) = InitRecord::load(&state)? else {
         return Ok(Vec::new());
@@ -489,7 +489,10 @@ pub fn restore_hooks(
         if hooks_dir::has_block(&dir, name)? {
             continue;
         }
-        let action = install_hook(&dir, name, shim, embed_exe)?;
+        let action = match install_hook(&dir, name, shim, embed_exe)? {
+            Ok(action) => action,
+            Err(taken) => return Err(crate::run::error::Error::invalid(taken)),
+        };
         if action == HookAction::Created && !record.hooks_created.iter().any(|h| h == name) {
             record.hooks_created.push(name.to_string());
             record.save(&state)?;
@@ -508,7 +511,7 @@ fn shared_hooks_dir(
     workdir: &Path,
     git: &GitRunner,
     record: &InitRecord,
-) -> anyhow::Result<Option<PathBuf>> {
+) -> Result<Option<PathBuf>> {
     let values = git.scoped_values("core.hooksPath")?;
     let ours = |value: &str| {
         record
@@ -541,7 +544,7 @@ fn set_config(
     state: &Path,
     key: &str,
     value: &str,
-) -> anyhow::Result<ConfigStep> {
+) -> Result<ConfigStep> {
     let current = git.local_values(key)?;
     let action = if current.last().map(String::as_str) == Some(value) {
         ConfigAction::Kept
@@ -583,7 +586,7 @@ fn move_shared_worktree_settings(
     git: &GitRunner,
     record: &mut InitRecord,
     state: &Path,
-) -> anyhow::Result<Vec<ConfigStep>> {
+) -> Result<Vec<ConfigStep>> {
     let on = git
         .local_values(install::WORKTREE_CONFIG)?
         .last()
@@ -627,7 +630,7 @@ fn move_shared_worktree_settings(
 
 /// Moves a setting init moved back to the shared config, as it was; what is already
 /// back (an uninstall that stopped half-way) is left as it is.
-fn move_back(git: &GitRunner, moved: &ConfigMove) -> anyhow::Result<ConfigAction> {
+fn move_back(git: &GitRunner, moved: &ConfigMove) -> Result<ConfigAction> {
     let Some(value) = moved.values.last() else {
         return Ok(ConfigAction::Absent);
     };
@@ -661,7 +664,7 @@ fn uninstall(
     workdir: &Path,
     state: &Path,
     git: &GitRunner,
-) -> anyhow::Result<Setup> {
+) -> Result<Setup> {
     let record = InitRecord::load(state)?;
     let known = record.is_some();
     let record = record.unwrap_or_default();
@@ -791,7 +794,7 @@ fn worktree_config_in_use(
     repo: &crate::git::Repository,
     git: &GitRunner,
     moved: &[ConfigMove],
-) -> anyhow::Result<bool> {
+) -> Result<bool> {
     if !live::list(&state_dir(repo), &mut |_, _| {}).is_empty() {
         return Ok(true);
     }

@@ -13,7 +13,7 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use anyhow::Context;
+use crate::run::error::{Context, Result};
 
 use super::landing::{self, Cleaned, Journal};
 use super::process::RunError;
@@ -142,11 +142,7 @@ pub fn integrate(
 
 /// Everything [`integrate::admit`] decides on. The run's commits are looked at only for
 /// a record it takes.
-fn gather(
-    repo: &crate::git::Repository,
-    store: &RunStore,
-    request: &Request,
-) -> anyhow::Result<Facts> {
+fn gather(repo: &crate::git::Repository, store: &RunStore, request: &Request) -> Result<Facts> {
     let run = &request.run;
     let live = store.live_path(run).exists();
     let record = store.load(run)?;
@@ -209,7 +205,7 @@ fn refused(
     request: &Request,
     record: Option<&RunRecord>,
     refusal: Refusal,
-) -> anyhow::Result<Result<Done, Refusal>> {
+) -> Result<Result<Done, Refusal>> {
     if refusal.counts_as_scope_reject()
         && !request.dry_run
         && let Some(record) = record
@@ -271,7 +267,10 @@ fn merge_in(
             Err(refusal) => return Ok(refused(repo_dir, repo, request, Some(&record), refusal)?),
         };
         let Some((target_tip, checkout, _)) = target else {
-            return Err(anyhow::anyhow!("a merge was planned onto {into}, which is gone").into());
+            return Err(crate::run::error::Error::invalid(format!(
+                "a merge was planned onto {into}, which is gone"
+            ))
+            .into());
         };
         // A target that contains the run's base gets the branch merged in. One that does
         // not (reset below the base, another branch) gets exactly the run's own change,
@@ -305,7 +304,7 @@ fn merge_in(
         };
         let parents = (landing.parents.iter())
             .map(|p| crate::git::refs::oid(p))
-            .collect::<anyhow::Result<Vec<_>>>()?;
+            .collect::<crate::git::error::Result<Vec<_>>>()?;
         let commit = merge::commit(repo, &landing.message, tree, &parents)?;
         if request.dry_run {
             // What would land, decided; the commit is unreachable and nothing moved.
@@ -385,7 +384,7 @@ fn merge_in(
             notes::undo(repo, notes::CREW, notes_after, notes_before)?;
             landing::drop_journal(store, run);
             let moved = merge::branch_tip(repo, &into)? != Some(target_tip);
-            match integrate::advance_failed(moved, checkout, format!("{err:#}")) {
+            match integrate::advance_failed(moved, checkout, crate::fault::chain(&err)) {
                 Advance::Retry => continue,
                 Advance::Refused(refusal) => return Ok(Err(refusal)),
                 Advance::Failed => return Err(err.into()),
@@ -397,9 +396,9 @@ fn merge_in(
             // us): the target did not get the run.
             notes::undo(repo, notes::CREW, notes_after, notes_before)?;
             landing::drop_journal(store, run);
-            return Err(anyhow::anyhow!(
+            return Err(crate::run::error::Error::invalid(format!(
                 "{into} did not end at the integration commit {commit}; check `git reflog` in its checkout"
-            )
+            ))
             .into());
         }
         crate::sys::failpoint::crash("integrate-after-target");
@@ -449,7 +448,7 @@ fn by_hand(
     request: &Request,
     plan: Plan,
     target: ObjectId,
-) -> anyhow::Result<Result<Done, Refusal>> {
+) -> Result<Result<Done, Refusal>> {
     let run = &request.run;
     let into = &plan.into;
     let base = crate::git::refs::oid(&plan.base)?;
@@ -459,7 +458,9 @@ fn by_hand(
         return Ok(Err(refusal));
     }
     let Some(commit) = merge::landing(repo, target, run_tip)? else {
-        anyhow::bail!("{into} contains run {run} but no commit of its first-parent line does");
+        crate::run::error::bail!(
+            "{into} contains run {run} but no commit of its first-parent line does"
+        );
     };
     let fast_forward = merge::is_ancestor(repo, commit, run_tip);
     let old = match merge::parents(repo, commit)?.first() {
@@ -489,7 +490,7 @@ fn by_hand(
             .unwrap_or_default()
             .iter()
             .map(|c| crate::git::refs::oid(c))
-            .collect::<anyhow::Result<Vec<_>>>()?;
+            .collect::<crate::git::error::Result<Vec<_>>>()?;
         (merged.files.unwrap_or_default(), merged.violations, noted)
     };
     let hand = integrate::Hand {
@@ -533,7 +534,7 @@ fn standing_now(
     repo: &crate::git::Repository,
     store: &RunStore,
     run: &str,
-) -> anyhow::Result<Option<Integration>> {
+) -> Result<Option<Integration>> {
     Ok(store
         .load(run)?
         .and_then(|r| r.integration)

@@ -7,7 +7,7 @@
 
 use std::path::{Path, PathBuf};
 
-use anyhow::Context;
+use crate::run::error::{Context, Result};
 
 use crate::core::flight::WorktreeCleanup;
 use crate::core::integrate::{self, Landing, STATE_FILE};
@@ -70,10 +70,11 @@ pub fn pending(store: &RunStore, run: &str) -> bool {
 }
 
 /// Writes the journal, before the target moves.
-pub fn write_journal(store: &RunStore, run: &str, journal: &Journal) -> anyhow::Result<()> {
+pub fn write_journal(store: &RunStore, run: &str, journal: &Journal) -> Result<()> {
     let path = journal_path(store, run);
     std::fs::create_dir_all(path.parent().context("a run folder")?)?;
-    crate::sys::fs::write_atomic(&path, &serde_json::to_string(journal)?, 0o644)
+    crate::sys::fs::write_atomic(&path, &serde_json::to_string(journal)?, 0o644)?;
+    Ok(())
 }
 
 /// Drops the journal of a landing that did not happen (its notes taken back).
@@ -103,7 +104,7 @@ pub fn record_landed(
     store: &RunStore,
     record: &mut RunRecord,
     landed: &Landed,
-) -> anyhow::Result<()> {
+) -> Result<()> {
     merge::set_ref(
         repo,
         &git::run_range::attempts_ref(&record.run),
@@ -142,7 +143,7 @@ pub fn record_scope_reject(
     repo_dir: &Path,
     repo: &crate::git::Repository,
     record: &RunRecord,
-) -> anyhow::Result<()> {
+) -> Result<()> {
     let counted = record.outcome == Some(Outcome::ScopeReject)
         || crate::run::ledger::rows(repo, Some(&record.task))?
             .iter()
@@ -165,7 +166,7 @@ pub fn land(
     record: &mut RunRecord,
     journal: &Journal,
     cleanup: WorktreeCleanup,
-) -> anyhow::Result<Cleaned> {
+) -> Result<Cleaned> {
     let run_tip = crate::git::refs::oid(&journal.run_tip)?;
     record_landed(
         repo_dir,
@@ -206,7 +207,7 @@ pub fn resume(
     store: &RunStore,
     run: &str,
     cleanup: WorktreeCleanup,
-) -> anyhow::Result<Option<Completed>> {
+) -> Result<Option<Completed>> {
     let path = journal_path(store, run);
     let Ok(bytes) = std::fs::read(&path) else {
         return Ok(None);

@@ -3,36 +3,37 @@
 
 use std::path::Path;
 
-use anyhow::Context;
+use crate::run::error::{Context, Result};
 
 use crate::core::ledger::{self, Row};
 use crate::core::record::RunRecord;
 use crate::git::notes;
 
 /// The object a task's ledger note hangs on.
-pub fn task_key(repo: &crate::git::Repository, task: &str) -> anyhow::Result<crate::git::ObjectId> {
-    notes::key_blob(repo, &format!("crew-task:{task}"))
+pub fn task_key(repo: &crate::git::Repository, task: &str) -> Result<crate::git::ObjectId> {
+    Ok(notes::key_blob(repo, &format!("crew-task:{task}"))?)
 }
 
 /// Appends the run's row to its task's ledger note.
-pub fn append(repo_dir: &Path, record: &RunRecord) -> anyhow::Result<()> {
+pub fn append(repo_dir: &Path, record: &RunRecord) -> Result<()> {
     let repo =
         crate::git::repo::open(repo_dir).context("cannot open the repository for the ledger")?;
     let key = task_key(&repo, &record.task)?;
     let line = serde_json::to_string(&Row::of(record))?;
-    notes::append_line(&repo, notes::LEDGER, key, &line)
+    Ok(notes::append_line(&repo, notes::LEDGER, key, &line)?)
 }
 
 /// Appends a row built by the caller (integrate's) to `task`'s ledger note.
-pub fn append_row(repo_dir: &Path, task: &str, row: &Row) -> anyhow::Result<()> {
+pub fn append_row(repo_dir: &Path, task: &str, row: &Row) -> Result<()> {
     let repo =
         crate::git::repo::open(repo_dir).context("cannot open the repository for the ledger")?;
     let key = task_key(&repo, task)?;
-    notes::append_line(&repo, notes::LEDGER, key, &serde_json::to_string(row)?)
+    let row = serde_json::to_string(row)?;
+    Ok(notes::append_line(&repo, notes::LEDGER, key, &row)?)
 }
 
 /// The rows of one task, or of every task; oldest first.
-pub fn rows(repo: &crate::git::Repository, task: Option<&str>) -> anyhow::Result<Vec<Row>> {
+pub fn rows(repo: &crate::git::Repository, task: Option<&str>) -> Result<Vec<Row>> {
     let mut rows = match task {
         Some(task) => {
             let key = notes::key_id(repo, &format!("crew-task:{task}"))?;
@@ -69,7 +70,7 @@ pub enum Cache {
 }
 
 /// The stats and estimates of the ledger as it is now.
-pub fn learnt(repo: &crate::git::Repository, cache: Cache) -> anyhow::Result<Learnt> {
+pub fn learnt(repo: &crate::git::Repository, cache: Cache) -> Result<Learnt> {
     let tip = notes::tip(repo, notes::LEDGER)?.map(|id| id.to_string());
     let path = crate::core::layout::ledger_cache(&crate::git::repo::state_dir(repo));
     if let Ok(bytes) = std::fs::read(&path)
@@ -112,7 +113,7 @@ pub fn estimates(
     repo: &crate::git::Repository,
     plan: &crate::core::plan::Plan,
     cache: Cache,
-) -> anyhow::Result<std::collections::HashMap<String, f64>> {
+) -> Result<std::collections::HashMap<String, f64>> {
     let learnt = learnt(repo, cache)?;
     Ok(plan
         .tasks

@@ -12,6 +12,7 @@
 pub mod backends;
 pub mod dispatch;
 pub mod doctor;
+pub mod error;
 pub mod fence;
 pub mod filing;
 pub mod install;

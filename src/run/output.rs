@@ -9,7 +9,7 @@ use std::fs::File;
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 
-use anyhow::Context;
+use crate::run::error::{Context, Result};
 
 /// The default `fences.max_output` per stream and attempt, in bytes.
 pub const DEFAULT_CAP: u64 = crate::core::flight::DEFAULT_MAX_OUTPUT;
@@ -34,7 +34,7 @@ pub struct Capped {
 
 impl Capped {
     /// A capped file at `path` (created, truncated) holding at most about `cap` bytes.
-    pub fn create(path: &Path, cap: u64) -> anyhow::Result<Capped> {
+    pub fn create(path: &Path, cap: u64) -> Result<Capped> {
         let file =
             File::create(path).with_context(|| format!("cannot create {}", path.display()))?;
         let cap = cap.max(4096);
@@ -94,7 +94,7 @@ impl Capped {
 
     /// Writes the kept tail after the head — with the marker when anything was cut, the
     /// first (partial) line of the tail dropped then — and removes the side files.
-    pub fn finish(&mut self) -> anyhow::Result<()> {
+    pub fn finish(&mut self) -> Result<()> {
         if self.done {
             return Ok(());
         }
@@ -157,7 +157,7 @@ fn is_last_chunk(part: &File) -> bool {
 
 /// Appends an attempt's `stdout` and `stderr` files to the transcript at `transcript`
 /// under their own headings, streaming (never the whole file in memory).
-pub fn archive(transcript: &Path, stdout: &Path, stderr: &Path) -> anyhow::Result<()> {
+pub fn archive(transcript: &Path, stdout: &Path, stderr: &Path) -> Result<()> {
     let mut out = open_append(transcript)?;
     for (name, path) in [("stdout", stdout), ("stderr", stderr)] {
         let Ok(mut file) = File::open(path) else {
@@ -174,7 +174,7 @@ pub fn archive(transcript: &Path, stdout: &Path, stderr: &Path) -> anyhow::Resul
 }
 
 /// Opens a file for appending, creating it (mode 0600) with its folder.
-pub fn open_append(path: &Path) -> anyhow::Result<std::fs::File> {
+pub fn open_append(path: &Path) -> Result<std::fs::File> {
     use std::os::unix::fs::OpenOptionsExt;
     if let Some(dir) = path.parent() {
         std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;

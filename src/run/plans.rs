@@ -6,7 +6,7 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-use anyhow::Context;
+use crate::run::error::{Context, Result};
 
 use crate::core::flight::{Diagnostic, Flight};
 use crate::core::integrate::STATE_FILE;
@@ -79,11 +79,7 @@ pub fn gate_key(plan: &str, gate: &str) -> String {
 }
 
 /// Every verdict recorded for a gate, oldest first.
-pub fn history(
-    repo: &crate::git::Repository,
-    plan: &str,
-    gate: &str,
-) -> anyhow::Result<Vec<Verdict>> {
+pub fn history(repo: &crate::git::Repository, plan: &str, gate: &str) -> Result<Vec<Verdict>> {
     let key = notes::key_id(repo, &gate_key(plan, gate))?;
     let text = notes::read(repo, notes::GATES, key)?.unwrap_or_default();
     let mut rows: Vec<Verdict> = text
@@ -95,10 +91,7 @@ pub fn history(
 }
 
 /// The latest verdict of every gate of `plan` that has one.
-pub fn verdicts(
-    repo: &crate::git::Repository,
-    plan: &Plan,
-) -> anyhow::Result<HashMap<String, Verdict>> {
+pub fn verdicts(repo: &crate::git::Repository, plan: &Plan) -> Result<HashMap<String, Verdict>> {
     let mut out = HashMap::new();
     for gate in &plan.gates {
         if let Some(last) = history(repo, &plan.id, &gate.id)?.pop() {
@@ -114,7 +107,7 @@ pub fn record_verdict(
     repo: &crate::git::Repository,
     verdict: &Verdict,
     measured_at: crate::git::ObjectId,
-) -> anyhow::Result<()> {
+) -> Result<()> {
     let key = notes::key_blob(repo, &gate_key(&verdict.plan, &verdict.gate))?;
     let line = serde_json::to_string(verdict)?;
     notes::edit(
@@ -141,7 +134,7 @@ pub fn record_verdict(
 }
 
 /// The runs integrated into HEAD, by task, from `docs/state/crew.json` in HEAD's tree.
-pub fn integrated(repo: &crate::git::Repository) -> anyhow::Result<HashMap<String, String>> {
+pub fn integrated(repo: &crate::git::Repository) -> Result<HashMap<String, String>> {
     let Some(head) = crate::git::refs::head_id(repo) else {
         return Ok(HashMap::new());
     };
@@ -165,7 +158,7 @@ pub fn facts(
     store: &RunStore,
     plan: &Plan,
     flight: &Flight,
-) -> anyhow::Result<Facts> {
+) -> Result<Facts> {
     let live = store.live()?.into_iter().map(|r| (r.task, r.run)).collect();
     Ok(Facts {
         live,
@@ -228,7 +221,7 @@ pub fn task_for_dispatch(
     plan: &Plan,
     id: &str,
     flight: &Flight,
-) -> anyhow::Result<Result<ForDispatch, TaskRefusal>> {
+) -> Result<Result<ForDispatch, TaskRefusal>> {
     let Some(task) = plan.task(id).cloned() else {
         return Ok(Err(TaskRefusal::NotFound {
             plan: plan.id.clone(),

@@ -8,6 +8,7 @@
 //! it breaks its fences, as a scope rejection. A run already recorded as integrated is
 //! left as it stands.
 
+use crate::run::error::Result;
 use std::path::Path;
 
 use serde::Serialize;
@@ -46,7 +47,7 @@ pub fn audit(
     repo: &crate::git::Repository,
     repo_dir: &Path,
     say: &mut dyn FnMut(&str),
-) -> anyhow::Result<Vec<Merged>> {
+) -> Result<Vec<Merged>> {
     if leave_alone(repo)? {
         return Ok(Vec::new());
     }
@@ -71,7 +72,7 @@ pub fn audit_commit(
     repo: &crate::git::Repository,
     repo_dir: &Path,
     say: &mut dyn FnMut(&str),
-) -> anyhow::Result<Vec<Merged>> {
+) -> Result<Vec<Merged>> {
     let Some(head) = git::refs::head_id(repo) else {
         return Ok(Vec::new());
     };
@@ -92,7 +93,7 @@ pub fn audit_commit(
 /// Whether the hooks leave this merge to someone else: `git crew integrate` records the
 /// run it is fast-forwarding, and a merge inside a run's own worktree (a worker bringing
 /// the target in) is the run's work, not an integration of it.
-fn leave_alone(repo: &crate::git::Repository) -> anyhow::Result<bool> {
+fn leave_alone(repo: &crate::git::Repository) -> Result<bool> {
     Ok(std::env::var_os(INTEGRATING_VAR).is_some() || git::identity::read(repo)?.is_some())
 }
 
@@ -105,7 +106,7 @@ fn brought_in(
     new: git::ObjectId,
     by: &str,
     say: &mut dyn FnMut(&str),
-) -> anyhow::Result<Vec<Merged>> {
+) -> Result<Vec<Merged>> {
     let current = git::refs::head_ref(repo)?;
     let into = git::refs::head_branch(repo).unwrap_or_else(|| "HEAD".to_string());
     let mut runs = Vec::new();
@@ -159,7 +160,7 @@ pub fn land_by_hand(
     repo_dir: &Path,
     hand: &Hand,
     say: &mut dyn FnMut(&str),
-) -> anyhow::Result<Merged> {
+) -> Result<Merged> {
     let (branch, tip, old, new) = (hand.branch.to_string(), hand.tip, hand.old, hand.new);
     let run_id = branch.rsplit('/').next().unwrap_or_default().to_string();
     // The run's scope comes from its seal, never from its worktree's own config (which

@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use anyhow::Context;
+use crate::run::error::{Context, Result};
 
 use super::output::Capped;
 use crate::sys::clock::now_millis;
@@ -241,7 +241,7 @@ pub struct Running {
 
 /// Starts a process in its own process group, stdin closed, output archived; `observe`
 /// sees its stdout as it comes.
-pub fn start(spec: &Spec, observe: Option<Observer>) -> anyhow::Result<Running> {
+pub fn start(spec: &Spec, observe: Option<Observer>) -> Result<Running> {
     let sinks = [
         Arc::new(Mutex::new(Capped::create(
             &spec.stdout_file,
@@ -428,5 +428,20 @@ pub enum RunError {
     #[error(transparent)]
     Interrupted(#[from] Interrupted),
     #[error(transparent)]
-    Failed(#[from] anyhow::Error),
+    Failed(#[from] crate::run::error::Error),
+}
+
+crate::run::error::failed_underneath!(RunError);
+
+/// Where a process's error is the layer's: an interrupt keeps its words and its type.
+impl From<RunError> for crate::run::error::Error {
+    fn from(err: RunError) -> crate::run::error::Error {
+        match err {
+            RunError::Failed(err) => err,
+            RunError::Interrupted(interrupted) => crate::run::error::Error::Within {
+                what: interrupted.to_string(),
+                source: Box::new(interrupted),
+            },
+        }
+    }
 }

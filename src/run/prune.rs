@@ -7,6 +7,7 @@
 //! `abandon` of a finished run: what it still holds is kept under
 //! `refs/crew/attempts/<run>`, so that a prune may remove it without losing a line.
 
+use crate::run::error::{Context, Result};
 use std::path::Path;
 use std::time::Duration;
 
@@ -98,7 +99,7 @@ pub fn prune(
     repo_dir: &Path,
     store: &RunStore,
     request: Request,
-) -> anyhow::Result<Pruned> {
+) -> Result<Pruned> {
     let _turn = store.integrate_lock(Duration::from_secs(600))?;
     let options = Options {
         all: request.all,
@@ -173,7 +174,10 @@ pub fn prune(
                         repo,
                         &record,
                         &seen,
-                        vec![format!("it could not be removed: {err:#}")],
+                        vec![format!(
+                            "it could not be removed: {}",
+                            crate::fault::chain(&err)
+                        )],
                         None,
                         options.now_ms,
                     )),
@@ -185,7 +189,8 @@ pub fn prune(
     match crate::run::strays::settle(repo, store, !request.dry_run) {
         Ok(strays) => out.strays = strays,
         Err(err) => out.warnings.push(format!(
-            "the tasks' ref folders could not be looked at: {err:#}"
+            "the tasks' ref folders could not be looked at: {}",
+            crate::fault::chain(&err)
         )),
     }
     Ok(out)
@@ -196,7 +201,7 @@ pub fn stranded_work(
     repo: &crate::git::Repository,
     repo_dir: &Path,
     store: &RunStore,
-) -> anyhow::Result<Vec<Stranded>> {
+) -> Result<Vec<Stranded>> {
     let options = Options {
         all: true,
         older_than_s: None,
@@ -310,7 +315,7 @@ fn worktree(
     }
     let tree = match RunTree::restore(repo.common_dir(), path, &r.identity()) {
         Ok(tree) => tree,
-        Err(err) => return (None, Tree::Unreadable(format!("{err:#}"))),
+        Err(err) => return (None, Tree::Unreadable(crate::fault::chain(&err))),
     };
     // A repository nested in the worktree — under a gitlink, or untracked (git names it
     // as a folder, `dir/`, and never looks inside) — holds work git-crew cannot see.
@@ -323,7 +328,7 @@ fn worktree(
     // (and `git add` would pass them over, so no snapshot can vouch for them).
     let hidden = match tree.hidden_from_status() {
         Ok(hidden) => hidden,
-        Err(err) => return (Some(tree), Tree::Unreadable(format!("{err:#}"))),
+        Err(err) => return (Some(tree), Tree::Unreadable(crate::fault::chain(&err))),
     };
     let uncommitted = tree.uncommitted().map(|mut paths| {
         paths.extend(hidden.iter().cloned());
@@ -331,7 +336,7 @@ fn worktree(
     });
     let state = match (tree.holds_nested_repository(), uncommitted) {
         (Ok(true), _) => Tree::Nested,
-        (Err(err), _) | (_, Err(err)) => Tree::Unreadable(format!("{err:#}")),
+        (Err(err), _) | (_, Err(err)) => Tree::Unreadable(crate::fault::chain(&err)),
         (Ok(false), Ok(paths)) if untracked_repository(&paths) => Tree::Nested,
         (Ok(false), Ok(paths)) if paths.is_empty() => Tree::Clean,
         (Ok(false), Ok(paths)) => {
@@ -401,7 +406,7 @@ fn remove(
     record: &mut RunRecord,
     seen: &Seen,
     removed: &mut Removed,
-) -> anyhow::Result<()> {
+) -> Result<()> {
     if removed.worktree.is_some()
         && let Some(tree) = &seen.tree
     {
@@ -427,9 +432,9 @@ fn remove(
 
 /// Removes a run's worktree and its administration — one the caller saw clean and
 /// holding no nested repository (git's own check would run a status of its own in it).
-pub fn remove_tree(repo_dir: &Path, tree: &RunTree) -> anyhow::Result<()> {
+pub fn remove_tree(repo_dir: &Path, tree: &RunTree) -> Result<()> {
     let _ = crate::git::worktree::unlock(repo_dir, &tree.path);
-    tree.remove(repo_dir)
+    Ok(tree.remove(repo_dir)?)
 }
 
 /// Notes on the run's record what went (it stays readable: `show` says it was pruned).
@@ -439,7 +444,7 @@ pub fn mark(
     worktree: bool,
     branch: bool,
     ignored: &[String],
-) -> anyhow::Result<()> {
+) -> Result<()> {
     let before = record.pruned.take();
     record.pruned = Some(Pruning {
         at: crate::sys::clock::stamp_now(),
@@ -479,7 +484,7 @@ pub fn keep(
     repo: &crate::git::Repository,
     store: &RunStore,
     record: &RunRecord,
-) -> anyhow::Result<Result<Kept, NotKept>> {
+) -> Result<Result<Kept, NotKept>> {
     let mut record = record.clone();
     crate::git::seal::restore(repo, &mut record)?;
     let name = crate::git::run_range::attempts_ref(&record.run);
@@ -544,7 +549,7 @@ pub fn keep(
                 .as_ref()
                 .map(|t| t.snapshot(&scratch))
                 .transpose()?
-                .ok_or_else(|| anyhow::anyhow!("the worktree went while it was looked at"))?;
+                .context("the worktree went while it was looked at")?;
             let message = format!(
                 "crew: what run {} left uncommitted, kept when it was abandoned\n",
                 record.run

@@ -9,7 +9,7 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use anyhow::Context;
+use crate::run::error::{Context, Result};
 
 use super::filing::NotFiled;
 use super::supervisor::{self, Delivered};
@@ -23,7 +23,7 @@ use crate::sys::clock::now_millis;
 /// Brings the store up to date before a command that acts reads it: runs whose
 /// supervisor died are filed as abandoned, and queued runs start where slots are free.
 /// Returns the ledger rows of reaped runs that could not be written.
-pub fn settle(store: &RunStore, repo_dir: &Path) -> anyhow::Result<Vec<NotFiled>> {
+pub fn settle(store: &RunStore, repo_dir: &Path) -> Result<Vec<NotFiled>> {
     // One read of the live pointers serves both: reaping never touches queued runs.
     let live = store.live()?;
     let reaped = super::reap::reap_dead(store, repo_dir, &live)?;
@@ -44,7 +44,7 @@ pub fn supervise(
     store: &RunStore,
     run: &str,
     not_filed: &mut dyn FnMut(NotFiled),
-) -> anyhow::Result<()> {
+) -> Result<()> {
     let mut report = supervisor::Report::default();
     let driven = supervisor::drive(repo, store, run, &mut report);
     let told = after_supervisor(store, &supervisor::repo_dir(repo), report, not_filed);
@@ -65,7 +65,7 @@ pub fn deliver(
     run: &str,
     reply: &str,
     not_filed: &mut dyn FnMut(NotFiled),
-) -> anyhow::Result<Delivered> {
+) -> Result<Delivered> {
     let mut report = supervisor::Report::default();
     let delivered = supervisor::deliver(repo, store, run, reply, &mut report)?;
     after_supervisor(store, &supervisor::repo_dir(repo), report, not_filed);
@@ -97,7 +97,7 @@ fn after_supervisor(
 
 /// The phase a parked run goes back to when the lead answers it: `working` while its
 /// backend has a free slot (it held none while parked), else `queued`.
-pub fn readmit(store: &RunStore, record: &RunRecord) -> anyhow::Result<Phase> {
+pub fn readmit(store: &RunStore, record: &RunRecord) -> Result<Phase> {
     let live = store.live()?;
     let config: BackendConfig =
         crate::state::run_files::backend(&store.run_dir(&record.run)).unwrap_or_default();
@@ -113,7 +113,7 @@ pub fn readmit(store: &RunStore, record: &RunRecord) -> anyhow::Result<Phase> {
 /// run ends or parks (after its supervisor reports the freed slot) and by every command
 /// that acts, so a queue never
 /// stalls for long even when a supervisor died.
-pub fn promote(store: &RunStore, repo_dir: &Path) -> anyhow::Result<Vec<String>> {
+pub fn promote(store: &RunStore, repo_dir: &Path) -> Result<Vec<String>> {
     let _lock = store.dispatch_lock(Duration::from_secs(30))?;
     let live = store.live()?;
     let mut started = Vec::new();
@@ -181,7 +181,7 @@ pub fn promote(store: &RunStore, repo_dir: &Path) -> anyhow::Result<Vec<String>>
 /// Starts `git crew supervise RUN` detached: a session of its own (so every process of
 /// the run can be found and ended through it), no terminal, output to the run's folder.
 /// It outlives this process.
-pub fn start_supervisor(repo_dir: &Path, run: &str, run_dir: &Path) -> anyhow::Result<u32> {
+pub fn start_supervisor(repo_dir: &Path, run: &str, run_dir: &Path) -> Result<u32> {
     let exe = std::env::current_exe().context("cannot find the git-crew binary")?;
     let log = super::output::open_append(&crate::core::layout::supervisor_log(run_dir))?;
     let mut command = Command::new(exe);
@@ -227,7 +227,7 @@ pub fn advise(
     repo_dir: &Path,
     record: &mut RunRecord,
     text: &str,
-) -> anyhow::Result<Option<Advised>> {
+) -> Result<Option<Advised>> {
     let run_dir = store.run_dir(&record.run);
     let file = crate::core::layout::advice(&run_dir, record.attempts + 1);
     std::fs::write(&file, super::prompt::advice(record, text))?;

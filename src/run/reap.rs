@@ -3,6 +3,7 @@
 //! doctor and a wave's roll-back end runs this way too, and the supervisor ends a run it
 //! cannot drive through [`end_outside`].
 
+use crate::run::error::Result;
 use std::path::Path;
 
 use super::filing::{self, NotFiled, seal};
@@ -27,7 +28,7 @@ pub fn abandon(
     repo_dir: &Path,
     record: RunRecord,
     why: &str,
-) -> anyhow::Result<Option<Ended>> {
+) -> Result<Option<Ended>> {
     end_outside(store, repo_dir, record, Outcome::Abandoned, why)
 }
 
@@ -40,7 +41,7 @@ pub fn end_outside(
     mut record: RunRecord,
     outcome: Outcome,
     why: &str,
-) -> anyhow::Result<Option<Ended>> {
+) -> Result<Option<Ended>> {
     // Where the run's processes work comes from its id, never from the pointer.
     process::kill_run(
         &record.run,
@@ -127,7 +128,7 @@ pub fn end_outside(
 /// Completes the ending of run `run` whose record was filed before its supervisor died
 /// (the ledger row when it is missing, the pointer removed), when the seal holds the
 /// verdict the record claims.
-fn complete_filed(store: &RunStore, repo_dir: &Path, run: &str) -> anyhow::Result<Option<Ended>> {
+fn complete_filed(store: &RunStore, repo_dir: &Path, run: &str) -> Result<Option<Ended>> {
     let Some(filed) = store.load_record(run)? else {
         return Ok(None);
     };
@@ -158,11 +159,7 @@ fn complete_filed(store: &RunStore, repo_dir: &Path, run: &str) -> anyhow::Resul
 /// its worker's process group and keeping its commits. Runs waiting on the lead
 /// (`needs-help`) have no supervisor and are left alone; a run whose supervisor has not
 /// reported yet gets a grace period.
-pub fn reap_dead(
-    store: &RunStore,
-    repo_dir: &Path,
-    live: &[RunRecord],
-) -> anyhow::Result<Vec<Ended>> {
+pub fn reap_dead(store: &RunStore, repo_dir: &Path, live: &[RunRecord]) -> Result<Vec<Ended>> {
     let mut reaped = Vec::new();
     for record in live.iter().cloned() {
         // The rule a snapshot reports a dead supervisor by: runs waiting on the lead,

@@ -4,6 +4,7 @@
 //! header of its own, within its own bound. Whose failure a failed setup is, and what it
 //! says, is `core::toolchain`'s.
 
+use crate::run::error::Result;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -40,8 +41,7 @@ pub fn run(setup: &Setup, tick: &mut dyn FnMut() -> bool) -> Result<SetupEnd, pr
             crate::core::stamp::seconds_of_millis(crate::sys::clock::now_millis()),
         )
         .as_bytes(),
-    )
-    .map_err(anyhow::Error::new)?;
+    )?;
     let spec = Spec {
         program: "sh".into(),
         args: vec!["-c".into(), setup.command.into()],
@@ -55,7 +55,7 @@ pub fn run(setup: &Setup, tick: &mut dyn FnMut() -> bool) -> Result<SetupEnd, pr
     };
     let running = match process::start(&spec, None) {
         Ok(running) => running,
-        Err(e) => return Ok(SetupEnd::NotStarted(format!("{e:#}"))),
+        Err(e) => return Ok(SetupEnd::NotStarted(crate::fault::chain(&e))),
     };
     let deadline = Instant::now() + setup.timeout;
     let ended = running.watch(deadline, None, &mut |_| tick())?;

@@ -7,11 +7,11 @@
 use std::path::Path;
 
 use crate::core::strays::{self, Found, Known, Moved, Stray, Taken};
+use crate::run::error::{Context, Result};
 use crate::state::runs::RunStore;
-use anyhow::Context;
 
 /// Notes what `task`'s ref folder holds at dispatch, in the run's folder.
-pub fn note(repo: &crate::git::Repository, task: &str, run_dir: &Path) -> anyhow::Result<()> {
+pub fn note(repo: &crate::git::Repository, task: &str, run_dir: &Path) -> Result<()> {
     let found = crate::git::refs::folder(repo, &strays::folder(task))?;
     std::fs::write(
         crate::core::layout::task_refs(run_dir),
@@ -35,7 +35,7 @@ pub fn sweep(
     task: &str,
     run: &str,
     run_dir: &Path,
-) -> anyhow::Result<Option<Swept>> {
+) -> Result<Option<Swept>> {
     let Ok(bytes) = std::fs::read(crate::core::layout::task_refs(run_dir)) else {
         return Ok(None);
     };
@@ -94,7 +94,7 @@ fn take(
             if !apply {
                 return taken;
             }
-            let done = (|| -> anyhow::Result<()> {
+            let done = (|| -> Result<()> {
                 if let (Some(target), Some(kept_as)) = (&f.target, &taken.kept_as) {
                     let message =
                         format!("crew: kept {}, a stray of task {task}'s ref folder", f.name);
@@ -105,7 +105,7 @@ fn take(
                         &message,
                     )?;
                 }
-                crate::git::refs::remove_found(repo, &folder, f)
+                Ok(crate::git::refs::remove_found(repo, &folder, f)?)
             })();
             match done {
                 Ok(()) => taken.removed = true,
@@ -117,7 +117,7 @@ fn take(
                     {
                         taken.kept_as = None;
                     }
-                    taken.error = Some(format!("{err:#}"));
+                    taken.error = Some(crate::fault::chain(&err));
                 }
             }
             taken
@@ -129,11 +129,7 @@ fn take(
 /// — and, with `apply`, each taken out, its target kept, save those of a task with a live
 /// run. Holds the dispatch turn meanwhile: no dispatch has a branch made and its run not
 /// yet known.
-pub fn settle(
-    repo: &crate::git::Repository,
-    store: &RunStore,
-    apply: bool,
-) -> anyhow::Result<Vec<Stray>> {
+pub fn settle(repo: &crate::git::Repository, store: &RunStore, apply: bool) -> Result<Vec<Stray>> {
     let _turn = store.dispatch_lock(std::time::Duration::from_secs(60))?;
     let mut known: Vec<Known> = Vec::new();
     for mut record in store.live()? {

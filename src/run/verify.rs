@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use anyhow::Context;
+use crate::run::error::{Context, Result};
 
 use super::process::{Ended, RunError, Spec, start};
 use crate::core::record::{Outcome, Verify};
@@ -90,7 +90,7 @@ pub fn exclude_leftovers(
     worktree: &Path,
     identity: &crate::core::scope::RunIdentity,
     run_dir: &Path,
-) -> anyhow::Result<Vec<String>> {
+) -> Result<Vec<String>> {
     let tree = crate::git::worktree::RunTree::restore(common_dir, worktree, identity)?;
     let left = tree.untracked()?;
     let lines = crate::core::worktree_files::verify_leftovers(&left);
@@ -324,7 +324,7 @@ pub fn again(
                 Err(e) => {
                     return Ok(Err(Refusal::Administration {
                         run: id,
-                        why: format!("{e:#}"),
+                        why: crate::fault::chain(&e),
                     }));
                 }
             };
@@ -334,7 +334,7 @@ pub fn again(
             Err(e) => {
                 return Ok(Err(Refusal::Unreadable {
                     run: id,
-                    why: format!("{e:#}"),
+                    why: crate::fault::chain(&e),
                 }));
             }
         }

@@ -2,6 +2,7 @@
 //! runs, the ledger's estimates and the routing), and taking back what a wave dispatch
 //! started when one of its tasks could not start.
 
+use crate::run::error::Result;
 use std::path::Path;
 
 use crate::core::flight::Flight;
@@ -20,7 +21,7 @@ pub fn facts(
     flight: &Flight,
     wave: u32,
     cache: super::ledger::Cache,
-) -> anyhow::Result<(WaveFacts, Vec<TaskStatus>, Vec<FollowOn>)> {
+) -> Result<(WaveFacts, Vec<TaskStatus>, Vec<FollowOn>)> {
     let facts = super::plans::facts(repo, store, plan, flight)?;
     let statuses = crate::core::plan::status(plan, &facts);
     let estimates = super::ledger::estimates(repo, plan, cache)?;

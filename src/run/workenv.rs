@@ -5,7 +5,7 @@
 
 use std::path::{Path, PathBuf};
 
-use anyhow::Context;
+use crate::run::error::{Context, Result};
 
 use crate::core::flight::Backend as BackendConfig;
 use crate::core::record::RunRecord;
@@ -57,11 +57,7 @@ fn lead(config: &BackendConfig) -> Lead {
 
 /// Makes the environment of run `record`'s worker (its folder `run_dir`, under
 /// git-crew's state folder): the folders, and the seeds copied in.
-pub fn prepare(
-    run_dir: &Path,
-    record: &RunRecord,
-    config: &BackendConfig,
-) -> anyhow::Result<WorkerEnv> {
+pub fn prepare(run_dir: &Path, record: &RunRecord, config: &BackendConfig) -> Result<WorkerEnv> {
     let state_dir = run_dir
         .parent()
         .and_then(Path::parent)

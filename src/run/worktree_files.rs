@@ -4,7 +4,7 @@
 
 use std::path::Path;
 
-use anyhow::Context;
+use crate::run::error::{Context, Result};
 
 use crate::core::install::CLIENT_HOOKS;
 
@@ -21,7 +21,12 @@ pub fn copy_includes(repo_dir: &Path, wt: &Path) -> Vec<String> {
     let include = crate::core::worktree_files::INCLUDE_FILE;
     let found = match crate::git::worktree_files::included(repo_dir) {
         Ok(found) => found,
-        Err(e) => return vec![format!("{include}: nothing copied: {e:#}")],
+        Err(e) => {
+            return vec![format!(
+                "{include}: nothing copied: {}",
+                crate::fault::chain(&e)
+            )];
+        }
     };
     let mut warnings = found.warnings;
     for item in &found.items {
@@ -41,7 +46,11 @@ pub fn copy_includes(repo_dir: &Path, wt: &Path) -> Vec<String> {
                 "{include}: {} is in the checked-out commit already: not copied over it",
                 rel.display()
             )),
-            Err(e) => warnings.push(format!("{include}: {} not copied: {e:#}", rel.display())),
+            Err(e) => warnings.push(format!(
+                "{include}: {} not copied: {}",
+                rel.display(),
+                crate::fault::chain(&e)
+            )),
         }
     }
     warnings
@@ -50,7 +59,7 @@ pub fn copy_includes(repo_dir: &Path, wt: &Path) -> Vec<String> {
 /// Writes (or refreshes) `<git-common-dir>/crew/hooks/`: the hooks directory of every run
 /// worktree. `pre-commit` runs the scope check first; every shim then chains the hook the
 /// repository already has in `chain_dir` (its `core.hooksPath`, or `.git/hooks`).
-pub fn ensure_run_hooks(hooks: &Path, chain_dir: &Path) -> anyhow::Result<()> {
+pub fn ensure_run_hooks(hooks: &Path, chain_dir: &Path) -> Result<()> {
     std::fs::create_dir_all(hooks)?;
     // Dispatched from inside a run worktree, the hooks directory git reports is this one:
     // chaining it would make every shim run itself forever. Chain the common hooks then.

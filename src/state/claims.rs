@@ -4,6 +4,7 @@
 //! record is filed (`RunStore::finish`) or its dispatch is taken back; a fleet of
 //! machines will keep them in a store they share, behind the same trait.
 
+use super::error::Result;
 use crate::core::claim::{Claim, Clash, Wanted, clash};
 use crate::core::record::RunRecord;
 use crate::state::runs::RunStore;
@@ -11,28 +12,28 @@ use crate::state::runs::RunStore;
 /// A keeper of run claims.
 pub trait Claims {
     /// Every claim held now.
-    fn held(&self) -> anyhow::Result<Vec<Claim>>;
+    fn held(&self) -> Result<Vec<Claim>>;
 
     /// The claim that holds `task`, if one does.
-    fn holder(&self, task: &str) -> anyhow::Result<Option<Claim>> {
+    fn holder(&self, task: &str) -> Result<Option<Claim>> {
         Ok(self.held()?.into_iter().find(|c| c.task == task))
     }
 
     /// Takes the claim of `record`'s run on its task and scope, recording the run as it
     /// stands; the clash, and nothing taken, when another run holds either. Called in
     /// the dispatch turn: nothing else claims meanwhile.
-    fn claim(&self, record: &RunRecord) -> anyhow::Result<Result<(), Clash>>;
+    fn claim(&self, record: &RunRecord) -> Result<Result<(), Clash>>;
 
     /// Lets go of run `run`'s claim (a dispatch taken back); nothing when it holds none.
-    fn release(&self, run: &str) -> anyhow::Result<()>;
+    fn release(&self, run: &str) -> Result<()>;
 }
 
 impl Claims for RunStore {
-    fn held(&self) -> anyhow::Result<Vec<Claim>> {
+    fn held(&self) -> Result<Vec<Claim>> {
         Ok(self.live()?.iter().map(Claim::of).collect())
     }
 
-    fn claim(&self, record: &RunRecord) -> anyhow::Result<Result<(), Clash>> {
+    fn claim(&self, record: &RunRecord) -> Result<Result<(), Clash>> {
         let others: Vec<Claim> = self
             .held()?
             .into_iter()
@@ -51,7 +52,7 @@ impl Claims for RunStore {
         Ok(Ok(()))
     }
 
-    fn release(&self, run: &str) -> anyhow::Result<()> {
+    fn release(&self, run: &str) -> Result<()> {
         match std::fs::remove_file(self.live_path(run)) {
             Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e.into()),
             _ => Ok(()),

@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-use anyhow::Context;
+use super::error::{Context, Result};
 use serde::{Deserialize, Serialize};
 
 use crate::sys::fs::write_atomic;
@@ -63,7 +63,7 @@ pub struct InitRecord {
 }
 
 impl InitRecord {
-    pub fn load(state_dir: &Path) -> anyhow::Result<Option<InitRecord>> {
+    pub fn load(state_dir: &Path) -> Result<Option<InitRecord>> {
         let path = state_dir.join(FILE);
         match std::fs::read(&path) {
             Ok(bytes) => serde_json::from_slice(&bytes)
@@ -74,14 +74,14 @@ impl InitRecord {
         }
     }
 
-    pub fn save(&self, state_dir: &Path) -> anyhow::Result<()> {
+    pub fn save(&self, state_dir: &Path) -> Result<()> {
         std::fs::create_dir_all(state_dir)
             .with_context(|| format!("cannot create {}", state_dir.display()))?;
         let text = serde_json::to_string_pretty(self)?;
-        write_atomic(&state_dir.join(FILE), &text, 0o644)
+        Ok(write_atomic(&state_dir.join(FILE), &text, 0o644)?)
     }
 
-    pub fn delete(state_dir: &Path) -> anyhow::Result<()> {
+    pub fn delete(state_dir: &Path) -> Result<()> {
         let path = state_dir.join(FILE);
         match std::fs::remove_file(&path) {
             Err(e) if e.kind() != std::io::ErrorKind::NotFound => {

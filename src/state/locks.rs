@@ -2,10 +2,12 @@
 //! across processes, and a wait that runs out says what it waited for and how long
 //! (`sys::lock` keeps them: the kernel lets go of a lock when its holder dies).
 
+pub use super::error::Busy;
+use super::error::Result;
 use std::path::Path;
 use std::time::Duration;
 
-use crate::sys::lock::{Held, Lock, NotTaken};
+use crate::sys::lock::{Lock, NotTaken};
 
 /// What a lock guards, which names it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -50,19 +52,9 @@ impl Turn<'_> {
     }
 }
 
-/// A wait for a lock that ran out.
-#[derive(Debug, thiserror::Error)]
-#[error("waited {}s for {what}: {held}", waited.as_secs())]
-pub struct Busy {
-    /// What it waited for ([`Turn::what`]).
-    pub what: String,
-    pub waited: Duration,
-    pub held: Held,
-}
-
 /// Takes the lock of `turn` in the state folder `state_dir`, waiting up to `wait`; a wait
 /// that runs out is [`Busy`], naming what it waited for.
-pub fn take(state_dir: &Path, turn: Turn<'_>, wait: Duration) -> anyhow::Result<Lock> {
+pub fn take(state_dir: &Path, turn: Turn<'_>, wait: Duration) -> Result<Lock> {
     let (folder, name) = turn.file();
     let dir = match folder {
         Some(folder) => state_dir.join(folder),
@@ -94,7 +86,9 @@ mod tests {
         )
         .err()
         .unwrap();
-        let busy = err.downcast_ref::<Busy>().unwrap();
+        let crate::state::error::Error::Busy(busy) = &err else {
+            panic!("{err:?}")
+        };
         assert_eq!(busy.what, "the supervisor of run r1");
         assert!(
             busy.held.path.ends_with("locks/supervisor-r1.lock"),

@@ -5,6 +5,7 @@
 //! reads and writes them.
 
 pub mod claims;
+pub mod error;
 pub mod init_record;
 pub mod live;
 pub mod locks;

@@ -5,7 +5,8 @@
 
 use std::path::{Path, PathBuf};
 
-use anyhow::Context;
+pub use super::error::Unread;
+use super::error::{Context, Result};
 
 use crate::core::flight::Backend;
 use crate::core::layout;
@@ -21,7 +22,7 @@ pub struct Kept<'a> {
 }
 
 /// Writes what dispatch keeps into the run folder `run_dir`.
-pub fn keep(run_dir: &Path, kept: &Kept) -> anyhow::Result<()> {
+pub fn keep(run_dir: &Path, kept: &Kept) -> Result<()> {
     std::fs::write(
         layout::backend_config(run_dir),
         serde_json::to_vec_pretty(kept.backend)?,
@@ -33,17 +34,6 @@ pub fn keep(run_dir: &Path, kept: &Kept) -> anyhow::Result<()> {
     )?;
     std::fs::write(layout::notifier(run_dir), serde_json::to_vec(kept.notify)?)?;
     Ok(())
-}
-
-/// Why a run's backend config was not read.
-#[derive(Debug, thiserror::Error)]
-pub enum Unread {
-    /// It is not there (or cannot be opened).
-    #[error("cannot read the run's backend config: {0}")]
-    Missing(std::io::Error),
-    /// It is there and is not a backend config.
-    #[error("{0}")]
-    Bad(serde_json::Error),
 }
 
 /// The backend config the run was dispatched with.
@@ -58,7 +48,7 @@ pub fn task_prompt(run_dir: &Path) -> std::io::Result<String> {
 }
 
 /// The extra paths the run's fence lets it write: none when the file is not there.
-pub fn writable(run_dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
+pub fn writable(run_dir: &Path) -> Result<Vec<PathBuf>> {
     match std::fs::read(layout::fence_extra(run_dir)) {
         Ok(bytes) => serde_json::from_slice(&bytes).context("cannot read the run's fence"),
         Err(_) => Ok(Vec::new()),

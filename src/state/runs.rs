@@ -6,7 +6,8 @@
 
 use std::path::{Path, PathBuf};
 
-use anyhow::Context;
+pub use super::error::Unreadable;
+use super::error::{Context, Result};
 
 use std::time::Duration;
 
@@ -124,41 +125,41 @@ impl RunStore {
 
     /// The run's own lock, for a change of hands (advise, attach, deliver): one at a time,
     /// each re-reading the pointer under it, so no two of them move a run together.
-    pub fn run_lock(&self, run: &str) -> anyhow::Result<Lock> {
+    pub fn run_lock(&self, run: &str) -> Result<Lock> {
         super::locks::take(&self.root, Turn::Run(run), Duration::from_secs(30))
     }
 
     /// Held by the one supervisor driving `run` for its whole life: a second supervisor
     /// waits until the first is gone (it parked the run and is exiting), then drives it.
-    pub fn supervisor_lock(&self, run: &str) -> anyhow::Result<Lock> {
+    pub fn supervisor_lock(&self, run: &str) -> Result<Lock> {
         super::locks::take(&self.root, Turn::Supervisor(run), Duration::from_secs(30))
     }
 
     /// The turn of a dispatch or a queue promotion: their check-then-act on slots and
     /// scopes never interleaves.
-    pub fn dispatch_lock(&self, wait: Duration) -> anyhow::Result<Lock> {
+    pub fn dispatch_lock(&self, wait: Duration) -> Result<Lock> {
         super::locks::take(&self.root, Turn::Dispatch, wait)
     }
 
     /// The turn of an integration: one at a time, across processes.
-    pub fn integrate_lock(&self, wait: Duration) -> anyhow::Result<Lock> {
+    pub fn integrate_lock(&self, wait: Duration) -> Result<Lock> {
         super::locks::take(&self.root, Turn::Integrate, wait)
     }
 
     /// Serialises every change to live pointers across processes.
-    fn pointer_lock(&self) -> anyhow::Result<Lock> {
+    fn pointer_lock(&self) -> Result<Lock> {
         super::locks::take(&self.root, Turn::Pointers, Duration::from_secs(30))
     }
 
     /// Writes a new live pointer (dispatch).
-    pub fn write_live(&self, record: &RunRecord) -> anyhow::Result<()> {
+    pub fn write_live(&self, record: &RunRecord) -> Result<()> {
         let _lock = self.pointer_lock()?;
         write_json(&self.live_path(&record.run), record)
     }
 
     /// Rewrites a live pointer only while the run is still live; `false` when someone
     /// else has ended it (the pointer is gone), so an ended run is never brought back.
-    pub fn update_live(&self, record: &RunRecord) -> anyhow::Result<bool> {
+    pub fn update_live(&self, record: &RunRecord) -> Result<bool> {
         let _lock = self.pointer_lock()?;
         if !self.live_path(&record.run).exists() {
             return Ok(false);
@@ -174,7 +175,7 @@ impl RunStore {
     ///
     /// `also` runs inside the same critical section, before the run shows as finished
     /// (the ledger row: whoever sees the run finished also sees its row).
-    pub fn finish(&self, record: &RunRecord, also: impl FnOnce()) -> anyhow::Result<bool> {
+    pub fn finish(&self, record: &RunRecord, also: impl FnOnce()) -> Result<bool> {
         let _lock = self.pointer_lock()?;
         let live = self.live_path(&record.run);
         if !live.exists() {
@@ -195,7 +196,7 @@ impl RunStore {
         &self,
         run: &str,
         also: impl FnOnce(&RunRecord),
-    ) -> anyhow::Result<Option<RunRecord>> {
+    ) -> Result<Option<RunRecord>> {
         let _lock = self.pointer_lock()?;
         let live = self.live_path(run);
         if !live.exists() {
@@ -214,7 +215,7 @@ impl RunStore {
 
     /// Rewrites a finished run's record (integrate marks it integrated); `false` when the
     /// run is not finished.
-    pub fn update_record(&self, record: &RunRecord) -> anyhow::Result<bool> {
+    pub fn update_record(&self, record: &RunRecord) -> Result<bool> {
         let _lock = self.pointer_lock()?;
         let path = self.record_path(&record.run);
         if !path.exists() || self.live_path(&record.run).exists() {
@@ -225,7 +226,7 @@ impl RunStore {
     }
 
     /// A run's current live pointer, read under the pointer lock.
-    pub fn load_live(&self, run: &str) -> anyhow::Result<Option<RunRecord>> {
+    pub fn load_live(&self, run: &str) -> Result<Option<RunRecord>> {
         let _lock = self.pointer_lock()?;
         Ok(read_json(&self.live_path(run))?)
     }
@@ -248,7 +249,7 @@ impl RunStore {
     /// Every live run, oldest first. A pointer that cannot be read is there as a
     /// stand-in (its `unreadable` says why) holding the task and scope sealed at dispatch:
     /// a broken pointer never frees its task or scope.
-    pub fn live(&self) -> anyhow::Result<Vec<RunRecord>> {
+    pub fn live(&self) -> Result<Vec<RunRecord>> {
         let mut records = Vec::new();
         let Ok(entries) = std::fs::read_dir(self.root.join("live")) else {
             return Ok(records);
@@ -320,7 +321,7 @@ impl RunStore {
 
     /// The runs as they are: every live run with its supervisor judged, and the finished
     /// runs `finished` asks for. Nothing is written, no lock taken.
-    pub fn snapshot(&self, finished: Finished) -> anyhow::Result<Snapshot> {
+    pub fn snapshot(&self, finished: Finished) -> Result<Snapshot> {
         let live = self
             .live()?
             .into_iter()
@@ -356,7 +357,7 @@ impl RunStore {
     }
 
     /// Every finished run, oldest first.
-    pub fn finished(&self) -> anyhow::Result<Vec<RunRecord>> {
+    pub fn finished(&self) -> Result<Vec<RunRecord>> {
         Ok(list(&self.root.join("runs"))?.0)
     }
 
@@ -390,7 +391,7 @@ impl RunStore {
 
     /// Every finished run, oldest first, and each record on file that cannot be read
     /// (`doctor` names them; the other commands pass over them).
-    pub fn finished_and_unreadable(&self) -> anyhow::Result<(Vec<RunRecord>, Vec<Unreadable>)> {
+    pub fn finished_and_unreadable(&self) -> Result<(Vec<RunRecord>, Vec<Unreadable>)> {
         list(&self.root.join("runs"))
     }
 
@@ -434,7 +435,7 @@ impl RunStore {
     /// The `n` most recent finished runs, oldest first, and how many older ones were
     /// left out. Run ids sort by time, so only those `n` records are read, however many
     /// are on file.
-    pub fn finished_recent(&self, n: usize) -> anyhow::Result<(Vec<RunRecord>, usize)> {
+    pub fn finished_recent(&self, n: usize) -> Result<(Vec<RunRecord>, usize)> {
         let dir = self.root.join("runs");
         let Ok(entries) = std::fs::read_dir(&dir) else {
             return Ok((Vec::new(), 0));
@@ -456,20 +457,11 @@ impl RunStore {
     }
 }
 
-fn write_json(path: &Path, record: &RunRecord) -> anyhow::Result<()> {
+fn write_json(path: &Path, record: &RunRecord) -> Result<()> {
     let dir = path.parent().context("a record path has a parent")?;
     std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
     let text = serde_json::to_string_pretty(record)?;
-    write_atomic(path, &text, 0o644)
-}
-
-/// A run's pointer or record that exists but cannot be read back.
-#[derive(Debug, thiserror::Error)]
-#[error("the record of run {run} ({}) cannot be read: {why}", path.display())]
-pub struct Unreadable {
-    pub run: String,
-    pub path: PathBuf,
-    pub why: String,
+    Ok(write_atomic(path, &text, 0o644)?)
 }
 
 fn read_json(path: &Path) -> Result<Option<RunRecord>, Unreadable> {
@@ -490,7 +482,7 @@ fn read_json(path: &Path) -> Result<Option<RunRecord>, Unreadable> {
     }
 }
 
-fn list(dir: &Path) -> anyhow::Result<(Vec<RunRecord>, Vec<Unreadable>)> {
+fn list(dir: &Path) -> Result<(Vec<RunRecord>, Vec<Unreadable>)> {
     let Ok(entries) = std::fs::read_dir(dir) else {
         return Ok((Vec::new(), Vec::new()));
     };

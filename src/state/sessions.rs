@@ -2,6 +2,7 @@
 //! standing worker, so its next run can resume it. Session ids are local facts (the CLIs
 //! keep sessions on this machine): never committed.
 
+use super::error::Result;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -44,7 +45,7 @@ pub fn load(state_dir: &Path) -> Sessions {
 }
 
 /// Records `worker`'s latest session.
-pub fn record(state_dir: &Path, worker: &str, session: WorkerSession) -> anyhow::Result<()> {
+pub fn record(state_dir: &Path, worker: &str, session: WorkerSession) -> Result<()> {
     std::fs::create_dir_all(state_dir)?;
     let _lock = super::locks::take(state_dir, Turn::Sessions, Duration::from_secs(30))?;
     let mut all = load(state_dir);
@@ -53,7 +54,8 @@ pub fn record(state_dir: &Path, worker: &str, session: WorkerSession) -> anyhow:
         &path(state_dir),
         &serde_json::to_string_pretty(&all)?,
         0o600,
-    )
+    )?;
+    Ok(())
 }
 
 #[cfg(test)]

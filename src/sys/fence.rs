@@ -10,7 +10,7 @@ use std::path::PathBuf;
 use std::process::Command;
 use std::sync::{Arc, Mutex};
 
-use anyhow::Context;
+use super::error::{Context, Result};
 use landlock::{
     ABI, AccessFs, PathBeneath, PathFd, Ruleset, RulesetAttr, RulesetCreatedAttr, RulesetStatus,
     Scope,
@@ -157,7 +157,7 @@ impl Fence {
     /// Puts the fence up in `command`'s child between fork and exec. The ruleset is built
     /// here, in the parent; the child only restricts itself, and fails to start — never
     /// runs unfenced — when the kernel does not enforce it.
-    pub fn apply_to(&self, command: &mut Command) -> anyhow::Result<()> {
+    pub fn apply_to(&self, command: &mut Command) -> Result<()> {
         let write = AccessFs::from_write(HANDLED);
         let file_rights = write & AccessFs::from_file(HANDLED);
         let mut ruleset = Ruleset::default()
@@ -172,23 +172,31 @@ impl Fence {
             .context("cannot create the write fence")?;
         for dir in &self.dirs {
             let fd = PathFd::new(dir).with_context(|| format!("cannot open {}", dir.display()))?;
-            ruleset = ruleset.add_rule(PathBeneath::new(fd, write))?;
+            ruleset = ruleset
+                .add_rule(PathBeneath::new(fd, write))
+                .context("cannot add a rule to the write fence")?;
         }
         let special =
             AccessFs::MakeFifo | AccessFs::MakeSock | AccessFs::MakeChar | AccessFs::MakeBlock;
         for dir in &self.repo_dirs {
             let fd = PathFd::new(dir).with_context(|| format!("cannot open {}", dir.display()))?;
-            ruleset = ruleset.add_rule(PathBeneath::new(fd, write & !special))?;
+            ruleset = ruleset
+                .add_rule(PathBeneath::new(fd, write & !special))
+                .context("cannot add a rule to the write fence")?;
         }
         for file in &self.files {
             let fd =
                 PathFd::new(file).with_context(|| format!("cannot open {}", file.display()))?;
-            ruleset = ruleset.add_rule(PathBeneath::new(fd, file_rights))?;
+            ruleset = ruleset
+                .add_rule(PathBeneath::new(fd, file_rights))
+                .context("cannot add a rule to the write fence")?;
         }
         for dev in &self.devices {
             let fd = PathFd::new(dev).with_context(|| format!("cannot open {}", dev.display()))?;
             let rights = if dev.is_dir() { write } else { file_rights };
-            ruleset = ruleset.add_rule(PathBeneath::new(fd, rights & !AccessFs::IoctlDev))?;
+            ruleset = ruleset
+                .add_rule(PathBeneath::new(fd, rights & !AccessFs::IoctlDev))
+                .context("cannot add a rule to the write fence")?;
         }
         for key in &self.unset {
             command.env_remove(key);

@@ -3,10 +3,10 @@
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 
-use anyhow::Context;
+use super::error::{Context, Result};
 
 /// Writes a file through a temporary sibling and a rename, so a reader never sees half.
-pub fn write_atomic(path: &Path, text: &str, mode: u32) -> anyhow::Result<()> {
+pub fn write_atomic(path: &Path, text: &str, mode: u32) -> Result<()> {
     let dir = path.parent().context("a file path has a parent")?;
     let mut tmp = tempfile::NamedTempFile::new_in(dir)
         .with_context(|| format!("cannot create a temporary file in {}", dir.display()))?;
@@ -217,12 +217,12 @@ fn strict() -> rustix::fs::ResolveFlags {
 
 /// Opens folder `rel` beneath `root`, making it and the folders on the way (private to
 /// the user), never following a symlink.
-fn dir_beneath(root: &Path, rel: &Path) -> anyhow::Result<std::os::fd::OwnedFd> {
+fn dir_beneath(root: &Path, rel: &Path) -> Result<std::os::fd::OwnedFd> {
     dir_beneath_with(root, rel, 0o700)
 }
 
 /// [`dir_beneath`], making the missing folders with `mode` (less the umask).
-fn dir_beneath_with(root: &Path, rel: &Path, mode: u32) -> anyhow::Result<std::os::fd::OwnedFd> {
+fn dir_beneath_with(root: &Path, rel: &Path, mode: u32) -> Result<std::os::fd::OwnedFd> {
     use rustix::fs::{Mode, OFlags};
     let mut dir = rustix::fs::open(
         root,
@@ -232,11 +232,19 @@ fn dir_beneath_with(root: &Path, rel: &Path, mode: u32) -> anyhow::Result<std::o
     .with_context(|| format!("cannot open {}", root.display()))?;
     for part in rel.components() {
         let std::path::Component::Normal(part) = part else {
-            anyhow::bail!("{} is not a plain relative path", rel.display());
+            crate::fault::bail!(
+                super::error::Error,
+                "{} is not a plain relative path",
+                rel.display()
+            );
         };
         match rustix::fs::mkdirat(&dir, part, Mode::from_raw_mode(mode)) {
             Ok(()) | Err(rustix::io::Errno::EXIST) => {}
-            Err(e) => anyhow::bail!("cannot create {}: {e}", root.join(rel).display()),
+            Err(e) => crate::fault::bail!(
+                super::error::Error,
+                "cannot create {}: {e}",
+                root.join(rel).display()
+            ),
         }
         dir = rustix::fs::openat2(
             &dir,
@@ -263,7 +271,7 @@ pub fn remove_entry(path: &Path) -> std::io::Result<()> {
 
 /// Makes folder `rel` beneath `root` and the folders on the way, never following a
 /// symlink out of `root`.
-pub fn mkdirs_beneath(root: &Path, rel: &Path) -> anyhow::Result<()> {
+pub fn mkdirs_beneath(root: &Path, rel: &Path) -> Result<()> {
     dir_beneath(root, rel).map(drop)
 }
 
@@ -271,7 +279,7 @@ pub fn mkdirs_beneath(root: &Path, rel: &Path) -> anyhow::Result<()> {
 /// following a symlink or leaving `root`, and replacing (never writing through) whatever
 /// is there: for files git-crew writes into a folder a worker can change (its home),
 /// where any entry may be a symlink to, or a hard link of, a file of the lead's.
-pub fn write_beneath(root: &Path, rel: &Path, bytes: &[u8]) -> anyhow::Result<()> {
+pub fn write_beneath(root: &Path, rel: &Path, bytes: &[u8]) -> Result<()> {
     use rustix::fs::{Mode, OFlags};
     let name = rel.file_name().context("a file path has a name")?;
     let dir = dir_beneath(root, rel.parent().unwrap_or(Path::new("")))?;
@@ -313,7 +321,7 @@ pub fn create_beneath(
     rel: &Path,
     from: &mut dyn std::io::Read,
     mode: u32,
-) -> anyhow::Result<Put> {
+) -> Result<Put> {
     use rustix::fs::{Mode, OFlags};
     let name = rel.file_name().context("a file path has a name")?;
     let dir = dir_beneath_with(root, rel.parent().unwrap_or(Path::new("")), 0o755)?;
@@ -326,31 +334,43 @@ pub fn create_beneath(
     ) {
         Ok(fd) => fd,
         Err(rustix::io::Errno::EXIST) => return Ok(Put::Taken),
-        Err(e) => anyhow::bail!("cannot create {}: {e}", root.join(rel).display()),
+        Err(e) => crate::fault::bail!(
+            super::error::Error,
+            "cannot create {}: {e}",
+            root.join(rel).display()
+        ),
     };
     let mut file = std::fs::File::from(fd);
     if let Err(e) = std::io::copy(from, &mut file) {
         drop(file);
         let _ = rustix::fs::unlinkat(&dir, name, rustix::fs::AtFlags::empty());
-        anyhow::bail!("cannot write {}: {e}", root.join(rel).display());
+        crate::fault::bail!(
+            super::error::Error,
+            "cannot write {}: {e}",
+            root.join(rel).display()
+        );
     }
     Ok(Put::Made)
 }
 
 /// Makes a symlink `rel` to `target` beneath `root`, as [`create_beneath`] makes a file:
 /// the folders on the way are never symlinks, and nothing already there is replaced.
-pub fn symlink_beneath(root: &Path, rel: &Path, target: &Path) -> anyhow::Result<Put> {
+pub fn symlink_beneath(root: &Path, rel: &Path, target: &Path) -> Result<Put> {
     let name = rel.file_name().context("a link path has a name")?;
     let dir = dir_beneath_with(root, rel.parent().unwrap_or(Path::new("")), 0o755)?;
     match rustix::fs::symlinkat(target, &dir, name) {
         Ok(()) => Ok(Put::Made),
         Err(rustix::io::Errno::EXIST) => Ok(Put::Taken),
-        Err(e) => anyhow::bail!("cannot create {}: {e}", root.join(rel).display()),
+        Err(e) => crate::fault::bail!(
+            super::error::Error,
+            "cannot create {}: {e}",
+            root.join(rel).display()
+        ),
     }
 }
 
 /// Opens the existing folder `rel` beneath `root`, never through a symlink.
-fn existing_dir_beneath(root: &Path, rel: &Path) -> anyhow::Result<std::os::fd::OwnedFd> {
+fn existing_dir_beneath(root: &Path, rel: &Path) -> Result<std::os::fd::OwnedFd> {
     use rustix::fs::{Mode, OFlags};
     let flags = OFlags::DIRECTORY | OFlags::CLOEXEC | OFlags::RDONLY;
     let dir = rustix::fs::open(root, flags | OFlags::NOFOLLOW, Mode::empty())
@@ -364,7 +384,7 @@ fn existing_dir_beneath(root: &Path, rel: &Path) -> anyhow::Result<std::os::fd::
 
 /// Opens the regular file `rel` beneath `root` for reading, never through a symlink (the
 /// file's own or a folder's on the way) and never outside `root`; with its metadata.
-pub fn open_beneath(root: &Path, rel: &Path) -> anyhow::Result<(std::fs::File, std::fs::Metadata)> {
+pub fn open_beneath(root: &Path, rel: &Path) -> Result<(std::fs::File, std::fs::Metadata)> {
     use rustix::fs::{Mode, OFlags};
     let name = rel.file_name().context("a file path has a name")?;
     let dir = existing_dir_beneath(root, rel.parent().unwrap_or(Path::new("")))?;
@@ -380,13 +400,13 @@ pub fn open_beneath(root: &Path, rel: &Path) -> anyhow::Result<(std::fs::File, s
     let file = std::fs::File::from(fd);
     let meta = file.metadata()?;
     if let Err(why) = regular(&meta) {
-        anyhow::bail!("{} {why}", root.join(rel).display());
+        crate::fault::bail!(super::error::Error, "{} {why}", root.join(rel).display());
     }
     Ok((file, meta))
 }
 
 /// The target of the symlink `rel` beneath `root`, read without following anything.
-pub fn read_link_beneath(root: &Path, rel: &Path) -> anyhow::Result<std::path::PathBuf> {
+pub fn read_link_beneath(root: &Path, rel: &Path) -> Result<std::path::PathBuf> {
     use std::os::unix::ffi::OsStringExt;
     let name = rel.file_name().context("a link path has a name")?;
     let dir = existing_dir_beneath(root, rel.parent().unwrap_or(Path::new("")))?;

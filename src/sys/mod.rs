@@ -4,6 +4,7 @@
 //! `unsafe` lives here only where no safe call exists.
 
 pub mod clock;
+pub mod error;
 pub mod failpoint;
 pub mod fence;
 pub mod fs;

@@ -24,7 +24,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicI32, Ordering};
 
-use anyhow::Context;
+use super::error::{Context, Result};
 
 /// What the child does, prepared.
 pub struct Plan {
@@ -144,7 +144,7 @@ pub struct Needs {
     pub cwd: Option<PathBuf>,
 }
 
-fn cstr(path: &Path) -> anyhow::Result<CString> {
+fn cstr(path: &Path) -> Result<CString> {
     CString::new(path.as_os_str().as_bytes()).context("a path holds a NUL byte")
 }
 
@@ -175,7 +175,7 @@ pub fn plan(
     needs: &Needs,
     hide: &[PathBuf],
     view: Option<&GitView>,
-) -> anyhow::Result<Plan> {
+) -> Result<Plan> {
     let tmp = real_tmp();
     let canon = |p: &PathBuf| std::fs::canonicalize(p).ok();
     let under = |p: &Path| p.starts_with(&tmp) && p != tmp;
@@ -221,7 +221,7 @@ pub fn plan(
         steps.push(Step::Devpts);
     }
     let private = std::fs::canonicalize(private).context("cannot find the run's temp folder")?;
-    let mut bind = |steps: &mut Vec<Step>, from: &Path, to: &Path| -> anyhow::Result<()> {
+    let mut bind = |steps: &mut Vec<Step>, from: &Path, to: &Path| -> Result<()> {
         sources.push(cstr(from)?);
         steps.push(Step::Bind {
             slot: sources.len() - 1,
@@ -241,9 +241,11 @@ pub fn plan(
     }
     // A path is bound back at the same place, on a mount point made inside the private
     // /tmp.
-    let mount_point = |steps: &mut Vec<Step>, path: &Path| -> anyhow::Result<()> {
+    let mount_point = |steps: &mut Vec<Step>, path: &Path| -> Result<()> {
         let mut at = tmp.clone();
-        let rel = path.strip_prefix(&tmp)?;
+        let rel = path
+            .strip_prefix(&tmp)
+            .context("a path bound back lies under /tmp")?;
         let parts: Vec<_> = rel.components().collect();
         for (i, part) in parts.iter().enumerate() {
             at.push(part);
@@ -331,11 +333,13 @@ pub fn plan(
 /// LFS store, with the run's LFS store as its upper layer; a tmpfs on the scratch
 /// folder; the git dir's overlay, with the tmpfs as its upper layer; each cloned), and
 /// those that attach the clones again afterwards.
-fn view_steps(view: &GitView) -> anyhow::Result<(Vec<Step>, Vec<Step>)> {
-    anyhow::ensure!(
-        view.representable(),
-        "the repository's path cannot be given to overlayfs"
-    );
+fn view_steps(view: &GitView) -> Result<(Vec<Step>, Vec<Step>)> {
+    if !view.representable() {
+        crate::fault::bail!(
+            super::error::Error,
+            "the repository's path cannot be given to overlayfs"
+        );
+    }
     let objects = view.common.join("objects");
     let lfs = view.common.join("lfs");
     let upper = view.scratch.join("upper");

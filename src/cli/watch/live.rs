@@ -79,7 +79,8 @@ pub fn run(ctx: &CommandContext, interval: Duration) -> Result<()> {
     let (done, results) = mpsc::channel();
     let mut app = App::new(color);
     let mut next = Instant::now();
-    let broken = |e: std::io::Error| CrewError::from(anyhow::Error::new(e).context("the terminal"));
+    let broken =
+        |e: std::io::Error| CrewError::new(ErrorCode::IoError, "the terminal").caused_by(&e);
     loop {
         if crate::sys::process::interrupted() {
             return Err(CrewError::new(

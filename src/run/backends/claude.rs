@@ -11,6 +11,7 @@
 
 use super::{Adapter, Attempt, Launch, jsonl};
 use crate::core::flight::{Backend as BackendConfig, SandboxMode};
+use crate::run::error::Result;
 
 pub struct ClaudeAdapter;
 
@@ -53,7 +54,7 @@ impl Adapter for ClaudeAdapter {
         ))
     }
 
-    fn launch(&self, attempt: &Attempt) -> anyhow::Result<Launch> {
+    fn launch(&self, attempt: &Attempt) -> Result<Launch> {
         let mut args = vec!["-p".to_string(), attempt.prompt.to_string()];
         args.extend(["--session-id".into(), uuid::Uuid::new_v4().to_string()]);
         args.extend(flags(attempt));
@@ -63,7 +64,7 @@ impl Adapter for ClaudeAdapter {
         })
     }
 
-    fn resume(&self, attempt: &Attempt, session: &str) -> Option<anyhow::Result<Launch>> {
+    fn resume(&self, attempt: &Attempt, session: &str) -> Option<Result<Launch>> {
         let mut args = vec!["-p".to_string(), attempt.prompt.to_string()];
         args.extend(["--resume".into(), session.to_string()]);
         args.extend(flags(attempt));

@@ -7,6 +7,7 @@
 
 use super::{Adapter, Attempt, Launch, jsonl};
 use crate::core::flight::{Backend as BackendConfig, SandboxMode};
+use crate::run::error::Result;
 
 pub struct CodexAdapter;
 
@@ -61,7 +62,7 @@ impl Adapter for CodexAdapter {
         ))
     }
 
-    fn launch(&self, attempt: &Attempt) -> anyhow::Result<Launch> {
+    fn launch(&self, attempt: &Attempt) -> Result<Launch> {
         let mut args = flags(attempt);
         args.push(attempt.prompt.to_string());
         Ok(Launch {
@@ -70,7 +71,7 @@ impl Adapter for CodexAdapter {
         })
     }
 
-    fn resume(&self, attempt: &Attempt, session: &str) -> Option<anyhow::Result<Launch>> {
+    fn resume(&self, attempt: &Attempt, session: &str) -> Option<Result<Launch>> {
         let mut args = flags(attempt);
         args.extend([
             "resume".into(),

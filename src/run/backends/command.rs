@@ -2,14 +2,14 @@
 //! comes from flight (`argv`, `resume_argv`) with placeholders; stdout is the reply when
 //! it wrote no manifest; a resumable worker writes its session id to `CREW_SESSION_FILE`.
 
-use anyhow::bail;
+use crate::run::error::{Result, bail};
 
 use super::{Adapter, Attempt, Launch};
 use crate::core::flight::Backend as BackendConfig;
 
 pub struct CommandAdapter;
 
-fn expand(template: &[String], attempt: &Attempt, session: Option<&str>) -> anyhow::Result<Launch> {
+fn expand(template: &[String], attempt: &Attempt, session: Option<&str>) -> Result<Launch> {
     let record = attempt.record;
     let vars = [
         (
@@ -49,7 +49,7 @@ impl Adapter for CommandAdapter {
         known.then(|| (first.clone(), "argv"))
     }
 
-    fn launch(&self, attempt: &Attempt) -> anyhow::Result<Launch> {
+    fn launch(&self, attempt: &Attempt) -> Result<Launch> {
         expand(
             attempt.config.argv.as_deref().unwrap_or_default(),
             attempt,
@@ -57,7 +57,7 @@ impl Adapter for CommandAdapter {
         )
     }
 
-    fn resume(&self, attempt: &Attempt, session: &str) -> Option<anyhow::Result<Launch>> {
+    fn resume(&self, attempt: &Attempt, session: &str) -> Option<Result<Launch>> {
         let template = attempt.config.resume_argv.as_deref()?;
         Some(expand(template, attempt, Some(session)))
     }

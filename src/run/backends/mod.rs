@@ -6,6 +6,7 @@ pub mod codex;
 pub mod command;
 pub mod native;
 
+use crate::run::error::Result;
 use std::path::Path;
 
 use crate::core::flight::{AdapterKind, Backend as BackendConfig};
@@ -29,9 +30,9 @@ pub struct Launch {
 /// What an adapter knows about its worker CLI.
 pub trait Adapter {
     /// The command line of a fresh session.
-    fn launch(&self, attempt: &Attempt) -> anyhow::Result<Launch>;
+    fn launch(&self, attempt: &Attempt) -> Result<Launch>;
     /// The command line that resumes `session` with a new prompt, when this backend can.
-    fn resume(&self, attempt: &Attempt, session: &str) -> Option<anyhow::Result<Launch>>;
+    fn resume(&self, attempt: &Attempt, session: &str) -> Option<Result<Launch>>;
     /// The session id of an attempt: from its stdout, or from what it wrote to
     /// `CREW_SESSION_FILE` (`session_file`, as the supervisor read it within its cap).
     fn session(&self, stdout: &[u8], session_file: Option<&str>) -> Option<String>;

@@ -3,21 +3,21 @@
 //! `attach` and hands the reply in with `deliver`, which takes the same footer and
 //! verify path as every other backend.
 
-use anyhow::bail;
+use crate::run::error::{Result, bail};
 
 use super::{Adapter, Attempt, Launch};
 
 pub struct NativeAdapter;
 
 impl Adapter for NativeAdapter {
-    fn launch(&self, attempt: &Attempt) -> anyhow::Result<Launch> {
+    fn launch(&self, attempt: &Attempt) -> Result<Launch> {
         bail!(
             "run {} is native: the lead works it and hands the reply in with `git crew deliver`",
             attempt.record.run
         )
     }
 
-    fn resume(&self, _attempt: &Attempt, _session: &str) -> Option<anyhow::Result<Launch>> {
+    fn resume(&self, _attempt: &Attempt, _session: &str) -> Option<Result<Launch>> {
         None
     }
 

@@ -2,6 +2,7 @@
 //! output) and the objects its processes wrote, hashed again into the store.
 
 use super::*;
+use crate::run::error::Result;
 
 impl Supervisor<'_> {
     /// Watches a started attempt to its end (deadline, idle watchdog, an end from
@@ -172,7 +173,10 @@ impl Supervisor<'_> {
             }
             Ok(None) => {}
             Err(err) => {
-                let line = format!("the task's ref folder could not be looked at: {err:#}");
+                let line = format!(
+                    "the task's ref folder could not be looked at: {}",
+                    crate::fault::chain(&err)
+                );
                 if !self.warnings.contains(&line) {
                     self.warnings.push(line);
                 }
@@ -184,7 +188,7 @@ impl Supervisor<'_> {
     /// into the repository's stores, each object hashed again, within the run's bounds (no object
     /// over `fences.max_file_size`, nothing past the deadline and its grace); what is kept
     /// out is noted.
-    pub(super) fn import_objects(&mut self) -> anyhow::Result<()> {
+    pub(super) fn import_objects(&mut self) -> Result<()> {
         if self.fence.is_none() {
             return Ok(());
         }

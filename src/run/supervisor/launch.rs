@@ -2,6 +2,7 @@
 //! session, and the worker process itself, inside the run's fence.
 
 use super::*;
+use crate::run::error::Result;
 
 /// A started attempt, for [`Supervisor::capture`].
 pub(super) struct Launched {
@@ -36,7 +37,7 @@ impl Supervisor<'_> {
     /// The next attempt with `file` as its prompt: the same session where the backend can
     /// resume it, else a fresh session given the original prompt with `file` appended (a
     /// fresh session knows nothing of the task).
-    pub(super) fn continue_with(&self, file: PathBuf) -> anyhow::Result<Next> {
+    pub(super) fn continue_with(&self, file: PathBuf) -> Result<Next> {
         let resumable = self.config.session_reuse.unwrap_or(true) && self.adapter_resumes();
         match (&self.record.session, resumable) {
             (Some(session), true) => Ok(Next::Resume(session.clone(), file)),

@@ -14,7 +14,7 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use anyhow::{Context, bail};
+use crate::run::error::{Context, Result, bail};
 
 use super::backends::{self, Adapter, Attempt};
 use super::filing::{self, NotFiled, measure, seal};
@@ -57,7 +57,7 @@ pub fn drive(
     store: &RunStore,
     run: &str,
     report: &mut Report,
-) -> anyhow::Result<()> {
+) -> Result<()> {
     // One supervisor per run, ever: held until it has driven the run.
     let _only = store
         .supervisor_lock(run)
@@ -77,7 +77,7 @@ pub fn drive(
                 &repo_dir(repo),
                 record,
                 Outcome::Error,
-                &format!("supervisor error: {err:#}"),
+                &format!("supervisor error: {}", crate::fault::chain(&err)),
             )? {
                 report.notice = Some(ended.record);
                 report.not_filed.extend(ended.not_filed);
@@ -100,7 +100,7 @@ pub fn drive(
         }
         // The infrastructure failed, not the worker: its own outcome, never charged to
         // the model.
-        sup.record.decision = Some(format!("supervisor error: {err:#}"));
+        sup.record.decision = Some(format!("supervisor error: {}", crate::fault::chain(&err)));
         let finished = sup.finish(Outcome::Error);
         sup.hand_over(report);
         finished?;
@@ -126,12 +126,19 @@ enum DriveError {
     EndedOutside,
     /// The supervisor itself failed.
     #[error(transparent)]
-    Failed(#[from] anyhow::Error),
+    Failed(#[from] crate::run::error::Error),
 }
 
-impl From<std::io::Error> for DriveError {
-    fn from(err: std::io::Error) -> DriveError {
-        DriveError::Failed(err.into())
+crate::run::error::failed_underneath!(DriveError);
+
+/// Where a drive's error is the layer's: the supervisor failed, or the run was ended
+/// from outside, said in words.
+impl From<DriveError> for crate::run::error::Error {
+    fn from(err: DriveError) -> crate::run::error::Error {
+        match err {
+            DriveError::Failed(err) => err,
+            outside @ DriveError::EndedOutside => crate::run::error::Error::invalid(outside),
+        }
     }
 }
 
@@ -170,7 +177,7 @@ pub fn deliver(
     run: &str,
     reply: &str,
     report: &mut Report,
-) -> anyhow::Result<Delivered> {
+) -> Result<Delivered> {
     let record = store
         .load(run)?
         .with_context(|| format!("no live run {run}"))?;
@@ -257,7 +264,7 @@ impl<'a> Supervisor<'a> {
         repo: &'a crate::git::Repository,
         store: &'a RunStore,
         mut record: RunRecord,
-    ) -> anyhow::Result<Self> {
+    ) -> Result<Self> {
         let run_dir = store.run_dir(&record.run);
         let config: BackendConfig = crate::state::run_files::backend(&run_dir)?;
         // The live pointer must still say what dispatch sealed.

@@ -5,6 +5,7 @@
 use super::*;
 use crate::core::attempt::{AttemptFacts, End, Fault, Settled, VerifyEnd};
 use crate::core::oversize::Step;
+use crate::run::error::Result;
 
 impl Supervisor<'_> {
     /// Judges a reply: the work is settled against the scope, the footer is read, and
@@ -86,7 +87,7 @@ impl Supervisor<'_> {
     /// Commits what the worker left uncommitted (through the hooks) and audits the whole
     /// branch against the scope; what it found wrong, if anything. Each step runs only
     /// when the ones before it found nothing (see `core::attempt::Fault`).
-    pub(super) fn settle_work(&mut self) -> anyhow::Result<Option<Fault>> {
+    pub(super) fn settle_work(&mut self) -> Result<Option<Fault>> {
         let wt = PathBuf::from(&self.record.worktree);
         // The worker is gone (its whole tree reaped): what it wrote into the worktree's
         // administration is put back before git-crew runs git there.
@@ -98,11 +99,12 @@ impl Supervisor<'_> {
                 "{} replaced",
                 tree.replaced.join(", ")
             ))),
-            Err(e) => Err(Fault::Tampered(format!("{e:#}"))),
+            Err(e) => Err(Fault::Tampered(crate::fault::chain(&e))),
         };
-        let unreadable = |e: anyhow::Error| {
+        let unreadable = |e: &(dyn std::error::Error + 'static)| {
             Some(Fault::Tampered(format!(
-                "git cannot read the worktree: {e:#}"
+                "git cannot read the worktree: {}",
+                crate::fault::chain(e)
             )))
         };
         let mut tree = match restore() {
@@ -127,7 +129,7 @@ impl Supervisor<'_> {
                 }
             }
             Ok(None) => return Ok(Some(judged(crate::core::oversize::out_of_time(Step::List)))),
-            Err(e) => return Ok(unreadable(e)),
+            Err(e) => return Ok(unreadable(&e)),
         }
         let read_only = !self.record.role.may_commit();
         if read_only {
@@ -143,7 +145,7 @@ impl Supervisor<'_> {
                     let b = crate::core::toolchain::blame(&failure);
                     return Ok(Some(Fault::Judged(b.outcome, b.decision)));
                 }
-                Err(e) => return Ok(unreadable(e)),
+                Err(e) => return Ok(unreadable(&e)),
             };
             if dirty {
                 return Ok(Some(Fault::ReadOnlyLeftChanges(self.record.role)));
@@ -168,7 +170,7 @@ impl Supervisor<'_> {
             match committed {
                 Ok(None) => {}
                 Ok(Some(fault)) => return Ok(Some(fault)),
-                Err(e) => return Ok(unreadable(e)),
+                Err(e) => return Ok(unreadable(&e)),
             }
         }
         if let Some(fault) = self.refused_objects() {
@@ -227,7 +229,7 @@ impl Supervisor<'_> {
         message: &str,
         bound: &worktree::Bound,
         identity: &scope::RunIdentity,
-    ) -> anyhow::Result<Option<Fault>> {
+    ) -> Result<Option<Fault>> {
         use crate::core::toolchain::{Failure, blame};
         let decided = |failure: Failure| {
             let b = blame(&failure);
@@ -337,7 +339,7 @@ impl Supervisor<'_> {
     pub(super) fn continuation_facts<'k>(
         &self,
         key: &'k str,
-    ) -> anyhow::Result<crate::core::attempt::ContinuationFacts<'k>> {
+    ) -> Result<crate::core::attempt::ContinuationFacts<'k>> {
         let earlier = {
             let repo = crate::git::repo::open(&self.repo_dir)?;
             let rows = crate::run::ledger::rows(&repo, Some(&self.record.task))?;
@@ -363,7 +365,7 @@ impl Supervisor<'_> {
     /// finish files the last attempt's: one row per attempt, whichever path files it),
     /// and the next attempt gets the same session with a plain rejection (no verifier
     /// details) where `resume`, else a fresh session with the verifier's feedback.
-    pub(super) fn try_again(&mut self, resume: bool) -> anyhow::Result<Next> {
+    pub(super) fn try_again(&mut self, resume: bool) -> Result<Next> {
         let verifier_dir = crate::core::layout::verifier(&self.run_dir, self.record.attempts);
         let mut attempt_row = self.record.clone();
         attempt_row.outcome = Some(Outcome::Fail);
