@@ -129,99 +129,115 @@ fn all(
 /// refusal, or with `merge-conflict` when the forecast held a pass back.
 fn all_report(all: crate::ops::integrate_all::All) -> Report {
     use crate::ops::integrate_all::Why;
-    let landed: Vec<serde_json::Value> = all
-        .landed
-        .iter()
-        .map(|done| serde_json::Value::Object(report(done).fields))
-        .collect();
-    let mut human: Vec<String> = all.landed.iter().map(|done| report(done).human).collect();
-    let left: Vec<serde_json::Value> = all
+    let landed: Vec<Report> = all.landed.iter().map(report).collect();
+    let mut human: Vec<String> = landed.iter().map(|r| r.human.clone()).collect();
+    if all.dry_run {
+        human.extend(
+            all.order
+                .iter()
+                .map(|run| format!("would integrate run {run}")),
+        );
+    }
+    if let Some((run, error)) = &all.refused {
+        human.push(format!("refused run {run}: {}", error.message));
+    }
+    let left: Vec<LeftOutput> = all
         .left
         .iter()
         .map(|left| {
-            let (reason, with, paths) = match &left.why {
+            let (reason, conflicts_with, conflicting_paths) = match &left.why {
                 Why::NotReached => ("not-reached", &[][..], &[][..]),
                 Why::Held(Hold::Target { paths, .. }) => {
                     ("conflicts-with-target", &[][..], &paths[..])
                 }
                 Why::Held(Hold::Clashes(with)) => ("conflicts-with-runs", &with[..], &[][..]),
             };
-            serde_json::json!({
-                "run": left.run,
-                "task": left.task,
-                "reason": reason,
-                "conflicts_with": with,
-                "conflicting_paths": paths,
-            })
+            human.push(match &left.why {
+                Why::NotReached => format!(
+                    "left run {} (task {}): not tried after the refusal",
+                    left.run, left.task
+                ),
+                Why::Held(hold) => format!(
+                    "{} run {} (task {}): {}",
+                    if all.dry_run { "would hold" } else { "held" },
+                    left.run,
+                    left.task,
+                    hold.describe()
+                ),
+            });
+            LeftOutput {
+                run: &left.run,
+                task: &left.task,
+                reason,
+                conflicts_with,
+                conflicting_paths,
+            }
         })
         .collect();
-    if let Some((run, error)) = &all.refused {
-        human.push(format!("refused run {run}: {}", error.message));
-    }
-    for left in &all.left {
-        human.push(match (&left.why, all.dry_run) {
-            (Why::NotReached, true) => {
-                format!("would integrate run {} (task {})", left.run, left.task)
-            }
-            (Why::NotReached, false) => format!(
-                "left run {} (task {}): not tried after the refusal",
-                left.run, left.task
-            ),
-            (Why::Held(hold), _) => format!(
-                "held run {} (task {}): {}",
-                left.run,
-                left.task,
-                hold.describe()
-            ),
-        });
-    }
     if human.is_empty() {
         human.push("no pass awaits integration".to_string());
     }
-    let held: Vec<&crate::ops::integrate_all::Left> = (all.left.iter())
-        .filter(|l| matches!(l.why, Why::Held(_)))
+    let output = AllOutput {
+        dry_run: all.dry_run,
+        order: &all.order,
+        landed: landed.iter().map(|r| &r.fields).collect(),
+        refused: all.refused.as_ref().map(|(run, error)| RefusedOutput {
+            run,
+            error: error.to_json(),
+        }),
+        left,
+    };
+    let mut report = Report::of(&output, human.join("\n"));
+    let held: Vec<String> = (all.left.iter())
+        .filter_map(|l| match &l.why {
+            Why::Held(hold) => Some(format!("{} ({})", l.run, hold.describe())),
+            Why::NotReached => None,
+        })
         .collect();
-    let output = serde_json::json!({
-        "dry_run": all.dry_run,
-        "order": all.order,
-        "landed": landed,
-        "refused": all.refused.as_ref().map(|(run, error)| serde_json::json!({
-            "run": run,
-            "error": error.to_json(),
-        })),
-        "left": left,
-    });
-    let mut report = Report::new(output, human.join("\n"));
     if let Some((_, error)) = all.refused {
         report.status = Status::Failed(error);
     } else if !held.is_empty() && !all.dry_run {
-        let names: Vec<String> = held
-            .iter()
-            .map(|l| {
-                format!(
-                    "{} ({})",
-                    l.run,
-                    match &l.why {
-                        Why::Held(hold) => hold.describe(),
-                        Why::NotReached => String::new(),
-                    }
-                )
-            })
-            .collect();
+        let passes = crate::view::human::count(held.len(), "pass", "passes");
         report.status = Status::Failed(
             CrewError::new(
                 ErrorCode::MergeConflict,
-                format!(
-                    "{} held back: the forecast sees {} conflicting",
-                    crate::view::human::count(held.len(), "pass", "passes"),
-                    if held.len() == 1 { "it" } else { "them" }
-                ),
+                format!("{passes} held back: the forecast sees a conflict"),
             )
-            .with_details(names)
-            .hinted("`git crew show RUN` names what each conflicts with; dispatch the task again from the new tip, or merge it by hand and `git crew integrate RUN` records it"),
+            .with_details(held)
+            .hinted("`git crew show RUN` names what a pass conflicts with; `git crew retry RUN` dispatches its task again from the new tip, or merge its branch by hand and `git crew integrate RUN` records it"),
         );
     }
     report
+}
+
+/// What `integrate --all` prints.
+#[derive(serde::Serialize)]
+struct AllOutput<'a> {
+    dry_run: bool,
+    /// The passes in the order tried.
+    order: &'a [String],
+    /// Each as `integrate RUN` prints it.
+    landed: Vec<&'a serde_json::Map<String, serde_json::Value>>,
+    refused: Option<RefusedOutput<'a>>,
+    left: Vec<LeftOutput<'a>>,
+}
+
+/// The pass whose integrate refused, and its error.
+#[derive(serde::Serialize)]
+struct RefusedOutput<'a> {
+    run: &'a str,
+    error: serde_json::Value,
+}
+
+/// A pass that did not land, and why: `not-reached` (after the refusal),
+/// `conflicts-with-runs` or `conflicts-with-target` (held back by the forecast).
+#[derive(serde::Serialize)]
+struct LeftOutput<'a> {
+    run: &'a str,
+    task: &'a str,
+    reason: &'static str,
+    conflicts_with: &'a [String],
+    conflicting_paths: &'a [String],
 }
 
 /// What integrate did (or, under `--dry-run`, would do), for JSON and for people.

@@ -150,6 +150,9 @@ pub fn forecast(
         });
     }
 
+    if gathered.is_empty() {
+        return Ok(Forecasts::default());
+    }
     let mut targets: HashMap<String, Option<ObjectId>> = HashMap::new();
     let mut cache = ctx.trial_cache();
     let mut trials = Trials::new(repo, &mut cache);

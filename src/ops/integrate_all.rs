@@ -29,8 +29,7 @@ pub struct Request {
 pub enum Why {
     /// The forecast held it back.
     Held(Hold),
-    /// An integrate before it refused, and the rest were not tried (under `--dry-run`:
-    /// it would be tried).
+    /// An integrate before it refused, and the rest were not tried.
     NotReached,
 }
 
@@ -51,7 +50,7 @@ pub struct All {
     /// The run whose integrate refused, and its refusal: where it stopped.
     pub refused: Option<(String, CrewError)>,
     /// The passes that did not land (the refused one aside): those not reached, then
-    /// those the forecast held back.
+    /// those the forecast held back (under `--dry-run`: those it would hold back).
     pub left: Vec<Left>,
     /// Nothing was integrated (`--dry-run`).
     pub dry_run: bool,
@@ -89,8 +88,7 @@ pub fn integrate_all(ctx: &Context, request: &Request, observe: &dyn Fn(Event<'_
     let mut not_reached = Vec::new();
     for (i, run) in queue.order.iter().enumerate() {
         if request.dry_run {
-            not_reached.push(run.clone());
-            continue;
+            break;
         }
         let one = super::integrate::Request {
             run: run.clone(),

@@ -219,7 +219,10 @@ fn the_forecast_agrees_with_git_merge_tree_and_integrate_all_lands_what_does_not
     // integrate --all: c (no clash) and a land; b is held back, named, never tried.
     let dry = env.crew(&repo, &["integrate", "--all", "--dry-run", "--json"]);
     dry.expect_code(0);
-    assert_eq!(dry.json()["order"], serde_json::json!([c, a]));
+    let dry = dry.json();
+    assert_eq!(dry["order"], serde_json::json!([c, a]));
+    assert_eq!(dry["landed"], serde_json::json!([]));
+    assert_eq!(dry["left"][0]["run"], b.as_str(), "{dry}");
     assert_eq!(env.git_ok(&repo, &["rev-parse", "main"]).trim(), tip);
 
     let out = env.crew(&repo, &["integrate", "--all", "--json"]);
@@ -383,4 +386,73 @@ fn a_live_run_with_commits_is_forecast_and_never_holds_a_pass_back() {
     let forecast = forecast_of(&status["runs"], &live);
     assert!(git_conflicts(&env, &repo, "main", &branch));
     assert_eq!(forecast["merges_cleanly"], false, "{forecast}");
+}
+
+#[test]
+fn integrate_all_stops_at_the_first_refusal_and_says_what_is_left() {
+    let env = TestEnv::new();
+    let repo = env.fixture("crew-repo.sh", "repo", &[]);
+    write(&repo.join("src/shared.txt"), &shared());
+    env.git_ok(&repo, &["add", "src/shared.txt"]);
+    env.git_ok(&repo, &["commit", "-q", "-m", "a shared file"]);
+    // Three passes that clash with nothing; the oldest verifies that src/stop is absent.
+    let pass = |task: &str, line: usize, verify: &str| {
+        let run = env
+            .dispatch(&repo, task)
+            .backend("edit-lines")
+            .scope("src/shared.txt")
+            .verify(verify)
+            .prompt(&format!("EDIT src/shared.txt:{line} {task}"))
+            .finished();
+        assert_eq!(
+            env.crew(&repo, &["show", &run]).json()["run"]["outcome"],
+            "pass"
+        );
+        run
+    };
+    let first = pass("one", 2, "test ! -f src/stop");
+    let second = pass("two", 7, "true");
+    let third = pass("three", 12, "true");
+    // main moves on with src/stop: the first's verify fails on its merged tree.
+    write(&repo.join("src/stop"), "stop\n");
+    env.git_ok(&repo, &["add", "src/stop"]);
+    env.git_ok(&repo, &["commit", "-q", "-m", "stop"]);
+    let tip = env.git_ok(&repo, &["rev-parse", "main"]);
+
+    let out = env.crew(&repo, &["integrate", "--all", "--json"]);
+    // The refusal's own code and exit.
+    out.expect_code(1);
+    let all = out.json();
+    assert_eq!(all["error"]["code"], "verify-failed", "{all}");
+    assert_eq!(all["order"], serde_json::json!([first, second, third]));
+    assert_eq!(all["landed"], serde_json::json!([]));
+    assert_eq!(all["refused"]["run"], first.as_str());
+    assert_eq!(all["refused"]["error"]["code"], "verify-failed");
+    let left: Vec<(&str, &str)> = all["left"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| (l["run"].as_str().unwrap(), l["reason"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        left,
+        [
+            (second.as_str(), "not-reached"),
+            (third.as_str(), "not-reached")
+        ]
+    );
+    assert_eq!(
+        env.git_ok(&repo, &["rev-parse", "main"]),
+        tip,
+        "nothing landed"
+    );
+    let human = env.crew(&repo, &["integrate", "--all", "--human"]);
+    human.expect_code(1);
+    assert!(
+        human.stdout.contains(&format!(
+            "left run {third} (task three): not tried after the refusal"
+        )),
+        "{}",
+        human.stdout
+    );
 }
