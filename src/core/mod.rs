@@ -3,6 +3,7 @@
 //! here and `--dry-run` can print one without applying it.
 
 pub mod address;
+pub mod agents;
 pub mod attempt;
 pub mod claim;
 pub mod complete;
