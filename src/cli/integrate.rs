@@ -3,8 +3,10 @@
 
 use super::context::CommandContext;
 use super::error::Result;
+use super::error::{CrewError, ErrorCode};
 use super::flight::RoutingArgs;
-use super::ui::Report;
+use super::ui::{Report, Status};
+use crate::core::forecast::Hold;
 use crate::ops::integrate::Event;
 use crate::run::integrate;
 use clap::Args;
@@ -21,13 +23,29 @@ use clap::Args;
 /// that commit changed outside the scope are a scope violation (exit 1). On a terminal,
 /// stderr shows the step it is at (auditing, merging, re-verifying on the merged tree,
 /// writing notes).
+///
+/// With --all instead of RUN it integrates every pass awaiting integration, each as above,
+/// in an order that meets none of the conflicts the forecast sees (`git crew status`
+/// shows it): a pass that does not merge cleanly onto its target's tip is held back, and
+/// of passes that conflict with each other, the one that conflicts with the fewest goes
+/// first and the others are held back, naming it. Held passes are never tried. It stops
+/// at the first refusal and says what landed, what refused and why, and what is left;
+/// it exits with the refusal's code, or 4 (merge-conflict) when it held a pass back.
 #[derive(Debug, Args)]
 #[command(
-    after_help = "Examples:\n  git crew integrate 20261202-101500-1a2b\n  git crew integrate 20261202-101500-1a2b --into release --squash\n  git notes --ref=crew show main"
+    after_help = "Examples:\n  git crew integrate 20261202-101500-1a2b\n  git crew integrate 20261202-101500-1a2b --into release --squash\n  git crew integrate --all\n  git notes --ref=crew show main"
 )]
 pub struct IntegrateArgs {
-    #[arg(value_parser = super::runs::run_address, add = super::complete::runs())]
-    pub run: String,
+    #[arg(
+        value_parser = super::runs::run_address,
+        add = super::complete::runs(),
+        required_unless_present = "all",
+        conflicts_with = "all"
+    )]
+    pub run: Option<String>,
+    /// Every pass awaiting integration, in the order the conflict forecast gives.
+    #[arg(long, conflicts_with = "force_unverified")]
+    pub all: bool,
     /// The branch to integrate into (default: the branch the run was cut from).
     #[arg(long, value_name = "BRANCH")]
     pub into: Option<String>,
@@ -42,7 +60,8 @@ pub struct IntegrateArgs {
     #[arg(long = "set", value_name = "KEY=VALUE")]
     pub set: Vec<String>,
     /// Audit, check the gates and build the merge, then say what would land; change
-    /// nothing (no verify of the merge runs).
+    /// nothing (no verify of the merge runs). With --all: the order and what would be
+    /// held back.
     #[arg(long)]
     pub dry_run: bool,
 }
@@ -52,8 +71,11 @@ pub fn run(ctx: &CommandContext, args: IntegrateArgs) -> Result<Report> {
         set: args.set.clone(),
         ..RoutingArgs::default()
     };
+    let Some(run) = args.run else {
+        return all(ctx, args.into, args.squash, routing, args.dry_run);
+    };
     let request = crate::ops::integrate::Request {
-        run: args.run,
+        run,
         into: args.into,
         squash: args.squash,
         force_unverified: args.force_unverified,
@@ -71,6 +93,151 @@ pub fn run(ctx: &CommandContext, args: IntegrateArgs) -> Result<Report> {
         super::ui::warn(&format!("symlink outside the run's scope: {link}"));
     }
     Ok(report(&done))
+}
+
+/// `integrate --all`.
+fn all(
+    ctx: &CommandContext,
+    into: Option<String>,
+    squash: bool,
+    routing: RoutingArgs,
+    dry_run: bool,
+) -> Result<Report> {
+    let request = crate::ops::integrate_all::Request {
+        into,
+        squash,
+        invocation: routing.invocation(),
+        dry_run,
+    };
+    let progress = super::progress::Progress::for_steps();
+    let all = crate::ops::integrate_all::integrate_all(ctx, &request, &|event| match event {
+        Event::Step { step, run, into } => progress.step(step_text(step, run, into)),
+        Event::Warning(warning) => progress.suspend(|| super::ui::warn(warning)),
+    });
+    drop(progress);
+    let all = all?;
+    for done in &all.landed {
+        for link in &done.landing.links_outside_scope {
+            super::ui::warn(&format!("symlink outside the run's scope: {link}"));
+        }
+    }
+    Ok(all_report(all))
+}
+
+/// What `integrate --all` did, for JSON and for people: what landed (each as `integrate
+/// RUN` prints it), what refused with its error, what is left and why; failed with the
+/// refusal, or with `merge-conflict` when the forecast held a pass back.
+fn all_report(all: crate::ops::integrate_all::All) -> Report {
+    use crate::ops::integrate_all::Why;
+    let landed: Vec<Report> = all.landed.iter().map(report).collect();
+    let mut human: Vec<String> = landed.iter().map(|r| r.human.clone()).collect();
+    if all.dry_run {
+        human.extend(
+            all.order
+                .iter()
+                .map(|run| format!("would integrate run {run}")),
+        );
+    }
+    if let Some((run, error)) = &all.refused {
+        human.push(format!("refused run {run}: {}", error.message));
+    }
+    let left: Vec<LeftOutput> = all
+        .left
+        .iter()
+        .map(|left| {
+            let (reason, conflicts_with, conflicting_paths) = match &left.why {
+                Why::NotReached => ("not-reached", &[][..], &[][..]),
+                Why::Held(Hold::Target { paths, .. }) => {
+                    ("conflicts-with-target", &[][..], &paths[..])
+                }
+                Why::Held(Hold::Clashes(with)) => ("conflicts-with-runs", &with[..], &[][..]),
+            };
+            human.push(match &left.why {
+                Why::NotReached => format!(
+                    "left run {} (task {}): not tried after the refusal",
+                    left.run, left.task
+                ),
+                Why::Held(hold) => format!(
+                    "{} run {} (task {}): {}",
+                    if all.dry_run { "would hold" } else { "held" },
+                    left.run,
+                    left.task,
+                    hold.describe()
+                ),
+            });
+            LeftOutput {
+                run: &left.run,
+                task: &left.task,
+                reason,
+                conflicts_with,
+                conflicting_paths,
+            }
+        })
+        .collect();
+    if human.is_empty() {
+        human.push("no pass awaits integration".to_string());
+    }
+    let output = AllOutput {
+        dry_run: all.dry_run,
+        order: &all.order,
+        landed: landed.iter().map(|r| &r.fields).collect(),
+        refused: all.refused.as_ref().map(|(run, error)| RefusedOutput {
+            run,
+            error: error.to_json(),
+        }),
+        left,
+    };
+    let mut report = Report::of(&output, human.join("\n"));
+    let held: Vec<String> = (all.left.iter())
+        .filter_map(|l| match &l.why {
+            Why::Held(hold) => Some(format!("{} ({})", l.run, hold.describe())),
+            Why::NotReached => None,
+        })
+        .collect();
+    if let Some((_, error)) = all.refused {
+        report.status = Status::Failed(error);
+    } else if !held.is_empty() && !all.dry_run {
+        let passes = crate::view::human::count(held.len(), "pass", "passes");
+        report.status = Status::Failed(
+            CrewError::new(
+                ErrorCode::MergeConflict,
+                format!("{passes} held back: the forecast sees a conflict"),
+            )
+            .with_details(held)
+            .hinted("`git crew show RUN` names what a pass conflicts with; `git crew retry RUN` dispatches its task again from the new tip, or merge its branch by hand and `git crew integrate RUN` records it"),
+        );
+    }
+    report
+}
+
+/// What `integrate --all` prints.
+#[derive(serde::Serialize)]
+struct AllOutput<'a> {
+    dry_run: bool,
+    /// The passes in the order tried.
+    order: &'a [String],
+    /// Each as `integrate RUN` prints it.
+    landed: Vec<&'a serde_json::Map<String, serde_json::Value>>,
+    refused: Option<RefusedOutput<'a>>,
+    left: Vec<LeftOutput<'a>>,
+}
+
+/// The pass whose integrate refused, and its error.
+#[derive(serde::Serialize)]
+struct RefusedOutput<'a> {
+    run: &'a str,
+    error: serde_json::Value,
+}
+
+/// A pass that did not land, and why: `not-reached` (after the refusal),
+/// `conflicts-with-runs` or `conflicts-with-target` (held back by the forecast).
+#[derive(serde::Serialize)]
+struct LeftOutput<'a> {
+    run: &'a str,
+    task: &'a str,
+    reason: &'static str,
+    conflicts_with: &'a [String],
+    conflicting_paths: &'a [String],
 }
 
 /// What integrate did (or, under `--dry-run`, would do), for JSON and for people.

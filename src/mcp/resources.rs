@@ -108,8 +108,8 @@ impl Read {
                 answer::fields(&crate::ops::status::status(ctx, &request)?.output(now))?
             }
             Read::Run(run) => {
-                let found = crate::ops::show::show(ctx, &crate::ops::show::Request { run })?;
-                answer::fields(&crate::ops::show::output(&found, now))?
+                let shown = crate::ops::show::show(ctx, &crate::ops::show::Request { run })?;
+                answer::fields(&shown.output(now))?
             }
         };
         Ok(answer::envelope(fields, &Status::Ok))

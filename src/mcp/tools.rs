@@ -294,11 +294,8 @@ fn show(ctx: &Context, input: RunIn) -> Result<Answer> {
     let request = crate::ops::show::Request {
         run: address(&input.run)?,
     };
-    let found = crate::ops::show::show(ctx, &request)?;
-    Answer::ok(&crate::ops::show::output(
-        &found,
-        crate::sys::clock::now_millis(),
-    ))
+    let shown = crate::ops::show::show(ctx, &request)?;
+    Answer::ok(&shown.output(crate::sys::clock::now_millis()))
 }
 
 /// What `diff` shows.

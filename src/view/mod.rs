@@ -7,6 +7,7 @@
 
 pub mod console;
 pub mod dispatch;
+pub mod forecast;
 pub mod human;
 pub mod output;
 pub mod result;

@@ -9,6 +9,7 @@ mod errors;
 mod fence;
 mod flight;
 mod footer;
+mod forecast;
 mod hand_merge;
 mod hook;
 mod imports;

@@ -45,12 +45,14 @@ prompt = "x"
 "#;
 
 /// Everything a command could change: refs and their targets, each notes ref's notes,
-/// every file and folder under `.git/crew/` (path, size, mtime, content hash), the
-/// worktree list, and the supervisors running for this repository.
+/// every file and folder under `.git/crew/` (path, size, mtime, content hash) and under
+/// `.git/objects/` (the conflict forecast's trial merges write none), the worktree list,
+/// and the supervisors running for this repository.
 struct State {
     refs: String,
     notes: Vec<(String, String)>,
     files: Vec<(String, String)>,
+    objects: Vec<(String, String)>,
     worktrees: String,
     supervisors: Vec<u32>,
 }
@@ -77,10 +79,18 @@ fn state(env: &TestEnv, repo: &Path) -> State {
     let mut files = Vec::new();
     walk(&repo.join(".git/crew"), &repo.join(".git/crew"), &mut files);
     files.sort();
+    let mut objects = Vec::new();
+    walk(
+        &repo.join(".git/objects"),
+        &repo.join(".git/objects"),
+        &mut objects,
+    );
+    objects.sort();
     State {
         refs,
         notes,
         files,
+        objects,
         worktrees: env.git_ok(repo, &["worktree", "list", "--porcelain"]),
         supervisors: supervisors(repo),
     }
@@ -109,6 +119,13 @@ fn changes(before: &State, after: &State) -> Vec<String> {
             .collect()
     };
     sets(".git/crew", files(before), files(after));
+    let objects = |s: &State| -> BTreeSet<String> {
+        s.objects
+            .iter()
+            .map(|(p, what)| format!("{p} ({what})"))
+            .collect()
+    };
+    sets(".git/objects", objects(before), objects(after));
     sets(
         "worktree",
         lines(&before.worktrees),
@@ -185,11 +202,14 @@ fn pointer(repo: &Path, run: &str) -> Value {
     serde_json::from_str(&read(&repo.join(format!(".git/crew/live/{run}.json")))).unwrap()
 }
 
-/// The runs a read finds: `integrated` (finished and integrated), `rejected` (finished),
-/// `asks` (live, needs help: no supervisor), `dead` (live, its supervisor killed) and
-/// `queued` (waiting behind `dead` for its backend's one slot).
+/// The runs a read finds: `integrated` (finished and integrated), `passes` (two passes
+/// awaiting integration that edit the same line, so the reads forecast a conflict between
+/// them; main moved since, so each forecast onto main merges file content),
+/// `rejected` (finished), `asks` (live, needs help: no supervisor), `dead` (live, its
+/// supervisor killed) and `queued` (waiting behind `dead` for its backend's one slot).
 struct Runs {
     integrated: String,
+    passes: [String; 2],
     rejected: String,
     asks: String,
     dead: String,
@@ -214,6 +234,23 @@ fn repository(env: &TestEnv) -> (PathBuf, Runs) {
         .args(&["--size", "1"])
         .finished();
     env.crew(&repo, &["integrate", &integrated]).expect_code(0);
+    let lines: String = (1..=10).map(|i| format!("line {i}\n")).collect();
+    write(&repo.join("notes/shared.txt"), &lines);
+    env.git_ok(&repo, &["add", "notes"]);
+    env.git_ok(&repo, &["commit", "-q", "-m", "a shared file"]);
+    let passes = ["alpha", "beta"].map(|task| {
+        env.dispatch(&repo, task)
+            .backend("edit-lines")
+            .scope("notes/shared.txt")
+            .verify("true")
+            .prompt(&format!("EDIT notes/shared.txt:2 {task}"))
+            .finished()
+    });
+    write(
+        &repo.join("notes/shared.txt"),
+        &lines.replace("line 9\n", "line nine\n"),
+    );
+    env.git_ok(&repo, &["commit", "-q", "-am", "main moves on"]);
     let rejected = env
         .dispatch(&repo, "docs")
         .backend("out-of-scope")
@@ -263,6 +300,7 @@ fn repository(env: &TestEnv) -> (PathBuf, Runs) {
     let _ = std::fs::remove_file(repo.join(".git/crew/cache/ledger-learnt.json"));
     let runs = Runs {
         integrated,
+        passes,
         rejected,
         asks,
         dead,
@@ -366,6 +404,14 @@ fn every_read_command_changes_nothing_and_the_next_command_that_acts_settles() {
     assert_eq!(of(&runs.dead)["supervisor"], "dead");
     for run in [&runs.queued, &runs.asks, &runs.integrated, &runs.rejected] {
         assert_eq!(of(run)["supervisor"], Value::Null, "{run}");
+        assert_eq!(of(run)["forecast"], Value::Null, "{run}");
+    }
+    // The passes' forecasts were there to make: each merges onto main, and they clash.
+    let [alpha, beta] = &runs.passes;
+    for (run, other) in [(alpha, beta), (beta, alpha)] {
+        let forecast = &of(run)["forecast"];
+        assert_eq!(forecast["merges_cleanly"], true, "{forecast}");
+        assert_eq!(forecast["conflicts_with"], serde_json::json!([other]));
     }
     let show = env.crew(&repo, &["show", &runs.dead]).json();
     assert_eq!(show["run"]["supervisor"], "dead");
