@@ -3,10 +3,8 @@
 
 use super::context::CommandContext;
 use super::error::Result;
-use super::error::{CrewError, ErrorCode};
 use super::flight::RoutingArgs;
-use super::ui::{Report, Status};
-use crate::core::forecast::Hold;
+use super::ui::Report;
 use crate::ops::integrate::Event;
 use crate::run::integrate;
 use clap::Args;
@@ -129,8 +127,7 @@ fn all(
 /// refusal, or with `merge-conflict` when the forecast held a pass back.
 fn all_report(all: crate::ops::integrate_all::All) -> Report {
     use crate::ops::integrate_all::Why;
-    let landed: Vec<Report> = all.landed.iter().map(report).collect();
-    let mut human: Vec<String> = landed.iter().map(|r| r.human.clone()).collect();
+    let mut human: Vec<String> = all.landed.iter().map(|d| report(d).human).collect();
     if all.dry_run {
         human.extend(
             all.order
@@ -141,103 +138,25 @@ fn all_report(all: crate::ops::integrate_all::All) -> Report {
     if let Some((run, error)) = &all.refused {
         human.push(format!("refused run {run}: {}", error.message));
     }
-    let left: Vec<LeftOutput> = all
-        .left
-        .iter()
-        .map(|left| {
-            let (reason, conflicts_with, conflicting_paths) = match &left.why {
-                Why::NotReached => ("not-reached", &[][..], &[][..]),
-                Why::Held(Hold::Target { paths, .. }) => {
-                    ("conflicts-with-target", &[][..], &paths[..])
-                }
-                Why::Held(Hold::Clashes(with)) => ("conflicts-with-runs", &with[..], &[][..]),
-            };
-            human.push(match &left.why {
-                Why::NotReached => format!(
-                    "left run {} (task {}): not tried after the refusal",
-                    left.run, left.task
-                ),
-                Why::Held(hold) => format!(
-                    "{} run {} (task {}): {}",
-                    if all.dry_run { "would hold" } else { "held" },
-                    left.run,
-                    left.task,
-                    hold.describe()
-                ),
-            });
-            LeftOutput {
-                run: &left.run,
-                task: &left.task,
-                reason,
-                conflicts_with,
-                conflicting_paths,
-            }
-        })
-        .collect();
+    for left in &all.left {
+        human.push(match &left.why {
+            Why::NotReached => format!(
+                "left run {} (task {}): not tried after the refusal",
+                left.run, left.task
+            ),
+            Why::Held(hold) => format!(
+                "{} run {} (task {}): {}",
+                if all.dry_run { "would hold" } else { "held" },
+                left.run,
+                left.task,
+                hold.describe()
+            ),
+        });
+    }
     if human.is_empty() {
         human.push("no pass awaits integration".to_string());
     }
-    let output = AllOutput {
-        dry_run: all.dry_run,
-        order: &all.order,
-        landed: landed.iter().map(|r| &r.fields).collect(),
-        refused: all.refused.as_ref().map(|(run, error)| RefusedOutput {
-            run,
-            error: error.to_json(),
-        }),
-        left,
-    };
-    let mut report = Report::of(&output, human.join("\n"));
-    let held: Vec<String> = (all.left.iter())
-        .filter_map(|l| match &l.why {
-            Why::Held(hold) => Some(format!("{} ({})", l.run, hold.describe())),
-            Why::NotReached => None,
-        })
-        .collect();
-    if let Some((_, error)) = all.refused {
-        report.status = Status::Failed(error);
-    } else if !held.is_empty() && !all.dry_run {
-        let passes = crate::view::human::count(held.len(), "pass", "passes");
-        report.status = Status::Failed(
-            CrewError::new(
-                ErrorCode::MergeConflict,
-                format!("{passes} held back: the forecast sees a conflict"),
-            )
-            .with_details(held)
-            .hinted("`git crew show RUN` names what a pass conflicts with; `git crew retry RUN` dispatches its task again from the new tip, or merge its branch by hand and `git crew integrate RUN` records it"),
-        );
-    }
-    report
-}
-
-/// What `integrate --all` prints.
-#[derive(serde::Serialize)]
-struct AllOutput<'a> {
-    dry_run: bool,
-    /// The passes in the order tried.
-    order: &'a [String],
-    /// Each as `integrate RUN` prints it.
-    landed: Vec<&'a serde_json::Map<String, serde_json::Value>>,
-    refused: Option<RefusedOutput<'a>>,
-    left: Vec<LeftOutput<'a>>,
-}
-
-/// The pass whose integrate refused, and its error.
-#[derive(serde::Serialize)]
-struct RefusedOutput<'a> {
-    run: &'a str,
-    error: serde_json::Value,
-}
-
-/// A pass that did not land, and why: `not-reached` (after the refusal),
-/// `conflicts-with-runs` or `conflicts-with-target` (held back by the forecast).
-#[derive(serde::Serialize)]
-struct LeftOutput<'a> {
-    run: &'a str,
-    task: &'a str,
-    reason: &'static str,
-    conflicts_with: &'a [String],
-    conflicting_paths: &'a [String],
+    Report::with_status(&all.output(), human.join("\n"), all.status())
 }
 
 /// What integrate did (or, under `--dry-run`, would do), for JSON and for people.

@@ -5,10 +5,8 @@
 //! Schema 2020-12, as MCP asks.
 
 use schemars::generate::SchemaSettings;
-use schemars::{JsonSchema, Schema, SchemaGenerator};
+use schemars::{JsonSchema, Schema};
 use serde_json::{Map, Value, json};
-
-use crate::error::ErrorCode;
 
 /// The dialect of every schema.
 const DIALECT: &str = "https://json-schema.org/draft/2020-12/schema";
@@ -33,7 +31,7 @@ pub fn output<T: JsonSchema>() -> Map<String, Value> {
         .for_serialize()
         .into_generator();
     let data = generator.subschema_for::<T>();
-    let error = generator.subschema_for::<ErrorJson>();
+    let error = generator.subschema_for::<crate::ops::answer::ErrorJson>();
     let defs: Map<String, Value> = generator.take_definitions(true);
     let mut schema = json!({
         "$schema": DIALECT,
@@ -70,40 +68,6 @@ pub fn argument_names(input: &Map<String, Value>) -> Vec<String> {
         .unwrap_or_default()
 }
 
-/// The error object of the envelope, as `CrewError::to_json` writes it: its code from the
-/// closed set, its message (with the details after it), the hint, and the details and
-/// causes when there are some.
-#[derive(JsonSchema)]
-#[schemars(deny_unknown_fields)]
-#[allow(dead_code)]
-struct ErrorJson {
-    code: Code,
-    message: String,
-    hint: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    details: Option<Vec<String>>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    causes: Option<Vec<String>>,
-}
-
-/// An error code: one of [`ErrorCode::ALL`].
-struct Code;
-
-impl JsonSchema for Code {
-    fn schema_name() -> std::borrow::Cow<'static, str> {
-        "ErrorCode".into()
-    }
-
-    fn json_schema(_: &mut SchemaGenerator) -> Schema {
-        let codes: Vec<&str> = ErrorCode::ALL.iter().map(|c| c.as_str()).collect();
-        schemars::json_schema!({
-            "type": "string",
-            "enum": codes,
-            "description": "The error's code, from the closed set README.md's table lists",
-        })
-    }
-}
-
 fn object(schema: Schema) -> Map<String, Value> {
     object_of(schema.to_value())
 }
@@ -119,7 +83,7 @@ fn object_of(value: Value) -> Map<String, Value> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::error::CrewError;
+    use crate::error::{CrewError, ErrorCode};
 
     fn validator(schema: &Map<String, Value>) -> jsonschema::Validator {
         jsonschema::validator_for(&Value::Object(schema.clone())).unwrap()

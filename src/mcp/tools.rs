@@ -189,10 +189,10 @@ pub fn all() -> Vec<Tool> {
             "Run a finished run's verify command again in its worktree and record the verdict (`git crew verify RUN --json`); a failed verify is a tool error with code verify-failed.",
             verify,
         ),
-        tool::<IntegrateIn, crate::ops::integrate::Output<'static>>(
+        tool::<IntegrateIn, crate::ops::integrate_all::Either<'static>>(
             "integrate",
             Kind::Act,
-            "Integrate a finished, verified run: audit its branch against its scope, merge it onto the target's tip away from the checkout (verifying the merge again when the target moved), write the run record notes, advance the target, clean up (`git crew integrate RUN --json`).",
+            "Integrate a finished, verified run: audit its branch against its scope, merge it onto the target's tip away from the checkout (verifying the merge again when the target moved), write the run record notes, advance the target, clean up (`git crew integrate RUN --json`). With all: true instead of a run, every pass awaiting integration in the order the conflict forecast gives; it stops at the first refusal and says what landed, what refused and what is left (`git crew integrate --all --json`).",
             integrate,
         ),
         tool::<RunIn, crate::ops::abandon::Output<'static>>(
@@ -560,8 +560,11 @@ fn verify(ctx: &Context, input: VerifyIn) -> Result<Answer> {
 
 #[derive(Deserialize, JsonSchema)]
 struct IntegrateIn {
-    /// The run: its id, a unique part of it, its task, or @last.
-    run: String,
+    /// The run: its id, a unique part of it, its task, or @last. Or `all`.
+    run: Option<String>,
+    /// Every pass awaiting integration, in the order the conflict forecast gives.
+    #[serde(default)]
+    all: bool,
     /// The branch to integrate into (default: the branch the run was cut from).
     into: Option<String>,
     /// One commit on the target instead of a merge commit.
@@ -579,8 +582,42 @@ struct IntegrateIn {
 }
 
 fn integrate(ctx: &Context, input: IntegrateIn) -> Result<Answer> {
+    let usage = |message: &str| Err(CrewError::new(ErrorCode::Usage, message));
+    let observe = |event: crate::ops::integrate::Event<'_>| {
+        if let crate::ops::integrate::Event::Warning(warning) = event {
+            ctx.warn(warning);
+        }
+    };
+    let link = |link: &String| ctx.warn(format!("symlink outside the run's scope: {link}"));
+    let run = match (input.run, input.all) {
+        (Some(_), true) => return usage("give a run or all, not both"),
+        (None, false) => return usage("give the run to integrate, or all: true"),
+        (Some(run), false) => run,
+        (None, true) if input.force_unverified => {
+            return usage("force_unverified is for one run, not all");
+        }
+        (None, true) => {
+            let request = crate::ops::integrate_all::Request {
+                into: input.into,
+                squash: input.squash,
+                invocation: Invocation {
+                    set: input.set,
+                    ..Invocation::default()
+                },
+                dry_run: input.dry_run,
+            };
+            let all = crate::ops::integrate_all::integrate_all(ctx, &request, &observe)?;
+            for done in &all.landed {
+                done.landing.links_outside_scope.iter().for_each(link);
+            }
+            return Answer::of(
+                &crate::ops::integrate_all::Either::All(all.output()),
+                all.status(),
+            );
+        }
+    };
     let request = crate::ops::integrate::Request {
-        run: address(&input.run)?,
+        run: address(&run)?,
         into: input.into,
         squash: input.squash,
         force_unverified: input.force_unverified,
@@ -590,15 +627,11 @@ fn integrate(ctx: &Context, input: IntegrateIn) -> Result<Answer> {
         },
         dry_run: input.dry_run,
     };
-    let done = crate::ops::integrate::integrate(ctx, &request, &|event| {
-        if let crate::ops::integrate::Event::Warning(warning) = event {
-            ctx.warn(warning);
-        }
-    })?;
-    for link in &done.landing.links_outside_scope {
-        ctx.warn(format!("symlink outside the run's scope: {link}"));
-    }
-    Answer::ok(&crate::ops::integrate::output(&done))
+    let done = crate::ops::integrate::integrate(ctx, &request, &observe)?;
+    done.landing.links_outside_scope.iter().for_each(link);
+    Answer::ok(&crate::ops::integrate_all::Either::One(
+        crate::ops::integrate::output(&done),
+    ))
 }
 
 fn abandon(ctx: &Context, input: RunIn) -> Result<Answer> {

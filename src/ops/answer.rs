@@ -3,9 +3,10 @@
 //! every front end tells the same way (the CLI as its exit code, the MCP server as a
 //! tool result's `isError`).
 
+use schemars::{JsonSchema, Schema, SchemaGenerator};
 use serde_json::{Map, Value};
 
-use crate::error::{CrewError, ErrorKind};
+use crate::error::{CrewError, ErrorCode, ErrorKind};
 
 /// How a command came out — the one thing its exit code is derived from.
 #[derive(Debug, Default)]
@@ -66,6 +67,41 @@ pub fn envelope(fields: Map<String, Value>, status: &Status) -> Value {
 /// The JSON of a command that was refused: `{"ok": false, "error": {...}}`.
 pub fn refusal(error: &CrewError) -> Value {
     serde_json::json!({"ok": false, "error": error.to_json()})
+}
+
+/// The schema of the envelope's error object, as `CrewError::to_json` writes it (a type for
+/// its JSON Schema only): its code from the
+/// closed set, its message (with the details after it), the hint, and the details and
+/// causes when there are some.
+#[derive(JsonSchema)]
+#[schemars(deny_unknown_fields)]
+#[allow(dead_code)]
+pub struct ErrorJson {
+    code: Code,
+    message: String,
+    hint: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    details: Option<Vec<String>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    causes: Option<Vec<String>>,
+}
+
+/// An error code: one of [`ErrorCode::ALL`].
+pub struct Code;
+
+impl JsonSchema for Code {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "ErrorCode".into()
+    }
+
+    fn json_schema(_: &mut SchemaGenerator) -> Schema {
+        let codes: Vec<&str> = ErrorCode::ALL.iter().map(|c| c.as_str()).collect();
+        schemars::json_schema!({
+            "type": "string",
+            "enum": codes,
+            "description": "The error's code, from the closed set README.md's table lists",
+        })
+    }
 }
 
 #[cfg(test)]

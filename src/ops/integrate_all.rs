@@ -56,6 +56,110 @@ pub struct All {
     pub dry_run: bool,
 }
 
+/// What `integrate --all` prints as data: the order tried, what landed (each as
+/// `integrate RUN` prints it), the refusal that stopped it, and what is left and why.
+#[derive(serde::Serialize, schemars::JsonSchema)]
+pub struct Output<'a> {
+    pub dry_run: bool,
+    /// The passes in the order tried.
+    pub order: &'a [String],
+    /// Each as `integrate RUN` prints it.
+    pub landed: Vec<super::integrate::Output<'a>>,
+    pub refused: Option<RefusedOutput<'a>>,
+    pub left: Vec<LeftOutput<'a>>,
+}
+
+/// The pass whose integrate refused, and its error.
+#[derive(serde::Serialize, schemars::JsonSchema)]
+pub struct RefusedOutput<'a> {
+    pub run: &'a str,
+    #[schemars(with = "super::answer::ErrorJson")]
+    pub error: serde_json::Value,
+}
+
+/// A pass that did not land, and why: `not-reached` (after the refusal),
+/// `conflicts-with-runs` or `conflicts-with-target` (held back by the forecast).
+#[derive(serde::Serialize, schemars::JsonSchema)]
+pub struct LeftOutput<'a> {
+    pub run: &'a str,
+    pub task: &'a str,
+    pub reason: &'static str,
+    pub conflicts_with: &'a [String],
+    pub conflicting_paths: &'a [String],
+}
+
+impl All {
+    /// What `integrate --all` prints as data.
+    pub fn output(&self) -> Output<'_> {
+        Output {
+            dry_run: self.dry_run,
+            order: &self.order,
+            landed: self.landed.iter().map(super::integrate::output).collect(),
+            refused: self.refused.as_ref().map(|(run, error)| RefusedOutput {
+                run,
+                error: error.to_json(),
+            }),
+            left: self
+                .left
+                .iter()
+                .map(|left| {
+                    let (reason, conflicts_with, conflicting_paths) = match &left.why {
+                        Why::NotReached => ("not-reached", &[][..], &[][..]),
+                        Why::Held(Hold::Target { paths, .. }) => {
+                            ("conflicts-with-target", &[][..], &paths[..])
+                        }
+                        Why::Held(Hold::Clashes(with)) => {
+                            ("conflicts-with-runs", &with[..], &[][..])
+                        }
+                    };
+                    LeftOutput {
+                        run: &left.run,
+                        task: &left.task,
+                        reason,
+                        conflicts_with,
+                        conflicting_paths,
+                    }
+                })
+                .collect(),
+        }
+    }
+
+    /// How it came out: the refusal that stopped it, else `merge-conflict` when the
+    /// forecast held a pass back (not under `--dry-run`), else ok.
+    pub fn status(&self) -> super::answer::Status {
+        use super::answer::Status;
+        let held: Vec<String> = (self.left.iter())
+            .filter_map(|l| match &l.why {
+                Why::Held(hold) => Some(format!("{} ({})", l.run, hold.describe())),
+                Why::NotReached => None,
+            })
+            .collect();
+        if let Some((_, error)) = &self.refused {
+            Status::Failed(error.clone())
+        } else if !held.is_empty() && !self.dry_run {
+            let passes = crate::view::human::count(held.len(), "pass", "passes");
+            Status::Failed(
+                CrewError::new(
+                    crate::error::ErrorCode::MergeConflict,
+                    format!("{passes} held back: the forecast sees a conflict"),
+                )
+                .with_details(held)
+                .hinted("`git crew show RUN` names what a pass conflicts with; `git crew retry RUN` dispatches its task again from the new tip, or merge its branch by hand and `git crew integrate RUN` records it"),
+            )
+        } else {
+            Status::Ok
+        }
+    }
+}
+
+/// What `integrate` prints as data: one run, or every pass (`--all`).
+#[derive(serde::Serialize, schemars::JsonSchema)]
+#[serde(untagged)]
+pub enum Either<'a> {
+    One(super::integrate::Output<'a>),
+    All(Output<'a>),
+}
+
 /// Integrates every pass awaiting integration in the forecast's order; `observe` hears
 /// of each integrate's steps and warnings. A refusal is not an error here: it ends the
 /// list, and [`All::refused`] carries it.

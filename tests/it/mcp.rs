@@ -534,6 +534,48 @@ fn a_question_is_answered_a_run_verified_and_retried_and_a_wave_planned_through_
 }
 
 #[test]
+fn every_pass_is_integrated_in_the_forecasts_order_through_the_server() {
+    let env = TestEnv::new();
+    let repo = env.fixture("crew-repo.sh", "repo", &[]);
+    // Two passes that touch different files (the slow worker writes src/routes/<task>.rs).
+    let quick = [
+        "--scope",
+        "src/routes/**",
+        "--verify",
+        "true",
+        "--set",
+        "backends.slow.env.SLOW_SECONDS=\"0\"",
+    ];
+    let first = env.finished_run(&repo, "a", "slow", &quick);
+    let second = env.finished_run(&repo, "b", "slow", &quick);
+    let mut client = Client::start(&env, &repo);
+    let both = client.call("integrate", json!({"run": first, "all": true}));
+    assert_eq!(
+        both["structuredContent"]["error"]["code"], "usage",
+        "{both}"
+    );
+    let planned = client.ok("integrate", json!({"all": true, "dry_run": true}));
+    assert_eq!(
+        planned,
+        cli(&env, &repo, &["integrate", "--all", "--dry-run"])
+    );
+    let all = client.ok("integrate", json!({"all": true}));
+    let landed: Vec<&str> = all["landed"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| l["run"].as_str().unwrap())
+        .collect();
+    assert_eq!(landed, [first.as_str(), second.as_str()], "{all}");
+    assert!(all["left"].as_array().unwrap().is_empty(), "{all}");
+    for run in [&first, &second] {
+        let shown = client.ok("show", json!({"run": run}));
+        assert!(shown["run"]["integration"].is_object(), "{shown}");
+    }
+    assert_eq!(client.close(), 0);
+}
+
+#[test]
 fn a_server_that_cannot_start_says_why_on_stderr_and_nothing_on_stdout() {
     let env = TestEnv::new();
     let repo = env.fixture("crew-repo.sh", "repo", &[]);
