@@ -1,11 +1,9 @@
 //! `git crew abandon RUN`.
 
 use clap::Args;
-use serde::Serialize;
 
 use super::context::CommandContext;
 use super::error::Result;
-use super::runs;
 use super::ui::Report;
 use crate::ops::abandon::Abandoned;
 
@@ -33,28 +31,19 @@ pub fn abandon(ctx: &CommandContext, args: AbandonArgs) -> Result<Report> {
 
 /// What abandon did, for JSON and for people.
 pub fn report(abandoned: &Abandoned) -> Report {
-    match abandoned {
-        Abandoned::Stopped(record) => {
-            let human = format!(
-                "abandoned {} (task {}); branch {} kept",
-                record.run, record.task, record.branch
-            );
-            Report::of(&runs::output(record), human)
-        }
-        Abandoned::Kept { record, kept } => kept_report(record, kept),
-    }
-}
-
-/// What `abandon` of an ended run prints: the run, and what now keeps its work.
-#[derive(Debug, Serialize)]
-struct Given<'a> {
-    run: crate::view::result::RunResult<'a>,
-    kept: &'a crate::run::prune::Kept,
+    let human = match abandoned {
+        Abandoned::Stopped(record) => format!(
+            "abandoned {} (task {}); branch {} kept",
+            record.run, record.task, record.branch
+        ),
+        Abandoned::Kept { record, kept } => kept_human(record, kept),
+    };
+    Report::of(&abandoned.output(crate::sys::clock::now_millis()), human)
 }
 
 /// An ended run's work, given up and kept under `refs/crew/attempts/<run>`.
-fn kept_report(record: &crate::core::record::RunRecord, kept: &crate::run::prune::Kept) -> Report {
-    let human = match (&kept.commit, kept.already) {
+fn kept_human(record: &crate::core::record::RunRecord, kept: &crate::run::prune::Kept) -> String {
+    match (&kept.commit, kept.already) {
         (None, _) => format!(
             "run {} had already ended ({}) and holds nothing to keep",
             record.run,
@@ -80,10 +69,5 @@ fn kept_report(record: &crate::core::record::RunRecord, kept: &crate::run::prune
                 )
             }
         ),
-    };
-    let output = Given {
-        run: runs::result(record),
-        kept,
-    };
-    Report::of(&output, human)
+    }
 }

@@ -1,25 +1,10 @@
 //! `git crew advise RUN --text T`: answer a NEEDS-HELP by resuming the same session.
 
 use clap::Args;
-use serde::Serialize;
 
 use super::context::CommandContext;
 use super::error::Result;
 use super::ui::Report;
-use crate::core::record::Phase;
-
-/// `advise`: the run as it resumes — its phase (`working`, or `queued` when its backend is
-/// full), session, new supervisor (null when none was started), deadline moved by the
-/// time it waited, and the file the advice was written to (SPEC §2 `advise`, §5.5).
-#[derive(Debug, Serialize)]
-pub struct AdviseOutput<'a> {
-    pub run: &'a str,
-    pub phase: Phase,
-    pub session: Option<&'a str>,
-    pub supervisor_pid: Option<u32>,
-    pub deadline: String,
-    pub advice_file: &'a std::path::Path,
-}
 
 /// Answer a worker's NEEDS-HELP, resuming its session.
 ///
@@ -52,13 +37,5 @@ pub fn report(advised: &crate::ops::advise::Advised) -> Report {
         record.run,
         record.session.as_deref().unwrap_or("(new)")
     );
-    let output = AdviseOutput {
-        run: &record.run,
-        phase: record.phase,
-        session: record.session.as_deref(),
-        supervisor_pid: advised.supervisor_pid,
-        deadline: crate::core::stamp::format_seconds(record.deadline),
-        advice_file: &advised.advice_file,
-    };
-    Report::of(&output, human)
+    Report::of(&advised.output(), human)
 }

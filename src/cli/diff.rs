@@ -1,7 +1,6 @@
 //! `git crew diff RUN`: the change integrate would apply, as its audit sees it.
 
 use clap::Args;
-use serde::Serialize;
 
 use super::context::CommandContext;
 use super::error::Result;
@@ -33,15 +32,6 @@ pub struct DiffArgs {
     pub patch: bool,
 }
 
-/// What `diff` prints under `--json`.
-#[derive(Serialize)]
-struct DiffOutput<'a> {
-    run: &'a str,
-    from: String,
-    to: String,
-    text: &'a str,
-}
-
 pub fn run(ctx: &CommandContext, args: DiffArgs) -> Result<Report> {
     let shown = if args.stat {
         Shown::Stat
@@ -57,14 +47,8 @@ pub fn run(ctx: &CommandContext, args: DiffArgs) -> Result<Report> {
         page,
     };
     let diff = crate::ops::diff::diff(ctx, &request)?;
-    let output = DiffOutput {
-        run: &diff.run,
-        from: diff.from.to_string(),
-        to: diff.to.to_string(),
-        text: &diff.text,
-    };
     // The diff is the data: printed as it is unless --json asks for the envelope.
-    let mut report = Report::of(&output, diff.text.as_str());
+    let mut report = Report::of(&diff.output(), diff.text.as_str());
     report.raw = true;
     Ok(report)
 }

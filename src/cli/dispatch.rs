@@ -9,7 +9,6 @@ use super::error::Result;
 use super::flight::RoutingArgs;
 use super::ui::Report;
 use crate::ops::dispatch::{Dispatched, Prompt, Request};
-use crate::view::dispatch::{Dispatched as Dispatched_, DryRun};
 
 const EXAMPLES: &str = "Examples:\n  git crew dispatch --task routes --scope 'src/routes/**' --prompt 'Add the /crew routes.'\n  git crew dispatch --task audit --role review --prompt-file docs/review.md --backend claude\n  git crew dispatch --task fix-login --scope src/auth/ --prompt-file task.md --verify 'cargo test auth' --wait";
 
@@ -127,15 +126,8 @@ pub(super) fn report_saying(
     wait: bool,
     say: bool,
 ) -> Result<Report> {
-    let Dispatched {
-        started,
-        mut warnings,
-        stale_days,
-        session_plan,
-        split_advice,
-    } = dispatched;
-    let plan = &started.plan;
-    let Some(record) = started.record else {
+    let plan = &dispatched.started.plan;
+    let Some(record) = &dispatched.started.record else {
         let record = &plan.record;
         let human = format!(
             "would dispatch task {} ({}) on {} {} as {}, scope {}{}",
@@ -151,16 +143,15 @@ pub(super) fn report_saying(
                 ""
             }
         );
-        let output = DryRun::of(record, &plan.escalated_from, &warnings);
-        return Ok(Report::of(&output, human));
+        return Ok(Report::of(&dispatched.output(&dispatched.warnings), human));
     };
     if wait {
-        for warning in &warnings {
+        for warning in &dispatched.warnings {
             super::ui::warn(warning);
         }
         return super::wait::wait_for(ctx, std::slice::from_ref(&record.run), false, None);
     }
-    warnings.extend(split_advice.clone());
+    let warnings = dispatched.said();
     for warning in warnings.iter().filter(|_| say) {
         super::ui::warn(warning);
     }
@@ -176,22 +167,15 @@ pub(super) fn report_saying(
             .map(|of| format!(" (a retry of {of})"))
             .unwrap_or_default()
     );
-    let output = Dispatched_ {
-        stale_days,
-        session_plan,
-        split_advice,
-        warnings: &warnings,
-        ..Dispatched_::of(&record, &plan.escalated_from)
-    };
-    Ok(Report::of(&output, human))
+    Ok(Report::of(&dispatched.output(&warnings), human))
 }
 
 /// `--size`: a finite number of worker-hours above zero (a record must read back).
 fn size_hours(text: &str) -> std::result::Result<f64, String> {
-    match text.parse::<f64>() {
-        Ok(h) if h.is_finite() && h > 0.0 && h <= 10_000.0 => Ok(h),
-        _ => Err(format!(
-            "`{text}` is not a size: give worker-hours above zero, such as 2 or 0.5"
-        )),
-    }
+    text.parse::<f64>()
+        .map_err(|_| crate::ops::dispatch::size_problem(text))
+        .and_then(|h| {
+            crate::ops::dispatch::size_hours(h)
+                .map_err(|_| crate::ops::dispatch::size_problem(text))
+        })
 }

@@ -5,9 +5,9 @@ use serde::Serialize;
 
 use super::context::CommandContext;
 use super::error::Result;
-use super::plan::GateOutput;
 use super::ui::Report;
 use crate::core::plan::Verdict;
+use crate::view::output::GateOutput;
 
 /// `gate record`: the verdict as it was recorded (SPEC §2 `gate record`, §4).
 #[derive(Debug, Serialize)]

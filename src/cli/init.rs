@@ -10,9 +10,10 @@ use super::ui::Report;
 use crate::core::install::{ConfigAction, FlightAction};
 use crate::git::hooks_dir::HookAction;
 use crate::ops::init::Inited;
+use crate::run::agents::AgentAction;
 use crate::run::install::{Preview, Setup};
 
-const INIT_EXAMPLES: &str = "Examples:\n  git crew init\n  git crew init --dry-run\n  git crew init --uninstall\n  git crew init --uninstall --purge";
+const INIT_EXAMPLES: &str = "Examples:\n  git crew init\n  git crew init --dry-run\n  git crew init --agents\n  git crew init --uninstall\n  git crew init --uninstall --purge";
 
 /// Set up git-crew in this repository.
 ///
@@ -43,6 +44,13 @@ pub struct InitArgs {
     /// each config value — and change nothing.
     #[arg(long, conflicts_with = "uninstall")]
     pub dry_run: bool,
+    /// Also write the files a lead agent loads to learn git-crew: a Claude Code skill
+    /// (.claude/skills/git-crew/SKILL.md), a section of AGENTS.md, and the `git crew mcp`
+    /// server's registration in .mcp.json (Claude Code) and .codex/config.toml (codex).
+    /// Each is git-crew's own file or a marked part of yours; --uninstall takes out
+    /// exactly that.
+    #[arg(long, conflicts_with = "uninstall")]
+    pub agents: bool,
 }
 
 pub fn run(ctx: &CommandContext, args: InitArgs) -> Result<Report> {
@@ -50,6 +58,7 @@ pub fn run(ctx: &CommandContext, args: InitArgs) -> Result<Report> {
         uninstall: args.uninstall,
         purge: args.purge,
         dry_run: args.dry_run,
+        agents: args.agents,
     };
     let (setup, pruned) = match crate::ops::init::init(ctx, &request)? {
         Inited::Preview(preview) => {
@@ -114,12 +123,28 @@ fn human(setup: &Setup) -> String {
         setup.flight.path.display(),
         setup.flight.action.as_str()
     );
+    let agents = setup
+        .agents
+        .iter()
+        .map(|a| format!("{}: {}", a.path.display(), agent_word(a.action)));
     shared
         .chain(hooks)
         .chain(config)
         .chain(std::iter::once(flight))
+        .chain(agents)
         .collect::<Vec<_>>()
         .join("\n")
+}
+
+fn agent_word(action: AgentAction) -> &'static str {
+    match action {
+        AgentAction::Created => "created",
+        AgentAction::Updated => "git-crew's part written",
+        AgentAction::Unchanged => "already up to date",
+        AgentAction::Kept => "kept as it is",
+        AgentAction::Removed => "git-crew's part removed",
+        AgentAction::Absent => "nothing of git-crew's in it",
+    }
 }
 
 /// The dry run: each file init would write, with its diff, then each config value.
@@ -171,6 +196,18 @@ fn preview_human(preview: &Preview) -> String {
         }
         _ => out.push(format!("would keep: {}", preview.flight.path.display())),
     }
+    for agent in &preview.agents {
+        let verb = match agent.action {
+            AgentAction::Created => "create",
+            AgentAction::Updated => "write git-crew's part into",
+            _ => "keep",
+        };
+        out.push(format!("would {verb}: {}", agent.path.display()));
+        if !agent.diff.is_empty() {
+            out.push(agent.diff.trim_end().to_string());
+        }
+    }
+    out.extend(preview.warnings.iter().map(|w| format!("warning: {w}")));
     out.push("nothing was changed (--dry-run)".to_string());
     out.join("\n")
 }
@@ -194,5 +231,91 @@ fn action_word(action: HookAction) -> &'static str {
         HookAction::Deleted => "removed (git-crew had created it)",
         HookAction::Restored => "original hook restored",
         HookAction::Absent => "nothing of git-crew's",
+    }
+}
+
+#[cfg(test)]
+mod agent_file_tests {
+    use crate::core::agents;
+    use clap::CommandFactory;
+
+    /// Every `git crew ...` in a text's code spans, with its line breaks closed up.
+    fn commands(text: &str) -> Vec<String> {
+        text.split('`')
+            .skip(1)
+            .step_by(2)
+            .map(|span| span.split_whitespace().collect::<Vec<_>>().join(" "))
+            .filter(|span| span.starts_with("git crew "))
+            .collect()
+    }
+
+    /// What is wrong with one command line, checked against the CLI's own definition:
+    /// each word is a subcommand where the command has them, and each `--flag` is one the
+    /// command (or the whole CLI) takes.
+    fn problems(line: &str, root: &clap::Command) -> Vec<String> {
+        let mut out = Vec::new();
+        let mut cmd = root;
+        let mut words = line.split_whitespace().skip(2).peekable();
+        let Some(first) = words.peek() else {
+            return vec![format!("{line}: no command")];
+        };
+        if root.find_subcommand(first).is_none() {
+            return vec![format!("{line}: `{first}` is no command")];
+        }
+        for word in words {
+            if let Some(flag) = word.strip_prefix("--") {
+                let flag = flag.split('=').next().unwrap_or(flag);
+                let known = |c: &clap::Command| {
+                    c.get_arguments().any(|a| {
+                        a.get_long() == Some(flag)
+                            || a.get_all_aliases().is_some_and(|al| al.contains(&flag))
+                    })
+                };
+                if !known(cmd) && !known(root) {
+                    out.push(format!("{line}: `{}` takes no --{flag}", cmd.get_name()));
+                }
+            } else if let Some(sub) = cmd.find_subcommand(word) {
+                cmd = sub;
+            } else if cmd.has_subcommands() && cmd.get_positionals().next().is_none() {
+                out.push(format!(
+                    "{line}: `{word}` is no subcommand of `{}`",
+                    cmd.get_name()
+                ));
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn the_agent_files_name_only_commands_and_flags_that_exist() {
+        let root = crate::cli::Cli::command();
+        for text in [agents::skill(), agents::agents_block()] {
+            let lines = commands(&text);
+            assert!(lines.len() >= 10, "{lines:?}");
+            let wrong: Vec<String> = lines.iter().flat_map(|l| problems(l, &root)).collect();
+            assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+        }
+        // And each command it names is one the README's table of commands documents.
+        let readme = std::fs::read_to_string(
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md"),
+        )
+        .unwrap();
+        let table = readme
+            .split_once("## Commands")
+            .and_then(|(_, rest)| rest.split_once("\n## "))
+            .map(|(table, _)| table)
+            .expect("README.md has a Commands section");
+        for line in commands(&agents::skill()) {
+            let name = line.split_whitespace().nth(2).unwrap_or_default();
+            assert!(
+                table.contains(&format!("`{name} ")) || table.contains(&format!("`{name}`")),
+                "the README's Commands table lacks `{name}`"
+            );
+        }
+        // The check itself catches what it is for.
+        assert!(!problems("git crew dispach --task T", &root).is_empty());
+        assert!(!problems("git crew dispatch --tasks T", &root).is_empty());
+        assert!(!problems("git crew wave dispach 2", &root).is_empty());
+        assert!(problems("git crew wave dispatch 2", &root).is_empty());
     }
 }

@@ -21,13 +21,29 @@ use clap::Args;
 /// that commit changed outside the scope are a scope violation (exit 1). On a terminal,
 /// stderr shows the step it is at (auditing, merging, re-verifying on the merged tree,
 /// writing notes).
+///
+/// With --all instead of RUN it integrates every pass awaiting integration, each as above,
+/// in an order that meets none of the conflicts the forecast sees (`git crew status`
+/// shows it): a pass that does not merge cleanly onto its target's tip is held back, and
+/// of passes that conflict with each other, the one that conflicts with the fewest goes
+/// first and the others are held back, naming it. Held passes are never tried. It stops
+/// at the first refusal and says what landed, what refused and why, and what is left;
+/// it exits with the refusal's code, or 4 (merge-conflict) when it held a pass back.
 #[derive(Debug, Args)]
 #[command(
-    after_help = "Examples:\n  git crew integrate 20261202-101500-1a2b\n  git crew integrate 20261202-101500-1a2b --into release --squash\n  git notes --ref=crew show main"
+    after_help = "Examples:\n  git crew integrate 20261202-101500-1a2b\n  git crew integrate 20261202-101500-1a2b --into release --squash\n  git crew integrate --all\n  git notes --ref=crew show main"
 )]
 pub struct IntegrateArgs {
-    #[arg(value_parser = super::runs::run_address, add = super::complete::runs())]
-    pub run: String,
+    #[arg(
+        value_parser = super::runs::run_address,
+        add = super::complete::runs(),
+        required_unless_present = "all",
+        conflicts_with = "all"
+    )]
+    pub run: Option<String>,
+    /// Every pass awaiting integration, in the order the conflict forecast gives.
+    #[arg(long, conflicts_with = "force_unverified")]
+    pub all: bool,
     /// The branch to integrate into (default: the branch the run was cut from).
     #[arg(long, value_name = "BRANCH")]
     pub into: Option<String>,
@@ -42,7 +58,8 @@ pub struct IntegrateArgs {
     #[arg(long = "set", value_name = "KEY=VALUE")]
     pub set: Vec<String>,
     /// Audit, check the gates and build the merge, then say what would land; change
-    /// nothing (no verify of the merge runs).
+    /// nothing (no verify of the merge runs). With --all: the order and what would be
+    /// held back.
     #[arg(long)]
     pub dry_run: bool,
 }
@@ -52,8 +69,11 @@ pub fn run(ctx: &CommandContext, args: IntegrateArgs) -> Result<Report> {
         set: args.set.clone(),
         ..RoutingArgs::default()
     };
+    let Some(run) = args.run else {
+        return all(ctx, args.into, args.squash, routing, args.dry_run);
+    };
     let request = crate::ops::integrate::Request {
-        run: args.run,
+        run,
         into: args.into,
         squash: args.squash,
         force_unverified: args.force_unverified,
@@ -71,6 +91,72 @@ pub fn run(ctx: &CommandContext, args: IntegrateArgs) -> Result<Report> {
         super::ui::warn(&format!("symlink outside the run's scope: {link}"));
     }
     Ok(report(&done))
+}
+
+/// `integrate --all`.
+fn all(
+    ctx: &CommandContext,
+    into: Option<String>,
+    squash: bool,
+    routing: RoutingArgs,
+    dry_run: bool,
+) -> Result<Report> {
+    let request = crate::ops::integrate_all::Request {
+        into,
+        squash,
+        invocation: routing.invocation(),
+        dry_run,
+    };
+    let progress = super::progress::Progress::for_steps();
+    let all = crate::ops::integrate_all::integrate_all(ctx, &request, &|event| match event {
+        Event::Step { step, run, into } => progress.step(step_text(step, run, into)),
+        Event::Warning(warning) => progress.suspend(|| super::ui::warn(warning)),
+    });
+    drop(progress);
+    let all = all?;
+    for done in &all.landed {
+        for link in &done.landing.links_outside_scope {
+            super::ui::warn(&format!("symlink outside the run's scope: {link}"));
+        }
+    }
+    Ok(all_report(all))
+}
+
+/// What `integrate --all` did, for JSON and for people: what landed (each as `integrate
+/// RUN` prints it), what refused with its error, what is left and why; failed with the
+/// refusal, or with `merge-conflict` when the forecast held a pass back.
+fn all_report(all: crate::ops::integrate_all::All) -> Report {
+    use crate::ops::integrate_all::Why;
+    let mut human: Vec<String> = all.landed.iter().map(|d| report(d).human).collect();
+    if all.dry_run {
+        human.extend(
+            all.order
+                .iter()
+                .map(|run| format!("would integrate run {run}")),
+        );
+    }
+    if let Some((run, error)) = &all.refused {
+        human.push(format!("refused run {run}: {}", error.message));
+    }
+    for left in &all.left {
+        human.push(match &left.why {
+            Why::NotReached => format!(
+                "left run {} (task {}): not tried after the refusal",
+                left.run, left.task
+            ),
+            Why::Held(hold) => format!(
+                "{} run {} (task {}): {}",
+                if all.dry_run { "would hold" } else { "held" },
+                left.run,
+                left.task,
+                hold.describe()
+            ),
+        });
+    }
+    if human.is_empty() {
+        human.push("no pass awaits integration".to_string());
+    }
+    Report::with_status(&all.output(), human.join("\n"), all.status())
 }
 
 /// What integrate did (or, under `--dry-run`, would do), for JSON and for people.
@@ -106,11 +192,7 @@ pub fn report(done: &integrate::Done) -> Report {
             ),
         };
         // The plan itself: the value the real command applies.
-        let output = WouldLand {
-            dry_run: true,
-            landing,
-        };
-        return Report::of(&output, human);
+        return Report::of(&crate::ops::integrate::output(done), human);
     }
     let how = if landing.by_hand {
         " (merged by hand before; recorded now)"
@@ -137,60 +219,7 @@ pub fn report(done: &integrate::Done) -> Report {
             .unwrap_or_default(),
         super::prune::ignored_note(&done.cleanup.ignored),
     );
-    let output = Landed {
-        run: &done.record.run,
-        task: &done.record.task,
-        into: &landing.into,
-        commit: done.commit.to_string(),
-        parents: &landing.parents,
-        squash: !matches!(landing.applied_as, "merge" | "fast-forward"),
-        applied_as: landing.applied_as,
-        completed: done.completed,
-        by_hand: landing.by_hand,
-        links_outside_scope: &landing.links_outside_scope,
-        forced_unverified: done
-            .record
-            .integration
-            .as_ref()
-            .is_some_and(|i| i.forced_unverified),
-        merged_verify: done.merged_verify.as_ref(),
-        files: &landing.files,
-        noted: done.noted.iter().map(ToString::to_string).collect(),
-        attempts_ref: &done.attempts_ref,
-        cleanup: &done.cleanup,
-    };
-    Report::of(&output, human)
-}
-
-/// What `integrate --dry-run` prints: the plan integrate would apply, nothing changed.
-#[derive(serde::Serialize)]
-struct WouldLand<'a> {
-    dry_run: bool,
-    #[serde(flatten)]
-    landing: &'a crate::core::integrate::Landing,
-}
-
-/// What `integrate` prints (SPEC §2 `integrate`).
-#[derive(serde::Serialize)]
-struct Landed<'a> {
-    run: &'a str,
-    task: &'a str,
-    into: &'a str,
-    commit: String,
-    parents: &'a [String],
-    squash: bool,
-    applied_as: &'static str,
-    completed: bool,
-    /// Merged by hand before (a resolved conflict): `commit` brought it in, recorded now.
-    #[serde(skip_serializing_if = "std::ops::Not::not")]
-    by_hand: bool,
-    links_outside_scope: &'a [String],
-    forced_unverified: bool,
-    merged_verify: Option<&'a crate::core::record::Verify>,
-    files: &'a [String],
-    noted: Vec<String>,
-    attempts_ref: &'a str,
-    cleanup: &'a crate::run::landing::Cleaned,
+    Report::of(&crate::ops::integrate::output(done), human)
 }
 
 /// The status line of an integration at `step`.

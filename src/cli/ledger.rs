@@ -1,41 +1,13 @@
 //! `git crew ledger [--task T]` and `git crew should-stop --task T --model M [--tier X]`.
 
 use clap::Args;
-use serde::Serialize;
 
 use super::context::CommandContext;
 use super::error::Result;
 use super::ui::Report;
 use crate::core::ledger::{ConfigStats, Row};
-use crate::core::policy::{Decision, Next};
+use crate::core::policy::Decision;
 use crate::ops::{self, ledger::Ledger, ledger::Stopped};
-
-/// `ledger`: the outcome rows, oldest first (SPEC §2, `ledger`; a row is SPEC's ledger row).
-#[derive(Debug, Serialize)]
-pub struct LedgerOutput<'a> {
-    pub rows: &'a [Row],
-}
-
-/// `ledger stats`: what the ledger says of each agent configuration (SPEC §2 `ledger`,
-/// §8).
-#[derive(Debug, Serialize)]
-pub struct LedgerStatsOutput<'a> {
-    pub stats: &'a [ConfigStats],
-}
-
-/// `should-stop`: the two-failure rule's decision for a (task, model) (SPEC §2
-/// `should-stop`, §5.8). `next` is null unless the decision is `escalate-tier`, `report`
-/// null unless it is `human-report`.
-#[derive(Debug, Serialize)]
-pub struct ShouldStopOutput<'a> {
-    pub decision: &'a Decision,
-    pub task: &'a str,
-    pub model: &'a str,
-    pub tier: &'a str,
-    pub failures: usize,
-    pub next: Option<&'a Next>,
-    pub report: Option<&'a std::path::Path>,
-}
 
 /// List the outcome ledger, or learn from it (stats).
 ///
@@ -82,14 +54,16 @@ pub fn ledger(ctx: &CommandContext, args: LedgerArgs) -> Result<Report> {
         task: args.task,
         stats: args.view.is_some(),
     };
-    Ok(match ops::ledger::ledger(ctx, &request)? {
-        Ledger::Stats(stats) => stats_report(&stats),
-        Ledger::Rows(rows) => rows_report(&rows, request.task.as_deref()),
-    })
+    let ledger = ops::ledger::ledger(ctx, &request)?;
+    let human = match &ledger {
+        Ledger::Stats(stats) => stats_human(stats),
+        Ledger::Rows(rows) => rows_human(rows, request.task.as_deref()),
+    };
+    Ok(Report::of(&ledger.output(), human))
 }
 
-/// `ledger stats`, for JSON and for people.
-fn stats_report(stats: &[ConfigStats]) -> Report {
+/// `ledger stats`, for people.
+fn stats_human(stats: &[ConfigStats]) -> String {
     let human = stats
         .iter()
         .map(|s| {
@@ -113,16 +87,15 @@ fn stats_report(stats: &[ConfigStats]) -> Report {
         })
         .collect::<Vec<_>>()
         .join("\n");
-    let human = if stats.is_empty() {
+    if stats.is_empty() {
         "no finished runs to learn from yet".to_string()
     } else {
         human
-    };
-    Report::of(&LedgerStatsOutput { stats }, human)
+    }
 }
 
-/// The ledger's rows (of `task`, when one was named), for JSON and for people.
-fn rows_report(rows: &[Row], task: Option<&str>) -> Report {
+/// The ledger's rows (of `task`, when one was named), for people.
+fn rows_human(rows: &[Row], task: Option<&str>) -> String {
     let mut human = rows
         .iter()
         .map(|r| {
@@ -153,7 +126,7 @@ fn rows_report(rows: &[Row], task: Option<&str>) -> Report {
             None => "no rows yet: a row is filed when a run ends".to_string(),
         };
     }
-    Report::of(&LedgerOutput { rows }, human)
+    human
 }
 
 /// What decided a row's verify, for people: ` (verify: exit 1)`, ` (verify: exit 0,
@@ -234,51 +207,5 @@ fn should_stop_report(request: &ops::ledger::ShouldStopRequest, stopped: &Stoppe
         ),
         _ => String::new(),
     };
-    let output = ShouldStopOutput {
-        decision: &verdict.decision,
-        task: &request.task,
-        model: &request.model,
-        tier: &verdict.tier,
-        failures: verdict.failures,
-        next: verdict.next.as_ref(),
-        report: stopped.report.as_deref(),
-    };
-    let mut report = Report::of(&output, human);
-    if verdict.decision != Decision::Continue {
-        report.status = super::ui::Status::Attention;
-    }
-    report
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn should_stop_prints_the_spec_keys_in_order_with_null_for_no_next_and_no_report() {
-        let output = ShouldStopOutput {
-            decision: &Decision::Continue,
-            task: "routes",
-            model: "m",
-            tier: "mid",
-            failures: 1,
-            next: None,
-            report: None,
-        };
-        let value = serde_json::to_value(&output).unwrap();
-        let keys: Vec<&str> = value
-            .as_object()
-            .unwrap()
-            .keys()
-            .map(String::as_str)
-            .collect();
-        assert_eq!(
-            keys,
-            [
-                "decision", "task", "model", "tier", "failures", "next", "report"
-            ]
-        );
-        assert_eq!(value["decision"], "continue");
-        assert!(value["next"].is_null() && value["report"].is_null());
-    }
+    Report::with_status(&stopped.output(request), human, stopped.status())
 }

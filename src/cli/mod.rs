@@ -18,6 +18,7 @@ pub mod init;
 pub mod integrate;
 pub mod ledger;
 pub mod manpages;
+pub mod mcp;
 pub mod native;
 pub mod plan;
 pub mod progress;
@@ -128,6 +129,7 @@ pub enum Command {
     InstallManPages(manpages::InstallManPagesArgs),
     Completions(complete::CompletionsArgs),
     Footer(footer::FooterArgs),
+    Mcp(mcp::McpArgs),
     #[command(hide = true)]
     Hook(hook::HookArgs),
     #[command(hide = true)]
@@ -136,9 +138,13 @@ pub enum Command {
 
 impl Command {
     /// Hook entry points print for a person by default: git shows their output in the
-    /// terminal of whoever runs `git commit`.
+    /// terminal of whoever runs `git commit`. So does the MCP server, whose stdout is the
+    /// protocol: an error starting it is said on stderr.
     fn human_by_default(&self) -> bool {
-        matches!(self, Command::Hook(_) | Command::Supervise(_))
+        matches!(
+            self,
+            Command::Hook(_) | Command::Supervise(_) | Command::Mcp(_)
+        )
     }
 }
 
@@ -199,6 +205,7 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> u8 {
         Command::InstallManPages(args) => manpages::install(&ctx, args),
         Command::Completions(args) => complete::completions(args),
         Command::Footer(args) => footer::run(&ctx, args),
+        Command::Mcp(args) => mcp::run(&ctx, args),
         Command::Hook(args) => hook::run(&ctx, args),
         Command::Supervise(args) => supervise::supervise(&ctx, args),
     };

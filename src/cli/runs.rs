@@ -5,24 +5,7 @@
 use crate::core::record::RunRecord;
 use crate::view::result::{RunOutput, RunResult};
 
-pub use crate::ops::runs::{found, load, open, resolve, settled, snapshot};
-
-/// The parser of every RUN argument: a run address (a run id, `@last`, a task id, a
-/// unique part of a run id; see [`resolve`]), or a usage error (exit 2) for what could
-/// only be a path — an address is never used as one.
-pub fn run_address(text: &str) -> std::result::Result<String, String> {
-    let path_like = text.is_empty()
-        || text.starts_with('/')
-        || text
-            .split('/')
-            .any(|c| c.is_empty() || c == "." || c == "..");
-    if path_like {
-        return Err(format!(
-            "`{text}` is not a run: give a run id (20261202-101500-1a2b), a task id, @last or a unique part of a run id (`git crew status` lists them)"
-        ));
-    }
-    Ok(text.to_string())
-}
+pub use crate::ops::runs::{found, load, open, resolve, run_address, settled, snapshot};
 
 /// The parser of the hidden entry points' RUN: a whole run id only.
 pub fn run_id(text: &str) -> std::result::Result<String, String> {
@@ -48,14 +31,6 @@ pub fn output(record: &RunRecord) -> RunOutput<'_> {
 /// A run in full for people, as of now.
 pub fn result_block(record: &RunRecord) -> String {
     crate::view::result::result_block(record, crate::sys::clock::now_millis())
-}
-
-/// `record` as a command that only reads found it, with its supervisor, measured now.
-pub fn found_result(
-    record: &RunRecord,
-    supervisor: Option<crate::core::supervisor::Supervisor>,
-) -> crate::view::result::FoundResult<'_> {
-    crate::view::result::FoundResult::at(record, supervisor, crate::sys::clock::now_millis())
 }
 
 /// One line per run for people, measured now.

@@ -6,11 +6,13 @@ use serde::Serialize;
 use super::context::CommandContext;
 use super::error::Result;
 use super::ui::Report;
-use crate::view::result::{FoundOutput, FoundResult};
 
 /// Show one run's record.
 ///
-/// Fences, phase, attempts, extracted footer, verify result, decision.
+/// Fences, phase, attempts, extracted footer, verify result, decision; for a pass
+/// awaiting integration or a live run with commits, the conflict forecast: whether it
+/// merges cleanly onto its target's current tip (or which paths conflict), and which other
+/// such runs it conflicts with.
 #[derive(Debug, Args)]
 #[command(after_help = "Examples:\n  git crew show 20261202-101500-1a2b")]
 pub struct ShowArgs {
@@ -21,13 +23,12 @@ pub struct ShowArgs {
 /// The run as it is: a read, so nothing is settled — a live run whose supervisor died is
 /// shown live, its supervisor `dead`.
 pub fn run(ctx: &CommandContext, args: ShowArgs) -> Result<Report> {
-    let found = crate::ops::show::show(ctx, &crate::ops::show::Request { run: args.run })?;
+    let shown = crate::ops::show::show(ctx, &crate::ops::show::Request { run: args.run })?;
     let now = crate::sys::clock::now_millis();
-    let output = FoundOutput {
-        run: FoundResult::at(&found.record, found.supervisor, now),
-    };
-    let human = crate::view::result::found_block(&found.record, found.supervisor, now);
-    Ok(Report::of(&output, human))
+    let crate::ops::show::Shown { found, forecast } = &shown;
+    let human =
+        crate::view::result::shown_block(&found.record, found.supervisor, forecast.as_ref(), now);
+    Ok(Report::of(&shown.output(now), human))
 }
 
 /// `transcript`: the run, its task, where the transcript is archived and the transcript

@@ -1,16 +1,18 @@
 //! `git crew status [RUN]` (alias `ls`): in-flight and recent runs.
 
 use clap::Args;
-use serde::Serialize;
 
 use super::context::CommandContext;
 use super::error::Result;
 use super::runs;
 use super::table::{Cell, Column, Fit, Table, tone};
 use super::ui::Report;
+use crate::core::forecast::Forecast;
 use crate::core::record::{Phase, RunRecord};
 use crate::core::supervisor::Supervisor;
+use crate::ops::forecast::Forecasts;
 use crate::ops::status::Found;
+use crate::view::forecast::marker;
 use crate::view::human::{self, IntegrationState, Tone};
 use crate::view::result::DEAD_SUPERVISOR;
 
@@ -19,7 +21,12 @@ const EXAMPLES: &str =
 
 /// List in-flight and recent runs.
 ///
-/// Phase, elapsed/budget, last activity, spend, integration.
+/// Phase, elapsed/budget, last activity, spend, integration, and the conflict forecast.
+///
+/// The forecast is for each pass awaiting integration and each live run with commits:
+/// `clean` when it merges cleanly onto its target's current tip and conflicts with no
+/// other such run, else what it conflicts with (`conflicts: main, 1 run`); `git crew show
+/// RUN` names them. The merges are made in memory: nothing is written.
 ///
 /// For people it is a table sized to the terminal (or to COLUMNS), coloured by phase on a
 /// terminal; NO_COLOR turns colour off and CLICOLOR_FORCE turns it on when piped.
@@ -37,14 +44,6 @@ pub struct StatusArgs {
     pub all: bool,
 }
 
-/// `status` / `ls`: the runs, oldest first (SPEC §2, `status`'s `"runs"`, each with its
-/// `"supervisor"`), and how many older finished runs were left out (`--all` shows them).
-#[derive(Debug, Serialize)]
-pub struct StatusOutput<'a> {
-    pub runs: Vec<crate::view::result::FoundResult<'a>>,
-    pub hidden: usize,
-}
-
 /// The runs as they are: a read, so nothing is settled — a run whose supervisor died is
 /// listed live, its supervisor `dead`.
 pub fn run(ctx: &CommandContext, args: StatusArgs) -> Result<Report> {
@@ -53,35 +52,28 @@ pub fn run(ctx: &CommandContext, args: StatusArgs) -> Result<Report> {
         recent: args.recent,
         all: args.all,
     };
-    let crate::ops::status::Status {
-        runs: found,
-        hidden,
-    } = crate::ops::status::status(ctx, &request)?;
+    let status = crate::ops::status::status(ctx, &request)?;
+    let now = crate::sys::clock::now_millis();
+    let (found, hidden) = (&status.runs, status.hidden);
     let mut human = if found.is_empty() {
         "no runs".to_string()
     } else {
-        let now = crate::sys::clock::now_millis();
-        table(&found, now).render(crate::sys::term::stdout_width(), super::ui::colour())
+        table(found, &status.forecasts, now)
+            .render(crate::sys::term::stdout_width(), super::ui::colour())
     };
     if hidden > 0 {
         let older = human::count(hidden, "older run", "older runs");
         human.push_str(&format!("\n{older} hidden (--all shows them)"));
     }
-    let output = StatusOutput {
-        runs: found
-            .iter()
-            .map(|f| runs::found_result(&f.record, f.supervisor))
-            .collect(),
-        hidden,
-    };
-    let mut report = Report::of(&output, human);
+    let mut report = Report::of(&status.output(now), human);
     // The table made every cell printable; its colours stay.
     report.styled = true;
     Ok(report)
 }
 
-/// The runs as a table for people, measured at `now` (Unix milliseconds).
-pub fn table(runs: &[Found], now: u64) -> Table {
+/// The runs as a table for people, measured at `now` (Unix milliseconds), with the
+/// conflict forecast of those that have one.
+pub fn table(runs: &[Found], forecasts: &Forecasts, now: u64) -> Table {
     let columns = vec![
         Column::new("RUN", Fit::Fixed),
         Column::new("TASK", Fit::Shrink { min: 8 }),
@@ -91,21 +83,31 @@ pub fn table(runs: &[Found], now: u64) -> Table {
         Column::new("ACTIVITY", Fit::Fixed).dropped_at(3),
         Column::new("SPEND", Fit::Fixed).dropped_at(2),
         Column::new("INTEGRATION", Fit::Fixed).dropped_at(4),
+        Column::new("FORECAST", Fit::Fixed).dropped_at(3),
         Column::new("NOTE", Fit::Fill { min: 16 }).dropped_at(0),
     ];
     let rows = runs
         .iter()
-        .map(|f| row(&f.record, f.supervisor, now))
+        .map(|f| row(&f.record, f.supervisor, forecasts.of(&f.record.run), now))
         .collect();
     let mut table = Table { columns, rows };
-    // A spend column only when some run reported one.
+    // A spend column only when some run reported one, a forecast column only when some
+    // run has a forecast.
     if runs.iter().all(|f| f.record.usage.is_none()) {
         table.drop_column("SPEND");
+    }
+    if runs.iter().all(|f| forecasts.of(&f.record.run).is_none()) {
+        table.drop_column("FORECAST");
     }
     table
 }
 
-fn row(record: &RunRecord, supervisor: Option<Supervisor>, now: u64) -> Vec<Cell> {
+fn row(
+    record: &RunRecord,
+    supervisor: Option<Supervisor>,
+    forecast: Option<&Forecast>,
+    now: u64,
+) -> Vec<Cell> {
     let result = runs::result(record);
     let activity = match (record.finished_at, record.last_activity_at) {
         _ if record.unreadable.is_some() => None,
@@ -144,6 +146,7 @@ fn row(record: &RunRecord, supervisor: Option<Supervisor>, now: u64) -> Vec<Cell
             .unwrap_or_default()
             .into(),
         integration.unwrap_or("").into(),
+        forecast.map(marker).unwrap_or_default().into(),
         note.into(),
     ]
 }

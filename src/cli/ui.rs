@@ -5,7 +5,7 @@ use std::io::{IsTerminal, Write};
 
 use serde_json::{Map, Value};
 
-use super::error::{CrewError, exit};
+use super::error::CrewError;
 use crate::view::human::sanitize;
 
 /// How a command's data is printed.
@@ -59,18 +59,7 @@ impl Format {
     }
 }
 
-/// How a command came out — the one thing its exit code is derived from.
-#[derive(Debug, Default)]
-pub enum Status {
-    /// Success; for a query, the positive answer (exit 0).
-    #[default]
-    Ok,
-    /// Not a failure, but the lead is needed: a worker asked for help, an escalation, a
-    /// human report (exit 5; `"ok": true`).
-    Attention,
-    /// A check said no: `"ok": false` with the error, and its exit code.
-    Failed(CrewError),
-}
+pub use crate::ops::answer::Status;
 
 /// What a command produced: its data, a human rendering of it, and its status.
 #[derive(Debug, Default)]
@@ -120,32 +109,36 @@ impl Report {
     /// A report whose data is a typed output struct: its fields are the JSON object the
     /// struct serializes to (a struct that is not an object is a bug, caught in tests).
     pub fn of<T: serde::Serialize>(data: &T, human: impl Into<String>) -> Report {
-        match serde_json::to_value(data) {
-            Ok(fields) => Report::new(fields, human),
+        match crate::ops::answer::fields(data) {
+            Ok(fields) => Report::new(Value::Object(fields), human),
             // An output that cannot be rendered is git-crew's bug (exit 70).
-            Err(e) => Report {
-                status: Status::Failed(CrewError::internal(format!(
-                    "cannot render the output: {e}"
-                ))),
+            Err(error) => Report {
+                status: Status::Failed(error),
                 ..Report::new(Value::Object(Map::new()), "")
             },
         }
     }
 
-    pub fn exit_code(&self) -> u8 {
-        match &self.status {
-            Status::Ok => exit::OK,
-            Status::Attention => exit::ATTENTION,
-            Status::Failed(error) => error.exit_code(),
+    /// [`Report::of`] with the status the operation came to.
+    pub fn with_status<T: serde::Serialize>(
+        data: &T,
+        human: impl Into<String>,
+        status: Status,
+    ) -> Report {
+        let mut report = Report::of(data, human);
+        if report.status.failure().is_none() {
+            report.status = status;
         }
+        report
+    }
+
+    pub fn exit_code(&self) -> u8 {
+        self.status.exit_code()
     }
 
     /// The error of a failed report.
     fn failure(&self) -> Option<&CrewError> {
-        match &self.status {
-            Status::Failed(error) => Some(error),
-            _ => None,
-        }
+        self.status.failure()
     }
 }
 
@@ -154,13 +147,7 @@ pub fn emit(format: Format, report: Report) -> u8 {
     let code = report.exit_code();
     match format {
         Format::Json => {
-            let mut object = Map::new();
-            object.insert("ok".into(), Value::Bool(report.failure().is_none()));
-            if let Some(verdict) = report.failure() {
-                object.insert("error".into(), verdict.to_json());
-            }
-            object.extend(report.fields);
-            print_json(&Value::Object(object));
+            print_json(&crate::ops::answer::envelope(report.fields, &report.status));
         }
         Format::Human => {
             // What a worker wrote reaches a terminal as text only, whichever command
@@ -188,7 +175,7 @@ pub fn emit(format: Format, report: Report) -> u8 {
 /// Prints an error; returns its exit code.
 pub fn emit_error(format: Format, err: &CrewError) -> u8 {
     match format {
-        Format::Json => print_json(&serde_json::json!({"ok": false, "error": err.to_json()})),
+        Format::Json => print_json(&crate::ops::answer::refusal(err)),
         Format::Human => eprint!("{}", sanitize(&err.render_human(""))),
     }
     err.exit_code()

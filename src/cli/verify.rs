@@ -3,9 +3,8 @@
 use clap::Args;
 
 use super::context::CommandContext;
-use super::error::{CrewError, ErrorCode, Result};
+use super::error::Result;
 use super::ui::Report;
-use crate::core::record::Outcome;
 use crate::run::verify::Verified;
 
 /// Run a finished run's verify command again.
@@ -60,54 +59,9 @@ pub fn run(ctx: &CommandContext, args: VerifyArgs) -> Result<Report> {
                 .unwrap_or_else(|| "none".into())
         )
     };
-    let output = Output {
-        run: &record.run,
-        verify: record
-            .verify
-            .as_ref()
-            .filter(|_| !timed_out && setup_failed.is_none()),
-        timed_out,
-        setup_failed: setup_failed.as_deref(),
-        phase: record.phase,
-        outcome: record.outcome,
-    };
-    let mut report = Report::of(&output, human);
-    if !passed {
-        let problem = record.verify.as_ref().and_then(|v| v.problem.clone());
-        report.status = super::ui::Status::Failed(
-            CrewError::new(
-                if timed_out {
-                    ErrorCode::VerifyTimedOut
-                } else if setup_failed.is_some() {
-                    ErrorCode::VerifySetupFailed
-                } else {
-                    ErrorCode::VerifyFailed
-                },
-                match (problem, &setup_failed) {
-                    (_, Some(setup)) => {
-                        format!("verify of run {} did not run: {setup}", record.run)
-                    }
-                    (Some(problem), _) => format!("verify of run {} failed: {problem}", record.run),
-                    (None, _) if timed_out => format!("verify of run {} timed out", record.run),
-                    (None, _) => format!("verify of run {} failed", record.run),
-                },
-            )
-            .hinted("`git crew transcript RUN` shows what the verify printed"),
-        );
-    }
-    Ok(report)
-}
-
-/// What `verify` prints.
-#[derive(serde::Serialize)]
-struct Output<'a> {
-    run: &'a str,
-    verify: Option<&'a crate::core::record::Verify>,
-    timed_out: bool,
-    /// Why the run's `[worktree] setup` did not ready the throwaway checkout (nothing
-    /// was verified); absent when it did, or had none to run.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    setup_failed: Option<&'a str>,
-    phase: crate::core::record::Phase,
-    outcome: Option<Outcome>,
+    Ok(Report::with_status(
+        &crate::ops::verify::output(&verdict, &record),
+        human,
+        crate::ops::verify::status(&verdict, &record),
+    ))
 }

@@ -3,16 +3,15 @@
 use std::time::Duration;
 
 use clap::Args;
-use serde::Serialize;
 
 use super::context::CommandContext;
-use super::error::{CrewError, ErrorCode, Result, exit};
+use super::error::{CrewError, ErrorCode, Result};
 use super::progress::{Progress, elapsed};
 use super::runs;
 use super::ui::{Format, Report};
-use crate::core::record::Phase;
 use crate::ops::wait::{self, Poll, Waited};
 use crate::sys::clock::now_millis;
+use crate::view::output::StillWorking;
 
 const EXAMPLES: &str = "Examples:\n  git crew wait 20261202-101500-1a2b\n  git crew wait RUN1 RUN2 --any --timeout 10m";
 
@@ -91,70 +90,21 @@ fn with_progress<T>(wait: impl FnOnce(&mut dyn FnMut(Poll<'_>)) -> T) -> T {
     result
 }
 
-/// `wait` (and `dispatch --wait`): every run waited for, settled or not, and whether the
-/// timeout came first (SPEC §2, `wait`'s `"runs"`).
-#[derive(Debug, Serialize)]
-pub struct WaitOutput<'a> {
-    pub runs: Vec<crate::view::result::RunResult<'a>>,
-    pub timed_out: bool,
-    /// The runs waited for that have not settled (empty unless the timeout came first,
-    /// or `--any` returned with others still going).
-    pub still_working: Vec<StillWorking<'a>>,
-}
-
-/// A run `wait` stopped waiting for before it settled.
-#[derive(Debug, Serialize)]
-pub struct StillWorking<'a> {
-    pub run: &'a str,
-    pub task: &'a str,
-    pub phase: Phase,
-    pub elapsed_s: u64,
-}
-
 /// The runs waited for, for JSON and for people; exit 0 when every run judged passed, 5
 /// when one needs the lead (and none failed) or the timeout came first, 1 otherwise. For
 /// people, a timeout is also said on stderr.
 fn report(format: Format, waited: &Waited, timeout: Option<Duration>) -> Report {
-    let judged = waited.judged();
-    let code = match crate::view::result::awaited(&judged, waited.timed_out) {
-        crate::view::result::Awaited::Passed => exit::OK,
-        crate::view::result::Awaited::NeedsLead => exit::ATTENTION,
-        crate::view::result::Awaited::Failed => exit::CHECK,
-    };
-    let now = now_millis();
-    let still_working: Vec<StillWorking> = waited
-        .still_working()
-        .into_iter()
-        .map(|r| StillWorking {
-            run: &r.run,
-            task: &r.task,
-            phase: r.phase,
-            elapsed_s: crate::core::stamp::elapsed_s(r.started_at, now),
-        })
-        .collect();
+    let output = waited.output(now_millis());
     if waited.timed_out && format == Format::Human {
-        eprint!("{}", timed_out_note(timeout, &still_working));
+        eprint!("{}", timed_out_note(timeout, &output.still_working));
     }
-    let output = WaitOutput {
-        runs: waited.runs.iter().map(runs::result).collect(),
-        timed_out: waited.timed_out,
-        still_working,
-    };
     let human = waited
         .runs
         .iter()
         .map(runs::result_block)
         .collect::<Vec<_>>()
         .join("\n\n");
-    let mut report = Report::of(&output, human);
-    report.status = match code {
-        exit::OK => super::ui::Status::Ok,
-        exit::ATTENTION => super::ui::Status::Attention,
-        _ => {
-            super::ui::Status::Failed(CrewError::new(ErrorCode::RunFailed, "not every run passed"))
-        }
-    };
-    report
+    Report::with_status(&output, human, waited.status())
 }
 
 /// For people, on stderr: the wait gave up, on which runs, and what to do next.

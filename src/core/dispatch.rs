@@ -102,7 +102,7 @@ pub struct Plan {
 }
 
 /// Where a dispatch was escalated from (SPEC §2 `escalated_from`).
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
 pub struct Escalation {
     pub backend: String,
     pub model: Option<String>,

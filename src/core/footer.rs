@@ -155,7 +155,7 @@ impl SectionBuf {
 const HELP_FIELDS: [&str; 4] = ["tried", "options", "leaning", "cost-if-wrong"];
 
 /// A worker's structured request for help (SPEC §5.5).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct NeedsHelp {
     /// What follows `NEEDS-HELP:` on the first line.
     pub question: String,

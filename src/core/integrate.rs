@@ -684,7 +684,7 @@ pub enum Built<T> {
 }
 
 /// What lands: the plan integrate applies, and what `--dry-run` prints of it.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct Landing {
     pub run: String,
     pub task: String,

@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 use super::record::{Outcome, RunRecord};
 
 /// One row (SPEC §2 `ledger`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Row {
     pub at: String,
     pub run: String,
@@ -117,7 +117,7 @@ pub const BUCKETS: &[(&str, f64)] = &[
 ];
 
 /// Success at one size bucket.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Bucket {
     pub size: String,
     pub runs: usize,
@@ -131,7 +131,7 @@ pub struct Bucket {
 /// what the passes cost. A figure is null where it would rest on a guess: per pass, when
 /// a run reported no usage (tokens) or no price (dollars); per run, over the runs that
 /// reported one.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct SpendStats {
     /// Runs whose usage is known.
     pub reported: usize,
@@ -177,7 +177,7 @@ impl SpendStats {
 }
 
 /// What the ledger says of one agent configuration (backend, model, effort).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ConfigStats {
     pub backend: String,
     pub model: Option<String>,

@@ -3,6 +3,7 @@
 //! here and `--dry-run` can print one without applying it.
 
 pub mod address;
+pub mod agents;
 pub mod attempt;
 pub mod claim;
 pub mod complete;
@@ -10,6 +11,7 @@ pub mod dispatch;
 pub mod doctor;
 pub mod flight;
 pub mod footer;
+pub mod forecast;
 pub mod hookblock;
 pub mod install;
 pub mod integrate;

@@ -673,7 +673,7 @@ fn find_cycle(tasks: &[Task]) -> Option<Vec<String>> {
 // ---------------------------------------------------------------------------------------
 
 /// A gate's latest verdict.
-#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize, schemars::JsonSchema)]
 pub struct Verdict {
     pub at: String,
     pub plan: String,
@@ -708,7 +708,7 @@ pub struct Facts {
 }
 
 /// Why a task cannot start.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(tag = "kind", rename_all = "kebab-case")]
 pub enum Blocker {
     /// A dependency that is not done.
@@ -737,7 +737,17 @@ impl std::fmt::Display for Blocker {
 }
 
 /// What a gate's measurement came to.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize, clap::ValueEnum)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Serialize,
+    serde::Deserialize,
+    clap::ValueEnum,
+    schemars::JsonSchema,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum GateVerdict {
     Pass,
@@ -762,7 +772,7 @@ impl fmt::Display for GateVerdict {
 }
 
 /// Where a task stands, derived: never stored.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum TaskState {
     /// Its run is integrated into HEAD.

@@ -9,7 +9,7 @@ use super::flight::Flight;
 use super::ledger::Row;
 
 /// The backend and model to move to.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct Next {
     pub tier: String,
     pub backend: String,
@@ -17,7 +17,7 @@ pub struct Next {
 }
 
 /// What should-stop decided.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum Decision {
     Continue,

@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 use super::footer::NeedsHelp;
 
 /// Where a run is in its life (SPEC §5).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum Phase {
     Queued,
@@ -51,7 +51,7 @@ impl Phase {
 }
 
 /// What a finished run measured (SPEC §2 `outcome`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum Outcome {
     Pass,
@@ -95,7 +95,7 @@ impl Outcome {
 }
 
 /// The footer that crossed back.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Footer {
     pub result: String,
     pub how_to_verify: String,
@@ -104,7 +104,7 @@ pub struct Footer {
 }
 
 /// The verify command's result (`core::verify::verdict` decides it).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Verify {
     pub command: String,
     pub reward: f64,
@@ -124,7 +124,7 @@ pub struct Verify {
 }
 
 /// What decided a verify's verdict.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum DecidedBy {
     /// The exit code: a non-zero exit (or a signal) failed it whatever reward file
@@ -157,7 +157,7 @@ pub fn verify_grounds(
 }
 
 /// What the run's branch changed since its base.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct DiffStat {
     pub files: Vec<String>,
     pub insertions: u64,
@@ -393,7 +393,7 @@ impl RunRecord {
 
 /// What was removed of a finished run: its worktree, its branch, and the files git
 /// ignored that went with the worktree (named, never removed silently).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Pruning {
     pub at: String,
     pub worktree: bool,
@@ -404,12 +404,13 @@ pub struct Pruning {
 /// A run's `[worktree] setup`: the command, its bound, and — once it ran, before the
 /// worker started — how it ended and how long it took. Its time is its own: the run's
 /// time budget starts when it ends.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Setup {
     pub command: String,
     /// `[worktree] setup_timeout` at dispatch.
     pub timeout_s: u64,
     #[serde(default, with = "crate::core::stamp::seconds::option")]
+    #[schemars(with = "Option<String>")]
     pub started_at: Option<Timestamp>,
     /// How long it ran, in milliseconds; `None` until it has.
     #[serde(default)]
@@ -446,7 +447,7 @@ impl Setup {
 }
 
 /// An integrated run: the commit that brought it in, and on what terms.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Integration {
     pub commit: String,
     pub into: String,

@@ -26,6 +26,7 @@ pub const PROTECTED_PATHS: &[&str] = &[".crew/", "docs/state/crew.json"];
     serde::Serialize,
     serde::Deserialize,
     clap::ValueEnum,
+    schemars::JsonSchema,
 )]
 #[serde(rename_all = "lowercase")]
 pub enum Role {

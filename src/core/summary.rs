@@ -46,7 +46,7 @@ pub struct WaveFacts {
 }
 
 /// The four lines, and the title above them.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct Summary {
     pub title: String,
     pub what: String,

@@ -14,7 +14,7 @@ use crate::core::record::{Phase, RunRecord};
 pub const START_GRACE: Duration = Duration::from_secs(30);
 
 /// A live run's supervisor as found: `"alive"` or `"dead"`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Supervisor {
     Alive,

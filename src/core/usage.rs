@@ -27,7 +27,7 @@ use super::flight::AdapterKind;
 /// part of them read from a cache; `output_tokens` every output token,
 /// `reasoning_tokens` the part of them spent reasoning. `cost_usd` is null when neither
 /// the worker reported it nor a price is configured for the model ("unpriced").
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Usage {
     #[serde(default)]
     pub input_tokens: u64,
@@ -116,7 +116,7 @@ impl Usage {
 }
 
 /// What a run spent: each attempt that reported anything, and the sum.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct RunUsage {
     pub attempts: Vec<AttemptUsage>,
     pub total: Usage,
@@ -126,14 +126,14 @@ pub struct RunUsage {
     pub thread: Option<ThreadTotal>,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct AttemptUsage {
     pub attempt: u32,
     #[serde(flatten)]
     pub usage: Usage,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ThreadTotal {
     pub session: String,
     #[serde(flatten)]

@@ -13,7 +13,7 @@ use super::scope::{Role, scopes_overlap};
 use super::summary::{WaveFacts, WaveTask};
 
 /// A follow-on a run of the wave deferred (`wave status`).
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct FollowOn {
     pub task: String,
     pub run: Option<String>,
@@ -21,7 +21,7 @@ pub struct FollowOn {
 }
 
 /// A task of the wave that a dispatch leaves out, and why (SPEC: `wave dispatch`).
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct Skipped {
     pub task: String,
     pub status: crate::core::plan::TaskState,

@@ -19,6 +19,33 @@ pub enum Abandoned {
     Kept { record: RunRecord, kept: Kept },
 }
 
+/// What `abandon` prints as data: the run stopped (`{"run": run result}`), or an ended
+/// run and what now keeps its work.
+#[derive(serde::Serialize, schemars::JsonSchema)]
+#[serde(untagged)]
+pub enum Output<'a> {
+    Stopped(crate::view::result::RunOutput<'a>),
+    Kept {
+        run: crate::view::result::RunResult<'a>,
+        kept: &'a Kept,
+    },
+}
+
+impl Abandoned {
+    /// What `abandon` prints as data, measured at `now` (Unix milliseconds).
+    pub fn output(&self, now: u64) -> Output<'_> {
+        match self {
+            Abandoned::Stopped(record) => {
+                Output::Stopped(crate::view::result::RunOutput::at(record, now))
+            }
+            Abandoned::Kept { record, kept } => Output::Kept {
+                run: crate::view::result::RunResult::at(record, now),
+                kept,
+            },
+        }
+    }
+}
+
 /// Stops the run, or keeps what an ended run holds; refused (exit 4) when the run ends
 /// on its own meanwhile, or when what it holds cannot be read.
 pub fn abandon(ctx: &Context, request: &Request) -> Result<Abandoned> {

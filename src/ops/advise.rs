@@ -24,6 +24,13 @@ pub struct Advised {
     pub advice_file: PathBuf,
 }
 
+impl Advised {
+    /// What `advise` prints as data.
+    pub fn output(&self) -> crate::view::output::AdviseOutput<'_> {
+        crate::view::output::AdviseOutput::of(&self.record, self.supervisor_pid, &self.advice_file)
+    }
+}
+
 /// Answers the run's question; refused (exit 4) unless it waits for help.
 pub fn advise(ctx: &Context, request: &Request) -> Result<Advised> {
     // One answer at a time: a second advise waits here, then finds the run working.

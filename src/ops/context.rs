@@ -1,6 +1,7 @@
 //! What every operation starts from: the working directory and the repository around
-//! it, discovered on first use; and the warnings an operation met on the side (a ledger
-//! row that could not be written), for the front end to say.
+//! it, discovered on first use; the warnings an operation met on the side (a ledger
+//! row that could not be written), for the front end to say; and what the conflict
+//! forecast's trial merges found, for as long as the front end keeps the context.
 
 use std::cell::{OnceCell, RefCell};
 use std::path::{Path, PathBuf};
@@ -12,6 +13,9 @@ pub struct Context {
     pub cwd: PathBuf,
     repo: OnceCell<crate::git::Repository>,
     warnings: RefCell<Vec<String>>,
+    /// What the conflict forecast's trial merges found, by the commits merged: kept for
+    /// as long as the context lives (across a console's frames, an MCP server's calls).
+    trials: RefCell<crate::git::forecast::Cache>,
 }
 
 impl Context {
@@ -21,7 +25,14 @@ impl Context {
             cwd,
             repo: OnceCell::new(),
             warnings: RefCell::new(Vec::new()),
+            trials: RefCell::new(crate::git::forecast::Cache::default()),
         }
+    }
+
+    /// The cache of the conflict forecast's trial merges, in memory only: a read writes
+    /// nothing, so it lives as long as this context.
+    pub fn trial_cache(&self) -> std::cell::RefMut<'_, crate::git::forecast::Cache> {
+        self.trials.borrow_mut()
     }
 
     /// Notes a warning for the front end, which says it where its warnings go.

@@ -28,6 +28,18 @@ pub struct Diff {
     pub text: String,
 }
 
+impl Diff {
+    /// What `diff` prints as data.
+    pub fn output(&self) -> crate::view::output::DiffOutput<'_> {
+        crate::view::output::DiffOutput {
+            run: &self.run,
+            from: self.from.to_string(),
+            to: self.to.to_string(),
+            text: &self.text,
+        }
+    }
+}
+
 /// The change integrate would apply and audit; `branch-gone` when the run's branch is
 /// gone and nothing keeps its commits.
 pub fn diff(ctx: &Context, req: &Request) -> Result<Diff> {

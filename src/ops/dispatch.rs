@@ -59,6 +59,56 @@ pub struct Dispatched {
     pub split_advice: Option<String>,
 }
 
+impl Dispatched {
+    /// What the front end says of a dispatch beside its output: the warnings, and for a
+    /// started run the ledger's advice to split the task. A started run's output carries
+    /// them too.
+    pub fn said(&self) -> Vec<String> {
+        let mut said = self.warnings.clone();
+        if self.started.record.is_some() {
+            said.extend(self.split_advice.clone());
+        }
+        said
+    }
+
+    /// What `dispatch` and `retry` print as data: the run started, or (a dry run) the run
+    /// that would start; `warnings` are what it carries (see [`Dispatched::said`]).
+    pub fn output<'a>(
+        &'a self,
+        warnings: &'a [String],
+    ) -> crate::view::dispatch::DispatchOutput<'a> {
+        use crate::view::dispatch::{DispatchOutput, Dispatched as Started, DryRun};
+        let plan = &self.started.plan;
+        match &self.started.record {
+            None => {
+                DispatchOutput::DryRun(DryRun::of(&plan.record, &plan.escalated_from, warnings))
+            }
+            Some(record) => DispatchOutput::Started(Box::new(Started {
+                stale_days: self.stale_days,
+                session_plan: self.session_plan.clone(),
+                split_advice: self.split_advice.clone(),
+                warnings,
+                ..Started::of(record, &plan.escalated_from)
+            })),
+        }
+    }
+}
+
+/// A task's size in worker-hours: a finite number above zero, up to 10,000 (a record must
+/// read back); else what is wrong with it.
+pub fn size_hours(hours: f64) -> std::result::Result<f64, String> {
+    if hours.is_finite() && hours > 0.0 && hours <= 10_000.0 {
+        Ok(hours)
+    } else {
+        Err(size_problem(&hours.to_string()))
+    }
+}
+
+/// What is wrong with a size given as `text`.
+pub fn size_problem(text: &str) -> String {
+    format!("`{text}` is not a size: give worker-hours above zero, such as 2 or 0.5")
+}
+
 /// Dispatches the task (or decides it, for `dry_run`).
 pub fn dispatch(ctx: &Context, req: &Request) -> Result<Dispatched> {
     let flight = super::flight::resolve(ctx, &req.invocation)?.flight;

@@ -13,6 +13,9 @@ pub struct Request {
     pub purge: bool,
     /// Show what an install would do; change nothing.
     pub dry_run: bool,
+    /// Also write the agent files a lead loads: the Claude Code skill, the `AGENTS.md`
+    /// section and the MCP server's registration for Claude Code and codex.
+    pub agents: bool,
 }
 
 pub enum Inited {
@@ -33,7 +36,7 @@ pub fn init(ctx: &Context, request: &Request) -> Result<Inited> {
     // no longer need (`extensions.worktreeConfig`); a refusal of init stops both.
     install::refusal(repo, &workdir).map_or(Ok(()), |r| Err(CrewError::from(r)))?;
     if request.dry_run {
-        let preview = install::preview(repo, &workdir)?.map_err(CrewError::from)?;
+        let preview = install::preview(repo, &workdir, request.agents)?.map_err(CrewError::from)?;
         return Ok(Inited::Preview(preview));
     }
     let pruned = if request.purge {
@@ -46,7 +49,8 @@ pub fn init(ctx: &Context, request: &Request) -> Result<Inited> {
     } else {
         None
     };
-    let setup = install::init(repo, &workdir, request.uninstall)?.map_err(CrewError::from)?;
+    let setup = install::init(repo, &workdir, request.uninstall, request.agents)?
+        .map_err(CrewError::from)?;
     Ok(Inited::Done { setup, pruned })
 }
 

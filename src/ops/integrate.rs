@@ -35,6 +35,75 @@ pub enum Event<'a> {
     Warning(&'a str),
 }
 
+/// What `integrate` prints as data (SPEC §2 `integrate`): what landed, or under
+/// `--dry-run` the plan it would apply, with nothing changed.
+#[derive(serde::Serialize, schemars::JsonSchema)]
+#[serde(untagged)]
+pub enum Output<'a> {
+    WouldLand {
+        dry_run: bool,
+        #[serde(flatten)]
+        landing: &'a crate::core::integrate::Landing,
+    },
+    Landed(Landed<'a>),
+}
+
+/// What `integrate` prints of a run that landed.
+#[derive(serde::Serialize, schemars::JsonSchema)]
+pub struct Landed<'a> {
+    pub run: &'a str,
+    pub task: &'a str,
+    pub into: &'a str,
+    pub commit: String,
+    pub parents: &'a [String],
+    pub squash: bool,
+    pub applied_as: &'static str,
+    pub completed: bool,
+    /// Merged by hand before (a resolved conflict): `commit` brought it in, recorded now.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub by_hand: bool,
+    pub links_outside_scope: &'a [String],
+    pub forced_unverified: bool,
+    pub merged_verify: Option<&'a crate::core::record::Verify>,
+    pub files: &'a [String],
+    pub noted: Vec<String>,
+    pub attempts_ref: &'a str,
+    pub cleanup: &'a crate::run::landing::Cleaned,
+}
+
+/// What `integrate` prints as data of `done`.
+pub fn output(done: &Done) -> Output<'_> {
+    let landing = &done.landing;
+    if done.dry_run {
+        return Output::WouldLand {
+            dry_run: true,
+            landing,
+        };
+    }
+    Output::Landed(Landed {
+        run: &done.record.run,
+        task: &done.record.task,
+        into: &landing.into,
+        commit: done.commit.to_string(),
+        parents: &landing.parents,
+        squash: !matches!(landing.applied_as, "merge" | "fast-forward"),
+        applied_as: landing.applied_as,
+        completed: done.completed,
+        by_hand: landing.by_hand,
+        links_outside_scope: &landing.links_outside_scope,
+        forced_unverified: done
+            .record
+            .integration
+            .as_ref()
+            .is_some_and(|i| i.forced_unverified),
+        merged_verify: done.merged_verify.as_ref(),
+        files: &landing.files,
+        noted: done.noted.iter().map(ToString::to_string).collect(),
+        attempts_ref: &done.attempts_ref,
+        cleanup: &done.cleanup,
+    })
+}
+
 /// Integrates the run; `observe` hears of each step as it begins, and of warnings.
 pub fn integrate(ctx: &Context, request: &Request, observe: &dyn Fn(Event<'_>)) -> Result<Done> {
     let flight = super::flight::resolve(ctx, &request.invocation)?.flight;

@@ -25,6 +25,16 @@ pub enum Ledger {
     Stats(Vec<ConfigStats>),
 }
 
+impl Ledger {
+    /// What `ledger` prints as data: `{"rows": [...]}` or `{"stats": [...]}`.
+    pub fn output(&self) -> crate::view::output::LedgerOutput<'_> {
+        match self {
+            Ledger::Rows(rows) => crate::view::output::LedgerOutput::Rows { rows },
+            Ledger::Stats(stats) => crate::view::output::LedgerOutput::Stats { stats },
+        }
+    }
+}
+
 /// Reads the ledger; a read, so the stats' cache is used when current and never written.
 pub fn ledger(ctx: &Context, req: &Request) -> Result<Ledger> {
     let repo = ctx.repo()?;
@@ -58,6 +68,32 @@ pub struct ShouldStopRequest {
 pub struct Stopped {
     pub verdict: Verdict,
     pub report: Option<PathBuf>,
+}
+
+impl Stopped {
+    /// What `should-stop` prints as data, for `req`.
+    pub fn output<'a>(
+        &'a self,
+        req: &'a ShouldStopRequest,
+    ) -> crate::view::output::ShouldStopOutput<'a> {
+        crate::view::output::ShouldStopOutput {
+            decision: &self.verdict.decision,
+            task: &req.task,
+            model: &req.model,
+            tier: &self.verdict.tier,
+            failures: self.verdict.failures,
+            next: self.verdict.next.as_ref(),
+            report: self.report.as_deref(),
+        }
+    }
+
+    /// Any decision but `continue` asks for the lead's attention (exit 5).
+    pub fn status(&self) -> super::answer::Status {
+        match self.verdict.decision {
+            Decision::Continue => super::answer::Status::Ok,
+            _ => super::answer::Status::Attention,
+        }
+    }
 }
 
 /// Applies the two-failure rule to the task's ledger rows. The flight config is read only

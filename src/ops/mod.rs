@@ -6,6 +6,7 @@
 
 pub mod abandon;
 pub mod advise;
+pub mod answer;
 pub mod complete;
 pub mod context;
 pub mod diff;
@@ -14,10 +15,12 @@ pub mod doctor;
 pub mod files;
 pub mod flight;
 pub mod footer;
+pub mod forecast;
 pub mod gate;
 pub mod hook;
 pub mod init;
 pub mod integrate;
+pub mod integrate_all;
 pub mod ledger;
 pub mod native;
 pub mod plan;
@@ -26,6 +29,7 @@ pub mod prune;
 pub mod refusals;
 pub mod retry;
 pub mod runs;
+pub mod schema;
 pub mod show;
 pub mod status;
 pub mod summary;

@@ -26,6 +26,36 @@ pub struct PlanStatus {
     pub estimates: HashMap<String, f64>,
 }
 
+impl PlanStatus {
+    /// What `plan status` prints as data.
+    pub fn output(&self) -> crate::view::output::PlanStatusOutput<'_> {
+        use crate::view::output::{GateOutput, PlanStatusOutput, PlanTaskOutput};
+        let plan = &self.plan;
+        PlanStatusOutput {
+            plan: &plan.id,
+            north_star: plan.north_star.as_deref(),
+            tasks: self
+                .statuses
+                .iter()
+                .map(|s| PlanTaskOutput {
+                    task: &s.task,
+                    wave: s.wave,
+                    status: s.status,
+                    blockers: &s.blockers,
+                    run: s.run.as_deref(),
+                    size_h: plan.task(&s.task).and_then(|t| t.size),
+                    estimate_h: self.estimates.get(&s.task).copied(),
+                })
+                .collect(),
+            gates: plan
+                .gates
+                .iter()
+                .map(|g| GateOutput::of(g, self.verdicts.get(&g.id)))
+                .collect(),
+        }
+    }
+}
+
 /// Derives the plan's status; a read: the runs as they are, and the ledger's cache left
 /// as it is.
 pub fn status(ctx: &Context, req: &Request) -> Result<PlanStatus> {

@@ -130,3 +130,20 @@ pub fn hold(ctx: &Context, address: &str) -> Result<Held> {
         lock,
     })
 }
+
+/// The parser of every RUN argument: a run address (a run id, `@last`, a task id, a
+/// unique part of a run id; see [`resolve`]), or a usage error (exit 2) for what could
+/// only be a path — an address is never used as one.
+pub fn run_address(text: &str) -> std::result::Result<String, String> {
+    let path_like = text.is_empty()
+        || text.starts_with('/')
+        || text
+            .split('/')
+            .any(|c| c.is_empty() || c == "." || c == "..");
+    if path_like {
+        return Err(format!(
+            "`{text}` is not a run: give a run id (20261202-101500-1a2b), a task id, @last or a unique part of a run id (`git crew status` lists them)"
+        ));
+    }
+    Ok(text.to_string())
+}

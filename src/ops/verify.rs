@@ -5,6 +5,7 @@ use crate::core::record::RunRecord;
 use crate::error::{CrewError, ErrorCode, Result};
 use crate::run::verify::{self, Verified};
 
+use super::answer::Status;
 use super::{Context, runs};
 
 pub struct Request {
@@ -46,6 +47,55 @@ pub fn verify(ctx: &Context, req: &Request) -> Result<(Verified, RunRecord)> {
     verify::again(repo, ctx.workdir()?, &store, record, &command)
         .map_err(CrewError::from)?
         .map_err(CrewError::from)
+}
+
+/// What `verify` prints as data.
+pub fn output<'a>(
+    verdict: &'a Verified,
+    record: &'a RunRecord,
+) -> crate::view::output::VerifyOutput<'a> {
+    let setup_failed = match verdict {
+        Verified::SetupFailed(problem) => Some(problem.as_str()),
+        _ => None,
+    };
+    let timed_out = matches!(verdict, Verified::Timeout);
+    crate::view::output::VerifyOutput {
+        run: &record.run,
+        verify: record
+            .verify
+            .as_ref()
+            .filter(|_| !timed_out && setup_failed.is_none()),
+        timed_out,
+        setup_failed,
+        phase: record.phase,
+        outcome: record.outcome,
+    }
+}
+
+/// How the verify came out: a pass, or `verify-failed`, `verify-timed-out` or
+/// `verify-setup-failed` (exit 1) naming its problem.
+pub fn status(verdict: &Verified, record: &RunRecord) -> Status {
+    if matches!(verdict, Verified::Done(result) if result.passed) {
+        return Status::Ok;
+    }
+    let problem = record.verify.as_ref().and_then(|v| v.problem.clone());
+    let code = match verdict {
+        Verified::Timeout => ErrorCode::VerifyTimedOut,
+        Verified::SetupFailed(_) => ErrorCode::VerifySetupFailed,
+        Verified::Done(_) => ErrorCode::VerifyFailed,
+    };
+    let message = match (verdict, problem) {
+        (Verified::SetupFailed(setup), _) => {
+            format!("verify of run {} did not run: {setup}", record.run)
+        }
+        (_, Some(problem)) => format!("verify of run {} failed: {problem}", record.run),
+        (Verified::Timeout, None) => format!("verify of run {} timed out", record.run),
+        (_, None) => format!("verify of run {} failed", record.run),
+    };
+    Status::Failed(
+        CrewError::new(code, message)
+            .hinted("`git crew transcript RUN` shows what the verify printed"),
+    )
 }
 
 impl From<verify::Refusal> for CrewError {

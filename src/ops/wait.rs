@@ -7,10 +7,12 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use crate::core::record::{Phase, RunRecord};
-use crate::error::Result;
+use crate::error::{CrewError, ErrorCode, Result};
 use crate::state::runs::RunStore;
 use crate::sys::clock::now_millis;
+use crate::view::result::Awaited;
 
+use super::answer::Status;
 use super::{Context, runs};
 
 pub struct Request {
@@ -55,6 +57,23 @@ impl Waited {
     /// or `any` returned with others still going).
     pub fn still_working(&self) -> Vec<&RunRecord> {
         self.runs.iter().filter(|r| !settled(r)).collect()
+    }
+
+    /// What `wait` prints as data, measured at `now` (Unix milliseconds).
+    pub fn output(&self, now: u64) -> crate::view::output::WaitOutput<'_> {
+        crate::view::output::WaitOutput::at(&self.runs, &self.still_working(), self.timed_out, now)
+    }
+
+    /// How the wait came out: every run judged passed (exit 0); one needs the lead and
+    /// none failed, or the timeout came first (exit 5); else `run-failed` (exit 1).
+    pub fn status(&self) -> Status {
+        match crate::view::result::awaited(&self.judged(), self.timed_out) {
+            Awaited::Passed => Status::Ok,
+            Awaited::NeedsLead => Status::Attention,
+            Awaited::Failed => {
+                Status::Failed(CrewError::new(ErrorCode::RunFailed, "not every run passed"))
+            }
+        }
     }
 }
 

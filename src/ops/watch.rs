@@ -1,6 +1,8 @@
 //! `watch` (each frame, and `--once`): the runs in flight, each with its supervisor as
 //! found and the last line of its output, and the finished runs that wait to be
-//! integrated, read as they are.
+//! integrated, read as they are, with the conflict forecast of those that may land (its
+//! trial merges cached in the context, so a console's next frame merges only what
+//! moved).
 
 use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
@@ -28,6 +30,9 @@ pub struct Frame {
     pub live: Vec<Watched>,
     /// Finished, passed and not yet integrated (among the most recent), oldest first.
     pub awaiting: Vec<RunRecord>,
+    /// The conflict forecast of the passes awaiting integration and the live runs with
+    /// commits.
+    pub forecasts: super::forecast::Forecasts,
 }
 
 /// A run in flight, as a frame finds it.
@@ -44,7 +49,7 @@ pub struct Watched {
 pub fn frame(ctx: &Context) -> Result<Frame> {
     let store = runs::open(ctx)?;
     let snapshot = runs::snapshot(&store, Finished::Recent(RECENT))?;
-    let live = snapshot
+    let live: Vec<Watched> = snapshot
         .live
         .into_iter()
         .map(|found| Watched {
@@ -62,11 +67,28 @@ pub fn frame(ctx: &Context) -> Result<Frame> {
                 Some(IntegrationState::AwaitingIntegration | IntegrationState::Unverified)
             )
         })
+        .collect::<Vec<RunRecord>>();
+    // The forecast of every run of the frame (naming any run it conflicts with, shown or
+    // not).
+    let live_records: Vec<&RunRecord> = live.iter().map(|w: &Watched| &w.record).collect();
+    let shown: Vec<&str> = (live_records.iter().copied())
+        .chain(&awaiting)
+        .map(|r| r.run.as_str())
         .collect();
+    let found = super::forecast::forecast(
+        ctx,
+        &store,
+        &live_records,
+        super::forecast::Among::Everything,
+        super::forecast::Focus::Runs(&shown),
+        None,
+    );
+    let forecasts = super::forecast::or_warn(ctx, found);
     Ok(Frame {
         now: crate::sys::clock::now_millis(),
         live,
         awaiting,
+        forecasts,
     })
 }
 

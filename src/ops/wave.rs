@@ -79,6 +79,38 @@ pub struct TaskOfWave {
     pub run_status: String,
 }
 
+impl WaveStatus {
+    /// What `wave status` prints as data: the completion summary only when `summary.at`
+    /// asks for it.
+    pub fn output(&self) -> crate::view::output::WaveStatusOutput<'_> {
+        use crate::view::output::{WaveGateOutput, WaveStatusOutput, WaveTaskOutput};
+        WaveStatusOutput {
+            plan: &self.plan,
+            wave: self.wave,
+            complete: self.incomplete_because.is_none(),
+            incomplete_because: self.incomplete_because.as_deref(),
+            tasks: self
+                .tasks
+                .iter()
+                .map(|t| WaveTaskOutput {
+                    task: &t.status.task,
+                    wave: t.status.wave,
+                    status: t.status.status,
+                    blockers: &t.status.blockers,
+                    run: t.run.as_deref(),
+                    run_status: &t.run_status,
+                })
+                .collect(),
+            gate: self.closing.as_ref().map(|(g, v)| WaveGateOutput {
+                gate: &g.id,
+                verdict: v.as_ref(),
+            }),
+            follow_ons: &self.follow_ons,
+            summary: self.show_summary.then_some(&self.summary),
+        }
+    }
+}
+
 /// Reports the wave (exit 3 when the plan has no task in it). A read: the runs as they
 /// are; a wave whose closing gate has no verdict is incomplete.
 pub fn status(ctx: &Context, req: &StatusRequest) -> Result<WaveStatus> {
@@ -145,6 +177,63 @@ pub enum Went {
         runs: Vec<(String, String)>,
         summary: Option<Summary>,
     },
+}
+
+impl Waved {
+    /// What each dispatch of the wave carries as its warnings ([`Dispatched::said`]), in
+    /// the order of the dispatches.
+    pub fn said(&self) -> Vec<Vec<String>> {
+        match &self.went {
+            Went::Nothing => Vec::new(),
+            Went::Planned(each)
+            | Went::Started {
+                dispatched: each, ..
+            } => each.iter().map(Dispatched::said).collect(),
+        }
+    }
+
+    /// What `wave dispatch` prints as data: each task's dispatch output (as `dispatch`
+    /// prints it, carrying `said`'s warnings), the tasks left out, and the summary.
+    pub fn output<'a>(
+        &'a self,
+        said: &'a [Vec<String>],
+    ) -> crate::view::output::WaveDispatchOutput<'a> {
+        use crate::view::output::WaveDispatchOutput;
+        let each = |dispatched: &'a [Dispatched]| {
+            dispatched
+                .iter()
+                .zip(said)
+                .map(|(d, warnings)| d.output(warnings))
+                .collect()
+        };
+        match &self.went {
+            Went::Nothing => WaveDispatchOutput::Started {
+                plan: &self.plan,
+                wave: self.wave,
+                dispatched: Vec::new(),
+                skipped: &self.skipped,
+                summary: None,
+            },
+            Went::Planned(planned) => WaveDispatchOutput::Planned {
+                plan: &self.plan,
+                wave: self.wave,
+                dry_run: true,
+                planned: each(planned),
+                skipped: &self.skipped,
+            },
+            Went::Started {
+                dispatched,
+                summary,
+                ..
+            } => WaveDispatchOutput::Started {
+                plan: &self.plan,
+                wave: self.wave,
+                dispatched: each(dispatched),
+                skipped: &self.skipped,
+                summary: summary.as_ref(),
+            },
+        }
+    }
 }
 
 /// Dispatches every ready task of the wave at once: refused (exit 4), with nothing

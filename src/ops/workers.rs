@@ -32,6 +32,28 @@ pub struct Worker {
     pub pass_rate: Option<f64>,
 }
 
+/// What `workers` prints as data.
+pub fn output(workers: &[Worker]) -> crate::view::output::WorkersOutput<'_> {
+    crate::view::output::WorkersOutput {
+        workers: workers
+            .iter()
+            .map(|worker| crate::view::output::WorkerOutput {
+                worker: &worker.name,
+                backend: &worker.backend,
+                model: worker.model.clone(),
+                effort: worker.effort.clone(),
+                note: worker.note.as_deref(),
+                session: worker.session.as_deref(),
+                busy_run: worker.busy_run.as_deref(),
+                queued: worker.queued,
+                runs: worker.runs,
+                passes: worker.passes,
+                pass_rate: worker.pass_rate,
+            })
+            .collect(),
+    }
+}
+
 /// The roster, in the flight config's order (empty when it names no standing worker).
 pub fn workers(ctx: &Context, _req: &Request) -> Result<Vec<Worker>> {
     let flight = super::flight::resolve(ctx, &Invocation::default())?.flight;

@@ -40,6 +40,9 @@ pub struct Setup {
     pub hooks: Vec<HookStep>,
     pub config: Vec<ConfigStep>,
     pub flight: FlightStep,
+    /// The agent files (`--agents`, and the uninstall of what it added).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub agents: Vec<crate::run::agents::AgentStep>,
     /// The local state folder (install only).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub state_dir: Option<PathBuf>,
@@ -94,6 +97,7 @@ pub fn init(
     repo: &crate::git::Repository,
     workdir: &Path,
     uninstall: bool,
+    agents: bool,
 ) -> Result<Result<Setup, Refusal>> {
     let state = state_dir(repo);
     if let Some(refused) = refusal(repo, workdir) {
@@ -103,7 +107,7 @@ pub fn init(
     if uninstall {
         self::uninstall(repo, workdir, &state, &git).map(Ok)
     } else {
-        install(repo, workdir, &state, &git)
+        install(repo, workdir, &state, &git, agents)
     }
 }
 
@@ -133,6 +137,7 @@ fn install(
     workdir: &Path,
     state: &Path,
     git: &GitRunner,
+    with_agents: bool,
 ) -> Result<Result<Setup, Refusal>> {
     let mut record = InitRecord::load(state)?.unwrap_or_default();
     // Saved after each step, so a failure half-way never leaves an addition that
@@ -273,6 +278,11 @@ fn install(
         crate::sys::fs::write_atomic(&flight_path, &starter, 0o644)?;
         FlightAction::Created
     };
+    let agents = if with_agents {
+        crate::run::agents::install(workdir, &mut record, &checkpoint, &mut warnings)?
+    } else {
+        Vec::new()
+    };
 
     // Local state lives in <git-common-dir>/crew/, inside the git dir: git never tracks
     // it, so nothing needs ignoring in the work tree.
@@ -285,6 +295,7 @@ fn install(
             path: flight_path,
             action: flight_action,
         },
+        agents,
         state_dir: Some(state.to_path_buf()),
         warnings,
     }))
@@ -301,6 +312,12 @@ pub struct Preview {
     pub hooks: Vec<FilePreview<HookAction>>,
     pub config: Vec<ConfigStep>,
     pub flight: FilePreview<FlightAction>,
+    /// The agent files (`--agents`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub agents: Vec<FilePreview<crate::run::agents::AgentAction>>,
+    /// Why a file would be left as it is.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
 }
 
 /// One file init would write: what it would do, and the change as a unified diff (empty
@@ -318,7 +335,11 @@ pub struct FilePreview<A> {
 }
 
 /// [`Preview`] of an install in the repository of `workdir`; refused as init is.
-pub fn preview(repo: &crate::git::Repository, workdir: &Path) -> Result<Result<Preview, Refusal>> {
+pub fn preview(
+    repo: &crate::git::Repository,
+    workdir: &Path,
+    with_agents: bool,
+) -> Result<Result<Preview, Refusal>> {
     if let Some(refused) = refusal(repo, workdir) {
         return Ok(Err(refused));
     }
@@ -438,12 +459,34 @@ pub fn preview(repo: &crate::git::Repository, workdir: &Path) -> Result<Result<P
             moved_to: None,
         }
     };
+    let mut agents = Vec::new();
+    let mut warnings = Vec::new();
+    if with_agents {
+        for (planned, why) in crate::run::agents::plan(workdir, &record)? {
+            warnings.extend(why);
+            let before = planned.before.as_deref().unwrap_or("");
+            let after = planned.after.as_deref().unwrap_or("");
+            agents.push(FilePreview {
+                name: None,
+                diff: crate::core::text::unified_diff(
+                    before,
+                    after,
+                    &planned.path.to_string_lossy(),
+                ),
+                path: planned.path,
+                action: planned.action,
+                moved_to: None,
+            });
+        }
+    }
     Ok(Ok(Preview {
         hooks_dir: dir,
         shared_hooks_dir,
         hooks,
         config,
         flight,
+        agents,
+        warnings,
     }))
 }
 
@@ -772,6 +815,8 @@ fn uninstall(
             StarterUndo::NotOurs => FlightAction::Kept,
         };
 
+    let agents = crate::run::agents::uninstall(workdir, &record, &mut warnings)?;
+
     InitRecord::delete(state)?;
     Ok(Setup {
         hooks_dir: dir,
@@ -782,6 +827,7 @@ fn uninstall(
             path: flight_path,
             action: flight_action,
         },
+        agents,
         state_dir: None,
         warnings,
     })

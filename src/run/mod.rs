@@ -9,6 +9,7 @@
 //! reap → filing. It renders nothing: what goes wrong on the side comes back as a value,
 //! and `cli` renders.
 
+pub mod agents;
 pub mod backends;
 pub mod dispatch;
 pub mod doctor;

@@ -60,6 +60,23 @@ pub struct InitRecord {
     /// The starter `.crew/flight.toml` as written, when init created it.
     #[serde(default)]
     pub flight_created: Option<String>,
+    /// The agent files `init --agents` wrote to.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub agents: Vec<AgentFile>,
+}
+
+/// One agent file `init --agents` wrote git-crew's part into.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AgentFile {
+    pub kind: crate::core::agents::Kind,
+    /// The file did not exist before init made it.
+    pub created: bool,
+    /// The whole file as init last wrote it, for a file that is git-crew's alone.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub written: Option<String>,
+    /// The folders init made on the way to it, innermost first.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub dirs_created: Vec<PathBuf>,
 }
 
 impl InitRecord {

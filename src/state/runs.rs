@@ -86,6 +86,11 @@ impl RunStore {
         &self.root
     }
 
+    /// Every live pointer lives here.
+    pub fn live_dir(&self) -> PathBuf {
+        self.root.join("live")
+    }
+
     pub fn live_path(&self, run: &str) -> PathBuf {
         self.root.join("live").join(format!("{run}.json"))
     }
@@ -371,6 +376,34 @@ impl RunStore {
     /// Every finished run, oldest first.
     pub fn finished(&self) -> Result<Vec<RunRecord>> {
         Ok(list(&self.root.join("runs"))?.0)
+    }
+
+    /// The finished runs that passed and are not integrated, however old, oldest first.
+    /// Every record is glanced at for those two fields alone; only these are read whole.
+    /// A record that cannot be read is passed over (`doctor` names it).
+    pub fn passed_not_integrated(&self) -> Vec<RunRecord> {
+        #[derive(serde::Deserialize)]
+        struct Glance {
+            outcome: Option<crate::core::record::Outcome>,
+            integration: Option<serde::de::IgnoredAny>,
+        }
+        let Ok(entries) = std::fs::read_dir(self.runs_dir()) else {
+            return Vec::new();
+        };
+        let mut records: Vec<RunRecord> = entries
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| p.extension().is_some_and(|e| e == "json"))
+            .filter_map(|path| std::fs::read(path).ok())
+            .filter(|bytes| {
+                serde_json::from_slice::<Glance>(bytes).is_ok_and(|g| {
+                    g.outcome == Some(crate::core::record::Outcome::Pass) && g.integration.is_none()
+                })
+            })
+            .filter_map(|bytes| serde_json::from_slice(&bytes).ok())
+            .collect();
+        records.sort_by(|a, b| a.started_at.cmp(&b.started_at).then(a.run.cmp(&b.run)));
+        records
     }
 
     /// Every finished run, oldest first, and each record on file that cannot be read

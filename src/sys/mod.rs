@@ -11,4 +11,6 @@ pub mod fs;
 pub mod lock;
 pub mod ns;
 pub mod process;
+pub mod stdio;
 pub mod term;
+pub mod watch;

@@ -1,6 +1,7 @@
 //! What `dispatch` prints (SPEC §2 `dispatch`): the run started, or with `--dry-run` the
 //! run that would start, and a native run's directive to the lead.
 
+use schemars::JsonSchema;
 use serde::Serialize;
 
 use crate::core::dispatch::Escalation;
@@ -10,7 +11,7 @@ use crate::core::scope::Role;
 
 /// What the lead does with a `native` run: its own sub-task, in the run's worktree
 /// (`directive` in `dispatch`'s output).
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, JsonSchema)]
 pub struct Directive {
     pub worktree: String,
     pub prompt_file: String,
@@ -21,7 +22,7 @@ pub struct Directive {
 }
 
 /// The fences a native run's directive names.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, JsonSchema)]
 pub struct DirectiveFences {
     pub scope: Vec<String>,
     pub time_budget_s: u64,
@@ -50,7 +51,7 @@ impl Directive {
 }
 
 /// What `dispatch --dry-run` prints: the run that would start.
-#[derive(Serialize)]
+#[derive(Serialize, JsonSchema)]
 pub struct DryRun<'a> {
     pub dry_run: bool,
     pub task: &'a str,
@@ -76,7 +77,7 @@ pub struct DryRun<'a> {
 }
 
 /// What `dispatch` prints (SPEC §2 `dispatch`).
-#[derive(Serialize)]
+#[derive(Serialize, JsonSchema)]
 pub struct Dispatched<'a> {
     pub run: &'a str,
     pub task: &'a str,
@@ -110,6 +111,15 @@ pub struct Dispatched<'a> {
     pub retry_of: &'a Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub directive: Option<Directive>,
+}
+
+/// What `dispatch` and `retry` print: the run started, or with `--dry-run` the run that
+/// would start.
+#[derive(Serialize, JsonSchema)]
+#[serde(untagged)]
+pub enum DispatchOutput<'a> {
+    DryRun(DryRun<'a>),
+    Started(Box<Dispatched<'a>>),
 }
 
 impl<'a> DryRun<'a> {

@@ -5,6 +5,7 @@ use serde::Serialize;
 
 use super::human::{self, IntegrationState};
 use crate::core::footer::NeedsHelp;
+use crate::core::forecast::Forecast;
 use crate::core::record::{
     DiffStat, Footer, Integration, Outcome, Phase, Pruning, RunRecord, Setup, Verify,
 };
@@ -18,7 +19,7 @@ use crate::core::supervisor::Supervisor;
 /// allows commands to add: every field the run record stores, in the record's order, never
 /// the transcript itself (`transcript` is its path). Optional fields are `null`, never
 /// absent; `elapsed_s` is counted up to now while the run is live.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, schemars::JsonSchema)]
 pub struct RunResult<'a> {
     pub run: &'a str,
     pub task: &'a str,
@@ -155,7 +156,7 @@ impl<'a> RunResult<'a> {
 
 /// `show`, `attach`, `deliver` and `abandon`: `{"run": run result}` (SPEC §2, `show`'s
 /// `"run"`).
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, schemars::JsonSchema)]
 pub struct RunOutput<'a> {
     pub run: RunResult<'a>,
 }
@@ -170,13 +171,16 @@ impl<'a> RunOutput<'a> {
 
 /// A run as a command that only reads found it (`status`'s `"runs"`, `show`'s `"run"`):
 /// its run result, then `"supervisor"` — `"alive"` or `"dead"` while the run is live
-/// with a supervisor to lose, `null` otherwise. A dead supervisor is reported, not acted
-/// on: the next command that acts files the run as abandoned.
-#[derive(Debug, Serialize)]
+/// with a supervisor to lose, `null` otherwise — then `"forecast"`: the conflict
+/// forecast of a pass awaiting integration or a live run with commits, `null` for any
+/// other run. A dead supervisor is reported, not acted on: the next command that acts
+/// files the run as abandoned.
+#[derive(Debug, Serialize, schemars::JsonSchema)]
 pub struct FoundResult<'a> {
     #[serde(flatten)]
     pub result: RunResult<'a>,
     pub supervisor: Option<Supervisor>,
+    pub forecast: Option<&'a Forecast>,
 }
 
 impl<'a> FoundResult<'a> {
@@ -185,12 +189,19 @@ impl<'a> FoundResult<'a> {
         FoundResult {
             result: RunResult::at(record, now),
             supervisor,
+            forecast: None,
         }
+    }
+
+    /// The same, with its conflict forecast.
+    pub fn with_forecast(mut self, forecast: Option<&'a Forecast>) -> FoundResult<'a> {
+        self.forecast = forecast;
+        self
     }
 }
 
 /// `show`: `{"run": run result as found}`.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, schemars::JsonSchema)]
 pub struct FoundOutput<'a> {
     pub run: FoundResult<'a>,
 }
@@ -252,6 +263,17 @@ pub fn result_block(record: &RunRecord, now: u64) -> String {
 /// A run in full for people as a command that only reads found it: [`result_block`],
 /// saying so under its phase when its supervisor is dead.
 pub fn found_block(record: &RunRecord, supervisor: Option<Supervisor>, now: u64) -> String {
+    shown_block(record, supervisor, None, now)
+}
+
+/// [`found_block`] with the run's conflict forecast, on a line of its own after its
+/// integration state.
+pub fn shown_block(
+    record: &RunRecord,
+    supervisor: Option<Supervisor>,
+    forecast: Option<&Forecast>,
+    now: u64,
+) -> String {
     let mut out = vec![
         format!(
             "run {} (task {}, role {})",
@@ -361,6 +383,9 @@ pub fn found_block(record: &RunRecord, supervisor: Option<Supervisor>, now: u64)
         (None, Some(state)) => out.push(state.as_str().to_string()),
         (None, None) if record.phase.is_final() => out.push("not integrated".to_string()),
         (None, None) => {}
+    }
+    if let Some(forecast) = forecast {
+        out.push(super::forecast::line(forecast));
     }
     if let Some(next) = next_step(record) {
         out.push(format!("next: {next}"));
@@ -609,10 +634,41 @@ mod tests {
         ] {
             let found = serde_json::to_value(FoundResult::at(&r, supervisor, 0)).unwrap();
             let mut keys = keys(&found);
+            assert_eq!(keys.pop().as_deref(), Some("forecast"));
             assert_eq!(keys.pop().as_deref(), Some("supervisor"));
             assert_eq!(keys, self::keys(&plain));
             assert_eq!(found["supervisor"], said);
+            assert_eq!(found["forecast"], serde_json::Value::Null);
         }
+    }
+
+    #[test]
+    fn a_forecast_is_the_last_key_of_a_run_as_found_and_a_line_of_its_block() {
+        let r = RunRecord::example();
+        let forecast = Forecast {
+            into: "main".into(),
+            tip: "0123456789abcdef0123456789abcdef01234567".into(),
+            merges_cleanly: false,
+            conflicting_paths: vec!["src/a.rs".into()],
+            conflicts_with: vec!["20260101-000000-0002".into()],
+        };
+        let found = FoundResult::at(&r, None, 0).with_forecast(Some(&forecast));
+        let json = serde_json::to_value(found).unwrap();
+        assert_eq!(keys(&json).last().map(String::as_str), Some("forecast"));
+        assert_eq!(json["forecast"]["merges_cleanly"], false);
+        assert_eq!(
+            json["forecast"]["conflicts_with"],
+            serde_json::json!(["20260101-000000-0002"])
+        );
+        let plain = found_block(&r, None, 0);
+        let shown = shown_block(&r, None, Some(&forecast), 0);
+        assert_eq!(shown.lines().count(), plain.lines().count() + 1);
+        let line = shown
+            .lines()
+            .find(|l| l.starts_with("forecast onto main @ 0123456789ab"))
+            .unwrap_or_else(|| panic!("{shown}"));
+        assert!(line.contains("conflicts in src/a.rs"), "{line}");
+        assert!(line.contains("20260101-000000-0002"), "{line}");
     }
 
     #[test]

@@ -320,6 +320,37 @@ fn the_crate_has_no_import_circle() {
     assert!(named.is_empty(), "import circles:\n{}", named.join("\n"));
 }
 
+/// The front ends sit side by side: the MCP server (`mcp`) reaches the operations through
+/// `ops` — importing only `ops`, `view`, `state`, `sys`, `core` and `error` — and never
+/// the command line (whose `mcp` command only starts it); nothing below them imports
+/// either.
+#[test]
+fn the_mcp_server_imports_no_cli_and_nothing_below_imports_a_front_end() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let edges = graph(&src);
+    let top = |m: &Module| m.first().cloned().unwrap_or_default();
+    assert!(edges.keys().any(|m| top(m) == "mcp"), "no mcp module found");
+    let mut wrong = Vec::new();
+    for (from, to) in &edges {
+        for t in to {
+            let (a, b) = (top(from), top(t));
+            let front = |x: &str| x == "cli" || x == "mcp";
+            let starts_the_server = a == "cli" && b == "mcp";
+            if front(&b) && a != b && !a.is_empty() && !starts_the_server {
+                wrong.push(format!("{} → {}", from.join("::"), t.join("::")));
+            }
+        }
+    }
+    // And it reaches git and the runs only through the operations.
+    let allowed = ["mcp", "ops", "view", "state", "sys", "core", "error"];
+    for (from, to) in edges.iter().filter(|(from, _)| top(from) == "mcp") {
+        for t in to.iter().filter(|t| !allowed.contains(&top(t).as_str())) {
+            wrong.push(format!("{} → {}", from.join("::"), t.join("::")));
+        }
+    }
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}
+
 #[test]
 fn the_reader_sees_every_kind_of_import() {
     let code = code_of(

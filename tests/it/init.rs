@@ -541,3 +541,144 @@ fn init_dry_run_does_not_combine_with_uninstall() {
     env.crew(&repo, &["init", "--uninstall", "--dry-run"])
         .expect_code(2);
 }
+
+/// `init --agents` writes the skill, an `AGENTS.md` section and the MCP registrations
+/// beside what a project already has; a second run changes nothing; `--uninstall` leaves
+/// every file byte for byte as it was, and removes the files and folders init made.
+#[test]
+fn init_agents_adds_the_agent_files_and_uninstall_gives_back_exactly_what_was_there() {
+    let env = TestEnv::new();
+    let repo = env.fixture("plain.sh", "repo", &[]);
+    let agents_md = "# Project rules\n\nRun `make test` before you push.\n";
+    let mcp_json = "{\n  \"mcpServers\": {\n    \"docs\": {\n      \"command\": \"docs-server\"\n    }\n  }\n}\n";
+    write(&repo.join("AGENTS.md"), agents_md);
+    write(&repo.join(".mcp.json"), mcp_json);
+
+    // The dry run shows each file's change and writes nothing.
+    let dry = env.crew(&repo, &["init", "--agents", "--dry-run", "--json"]);
+    dry.expect_code(0);
+    let planned = dry.json()["agents"].as_array().unwrap().clone();
+    assert_eq!(planned.len(), 4, "{planned:?}");
+    assert!(
+        planned
+            .iter()
+            .all(|a| !a["diff"].as_str().unwrap().is_empty())
+    );
+    assert!(!repo.join(".claude").exists() && !repo.join(".codex").exists());
+    assert_eq!(read(&repo.join("AGENTS.md")), agents_md);
+
+    let out = env.crew(&repo, &["init", "--agents", "--json"]);
+    out.expect_code(0);
+    let actions: Vec<(String, String)> = out.json()["agents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| {
+            (
+                a["kind"].as_str().unwrap().into(),
+                a["action"].as_str().unwrap().into(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        actions,
+        [
+            ("skill".into(), "created".into()),
+            ("agents-md".into(), "updated".into()),
+            ("mcp-json".into(), "updated".into()),
+            ("codex-config".into(), "created".into()),
+        ]
+    );
+    let skill = read(&repo.join(".claude/skills/git-crew/SKILL.md"));
+    assert!(skill.starts_with("---\nname: git-crew\n"), "{skill}");
+    assert!(skill.contains("git crew dispatch --task ID"));
+    let section = read(&repo.join("AGENTS.md"));
+    assert!(section.starts_with(agents_md), "{section}");
+    assert!(section.contains("## Leading a crew of coding workers with git-crew"));
+    let mcp: serde_json::Value = serde_json::from_str(&read(&repo.join(".mcp.json"))).unwrap();
+    assert_eq!(mcp["mcpServers"]["docs"]["command"], "docs-server");
+    assert_eq!(mcp["mcpServers"]["git-crew"]["command"], "git");
+    assert_eq!(
+        mcp["mcpServers"]["git-crew"]["args"],
+        serde_json::json!(["crew", "mcp"])
+    );
+    let codex: toml::Table = toml::from_str(&read(&repo.join(".codex/config.toml"))).unwrap();
+    assert_eq!(
+        codex["mcp_servers"]["git-crew"]["args"][1].as_str(),
+        Some("mcp")
+    );
+
+    // Again: nothing changes.
+    let again = env.crew(&repo, &["init", "--agents", "--json"]);
+    again.expect_code(0);
+    assert!(
+        again.json()["agents"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|a| a["action"] == "unchanged")
+    );
+
+    // The person adds a server of their own to the codex config; uninstall keeps it.
+    let codex_path = repo.join(".codex/config.toml");
+    let mut grown = read(&codex_path);
+    grown.push_str("\n[mcp_servers.mine]\ncommand = \"mine\"\n");
+    write(&codex_path, &grown);
+
+    let un = env.crew(&repo, &["init", "--uninstall", "--json"]);
+    un.expect_code(0);
+    assert!(
+        un.json()["agents"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|a| a["action"] == "removed"),
+        "{}",
+        un.stdout
+    );
+    assert_eq!(read(&repo.join("AGENTS.md")), agents_md);
+    assert_eq!(read(&repo.join(".mcp.json")), mcp_json);
+    assert!(
+        !repo.join(".claude").exists(),
+        "the folders init made go too"
+    );
+    let left: toml::Table = toml::from_str(&read(&codex_path)).unwrap();
+    assert!(left["mcp_servers"].get("git-crew").is_none());
+    assert_eq!(
+        left["mcp_servers"]["mine"]["command"].as_str(),
+        Some("mine")
+    );
+}
+
+/// An edited skill is never overwritten or removed: init and uninstall say so.
+#[test]
+fn an_edited_skill_is_kept_by_init_and_by_uninstall() {
+    let env = TestEnv::new();
+    let repo = env.fixture("plain.sh", "repo", &[]);
+    env.crew(&repo, &["init", "--agents"]).expect_code(0);
+    let skill = repo.join(".claude/skills/git-crew/SKILL.md");
+    let edited = format!(
+        "{}\nOur team always dispatches with --size.\n",
+        read(&skill)
+    );
+    write(&skill, &edited);
+    let again = env.crew(&repo, &["init", "--agents", "--json"]);
+    again.expect_code(0);
+    assert_eq!(again.json()["agents"][0]["action"], "kept");
+    assert!(
+        again.stderr.contains("it holds text init did not write"),
+        "{}",
+        again.stderr
+    );
+    let un = env.crew(&repo, &["init", "--uninstall", "--json"]);
+    un.expect_code(0);
+    assert_eq!(un.json()["agents"][0]["action"], "kept");
+    assert!(
+        un.stderr.contains("it was edited after init"),
+        "{}",
+        un.stderr
+    );
+    assert_eq!(read(&skill), edited);
+    assert!(!repo.join("AGENTS.md").exists() && !repo.join(".mcp.json").exists());
+    assert!(!repo.join(".codex").exists());
+}

@@ -8,7 +8,7 @@ use std::hash::{Hash, Hasher};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, UNIX_EPOCH};
 
-use serde_json::Value;
+use serde_json::{Value, json};
 
 use crate::common::{Out, TestEnv, bin, poll_for, poll_until, read, run, write};
 use crate::dispatch::pid_gone;
@@ -45,12 +45,14 @@ prompt = "x"
 "#;
 
 /// Everything a command could change: refs and their targets, each notes ref's notes,
-/// every file and folder under `.git/crew/` (path, size, mtime, content hash), the
-/// worktree list, and the supervisors running for this repository.
+/// every file and folder under `.git/crew/` (path, size, mtime, content hash) and under
+/// `.git/objects/` (the conflict forecast's trial merges write none), the worktree list,
+/// and the supervisors running for this repository.
 struct State {
     refs: String,
     notes: Vec<(String, String)>,
     files: Vec<(String, String)>,
+    objects: Vec<(String, String)>,
     worktrees: String,
     supervisors: Vec<u32>,
 }
@@ -77,10 +79,18 @@ fn state(env: &TestEnv, repo: &Path) -> State {
     let mut files = Vec::new();
     walk(&repo.join(".git/crew"), &repo.join(".git/crew"), &mut files);
     files.sort();
+    let mut objects = Vec::new();
+    walk(
+        &repo.join(".git/objects"),
+        &repo.join(".git/objects"),
+        &mut objects,
+    );
+    objects.sort();
     State {
         refs,
         notes,
         files,
+        objects,
         worktrees: env.git_ok(repo, &["worktree", "list", "--porcelain"]),
         supervisors: supervisors(repo),
     }
@@ -109,6 +119,13 @@ fn changes(before: &State, after: &State) -> Vec<String> {
             .collect()
     };
     sets(".git/crew", files(before), files(after));
+    let objects = |s: &State| -> BTreeSet<String> {
+        s.objects
+            .iter()
+            .map(|(p, what)| format!("{p} ({what})"))
+            .collect()
+    };
+    sets(".git/objects", objects(before), objects(after));
     sets(
         "worktree",
         lines(&before.worktrees),
@@ -185,11 +202,14 @@ fn pointer(repo: &Path, run: &str) -> Value {
     serde_json::from_str(&read(&repo.join(format!(".git/crew/live/{run}.json")))).unwrap()
 }
 
-/// The runs a read finds: `integrated` (finished and integrated), `rejected` (finished),
-/// `asks` (live, needs help: no supervisor), `dead` (live, its supervisor killed) and
-/// `queued` (waiting behind `dead` for its backend's one slot).
+/// The runs a read finds: `integrated` (finished and integrated), `passes` (two passes
+/// awaiting integration that edit the same line, so the reads forecast a conflict between
+/// them; main moved since, so each forecast onto main merges file content),
+/// `rejected` (finished), `asks` (live, needs help: no supervisor), `dead` (live, its
+/// supervisor killed) and `queued` (waiting behind `dead` for its backend's one slot).
 struct Runs {
     integrated: String,
+    passes: [String; 2],
     rejected: String,
     asks: String,
     dead: String,
@@ -214,6 +234,23 @@ fn repository(env: &TestEnv) -> (PathBuf, Runs) {
         .args(&["--size", "1"])
         .finished();
     env.crew(&repo, &["integrate", &integrated]).expect_code(0);
+    let lines: String = (1..=10).map(|i| format!("line {i}\n")).collect();
+    write(&repo.join("notes/shared.txt"), &lines);
+    env.git_ok(&repo, &["add", "notes"]);
+    env.git_ok(&repo, &["commit", "-q", "-m", "a shared file"]);
+    let passes = ["alpha", "beta"].map(|task| {
+        env.dispatch(&repo, task)
+            .backend("edit-lines")
+            .scope("notes/shared.txt")
+            .verify("true")
+            .prompt(&format!("EDIT notes/shared.txt:2 {task}"))
+            .finished()
+    });
+    write(
+        &repo.join("notes/shared.txt"),
+        &lines.replace("line 9\n", "line nine\n"),
+    );
+    env.git_ok(&repo, &["commit", "-q", "-am", "main moves on"]);
     let rejected = env
         .dispatch(&repo, "docs")
         .backend("out-of-scope")
@@ -263,6 +300,7 @@ fn repository(env: &TestEnv) -> (PathBuf, Runs) {
     let _ = std::fs::remove_file(repo.join(".git/crew/cache/ledger-learnt.json"));
     let runs = Runs {
         integrated,
+        passes,
         rejected,
         asks,
         dead,
@@ -366,6 +404,14 @@ fn every_read_command_changes_nothing_and_the_next_command_that_acts_settles() {
     assert_eq!(of(&runs.dead)["supervisor"], "dead");
     for run in [&runs.queued, &runs.asks, &runs.integrated, &runs.rejected] {
         assert_eq!(of(run)["supervisor"], Value::Null, "{run}");
+        assert_eq!(of(run)["forecast"], Value::Null, "{run}");
+    }
+    // The passes' forecasts were there to make: each merges onto main, and they clash.
+    let [alpha, beta] = &runs.passes;
+    for (run, other) in [(alpha, beta), (beta, alpha)] {
+        let forecast = &of(run)["forecast"];
+        assert_eq!(forecast["merges_cleanly"], true, "{forecast}");
+        assert_eq!(forecast["conflicts_with"], serde_json::json!([other]));
     }
     let show = env.crew(&repo, &["show", &runs.dead]).json();
     assert_eq!(show["run"]["supervisor"], "dead");
@@ -427,4 +473,80 @@ fn every_read_command_changes_nothing_and_the_next_command_that_acts_settles() {
     assert_eq!(rows[0]["run"], runs.dead.as_str(), "{rows}");
     assert_ne!(pointer(&repo, &runs.queued)["phase"], "queued");
     env.wait(&repo, &acting).run();
+}
+
+/// The MCP server's reads are the same snapshots: every read tool, the resources and a
+/// subscription leave the repository as they found it, and say what the CLI says.
+#[test]
+fn every_mcp_read_changes_nothing() {
+    let env = TestEnv::new();
+    let (repo, runs) = repository(&env);
+    let before = state(&env, &repo);
+    let mut client = crate::mcp::Client::start(&env, &repo);
+    let reads: Vec<(&str, Value)> = vec![
+        ("status", json!({})),
+        ("status", json!({"all": true})),
+        ("status", json!({"recent": 1})),
+        ("status", json!({"run": runs.dead})),
+        ("show", json!({"run": runs.integrated})),
+        ("show", json!({"run": runs.rejected})),
+        ("show", json!({"run": runs.asks})),
+        ("show", json!({"run": runs.dead})),
+        ("show", json!({"run": runs.queued})),
+        ("show", json!({"run": "@last"})),
+        ("diff", json!({"run": runs.integrated})),
+        ("diff", json!({"run": runs.integrated, "form": "stat"})),
+        ("diff", json!({"run": runs.dead, "form": "name-status"})),
+        ("ledger", json!({})),
+        ("ledger", json!({"task": "routes"})),
+        ("ledger", json!({"stats": true})),
+        ("ledger", json!({"stats": true, "task": "routes"})),
+        (
+            "should_stop",
+            json!({"task": "routes", "model": "backend:ok"}),
+        ),
+        ("plan_status", json!({})),
+        ("wave_status", json!({"wave": 1})),
+        ("workers", json!({})),
+    ];
+    let mut said = Vec::new();
+    for (tool, args) in &reads {
+        said.push(client.ok(tool, args.clone()));
+    }
+    for (method, params) in [
+        ("resources/list", json!({})),
+        ("resources/templates/list", json!({})),
+        ("resources/read", json!({"uri": "crew://runs"})),
+        (
+            "resources/read",
+            json!({"uri": format!("crew://runs/{}", runs.dead)}),
+        ),
+        (
+            "resources/read",
+            json!({"uri": format!("crew://runs/{}", runs.queued)}),
+        ),
+        (
+            "resources/subscribe",
+            json!({"uri": format!("crew://runs/{}", runs.dead)}),
+        ),
+        ("resources/subscribe", json!({"uri": "crew://runs"})),
+    ] {
+        let answer = client.request(method, params);
+        assert!(answer.get("result").is_some(), "{method}: {answer}");
+    }
+    assert_eq!(client.close(), 0);
+    let changed = changes(&before, &state(&env, &repo));
+    assert!(
+        changed.is_empty(),
+        "the MCP reads changed:\n{}",
+        changed.join("\n")
+    );
+    assert_eq!(pointer(&repo, &runs.queued)["phase"], "queued");
+    // What they said: the dead supervisor as a fact, a finished run as the CLI shows it.
+    assert_eq!(said[7]["run"]["supervisor"], "dead", "{}", said[7]);
+    let cli = |args: &[&str]| env.crew(&repo, args).json();
+    assert_eq!(said[4], cli(&["show", &runs.integrated, "--json"]));
+    assert_eq!(said[14], cli(&["ledger", "--task", "routes", "--json"]));
+    assert_eq!(said[17]["decision"], "continue", "{}", said[17]);
+    assert_eq!(said[18], cli(&["plan", "status", "--json"]));
 }

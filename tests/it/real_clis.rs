@@ -17,15 +17,21 @@ use crate::common::{TestEnv, poll_for, read, write};
 
 mod spend;
 
-/// The folder with the real CLIs; a test that needs them fails without them.
-pub(super) fn clis() -> PathBuf {
-    let dir = std::env::var_os("CREW_TEST_CLIS")
+/// The folder the npm tools of the ignored tests are installed in: `CREW_TEST_CLIS`, else
+/// `~/.cache/git-crew/clis/node_modules/.bin`.
+pub(super) fn clis_dir() -> PathBuf {
+    std::env::var_os("CREW_TEST_CLIS")
         .map(PathBuf::from)
         .or_else(|| {
             std::env::var_os("HOME")
                 .map(|h| PathBuf::from(h).join(".cache/git-crew/clis/node_modules/.bin"))
         })
-        .unwrap_or_default();
+        .unwrap_or_default()
+}
+
+/// The folder with the real CLIs; a test that needs them fails without them.
+pub(super) fn clis() -> PathBuf {
+    let dir = clis_dir();
     assert!(
         dir.join("codex").exists() && dir.join("claude").exists(),
         "the real codex and claude CLIs are not installed in {} (run .ci/run, or npm install --prefix ~/.cache/git-crew/clis @openai/codex@0.171.0 @anthropic-ai/claude-code@2.1.197)",

@@ -3,28 +3,40 @@
 
 use serde::Serialize;
 
+use crate::core::forecast::Forecast;
 use crate::core::supervisor::Supervisor;
 use crate::ops::watch::Frame;
 use crate::view::console::table::{self, Row};
 use crate::view::result::{DEAD_SUPERVISOR, RunResult};
 
 /// `watch --once` and `watch --json`: the runs in flight (SPEC §2, each a run result and
-/// the last line of its output), then the finished runs that wait to be integrated.
+/// the last line of its output), then the finished runs that wait to be integrated; each
+/// with its conflict forecast.
 #[derive(Debug, Serialize)]
 pub struct WatchFrame<'a> {
     pub runs: Vec<WatchRun<'a>>,
-    pub awaiting_integration: Vec<RunResult<'a>>,
+    pub awaiting_integration: Vec<Awaiting<'a>>,
 }
 
 /// A run of a `watch` frame: its run result (SPEC §2), its supervisor as found
-/// (`"alive"`, `"dead"`, or `null` for a run with none to lose), then the last line of
-/// its output.
+/// (`"alive"`, `"dead"`, or `null` for a run with none to lose), the last line of its
+/// output, then its conflict forecast (`null` for a run with no commits).
 #[derive(Debug, Serialize)]
 pub struct WatchRun<'a> {
     #[serde(flatten)]
     pub result: RunResult<'a>,
     pub supervisor: Option<Supervisor>,
     pub last_line: &'a str,
+    pub forecast: Option<&'a Forecast>,
+}
+
+/// A run of a `watch` frame that waits to be integrated: its run result, then its
+/// conflict forecast.
+#[derive(Debug, Serialize)]
+pub struct Awaiting<'a> {
+    #[serde(flatten)]
+    pub result: RunResult<'a>,
+    pub forecast: Option<&'a Forecast>,
 }
 
 /// A row per run, in flight first, then those awaiting integration.
@@ -35,9 +47,12 @@ pub fn rows(frame: &Frame) -> Vec<Row> {
             Some(Supervisor::Dead) => DEAD_SUPERVISOR,
             _ => w.last_line.as_str(),
         };
-        table::row(&w.record, frame.now, last)
+        table::row(&w.record, frame.now, last).with_forecast(frame.forecasts.of(&w.record.run))
     });
-    let awaiting = frame.awaiting.iter().map(|r| table::row(r, frame.now, ""));
+    let awaiting = frame
+        .awaiting
+        .iter()
+        .map(|r| table::row(r, frame.now, "").with_forecast(frame.forecasts.of(&r.run)));
     live.chain(awaiting).collect()
 }
 
@@ -72,12 +87,16 @@ pub fn json(frame: &Frame) -> WatchFrame<'_> {
                 result: RunResult::at(&w.record, frame.now),
                 supervisor: w.supervisor,
                 last_line: &w.last_line,
+                forecast: frame.forecasts.of(&w.record.run),
             })
             .collect(),
         awaiting_integration: frame
             .awaiting
             .iter()
-            .map(|r| RunResult::at(r, frame.now))
+            .map(|r| Awaiting {
+                result: RunResult::at(r, frame.now),
+                forecast: frame.forecasts.of(&r.run),
+            })
             .collect(),
     }
 }
@@ -107,6 +126,7 @@ mod tests {
                 live("20261202-101600-3c4d", Some(Supervisor::Alive)),
             ],
             awaiting: vec![RunRecord::blank("20261202-100000-5e6f")],
+            forecasts: Default::default(),
         };
         let rows = rows(&frame);
         let lasts: Vec<&str> = rows.iter().map(|r| r.last.as_str()).collect();

@@ -30,10 +30,16 @@ use super::ui::{Format, Report};
 /// with `git crew advise`, Esc cancels); i integrates it; x abandons it, after y confirms;
 /// q or Esc quits.
 ///
+/// Each pass awaiting integration and each run in flight with commits has its conflict
+/// forecast in the FORECAST column: `clean` when it merges cleanly onto its target's
+/// current tip and conflicts with no other such run, else what it conflicts with
+/// (`conflicts: main, 1 run`). Its trial merges are made in memory and kept while the
+/// console runs, so a frame merges again only what moved.
+///
 /// With --once it prints one frame and exits (as JSON when piped or with --json: the
 /// in-flight runs under "runs", each with its "last_line", and the runs awaiting
-/// integration under "awaiting_integration"). Without a terminal, and without --once or
-/// --json, it is a usage error (exit 2).
+/// integration under "awaiting_integration"; each with its "forecast"). Without a
+/// terminal, and without --once or --json, it is a usage error (exit 2).
 #[derive(Debug, Args)]
 #[command(
     after_help = "Examples:\n  git crew watch\n  git crew watch --once\n  git crew watch --once --json"

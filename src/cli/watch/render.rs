@@ -189,6 +189,7 @@ pub(super) mod tests {
             time: time.into(),
             activity: activity.into(),
             spend: String::new(),
+            forecast: String::new(),
             last: last.into(),
         }
     }

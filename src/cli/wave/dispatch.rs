@@ -1,14 +1,11 @@
 //! `git crew wave dispatch N`: every ready task of a wave, all or nothing.
 
-use serde_json::Value;
-
 use crate::cli::context::CommandContext;
 use crate::cli::error::Result;
 use crate::cli::flight::RoutingArgs;
 use crate::cli::ui::Report;
-use crate::core::summary;
-use crate::core::wave;
-use crate::ops::wave::{Waved, Went};
+use crate::ops::wave::Went;
+use crate::view::dispatch::DispatchOutput;
 
 pub(super) fn run(
     ctx: &CommandContext,
@@ -23,71 +20,41 @@ pub(super) fn run(
         dry_run,
         invocation: routing.invocation(),
     };
-    let Waved {
-        plan,
-        wave,
-        skipped,
-        went,
-    } = crate::ops::wave::dispatch(ctx, &request)?;
-    // Each task's dispatch as `dispatch` prints it (its warnings said on stderr).
-    let fields = |dispatched: Vec<crate::ops::dispatch::Dispatched>| -> Result<Vec<Value>> {
-        dispatched
-            .into_iter()
-            .map(|d| {
-                crate::cli::dispatch::report_saying(ctx, d, false, false)
-                    .map(|r| Value::Object(r.fields))
-            })
-            .collect()
-    };
-    match went {
-        Went::Nothing => {
-            let human = format!(
-                "nothing to dispatch in wave {wave}: {}",
-                skipped
-                    .iter()
-                    .map(|s| format!("{} {}", s.task, s.reason))
-                    .collect::<Vec<_>>()
-                    .join("; ")
-            );
-            let output = Dispatched {
-                plan: &plan,
-                wave,
-                dispatched: &[],
-                skipped: &skipped,
-                summary: None,
-            };
-            Ok(Report::of(&output, human))
-        }
-        Went::Planned(planned) => {
-            let planned = fields(planned)?;
-            let human = planned
+    let waved = crate::ops::wave::dispatch(ctx, &request)?;
+    // Each task's dispatch as `dispatch` prints it; its warnings were said as it started.
+    let said = waved.said();
+    let output = waved.output(&said);
+    let skipped = &waved.skipped;
+    let human = match &waved.went {
+        Went::Nothing => format!(
+            "nothing to dispatch in wave {wave}: {}",
+            skipped
                 .iter()
-                .map(|p| {
-                    format!(
-                        "would dispatch {} on {} ({})",
-                        p["task"].as_str().unwrap_or_default(),
-                        p["backend"].as_str().unwrap_or_default(),
-                        p["phase"].as_str().unwrap_or_default()
-                    )
-                })
+                .map(|s| format!("{} {}", s.task, s.reason))
                 .collect::<Vec<_>>()
-                .join("\n");
-            let output = WouldDispatch {
-                plan: &plan,
-                wave,
-                dry_run: true,
-                planned: &planned,
-                skipped: &skipped,
-            };
-            Ok(Report::of(&output, human))
-        }
-        Went::Started {
-            dispatched,
-            runs,
-            summary,
-        } => {
-            let dispatched = fields(dispatched)?;
-            let mut human = match &summary {
+                .join("; ")
+        ),
+        Went::Planned(planned) => planned
+            .iter()
+            .zip(&said)
+            .map(|(p, warnings)| match p.output(warnings) {
+                DispatchOutput::DryRun(p) => format!(
+                    "would dispatch {} on {} ({})",
+                    p.task,
+                    p.backend,
+                    p.phase.as_str()
+                ),
+                DispatchOutput::Started(p) => format!(
+                    "would dispatch {} on {} ({})",
+                    p.task,
+                    p.backend,
+                    p.phase.as_str()
+                ),
+            })
+            .collect::<Vec<_>>()
+            .join("\n"),
+        Went::Started { runs, summary, .. } => {
+            let mut human = match summary {
                 Some(summary) => summary.render(100),
                 None => format!(
                     "dispatched wave {wave}: {}",
@@ -97,38 +64,11 @@ pub(super) fn run(
                         .join(", ")
                 ),
             };
-            for s in &skipped {
+            for s in skipped {
                 human.push_str(&format!("\n(not dispatched: {} {})", s.task, s.reason));
             }
-            let output = Dispatched {
-                plan: &plan,
-                wave,
-                dispatched: &dispatched,
-                skipped: &skipped,
-                summary: summary.as_ref(),
-            };
-            Ok(Report::of(&output, human))
+            human
         }
-    }
-}
-
-/// What `wave dispatch` prints: each started task's dispatch output, the tasks left out
-/// and why, and the dispatch summary when `summary.at` asks for it.
-#[derive(serde::Serialize)]
-struct Dispatched<'a> {
-    plan: &'a str,
-    wave: u32,
-    dispatched: &'a [serde_json::Value],
-    skipped: &'a [wave::Skipped],
-    summary: Option<&'a summary::Summary>,
-}
-
-/// What `wave dispatch --dry-run` prints: each task's dispatch decision, nothing started.
-#[derive(serde::Serialize)]
-struct WouldDispatch<'a> {
-    plan: &'a str,
-    wave: u32,
-    dry_run: bool,
-    planned: &'a [serde_json::Value],
-    skipped: &'a [wave::Skipped],
+    };
+    Ok(Report::of(&output, human))
 }

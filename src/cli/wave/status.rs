@@ -3,7 +3,6 @@
 use crate::cli::context::CommandContext;
 use crate::cli::error::Result;
 use crate::cli::ui::Report;
-use crate::core::summary;
 use crate::ops::wave::{StatusRequest, WaveStatus};
 
 pub(super) fn run(ctx: &CommandContext, wave: u32, plan_name: Option<&str>) -> Result<Report> {
@@ -41,61 +40,5 @@ fn report(status: &WaveStatus) -> Report {
     for f in &status.follow_ons {
         human.push_str(&format!("\nfollow-on ({}): {}", f.task, f.deferred));
     }
-    let gate = status.closing.as_ref().map(|(g, v)| GateLine {
-        gate: &g.id,
-        verdict: v.as_ref(),
-    });
-    let output = StatusOutput {
-        plan: &status.plan,
-        wave,
-        complete,
-        incomplete_because: status.incomplete_because.as_deref(),
-        tasks: status
-            .tasks
-            .iter()
-            .map(|t| TaskLine {
-                task: &t.status.task,
-                wave: t.status.wave,
-                status: t.status.status,
-                blockers: &t.status.blockers,
-                run: t.run.as_deref(),
-                run_status: &t.run_status,
-            })
-            .collect(),
-        gate: gate.as_ref(),
-        follow_ons: &status.follow_ons,
-        summary: status.show_summary.then_some(&status.summary),
-    };
-    Report::of(&output, human)
-}
-
-/// What `wave status` prints.
-#[derive(serde::Serialize)]
-struct StatusOutput<'a> {
-    plan: &'a str,
-    wave: u32,
-    complete: bool,
-    incomplete_because: Option<&'a str>,
-    tasks: Vec<TaskLine<'a>>,
-    gate: Option<&'a GateLine<'a>>,
-    follow_ons: &'a [crate::core::wave::FollowOn],
-    summary: Option<&'a summary::Summary>,
-}
-
-/// A task of the wave: its derived status, and its run's.
-#[derive(serde::Serialize)]
-struct TaskLine<'a> {
-    task: &'a str,
-    wave: u32,
-    status: crate::core::plan::TaskState,
-    blockers: &'a [crate::core::plan::Blocker],
-    run: Option<&'a str>,
-    run_status: &'a str,
-}
-
-/// The gate that closes the wave, with its latest verdict.
-#[derive(serde::Serialize)]
-struct GateLine<'a> {
-    gate: &'a str,
-    verdict: Option<&'a crate::core::plan::Verdict>,
+    Report::of(&status.output(), human)
 }

@@ -59,7 +59,7 @@ pub struct ModelPrice {
 
 /// A price per million tokens (`[prices."<model>"]`), whole: what a run's spend is
 /// reckoned by (`core::usage`).
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Price {
     pub input: f64,
     pub cached_input: f64,

@@ -13,7 +13,7 @@ macro_rules! closed_set {
         }
     ) => {
         $(#[$meta])*
-        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
         $vis enum $name {
             $( $(#[$vmeta])* #[serde(rename = $text)] $variant ),+
         }

@@ -16,11 +16,13 @@ pub struct Row {
     pub activity: String,
     /// What the run has spent so far (`$0.04`, `12.8k tok`), or nothing.
     pub spend: String,
+    /// Its conflict forecast's marker (`clean`, `conflicts: main`), or nothing.
+    pub forecast: String,
     pub last: String,
 }
 
 /// The row of `record` at `now` (Unix milliseconds); `last_line` is the last line of its
-/// output.
+/// output. Its forecast is for the caller to add ([`Row::with_forecast`]).
 pub fn row(record: &RunRecord, now: u64, last_line: &str) -> Row {
     let elapsed = crate::view::result::RunResult::at(record, now).elapsed_s;
     let active = record.last_activity_at.or(record.finished_at);
@@ -40,7 +42,18 @@ pub fn row(record: &RunRecord, now: u64, last_line: &str) -> Row {
             .as_ref()
             .map(|u| crate::core::usage::short(&u.total))
             .unwrap_or_default(),
+        forecast: String::new(),
         last: human::printable(&last),
+    }
+}
+
+impl Row {
+    /// The row with the marker of the run's conflict forecast, when it has one.
+    pub fn with_forecast(mut self, forecast: Option<&crate::core::forecast::Forecast>) -> Row {
+        self.forecast = forecast
+            .map(super::super::forecast::marker)
+            .unwrap_or_default();
+        self
     }
 }
 
@@ -68,6 +81,7 @@ pub enum Column {
     Time,
     Activity,
     Spend,
+    Forecast,
     Last,
 }
 
@@ -80,6 +94,7 @@ impl Column {
             Column::Time => "TIME",
             Column::Activity => "ACTIVITY",
             Column::Spend => "SPEND",
+            Column::Forecast => "FORECAST",
             Column::Last => "LAST",
         }
     }
@@ -104,6 +119,7 @@ impl Column {
             Column::Time => &row.time,
             Column::Activity => &row.activity,
             Column::Spend => &row.spend,
+            Column::Forecast => &row.forecast,
             Column::Last => &row.last,
         }
     }
@@ -119,7 +135,8 @@ const TASK_MAX: usize = 32;
 /// The columns shown in `width` and the width of each, in the order shown. Each column
 /// first gets its least width (the run id whole, a task or the last line 8 characters,
 /// the others their widest cell), in the order that matters most (run, phase, task, time,
-/// activity, spend — shown only when a run reported one — last line), those that do not fit being left out; then what is left goes to
+/// activity, spend — shown only when a run reported one — forecast — shown only when a
+/// run has one — last line), those that do not fit being left out; then what is left goes to
 /// each in that order up to its widest cell, and the rest to the last line.
 pub fn fit(width: usize, rows: &[Row]) -> Vec<(Column, usize)> {
     use Column::*;
@@ -137,10 +154,12 @@ pub fn fit(width: usize, rows: &[Row]) -> Vec<(Column, usize)> {
     };
     let mut left = width.saturating_sub(MARKER);
     let mut taken: Vec<(Column, usize)> = Vec::new();
-    // A spend column only when some run reported one.
+    // A spend column only when some run reported one, a forecast column only when some
+    // run has a forecast.
     let spent = rows.iter().any(|r| !r.spend.is_empty());
-    for c in [Run, Phase, Task, Time, Activity, Spend, Last] {
-        if c == Spend && !spent {
+    let forecast = rows.iter().any(|r| !r.forecast.is_empty());
+    for c in [Run, Phase, Task, Time, Activity, Spend, Forecast, Last] {
+        if (c == Spend && !spent) || (c == Forecast && !forecast) {
             continue;
         }
         // The run id is what people type: whole where the phase fits beside it, else
@@ -179,6 +198,7 @@ mod tests {
             time: "1m12s/25m".into(),
             activity: "just now".into(),
             spend: String::new(),
+            forecast: String::new(),
             last: last.into(),
         }
     }
@@ -252,6 +272,32 @@ mod tests {
         );
         r.usage = Some(usage);
         assert_eq!(row(&r, 0, "").spend, "12.8k tok");
+    }
+
+    #[test]
+    fn a_forecast_column_shows_only_when_a_run_has_a_forecast() {
+        let forecast = crate::core::forecast::Forecast {
+            into: "main".into(),
+            tip: "t".into(),
+            merges_cleanly: false,
+            conflicting_paths: vec!["a".into()],
+            conflicts_with: vec!["r2".into()],
+        };
+        let r = RunRecord::example();
+        let with = row(&r, 0, "x").with_forecast(Some(&forecast));
+        assert_eq!(with.forecast, "conflicts: main, 1 run");
+        assert_eq!(row(&r, 0, "x").with_forecast(None).forecast, "");
+        let rows = [a_row("docs", "x"), with];
+        let cols = widths(120, &rows);
+        assert!(cols.contains(&(Column::Forecast, 22)), "{cols:?}");
+        // Shown between the spend and the last line.
+        let at = |c: Column| cols.iter().position(|(x, _)| *x == c).unwrap();
+        assert_eq!(at(Column::Forecast) + 1, at(Column::Last));
+        assert!(
+            !widths(120, &rows[..1])
+                .iter()
+                .any(|(c, _)| *c == Column::Forecast)
+        );
     }
 
     #[test]
