@@ -57,17 +57,33 @@ pub fn unreached(repo: &gix::Repository, asks: &[Ask]) -> Vec<Option<u64>> {
             .collect();
         visible.sort();
         visible.dedup();
-        let Ok(free) = unkept_by(repo, &visible, &targets) else {
-            continue;
-        };
-        for i in members {
-            let ask = &asks[i];
-            let reached = within(&free, &ask.tips);
-            let kept = within(&free, &ask.own);
-            out[i] = Some(reached.difference(&kept).count() as u64);
+        match unkept_by(repo, &visible, &targets) {
+            Ok(free) => {
+                for i in members {
+                    out[i] = Some(count(&free, &asks[i]));
+                }
+            }
+            // One run's commit that cannot be read (a worktree's HEAD naming an object
+            // that is not there) leaves the others counted: each is walked alone.
+            Err(_) => {
+                for i in members {
+                    let ask = &asks[i];
+                    let visible: Vec<ObjectId> = ask.tips.iter().chain(&ask.own).copied().collect();
+                    out[i] = unkept_by(repo, &visible, &targets)
+                        .ok()
+                        .map(|free| count(&free, ask));
+                }
+            }
         }
     }
     out
+}
+
+/// The commits of `free` that `ask`'s tips reach and its own keepers do not.
+fn count(free: &HashMap<ObjectId, Vec<ObjectId>>, ask: &Ask) -> u64 {
+    let reached = within(free, &ask.tips);
+    let kept = within(free, &ask.own);
+    reached.difference(&kept).count() as u64
 }
 
 /// The commits `visible` reaches that `hidden` does not, each with its parents.

@@ -714,13 +714,15 @@ impl RunTree {
                     std::fs::symlink_metadata(self.path.join(on_disk(path)).join(".git")).is_ok();
             }
         }
+        // Cheapest to fail first: a worktree with build output or an untracked file fails
+        // at the first folder that holds it, before any file is looked at.
         let at_rest = plain
             && hidden.is_empty()
+            && nothing_beside(&self.path, &index)
+            && files_unchanged(&self.path, &index)
             && self
                 .head(repo)
-                .is_some_and(|head| holds_head(repo, &index, head))
-            && files_unchanged(&self.path, &index)
-            && nothing_beside(&self.path, &index);
+                .is_some_and(|head| holds_head(repo, &index, head));
         Some(Indexed {
             hidden,
             nested,

@@ -715,6 +715,21 @@ fn unkept_commits_are_counted_in_process_as_git_rev_list_counts_them() {
     let counts = same_counts_as_git(&repo, &asks);
     assert_eq!(&counts[..8], [0, 1, 0, 1, 2, 3, 1, 1]);
     assert_eq!(counts[11], 0);
+
+    // A tip that is no object (a worktree's HEAD can name anything): that run's commits
+    // cannot be counted, as git cannot count them; the others' still are.
+    let missing = ObjectId::from_hex(b"1234567890123456789012345678901234567890").unwrap();
+    let gix = git_crew::git::repo::open(&repo).unwrap();
+    let with_missing = [
+        ask(&[b], &[main], &[]),
+        ask(&[missing], &[main], &[]),
+        ask(&[c], &[main], &[]),
+    ];
+    assert_eq!(
+        git_crew::git::reach::unreached(&gix, &with_missing),
+        [Some(1), None, Some(2)]
+    );
+    assert!(git_crew::git::reach::unreached_by_git(&repo, &[missing], &[main]).is_err());
 }
 
 /// Sets every tracked file of the worktree `wt` into the past — a second of its own each
