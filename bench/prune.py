@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """On-demand benchmark of prune and doctor with many finished runs (not run in CI).
 
-    python3 bench/prune.py [--sizes 100,1000,5000] [--repeat 5] [--work DIR] [--bin PATH] [--keep]
+    python3 bench/prune.py [--sizes 100,1000,5000] [--repeat 5] [--work DIR] [--bin PATH]
+                           [--keep] [--ignored]
 
 Makes one real run — dispatched (a scripted worker writes one file and commits), waited
 for and integrated with its worktree kept (`worktree.cleanup=never`), so `prune` would
@@ -12,7 +13,9 @@ remove its worktree and branch — then copies it until the repository holds eac
 main by a merge commit of its own, all written with one `git fast-import`), and its
 worktree with its administration under `.git/worktrees/` (files copied, the index
 refreshed so its stat data match the copy). Notes are not copied: neither command reads
-the ledger or audit notes. Refs stay loose, as runs leave them.
+the ledger or audit notes. Refs stay loose, as runs leave them. With --ignored, every
+worktree also holds build output git ignores (`target/debug/app`, ignored through
+`.git/info/exclude`), as a worktree a build or a verify ran in does.
 
 At each size it times, alternately, `git for-each-ref` (every ref of the repository,
 the reference), `git crew prune --dry-run` and `git crew doctor`, each as a separate
@@ -54,8 +57,9 @@ def crew(binary, args, cwd, env, check=True):
     return out
 
 
-def template(binary, work, env):
-    """A repository with one real run, integrated with its worktree kept: (repo, run)."""
+def template(binary, work, env, ignored):
+    """A repository with one real run, integrated with its worktree kept: (repo, run).
+    With `ignored`, its worktree holds build output git ignores (`target/`)."""
     repo = os.path.join(work, "repo")
     sh([os.path.join(ROOT, "git-fixtures", "plain.sh"), repo], work, env)
     crew(binary, ["init"], repo, env)
@@ -69,6 +73,13 @@ def template(binary, work, env):
     run = json.loads(out.stdout)["run"]
     crew(binary, ["wait", run, "--timeout", "60s"], repo, env, check=False)
     crew(binary, ["integrate", run, "--set", "worktree.cleanup=never"], repo, env)
+    if ignored:
+        with open(os.path.join(repo, ".git", "info", "exclude"), "a") as f:
+            f.write("target/\n")
+        build = os.path.join(repo, ".git", "crew", "worktrees", run, "target", "debug")
+        os.makedirs(build)
+        with open(os.path.join(build, "app"), "w") as f:
+            f.write("binary\n")
     return repo, run
 
 
@@ -209,6 +220,8 @@ def main():
     ap.add_argument("--work")
     ap.add_argument("--bin", default=BIN)
     ap.add_argument("--keep", action="store_true", help="keep the scratch repository")
+    ap.add_argument("--ignored", action="store_true",
+                    help="every worktree holds build output git ignores (target/)")
     args = ap.parse_args()
     binary = os.path.abspath(args.bin)
     if not os.path.exists(binary):
@@ -220,7 +233,7 @@ def main():
     env = hermetic_env(home)
     env["PATH"] = os.path.dirname(binary) + os.pathsep + env["PATH"]
     print("making the template run in %s ..." % work, file=sys.stderr)
-    repo, run = template(binary, work, env)
+    repo, run = template(binary, work, env, args.ignored)
     copier = Copier(repo, run, env)
     print("| case | finished runs | median ms | against for-each-ref |")
     print("|---|---:|---:|---:|")
