@@ -247,17 +247,19 @@ fn check_the_lead(env: &TestEnv, repo: &Path, got: &[Received], final_text: &str
         assert!(!r.error, "{} was flagged an error", r.tool);
     }
 
-    // dispatch: every field but the phase is the run's record.
+    // dispatch: every field but the phase is the run's record, and the deadline, which
+    // advise moves by the time the run waited for the lead.
     let dispatched = &got[0].json;
     assert!(
         ["preparing", "working"].contains(&dispatched["phase"].as_str().unwrap()),
         "{dispatched}"
     );
     for key in keys(dispatched) {
-        if !["ok", "phase"].contains(&key) {
+        if !["ok", "phase", "deadline"].contains(&key) {
             assert_eq!(dispatched[key], shown[key], "dispatch: {key}");
         }
     }
+    assert!(dispatched["deadline"].as_str().unwrap() <= shown["deadline"].as_str().unwrap());
     assert_eq!(dispatched["backend"], WORKER);
     assert_eq!(dispatched["scope"], serde_json::json!([SCOPE]));
 
@@ -432,12 +434,13 @@ fn claude_leads_through_the_shipped_skill_and_mcp_json() {
 
 /// codex, pointed at the model server as the worker tests point it, with a catalog model:
 /// it holds that model's MCP tools back behind its `tool_search`, which the lead script
-/// calls (by the tool's name) for each tool it has not found yet.
+/// calls (by the tool's name) for each tool it has not found yet. It is started outside
+/// the repository, which `-C` names: the project, its trust and the server's folder.
 fn codex_lead(env: &TestEnv, bin: &Path, server: &ModelServer, repo: &Path, home: &Path) -> Out {
     let port = server.port;
     run(
         env.command("timeout")
-            .current_dir(repo)
+            .current_dir(env.root())
             .arg("240")
             .arg(bin.join("codex"))
             .args(["exec", "--json", "-C"])
