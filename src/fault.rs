@@ -6,11 +6,19 @@
 /// A failure underneath, of whatever type: what a layer's error keeps as its source.
 pub type Source = Box<dyn std::error::Error + Send + Sync>;
 
-/// Declares `Context` for a layer's `Error`, which has `Error::within(what, source)`
-/// (a step failed, and why) and `Error::invalid(what)` (something is not there or not
-/// usable): `result.context("cannot read x")?` and `option.context("no name")?`.
+/// Declares `Context` for a layer's `Error`, which has `Error::within(what, source)` (a
+/// step failed, and why) and a variant `Invalid(String)` (something is not there or not
+/// usable, said in words: `Error::invalid(what)`): `result.context("cannot read x")?` and
+/// `option.context("no name")?`.
 macro_rules! layer_context {
     ($error:ty) => {
+        impl $error {
+            /// Something that is not there or cannot be used, said in words.
+            pub fn invalid(what: impl std::fmt::Display) -> $error {
+                <$error>::Invalid(what.to_string())
+            }
+        }
+
         /// Says what was being done when a call failed, as this layer's error.
         pub trait Context<T> {
             fn context(self, what: impl std::fmt::Display) -> std::result::Result<T, $error>;

@@ -295,6 +295,23 @@ mod agent_file_tests {
             let wrong: Vec<String> = lines.iter().flat_map(|l| problems(l, &root)).collect();
             assert!(wrong.is_empty(), "{}", wrong.join("\n"));
         }
+        // And each command it names is one the README's table of commands documents.
+        let readme = std::fs::read_to_string(
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md"),
+        )
+        .unwrap();
+        let table = readme
+            .split_once("## Commands")
+            .and_then(|(_, rest)| rest.split_once("\n## "))
+            .map(|(table, _)| table)
+            .expect("README.md has a Commands section");
+        for line in commands(&agents::skill()) {
+            let name = line.split_whitespace().nth(2).unwrap_or_default();
+            assert!(
+                table.contains(&format!("`{name} ")) || table.contains(&format!("`{name}`")),
+                "the README's Commands table lacks `{name}`"
+            );
+        }
         // The check itself catches what it is for.
         assert!(!problems("git crew dispach --task T", &root).is_empty());
         assert!(!problems("git crew dispatch --tasks T", &root).is_empty());

@@ -82,11 +82,6 @@ impl Error {
             Err(source) => Error::Repo { what, source },
         }
     }
-
-    /// Something git-crew cannot use, said in words.
-    pub fn invalid(what: impl Display) -> Error {
-        Error::Invalid(what.to_string())
-    }
 }
 
 /// gix's error, and the name check it does not wrap: gix failed on the repository.

@@ -188,25 +188,10 @@ impl<'c> Trials<'c> {
 
 /// What a merge's outcome holds: clean, or the paths git would leave conflicted.
 fn conflicts(outcome: gix::merge::tree::Outcome<'_>) -> Trial {
-    use gix::merge::tree::TreatAsUnresolved;
-    let how = TreatAsUnresolved::git();
-    if !outcome.has_unresolved_conflicts(how) {
-        return Trial::Clean;
+    match super::merge::unresolved_paths(&outcome) {
+        None => Trial::Clean,
+        Some(paths) => Trial::Conflicts(paths),
     }
-    let mut paths: Vec<String> = outcome
-        .conflicts
-        .iter()
-        .filter(|c| c.is_unresolved(how))
-        .flat_map(|c| {
-            [
-                c.ours.location().to_string(),
-                c.theirs.location().to_string(),
-            ]
-        })
-        .collect();
-    paths.sort();
-    paths.dedup();
-    Trial::Conflicts(paths)
 }
 
 impl Drop for Trials<'_> {
@@ -222,23 +207,8 @@ impl Drop for Trials<'_> {
 mod tests {
     use super::*;
     use std::path::Path;
-    use std::process::Command;
 
-    fn git(dir: &Path, args: &[&str]) -> String {
-        let out = Command::new("git")
-            .args(args)
-            .current_dir(dir)
-            .env("GIT_CONFIG_GLOBAL", "/dev/null")
-            .env("GIT_CONFIG_NOSYSTEM", "1")
-            .env("GIT_AUTHOR_NAME", "t")
-            .env("GIT_AUTHOR_EMAIL", "t@x")
-            .env("GIT_COMMITTER_NAME", "t")
-            .env("GIT_COMMITTER_EMAIL", "t@x")
-            .output()
-            .unwrap();
-        assert!(out.status.success(), "git {args:?}: {out:?}");
-        String::from_utf8(out.stdout).unwrap().trim().to_string()
-    }
+    use crate::git::test_git as git;
 
     /// `f` with its ten lines, line `n` replaced by `text`, committed on what is checked
     /// out; the commit's id.

@@ -30,7 +30,6 @@ pub fn merge(
     ancestor: Option<ObjectId>,
     files: &[(&str, Vec<u8>)],
 ) -> Result<Merged> {
-    use gix::merge::tree::TreatAsUnresolved;
     let labels = gix::merge::blob::builtin_driver::text::Labels {
         ancestor: Some("base".into()),
         current: Some("target".into()),
@@ -65,21 +64,7 @@ pub fn merge(
             .tree_merge
         }
     };
-    let how = TreatAsUnresolved::git();
-    if outcome.has_unresolved_conflicts(how) {
-        let mut paths: Vec<String> = outcome
-            .conflicts
-            .iter()
-            .filter(|c| c.is_unresolved(how))
-            .flat_map(|c| {
-                [
-                    c.ours.location().to_string(),
-                    c.theirs.location().to_string(),
-                ]
-            })
-            .collect();
-        paths.sort();
-        paths.dedup();
+    if let Some(paths) = unresolved_paths(&outcome) {
         return Ok(Merged::Conflicts(paths));
     }
     for (path, content) in files {
@@ -90,6 +75,29 @@ pub fn merge(
             .with_context(|| format!("cannot write {path} into the merged tree"))?;
     }
     Ok(Merged::Clean(outcome.tree.write()?.detach()))
+}
+
+/// The paths of a merge's conflicts that git would leave unresolved (both sides of each,
+/// sorted, once), or `None` when it has none.
+pub(super) fn unresolved_paths(outcome: &gix::merge::tree::Outcome<'_>) -> Option<Vec<String>> {
+    let how = gix::merge::tree::TreatAsUnresolved::git();
+    if !outcome.has_unresolved_conflicts(how) {
+        return None;
+    }
+    let mut paths: Vec<String> = outcome
+        .conflicts
+        .iter()
+        .filter(|c| c.is_unresolved(how))
+        .flat_map(|c| {
+            [
+                c.ours.location().to_string(),
+                c.theirs.location().to_string(),
+            ]
+        })
+        .collect();
+    paths.sort();
+    paths.dedup();
+    Some(paths)
 }
 
 /// The tree of a commit.

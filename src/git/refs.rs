@@ -257,27 +257,11 @@ pub fn create(repo: &gix::Repository, name: &str, id: ObjectId, message: &str) -
 
 #[cfg(test)]
 mod tests {
-    use std::path::Path;
-    use std::process::Command;
 
     use super::*;
     use crate::core::strays::Found;
 
-    fn git(dir: &Path, args: &[&str]) -> String {
-        let out = Command::new("git")
-            .args(args)
-            .current_dir(dir)
-            .env("GIT_CONFIG_GLOBAL", "/dev/null")
-            .env("GIT_CONFIG_NOSYSTEM", "1")
-            .env("GIT_AUTHOR_NAME", "t")
-            .env("GIT_AUTHOR_EMAIL", "t@x")
-            .env("GIT_COMMITTER_NAME", "t")
-            .env("GIT_COMMITTER_EMAIL", "t@x")
-            .output()
-            .unwrap();
-        assert!(out.status.success(), "git {args:?}: {:?}", out);
-        String::from_utf8(out.stdout).unwrap().trim().to_string()
-    }
+    use crate::git::test_git as git;
 
     const T: &str = "refs/heads/crew/t/";
 

@@ -56,10 +56,6 @@ impl Error {
             Err(source) => Error::Within { what, source },
         }
     }
-
-    pub fn invalid(what: impl Display) -> Error {
-        Error::Invalid(what.to_string())
-    }
 }
 
 /// The `git` binary, called from this layer.

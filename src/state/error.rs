@@ -99,10 +99,6 @@ impl Error {
             Err(source) => Error::Data { what, source },
         }
     }
-
-    pub fn invalid(what: impl Display) -> Error {
-        Error::Invalid(what.to_string())
-    }
 }
 
 crate::fault::layer_context!(Error);

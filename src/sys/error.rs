@@ -61,11 +61,6 @@ impl Error {
             Err(source) => Error::Other { what, source },
         }
     }
-
-    /// Something that cannot be done, said in words.
-    pub fn invalid(what: impl Display) -> Error {
-        Error::Invalid(what.to_string())
-    }
 }
 
 crate::fault::layer_context!(Error);
