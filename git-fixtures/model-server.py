@@ -51,6 +51,40 @@ codex adds itself are ignored).
 The footer is:
     ## Result / ## How to verify / ## Deferred / concerns
 
+The scripted lead. [[mock:lead BACKEND]] anywhere in a user message of the conversation
+makes the model a lead that drives git-crew's MCP server (`git crew mcp`) through the
+CLI's own MCP client; it takes precedence over the markers above. Each answer is decided
+from the latest tool result and the tool that produced it (never from counters):
+    (no tool result yet)  claude: Skill {"skill": "git-crew"} when the Skill tool is on
+                          offer; otherwise, and after the skill: dispatch {"task":
+                          "store", "backend": BACKEND, "scope": ["src/routes/**"],
+                          "verify": "test -s src/routes/store.rs", "prompt": ...}
+    dispatch              wait {"runs": [its run]}
+    wait                  timed out: wait again; its run asks for help: advise {"run",
+                          "text": "Use sqlite."}; settled: show {"run"}
+    advise                wait {"runs": [its run]}
+    show                  integrate {"run"}
+    integrate             passed: integrate the same run again (git-crew refuses it);
+                          refused: the final text
+    a refusal or an answer that is not JSON (`"ok"` not true): a final text naming the
+    error's code and message, ending with a footer.
+A tool is called by the name the CLI offers it under, found in the request's `tools`:
+claude's mcp__git-crew__<tool>; codex's function <tool> in the namespace mcp__git_crew
+(sent back as a function_call with that `namespace`). codex offers a catalog model's MCP
+tools (gpt-5.5) only through its client-side `tool_search`: a tool not on offer yet is
+searched for by its name ({"type": "tool_search_call", "execution": "client",
+"arguments": {"query": "<tool>"}}) and found in the `tool_search_output` codex sends
+back, once; a tool still not found ends the script ("The <tool> tool is not on offer.").
+A tool result is claude's last tool_result block (Claude Code may end a request with a
+role:"system" reminder of its own, skipped) or codex's last function_call_output (past
+the tool searches after it; codex puts "Wall time: S seconds\nOutput:\n" before the
+text, skipped). Each lead request is logged with "answer": "lead" and "lead": {"saw":
+{"tool", "texts", "is_error"} (the result it answers, once; for Skill, "beside": the
+skill text Claude Code sent with it), "call" and "arguments" or "text", "offered" (the
+short names of the tools on offer), "searched" (the query of a search that just
+answered), "guide" (whether the request carries the heading of git-crew's skill and
+AGENTS.md section)}.
+
 Usage. Without --usage, each answer reports made-up token counts (input: the request's
 size / 4, output: the answer's size / 4, nothing cached). --usage PATH names a JSON file,
 read again for every request (so a test may change it between requests), choosing what
@@ -58,8 +92,8 @@ each answer reports:
     {"*": {"input": 1000, "cached": 200, "cache_write": 100, "output": 50,
            "reasoning": 20, "delay": 0},
      "write": {...}, "tool_result": {...}, "help": {...}, ...}
-keyed by the answer (tool_result, write, footer, help, nofooter, default; "*" for the
-others). A missing field is 0. `input` counts every input token, `cached` the part of
+keyed by the answer (tool_result, write, footer, help, nofooter, lead, default; "*" for
+the others). A missing field is 0. `input` counts every input token, `cached` the part of
 them read from a cache, `cache_write` the part written to it; `output` counts every output
 token, `reasoning` the part of them spent reasoning. `delay` holds the answer back that
 many seconds; `hold` (Anthropic only) sends the message's start and its text, then holds
@@ -359,18 +393,36 @@ def openai_events(model, usage, text=None, call=None):
         ("response.in_progress", {"type": "response.in_progress",
                                   "response": dict(base, status="in_progress", output=[])}),
     ]
-    if call is not None:
+    if call is not None and call[0] == SEARCH_CALL:
+        item_id = rand_id("tsc_", 16)
+        done_item = {"type": "tool_search_call", "id": item_id, "call_id": rand_id("call_mock_", 16),
+                     "execution": "client", "arguments": call[1], "status": "completed"}
+        events += [
+            ("response.output_item.added", {
+                "type": "response.output_item.added", "output_index": 0,
+                "item": dict(done_item, status="in_progress")}),
+            ("response.output_item.done", {
+                "type": "response.output_item.done", "output_index": 0, "item": done_item}),
+        ]
+        output = [done_item]
+    elif call is not None:
         name, args = call
+        namespace = None
+        if isinstance(name, tuple):  # (namespace or None, name): an MCP tool of codex
+            namespace, name = name
         arguments = json.dumps(args)
         item_id = rand_id("fc_", 16)
         call_id = rand_id("call_mock_", 16)
         done_item = {"type": "function_call", "id": item_id, "call_id": call_id, "name": name,
                      "arguments": arguments, "status": "completed"}
+        added = {"type": "function_call", "id": item_id, "call_id": call_id,
+                 "name": name, "arguments": "", "status": "in_progress"}
+        if namespace:
+            done_item["namespace"] = added["namespace"] = namespace
         events += [
             ("response.output_item.added", {
                 "type": "response.output_item.added", "output_index": 0,
-                "item": {"type": "function_call", "id": item_id, "call_id": call_id,
-                         "name": name, "arguments": "", "status": "in_progress"}}),
+                "item": added}),
             ("response.function_call_arguments.delta", {
                 "type": "response.function_call_arguments.delta", "item_id": item_id,
                 "output_index": 0, "delta": arguments}),
@@ -417,6 +469,205 @@ def openai_events(model, usage, text=None, call=None):
             "output_tokens_details": {"reasoning_tokens": usage["reasoning"]},
             "total_tokens": usage["input"] + usage["output"]})}))
     return events
+
+
+# ---------------------------------------------------------------- the scripted lead
+
+LEAD_RE = re.compile(r"\[\[mock:lead[ \t]+([^\]\s]+)[ \t]*\]\]")
+LEAD_TASK = "store"
+LEAD_SCOPE = "src/routes/**"
+LEAD_VERIFY = "test -s src/routes/store.rs"
+LEAD_PROMPT = "Pick a store for the routes and write it to src/routes/store.rs."
+LEAD_ADVICE = "Use sqlite."
+SKILL_TOOL = "Skill"
+SKILL_NAME = "git-crew"
+# codex offers a catalog model's MCP tools only through its client-side tool search.
+SEARCH_TOOL = "tool_search"
+SEARCH_CALL = ("tool_search",)
+# The heading of the shipped skill and AGENTS.md section: a request that carries it
+# carries git-crew's guide for the lead.
+GUIDE_HEADING = "Leading a crew of coding workers with git-crew"
+# codex puts a header of its own before an MCP tool's text: "Wall time: 0.04 seconds\n
+# Output:\n" then the text.
+CODEX_OUTPUT_RE = re.compile(r"\AWall time: [0-9.]+ seconds\nOutput:\n")
+
+
+def lead_backend(texts):
+    """The backend named by the last lead marker in texts (oldest first), or None."""
+    for text in reversed(texts):
+        names = LEAD_RE.findall(text or "")
+        if names:
+            return names[-1]
+    return None
+
+
+def crew_tool_short(name):
+    """git-crew's name of an MCP tool as a CLI offers it (mcp__git-crew__wait -> wait)."""
+    return name.rsplit("__", 1)[-1] if name.startswith("mcp__") else name
+
+
+def lead_json(texts):
+    """The JSON object of a tool result's first text (after codex's header), or None."""
+    for text in texts:
+        text = CODEX_OUTPUT_RE.sub("", text, count=1)
+        try:
+            value = json.loads(text)
+        except ValueError:
+            return None
+        return value if isinstance(value, dict) else None
+    return None
+
+
+def lead_final(text):
+    return None, text + "\n\n## Result\nLed the crew with the mock.\n\n" \
+        "## How to verify\ngit log\n\n## Deferred / concerns\nNone."
+
+
+def lead_step(backend, offered, last):
+    """The lead's next move, from the latest tool result and the tool that produced it.
+    offered: the short names of the tools on offer; last: None (no tool result yet) or
+    {"tool": short name, "texts": [...], ...}. Returns (tool, arguments) for a tool call,
+    or (None, text) for the final text."""
+    dispatch = ("dispatch", {"task": LEAD_TASK, "backend": backend, "scope": [LEAD_SCOPE],
+                             "verify": LEAD_VERIFY, "prompt": LEAD_PROMPT})
+    if last is None:
+        # Claude Code lists the project's skills: load git-crew's before anything else.
+        return (SKILL_TOOL, {"skill": SKILL_NAME}) if SKILL_TOOL in offered else dispatch
+    tool = last["tool"]
+    if tool == SKILL_TOOL:
+        return dispatch
+    result = lead_json(last["texts"])
+    if result is None:
+        return lead_final("The %s tool answered no JSON." % tool)
+    if result.get("ok") is not True:
+        error = result.get("error") or {}
+        return lead_final("git-crew refused %s: %s: %s" % (
+            tool, error.get("code"), error.get("message")))
+    if tool == "dispatch":
+        return "wait", {"runs": [result["run"]]}
+    if tool == "wait":
+        if result.get("timed_out"):
+            return "wait", {"runs": result.get("still_working") or
+                            [r["run"] for r in result.get("runs") or []]}
+        run = (result.get("runs") or [{}])[0]
+        if run.get("phase") == "needs-help":
+            return "advise", {"run": run["run"], "text": LEAD_ADVICE}
+        return "show", {"run": run["run"]}
+    if tool == "advise":
+        return "wait", {"runs": [result["run"]]}
+    if tool == "show":
+        return "integrate", {"run": result["run"]["run"]}
+    if tool == "integrate":
+        # Once more: git-crew refuses a run it integrated already.
+        return "integrate", {"run": result["run"]}
+    return lead_final("Nothing more to do after %s." % tool)
+
+
+def lead_move(backend, offered, last, searched):
+    """lead_step, but a tool that is not on offer yet is searched for first (codex's tool
+    search, by the tool's name), once: `searched` is the query of a search that just
+    answered."""
+    step, what = lead_step(backend, offered, last)
+    if step is not None and step not in offered:
+        if SEARCH_TOOL in offered and searched != step:
+            return SEARCH_TOOL, {"query": step}
+        return lead_final("The %s tool is not on offer." % step)
+    return step, what
+
+
+def anthropic_lead(body):
+    """(backend, offered {short: name}, last tool result, None) when the conversation is
+    the scripted lead's, else None. A tool result is the last user message's (Claude
+    Code may end a request with a role:"system" reminder of its own); for the Skill tool,
+    the skill's text Claude Code puts beside it comes with it."""
+    messages = [m for m in (body.get("messages") or []) if isinstance(m, dict)]
+    texts = []
+    for m in messages:
+        if m.get("role") == "user":
+            texts.extend(block_texts(m.get("content")))
+    backend = lead_backend(texts)
+    if backend is None:
+        return None
+    offered = {}
+    for t in body.get("tools") or []:
+        name = t.get("name") if isinstance(t, dict) else None
+        if name and (name == SKILL_TOOL or (name.startswith("mcp__") and "crew" in name)):
+            offered[crew_tool_short(name)] = name
+    last = None
+    said = [m for m in messages if m.get("role") != "system"]
+    content = said[-1].get("content") if said else None
+    if said and said[-1].get("role") == "user" and has_block(content, "tool_result"):
+        result = [b for b in content if isinstance(b, dict) and b.get("type") == "tool_result"][-1]
+        names = {}
+        for m in messages:
+            if m.get("role") == "assistant" and isinstance(m.get("content"), list):
+                for b in m["content"]:
+                    if isinstance(b, dict) and b.get("type") == "tool_use":
+                        names[b.get("id")] = b.get("name")
+        tool = crew_tool_short(names.get(result.get("tool_use_id")) or "?")
+        last = {"tool": tool, "texts": block_texts(result.get("content"), skip_reminders=False),
+                "is_error": bool(result.get("is_error"))}
+        if tool == SKILL_TOOL:
+            last["beside"] = block_texts(content)
+    return backend, offered, last, None
+
+
+def openai_lead(body):
+    """The same for codex: its MCP tools come as functions in a namespace (or as
+    functions named mcp__<server>__<tool>), offered in the request or found by a tool
+    search; a call is answered by a function_call_output with the call's call_id. The
+    fourth value is the query of the tool search that answered last, if one did."""
+    items = body.get("input")
+    items = [i for i in (items if isinstance(items, list) else []) if isinstance(i, dict)]
+    texts = []
+    for item in items:
+        if item.get("role") == "user" and item.get("type", "message") == "message":
+            texts.extend(t for t in item_texts(item) if not is_context_text(t))
+    backend = lead_backend(texts)
+    if backend is None:
+        return None
+    offered = {}
+    found = [t for i in items if i.get("type") == "tool_search_output"
+             for t in (i.get("tools") or [])]
+    for t in (body.get("tools") or []) + found:
+        if not isinstance(t, dict):
+            continue
+        if t.get("type") == SEARCH_TOOL:
+            offered[SEARCH_TOOL] = SEARCH_CALL
+        elif t.get("type") == "namespace" and "crew" in (t.get("name") or ""):
+            for inner in t.get("tools") or []:
+                if isinstance(inner, dict) and inner.get("name"):
+                    offered[inner["name"]] = (t["name"], inner["name"])
+        elif t.get("type") == "function" and (t.get("name") or "").startswith("mcp__") \
+                and "crew" in t["name"]:
+            offered[crew_tool_short(t["name"])] = (None, t["name"])
+    searched = None
+    if items and items[-1].get("type") == "tool_search_output":
+        call_id = items[-1].get("call_id")
+        for i in items:
+            if i.get("type") == "tool_search_call" and i.get("call_id") == call_id:
+                arguments = i.get("arguments")
+                if isinstance(arguments, str):
+                    arguments = json.loads(arguments or "{}")
+                searched = (arguments or {}).get("query")
+    # The latest tool result, past the tool searches that answered after it.
+    last = None
+    said = [i for i in items if i.get("type") not in ("tool_search_call", "tool_search_output")]
+    if said and said[-1].get("type") == "function_call_output":
+        output = said[-1]
+        calls = {i.get("call_id"): i for i in items if i.get("type") == "function_call"}
+        call = calls.get(output.get("call_id")) or {}
+        out = output.get("output")
+        if isinstance(out, dict):  # {"content": ..., "success": ...}
+            out = out.get("content")
+        if isinstance(out, str):
+            out_texts = [out]
+        else:
+            out_texts = [p.get("text") or "" for p in (out or [])
+                         if isinstance(p, dict) and p.get("type") in ("input_text", "text", "output_text")]
+        last = {"tool": crew_tool_short(call.get("name") or "?"), "texts": out_texts,
+                "namespace": call.get("namespace")}
+    return backend, offered, last, searched
 
 
 # ---------------------------------------------------------------- HTTP
@@ -515,11 +766,16 @@ class Handler(BaseHTTPRequestHandler):
             return self.send_plain(400, json.dumps(error_body(api, "mock: " + str(exc))))
         self.server.dump(api, raw)
         model = body.get("model") or "mock-model"
-        if api == "anthropic":
+        lead = anthropic_lead(body) if api == "anthropic" else openai_lead(body)
+        if lead is not None:
+            answer, detail = "lead", None
+        elif api == "anthropic":
             answer, detail = anthropic_decide(body)
-            session = self.headers.get("X-Claude-Code-Session-Id")
         else:
             answer, detail = openai_decide(body)
+        if api == "anthropic":
+            session = self.headers.get("X-Claude-Code-Session-Id")
+        else:
             session = self.headers.get("session-id") or self.headers.get("thread-id")
         fields = {"api": api, "answer": answer, "model": model, "session": session}
         if detail:
@@ -528,7 +784,24 @@ class Handler(BaseHTTPRequestHandler):
             self.record(status=400, **fields)
             return self.send_plain(400, json.dumps(error_body(api, ERROR_MESSAGE)))
         text = tool = None
-        if answer == "tool_result":
+        if answer == "lead":
+            backend, offered, last, searched = lead
+            step, what = lead_move(backend, offered, last, searched)
+            # A tool result is logged once, with the answer to it: not again after the
+            # tool searches that followed it.
+            fields["lead"] = {"saw": None if searched else last, "offered": sorted(offered),
+                              "guide": GUIDE_HEADING in raw.decode("utf-8", "replace")}
+            if searched:
+                fields["lead"]["searched"] = searched
+            if step is None:
+                text = what
+                fields["lead"]["text"] = text
+            else:
+                fields["lead"].update(call=step, arguments=what)
+                tool = (offered[step], what)
+                if api == "anthropic":
+                    text = "Calling %s." % step
+        elif answer == "tool_result":
             text = wrote_text(detail) if detail else GENERIC_TOOL_DONE_TEXT
         elif answer == "write":
             if api == "anthropic":

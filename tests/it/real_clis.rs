@@ -15,6 +15,7 @@ use serde_json::Value;
 
 use crate::common::{TestEnv, poll_for, read, write};
 
+mod lead;
 mod spend;
 
 /// The folder the npm tools of the ignored tests are installed in: `CREW_TEST_CLIS`, else
