@@ -62,6 +62,18 @@ pub fn add(repo: &gix::Repository, path: &Path, branch: &str, base: &str) -> Res
     }
 }
 
+/// The administration folder of the registered worktree at `path`.
+fn admin_dir(common_dir: &Path, path: &Path) -> Result<PathBuf> {
+    let name = path
+        .file_name()
+        .with_context(|| format!("{} names no worktree", path.display()))?;
+    let admin = common_dir.join("worktrees").join(name);
+    if !std::fs::symlink_metadata(&admin).is_ok_and(|m| m.is_dir()) {
+        bail!("{} is not a registered worktree", path.display());
+    }
+    Ok(admin)
+}
+
 /// Writes a worktree's own config (`config.worktree` in its private git dir) as
 /// `git config --worktree` would: `(section, key, values)` triples, one line per value.
 pub fn write_config(git_dir: &Path, entries: &[(&str, &str, Vec<String>)]) -> Result<()> {
@@ -299,13 +311,7 @@ impl RunTree {
         identity: &crate::core::scope::RunIdentity,
     ) -> Result<RunTree> {
         use crate::sys::fs::write_atomic;
-        let name = path
-            .file_name()
-            .with_context(|| format!("{} names no worktree", path.display()))?;
-        let admin = common_dir.join("worktrees").join(name);
-        if !std::fs::symlink_metadata(&admin).is_ok_and(|m| m.is_dir()) {
-            bail!("{} is not a registered worktree", path.display());
-        }
+        let admin = admin_dir(common_dir, path)?;
         let mut replaced = Vec::new();
         if let Ok(entries) = std::fs::read_dir(&admin) {
             for entry in entries.flatten() {
@@ -381,13 +387,7 @@ impl RunTree {
         path: &Path,
         identity: &crate::core::scope::RunIdentity,
     ) -> Result<RunTree> {
-        let name = path
-            .file_name()
-            .with_context(|| format!("{} names no worktree", path.display()))?;
-        let admin = common_dir.join("worktrees").join(name);
-        if !std::fs::symlink_metadata(&admin).is_ok_and(|m| m.is_dir()) {
-            bail!("{} is not a registered worktree", path.display());
-        }
+        let admin = admin_dir(common_dir, path)?;
         let state_dir = common_dir.join("crew");
         let hooks = crate::core::layout::run_hooks(&state_dir);
         let run_dir = crate::core::layout::run_dir(&state_dir, &identity.run);

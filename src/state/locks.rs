@@ -55,12 +55,23 @@ impl Turn<'_> {
 /// Takes the lock of `turn` in the state folder `state_dir`, waiting up to `wait`; a wait
 /// that runs out is [`Busy`], naming what it waited for.
 pub fn take(state_dir: &Path, turn: Turn<'_>, wait: Duration) -> Result<Lock> {
+    taken(state_dir, turn, wait, Lock::take)
+}
+
+/// Takes the lock of `turn` with `how` (making its file, or only when it is there), a
+/// holder that outlasts `wait` said as [`Busy`].
+fn taken<T>(
+    state_dir: &Path,
+    turn: Turn<'_>,
+    wait: Duration,
+    how: impl FnOnce(&Path, &str, Duration) -> std::result::Result<T, NotTaken>,
+) -> Result<T> {
     let (folder, name) = turn.file();
     let dir = match folder {
         Some(folder) => state_dir.join(folder),
         None => state_dir.to_path_buf(),
     };
-    Lock::take(&dir, &name, wait).map_err(|err| match err {
+    how(&dir, &name, wait).map_err(|err| match err {
         NotTaken::Held(held) => Busy {
             what: turn.what(),
             waited: wait,
@@ -74,20 +85,7 @@ pub fn take(state_dir: &Path, turn: Turn<'_>, wait: Duration) -> Result<Lock> {
 /// Takes the lock of `turn` as [`take`] does when its file is there; `None` when it is
 /// not, and nothing is made.
 pub fn take_if_there(state_dir: &Path, turn: Turn<'_>, wait: Duration) -> Result<Option<Lock>> {
-    let (folder, name) = turn.file();
-    let dir = match folder {
-        Some(folder) => state_dir.join(folder),
-        None => state_dir.to_path_buf(),
-    };
-    Lock::take_if_there(&dir, &name, wait).map_err(|err| match err {
-        NotTaken::Held(held) => Busy {
-            what: turn.what(),
-            waited: wait,
-            held,
-        }
-        .into(),
-        other => other.into(),
-    })
+    taken(state_dir, turn, wait, Lock::take_if_there)
 }
 
 #[cfg(test)]
