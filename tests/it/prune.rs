@@ -48,6 +48,22 @@ fn integrate_keeping_all(env: &TestEnv, repo: &Path, run: &str) {
         .expect_code(0);
 }
 
+/// An integrated run (task `merging`) whose worktree holds a merge stopped on a conflict
+/// in `work/merging.txt`: the run and its worktree.
+fn merge_stopped_on_a_conflict(env: &TestEnv, repo: &Path) -> (String, PathBuf) {
+    let merging = finished(env, repo, "merging", "own-file", "work/**", &[]);
+    integrate_keeping_all(env, repo, &merging);
+    let wt = worktree(repo, &merging);
+    env.git_ok(&wt, &["checkout", "-q", "-b", "side"]);
+    write(&wt.join("work/merging.txt"), "theirs\n");
+    env.git_ok(&wt, &["commit", "-qam", "side"]);
+    env.git_ok(&wt, &["checkout", "-q", "-"]);
+    write(&wt.join("work/merging.txt"), "ours\n");
+    env.git_ok(&wt, &["commit", "-qam", "ours"]);
+    env.git(&wt, &["merge", "side"]).expect_code(1);
+    (merging, wt)
+}
+
 fn worktree(repo: &Path, run: &str) -> PathBuf {
     repo.join(".git/crew/worktrees").join(run)
 }
@@ -586,16 +602,7 @@ fn edits_git_status_is_told_to_hide_and_a_merge_in_progress_are_never_pruned() {
         hidden.push((run, wt.join(&file)));
     }
     // A merge stopped on a conflict in another run's worktree.
-    let merging = finished(&env, &repo, "merging", "own-file", "work/**", &[]);
-    integrate_keeping_all(&env, &repo, &merging);
-    let wt = worktree(&repo, &merging);
-    env.git_ok(&wt, &["checkout", "-q", "-b", "side"]);
-    write(&wt.join("work/merging.txt"), "theirs\n");
-    env.git_ok(&wt, &["commit", "-qam", "side"]);
-    env.git_ok(&wt, &["checkout", "-q", "-"]);
-    write(&wt.join("work/merging.txt"), "ours\n");
-    env.git_ok(&wt, &["commit", "-qam", "ours"]);
-    env.git(&wt, &["merge", "side"]).expect_code(1);
+    let (merging, wt) = merge_stopped_on_a_conflict(&env, &repo);
     let merge_head = repo
         .join(".git/worktrees")
         .join(&merging)
@@ -1005,16 +1012,7 @@ fn a_dry_run_and_doctor_leave_every_file_under_git_as_it_was() {
         .set_modified(std::time::SystemTime::now())
         .unwrap();
     // A merge stopped on a conflict.
-    let merging = finished(&env, &repo, "merging", "own-file", "work/**", &[]);
-    integrate_keeping_all(&env, &repo, &merging);
-    let wt = worktree(&repo, &merging);
-    env.git_ok(&wt, &["checkout", "-q", "-b", "side"]);
-    write(&wt.join("work/merging.txt"), "theirs\n");
-    env.git_ok(&wt, &["commit", "-qam", "side"]);
-    env.git_ok(&wt, &["checkout", "-q", "-"]);
-    write(&wt.join("work/merging.txt"), "ours\n");
-    env.git_ok(&wt, &["commit", "-qam", "ours"]);
-    env.git(&wt, &["merge", "side"]).expect_code(1);
+    let (merging, _) = merge_stopped_on_a_conflict(&env, &repo);
     poll_until(
         std::time::Duration::from_secs(20),
         "the supervisors to end",
