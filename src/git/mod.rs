@@ -23,6 +23,7 @@ pub mod seal;
 pub mod staged;
 pub mod submodules;
 pub mod sync;
+pub mod untracked;
 pub mod worktree;
 pub mod worktree_files;
 

@@ -21,6 +21,7 @@ mod notify;
 mod plan;
 mod progress;
 mod prune;
+mod prune_untracked;
 mod read_only;
 mod real_clis;
 mod retry;
