@@ -221,3 +221,29 @@ impl walk::Delegate for Seen {
         std::ops::ControlFlow::Continue(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::Held;
+
+    #[test]
+    fn porcelain_entries_split_into_uncommitted_and_ignored() {
+        // A change, a rename (its old path follows as a field of its own), an untracked
+        // file, an untracked folder holding a repository, ignored paths.
+        let status = " M src/a.rs\0R  new.rs\0old.rs\0?? work/x.txt\0?? inner/\0\
+                      !! target/\0!! logs/a.log\0";
+        assert_eq!(
+            Held::from_porcelain(status),
+            Held {
+                uncommitted: vec![
+                    "src/a.rs".into(),
+                    "new.rs".into(),
+                    "work/x.txt".into(),
+                    "inner/".into()
+                ],
+                ignored: vec!["target/".into(), "logs/a.log".into()],
+            }
+        );
+        assert_eq!(Held::from_porcelain(""), Held::default());
+    }
+}
