@@ -43,6 +43,9 @@ pub struct Request {
     pub scope_changed: bool,
     /// The run this dispatch retries (`git crew retry`).
     pub retry_of: Option<String>,
+    /// The fleet's remote to claim the task on first (`--remote`; `fleet.remote` when
+    /// none).
+    pub remote: Option<String>,
 }
 
 /// Why a dispatch cannot go ahead.
@@ -80,6 +83,15 @@ pub enum Refusal {
     /// `git crew init` has not run here.
     #[error("extensions.worktreeConfig is off")]
     NotInitialised,
+    /// The fleet's remote is not a remote of this repository.
+    #[error("no remote {0}")]
+    NoRemote(String),
+    /// The fleet's remote cannot be reached.
+    #[error("{0}")]
+    RemoteUnreachable(String),
+    /// The fleet's remote refused the claim's push (a hook, a protected ref).
+    #[error("{0}")]
+    RemoteRefused(String),
     /// git has no committer identity here.
     #[error("git has no committer identity")]
     NoIdentity,
@@ -208,6 +220,7 @@ pub fn request(
         transcripts: flags.transcripts,
         base_ref: flags.base_ref,
         retry_of: None,
+        remote: None,
     }
 }
 
@@ -680,6 +693,7 @@ mod tests {
             size_h: None,
             worker: None,
             scope_changed: false,
+            remote: None,
             retry_of: None,
         }
     }

@@ -180,6 +180,10 @@ pub fn integrating(dir: &Path) -> PathBuf {
 pub fn notifier(dir: &Path) -> PathBuf {
     dir.join("notify.json")
 }
+/// The run's claim on the fleet's remote, when it was dispatched with one.
+pub fn fleet_ticket(dir: &Path) -> PathBuf {
+    dir.join("fleet.json")
+}
 /// The `[sandbox] writable` paths resolved at dispatch.
 pub fn fence_extra(dir: &Path) -> PathBuf {
     dir.join("fence.json")

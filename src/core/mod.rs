@@ -9,6 +9,7 @@ pub mod claim;
 pub mod complete;
 pub mod dispatch;
 pub mod doctor;
+pub mod fleet;
 pub mod flight;
 pub mod footer;
 pub mod forecast;

@@ -184,6 +184,8 @@ pub fn land(
             merged_reward: journal.merged_reward,
         },
     )?;
+    // Landed: a claim the run holds on a fleet's remote is let go.
+    let _ = crate::run::fleet::let_go(repo_dir, &store.run_dir(&record.run));
     let cleaned = clean(repo_dir, repo, store, record, run_tip, cleanup);
     drop_journal(store, &record.run);
     Ok(cleaned)
