@@ -641,6 +641,7 @@ mod tests {
             ("not-deliverable", 4),
             ("not-waiting-for-help", 4),
             ("nothing-to-integrate", 4),
+            ("remote-refused", 4),
             ("run-busy", 4),
             ("run-ended", 4),
             ("run-in-flight", 4),
