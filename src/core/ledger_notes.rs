@@ -253,9 +253,9 @@ pub fn rows_of<'a>(notes: impl IntoIterator<Item = &'a str>) -> Vec<Row> {
         .filter(|line| !line.trim().is_empty() && !is_carry(line) && seen.insert(*line))
         .filter_map(|line| serde_json::from_str(line).ok())
         .collect();
-    // By time (stamps of either precision); stable, so rows of one instant keep the order
-    // they were appended in.
-    rows.sort_by(|a, b| stamp::cmp(&a.at, &b.at));
+    // By time (stamps of either precision, each read once); stable, so rows of one instant
+    // keep the order they were appended in.
+    rows.sort_by_cached_key(|row| stamp::parse(&row.at));
     rows
 }
 
@@ -286,7 +286,7 @@ pub fn roll(head: &str, task: &str, last: Option<&str>, limits: Limits) -> Rolle
     // The newest rows that fit stay; rows of the same instant as the last one to go, go.
     let mut split = live.len();
     let mut kept = 0;
-    while split > 0 && kept + live[split - 1].1.len() + 1 <= limits.head_keep {
+    while split > 0 && kept + live[split - 1].1.len() < limits.head_keep {
         kept += live[split - 1].1.len() + 1;
         split -= 1;
     }
