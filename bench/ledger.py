@@ -250,15 +250,14 @@ def sync(args, work, env):
         ]),
         "crew_sync": (a, [[BIN, "sync", "origin"]]),
     }, args.runs, env, reset)
-    reset()
-    out = json.loads(sh([BIN, "sync", "origin"], a, env).stdout)
-    ledger = [r for r in out["refs"] if r["ref"] == "refs/notes/crew-ledger"][0]
-    # Both merges give the same notes.
+    # Both merges give the same notes: git's (not pushed), then git-crew's.
     reset()
     for cmd in (["git", "fetch", "-q", "origin", "+refs/notes/crew-ledger:" + tracking],
                 ["git", "notes", "--ref=crew-ledger", "merge", "-q", "-s", "cat_sort_uniq",
                  tracking]):
         sh(cmd, g, env)
+    out = json.loads(sh([BIN, "sync", "origin"], a, env).stdout)
+    ledger = [r for r in out["refs"] if r["ref"] == "refs/notes/crew-ledger"][0]
     same = notes_lines(g, env) == notes_lines(a, env)
     return {"notes": n, "changed_each_side": k, "ms": t,
             "sync_vs_git": round(t["crew_sync"] / t["git_fetch_notes_merge_push"], 2),
