@@ -40,7 +40,7 @@ pub struct Limits {
     pub segment_max: usize,
 }
 
-/// The limits git-crew writes with: a head of at most 64 KiB (about 180 rows), of which
+/// The limits git-crew writes with: a head of at most 64 KiB (about 200 rows), of which
 /// 16 KiB stay after a roll; segments of 1 MiB (about 3,000 rows).
 pub const LIMITS: Limits = Limits {
     head_max: 64 << 10,
