@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use crate::core::flight::{AdapterKind, Backend as BackendConfig, Flight, SandboxMode};
-use crate::core::ledger::Row;
+use crate::core::ledger::{Row, Tally};
 use crate::core::record::{DiffStat, Phase, RunRecord};
 use crate::core::scope::{self, Role};
 
@@ -230,8 +230,10 @@ pub struct Facts<'a> {
     pub live: &'a [RunRecord],
     /// The claims runs hold on their tasks and scopes (`core::claim`).
     pub claims: &'a [crate::core::claim::Claim],
-    /// The task's ledger rows.
-    pub ledger: &'a [Row],
+    /// What the two-failure rule needs of the task's ledger rows.
+    pub ledger: &'a Tally,
+    /// The task's ledger rows, for a human report; read only when a dispatch asks for one.
+    pub history: &'a dyn Fn() -> Vec<Row>,
     /// What was measured in the task's failed runs under a failure key, as lines for an
     /// escalated prompt; asked only when a dispatch escalates.
     pub evidence: &'a dyn Fn(&str, &str) -> Vec<String>,
@@ -292,13 +294,7 @@ pub fn decide(flight: &Flight, request: &Request, facts: &Facts) -> Result<Plan,
     // Counted per model, or per backend when it names none: a model-less worker is
     // bounded too.
     let key = crate::core::ledger::failure_key(model.as_deref(), &backend_name);
-    let verdict = crate::core::policy::should_stop(
-        ledger,
-        flight,
-        &request.task,
-        &key,
-        backend.tier.as_deref(),
-    );
+    let verdict = crate::core::policy::should_stop(ledger, flight, &key, backend.tier.as_deref());
     match (verdict.decision, verdict.next) {
         (crate::core::policy::Decision::Continue, _) => {}
         (crate::core::policy::Decision::EscalateTier, Some(next)) => {
@@ -323,7 +319,7 @@ pub fn decide(flight: &Flight, request: &Request, facts: &Facts) -> Result<Plan,
         _ => {
             return Err(Refusal::HumanReport {
                 task: request.task.clone(),
-                report: crate::core::policy::human_report(&request.task, &key, ledger),
+                report: crate::core::policy::human_report(&request.task, &key, &(facts.history)()),
                 model: key,
                 filed: None,
             });
@@ -740,10 +736,13 @@ mod tests {
                 .iter()
                 .map(crate::core::claim::Claim::of)
                 .collect();
+            let tally = Tally::of_rows(&self.ledger, &request.task);
+            let history = || self.ledger.clone();
             let facts = Facts {
                 live: &self.live,
                 claims: &claims,
-                ledger: &self.ledger,
+                ledger: &tally,
+                history: &history,
                 evidence: &evidence,
                 unstartable: &unstartable,
                 base: "a".repeat(40),

@@ -55,6 +55,10 @@ pub fn repo_hooks(state_dir: &Path) -> PathBuf {
 pub fn ledger_cache(state_dir: &Path) -> PathBuf {
     state_dir.join("cache").join("ledger-learnt.json")
 }
+/// This clone's name as a ledger writer (a random id, made by its first append).
+pub fn ledger_writer(state_dir: &Path) -> PathBuf {
+    state_dir.join("ledger-writer")
+}
 /// A task's human report, under `<git-common-dir>/crew/`.
 pub fn human_report(state_dir: &Path, task: &str) -> PathBuf {
     state_dir

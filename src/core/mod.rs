@@ -18,6 +18,7 @@ pub mod install;
 pub mod integrate;
 pub mod layout;
 pub mod ledger;
+pub mod ledger_notes;
 pub mod notify;
 pub mod oversize;
 pub mod plan;

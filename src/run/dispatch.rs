@@ -29,7 +29,11 @@ pub fn plan(
 ) -> Result<Result<Plan, Refusal>> {
     let live = store.live()?;
     let claims = store.held()?;
-    let ledger: Vec<Row> = super::ledger::rows(repo, Some(&request.task))?;
+    // Read under the dispatch turn: the task's head note only, whatever its history.
+    let ledger = super::ledger::tally(repo, &request.task)?;
+    // Every row, only for a human report.
+    let history =
+        || -> Vec<Row> { super::ledger::rows(repo, Some(&request.task)).unwrap_or_default() };
     // Both failures' evidence, for an escalated prompt: what was measured, never output.
     let evidence = |task: &str, key: &str| -> Vec<String> {
         store
@@ -74,6 +78,7 @@ pub fn plan(
         live: &live,
         claims: &claims,
         ledger: &ledger,
+        history: &history,
         evidence: &evidence,
         unstartable: &unstartable,
         base,

@@ -342,8 +342,7 @@ impl Supervisor<'_> {
     ) -> Result<crate::core::attempt::ContinuationFacts<'k>> {
         let earlier = {
             let repo = crate::git::repo::open(&self.repo_dir)?;
-            let rows = crate::run::ledger::rows(&repo, Some(&self.record.task))?;
-            crate::core::policy::failures(&rows, &self.record.task, key)
+            crate::run::ledger::tally(&repo, &self.record.task)?.failures(key)
         };
         let resumable = self.record.session.is_some()
             && self.config.session_reuse.unwrap_or(true)
