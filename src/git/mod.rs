@@ -7,6 +7,7 @@
 pub mod config;
 pub mod diff;
 pub mod error;
+pub mod fleet;
 pub mod forecast;
 pub mod hooks_dir;
 pub mod identity;

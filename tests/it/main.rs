@@ -7,6 +7,7 @@ mod complete;
 mod dispatch;
 mod errors;
 mod fence;
+mod fleet;
 mod flight;
 mod footer;
 mod forecast;
