@@ -251,8 +251,18 @@ fn a_run_that_ends_lets_its_claim_go_and_a_pass_lets_it_go_when_integrated() {
         claims_on(&env, &bare).iter().any(|(t, _)| t == "routes"),
         "a pass awaiting integration keeps its claim"
     );
-    // Its commits are on the remote, under the ref its claim names.
+    // Its commits are on the remote, under the ref its claim names (pushed right after
+    // the run is filed, which is when `wait` returns).
     let attempt = format!("refs/crew/attempts/{run}");
+    poll_until(
+        Duration::from_secs(20),
+        "the run's commits on the remote",
+        || {
+            env.git(&bare, &["rev-parse", "-q", "--verify", &attempt])
+                .code
+                == 0
+        },
+    );
     let held = claims_on(&env, &bare);
     assert_eq!(held[0].1["attempt_ref"], attempt.as_str());
     let kept = env.git_ok(&bare, &["show", &format!("{attempt}:src/routes/crew.rs")]);
