@@ -7,6 +7,7 @@
 pub mod config;
 pub mod diff;
 pub mod error;
+pub mod fleet;
 pub mod forecast;
 pub mod hooks_dir;
 pub mod identity;
@@ -24,6 +25,7 @@ pub mod seal;
 pub mod staged;
 pub mod submodules;
 pub mod sync;
+pub mod untracked;
 pub mod worktree;
 pub mod worktree_files;
 

@@ -248,3 +248,50 @@ fn a_later_verdict_of_the_same_second_stays_the_latest_on_every_clone() {
         );
     }
 }
+
+#[test]
+fn two_clones_that_each_rolled_a_task_sync_to_every_row_once() {
+    use crate::ledger::{append_rows, listed_runs};
+    let env = TestEnv::new();
+    let (_, a, b) = clones(&env);
+    let mut expected = Vec::new();
+    let mut failures = 0;
+    // Each clone appends past a roll-over on its own, twice over, syncing in between:
+    // the second time both roll into the same segment numbers.
+    for round in 0..2 {
+        expected.extend(append_rows(&a, "busy", &format!("a{round}"), 300, 5));
+        expected.extend(append_rows(&b, "busy", &format!("b{round}"), 250, 4));
+        failures += 300 / 5 + 250usize.div_ceil(4);
+        for clone in [&a, &b, &a] {
+            env.crew(clone, &["sync"]).expect_code(0);
+        }
+        expected.sort();
+        for clone in [&a, &b] {
+            let mut runs = listed_runs(&env, clone, "busy");
+            runs.sort();
+            assert_eq!(runs, expected, "round {round}, {}", clone.display());
+            let verdict = env
+                .should_stop(clone, "busy")
+                .model("m1")
+                .tier("low")
+                .verdict();
+            assert_eq!(verdict["failures"], failures, "round {round}: {verdict}");
+        }
+    }
+    // A sync leaves in the head what either side's head held; the next append rolls it
+    // back under its limit.
+    for (i, clone) in [&a, &b].into_iter().enumerate() {
+        append_rows(clone, "busy", &format!("last{i}"), 1, 5);
+        let head = env.git_ok(
+            clone,
+            &[
+                "notes",
+                "--ref=crew-ledger",
+                "show",
+                &crate::ledger::task_blob(&env, clone, "busy"),
+            ],
+        );
+        assert!(head.len() < 64 * 1024, "{}", head.len());
+        assert!(head.contains("\"carry\":"));
+    }
+}
