@@ -25,19 +25,8 @@ pub fn fetch(repo_dir: &Path, remote: &str) -> Result<()> {
     let claims = format!("+{CLAIMS_PREFIX}*:{}*", tracking_prefix(remote));
     // A glob, so that a remote with no serial ref yet is not an error.
     let serial = format!("+{SERIAL}*:{}*", tracking_serial(remote));
-    GitRunner::new(repo_dir)
-        .output(&[
-            "fetch",
-            "--quiet",
-            "--no-tags",
-            "--no-write-fetch-head",
-            "--prune",
-            remote,
-            &claims,
-            &serial,
-        ])
-        .with_context(|| format!("cannot fetch the fleet's claims from {remote}"))?;
-    Ok(())
+    super::sync::fetch_refs(repo_dir, remote, &[&claims, &serial], true)
+        .with_context(|| format!("cannot fetch the fleet's claims from {remote}"))
 }
 
 /// The claims last fetched from `remote`, and the serial ref's value then.

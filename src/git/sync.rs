@@ -38,16 +38,20 @@ pub fn tracking_ref(remote: &str, local: &str) -> String {
 /// Fetches the remote's notes refs into the remote-tracking namespace.
 pub fn fetch(repo_dir: &Path, remote: &str) -> Result<()> {
     let spec = format!("+refs/notes/crew*:refs/notes/remotes/{remote}/crew*");
-    GitRunner::new(repo_dir)
-        .output(&[
-            "fetch",
-            "--quiet",
-            "--no-tags",
-            "--no-write-fetch-head",
-            remote,
-            &spec,
-        ])
-        .with_context(|| format!("cannot fetch the notes of {remote}"))?;
+    fetch_refs(repo_dir, remote, &[&spec], false)
+        .with_context(|| format!("cannot fetch the notes of {remote}"))
+}
+
+/// Fetches `specs` from `remote` quietly, with no tags and no `FETCH_HEAD`; `prune`: what
+/// the remote no longer has under a spec's destination goes here too.
+pub fn fetch_refs(repo_dir: &Path, remote: &str, specs: &[&str], prune: bool) -> Result<()> {
+    let mut args = vec!["fetch", "--quiet", "--no-tags", "--no-write-fetch-head"];
+    if prune {
+        args.push("--prune");
+    }
+    args.push(remote);
+    args.extend(specs);
+    GitRunner::new(repo_dir).output(&args)?;
     Ok(())
 }
 

@@ -11,7 +11,7 @@ use crate::common::{Out, TestEnv, poll_until, write};
 /// A bare remote made from crew-repo.sh (every ref update logged, so its claims' history
 /// can be read), and `names.len()` initialised clones of it, cloned from `url` (the
 /// bare repository's path when none).
-fn fleet(env: &TestEnv, names: &[&str], url: Option<&str>) -> (PathBuf, Vec<PathBuf>) {
+pub fn fleet(env: &TestEnv, names: &[&str], url: Option<&str>) -> (PathBuf, Vec<PathBuf>) {
     let origin = env.fixture("crew-repo.sh", "origin", &[]);
     let bare = env.root().join("remote.git");
     env.git_ok(
