@@ -85,6 +85,12 @@ fn a_pass_lands_on_the_remotes_moved_tip_in_scope_and_lets_its_claim_go_in_the_s
     let moved = push_change(&env, b, "docs/b.md", "from b\n");
     let local_before = rev(&env, a, "main");
     assert_ne!(local_before, moved);
+    // A run in flight here whose branch names a commit still in its quarantine (not in
+    // the store yet) does not stop the landing's fetch.
+    write(
+        &a.join(".git/refs/heads/crew/inflight/r1"),
+        "1111111111111111111111111111111111111111\n",
+    );
 
     let out = env.crew(a, &["integrate", &run, "--remote", "origin"]);
     out.expect_code(0);
