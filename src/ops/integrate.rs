@@ -96,7 +96,7 @@ pub struct ThroughRemote<'a> {
 }
 
 impl<'a> ThroughRemote<'a> {
-    fn of(through: &'a crate::run::remote_landing::Through) -> ThroughRemote<'a> {
+    fn of(through: &'a crate::run::integrate::remote::Through) -> ThroughRemote<'a> {
         use crate::core::fleet::LocalTarget;
         let (local_target, left_because) = match &through.local {
             LocalTarget::Absent => ("absent", None),
