@@ -16,6 +16,8 @@ use crate::core::record::Phase;
 
 /// Where the claims live on the remote: one ref a task.
 pub const CLAIMS_PREFIX: &str = "refs/crew/claims/";
+/// Where runs keep their commits on the remote as they go: one ref a run.
+pub const ATTEMPTS_PREFIX: &str = "refs/crew/attempts/";
 /// The serial ref every new claim moves, so that claims are decided one at a time.
 pub const SERIAL: &str = "refs/crew/fleet";
 
@@ -49,6 +51,47 @@ pub struct FleetClaim {
     /// The ref on the remote that keeps the run's commits as it goes
     /// (`refs/crew/attempts/<run>`), for whoever takes the task over.
     pub attempt_ref: String,
+    /// When the run passed (the holder's clock): it holds its task until it is
+    /// integrated. Absent while the run works.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub passed_ms: Option<u64>,
+}
+
+/// Where a claim's run stands, as far as the claim tells (`status --fleet`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum FleetPhase {
+    /// Its run works, and renews its lease.
+    Running,
+    /// Its run passed and awaits integration; its lease still runs.
+    Passed,
+    /// Its lease ran out: the run or its machine is gone, and another machine may take
+    /// the task over.
+    Expired,
+    /// The claim's blob is no claim git-crew can read: it holds its task until someone
+    /// removes it.
+    Unreadable,
+}
+
+impl FleetPhase {
+    /// The phase of `claim` (`None`: unreadable) at `now_ms`.
+    pub fn of(claim: Option<&FleetClaim>, now_ms: u64) -> FleetPhase {
+        match claim {
+            None => FleetPhase::Unreadable,
+            Some(c) if c.expired(now_ms) => FleetPhase::Expired,
+            Some(c) if c.passed_ms.is_some() => FleetPhase::Passed,
+            Some(_) => FleetPhase::Running,
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FleetPhase::Running => "running",
+            FleetPhase::Passed => "passed",
+            FleetPhase::Expired => "expired",
+            FleetPhase::Unreadable => "unreadable",
+        }
+    }
 }
 
 impl FleetClaim {
@@ -78,6 +121,15 @@ impl FleetClaim {
         FleetClaim {
             renewed_ms: now_ms.max(self.renewed_ms),
             ..self.clone()
+        }
+    }
+
+    /// The claim renewed at `now_ms`, its run passed then.
+    pub fn passed(&self, now_ms: u64) -> FleetClaim {
+        let renewed = self.renewed(now_ms);
+        FleetClaim {
+            passed_ms: Some(renewed.renewed_ms),
+            ..renewed
         }
     }
 
@@ -213,6 +265,7 @@ mod tests {
             renewed_ms: renewed,
             lease_ms: 1_000,
             attempt_ref: format!("refs/crew/attempts/{run}"),
+            passed_ms: None,
         }
     }
 
@@ -329,5 +382,32 @@ mod tests {
         assert_eq!(c.renewed(3).renewed_ms, 5);
         assert_eq!(c.renewed(9).renewed_ms, 9);
         assert!(serial_text(&c, Some("x")).contains("after x"));
+        // A working claim's text has no `passed_ms`: claims written before it read the same.
+        assert!(!c.to_text().contains("passed_ms"), "{}", c.to_text());
+        let passed = c.passed(9);
+        assert_eq!(passed.passed_ms, Some(9));
+        assert_eq!(FleetClaim::parse(&passed.to_text()), Some(passed));
+    }
+
+    #[test]
+    fn a_claims_phase_is_what_its_lease_and_its_pass_say() {
+        let c = claim("box-1", "r1", "a", &["src/**"], 10_000);
+        assert_eq!(FleetPhase::of(Some(&c), 10_500), FleetPhase::Running);
+        assert_eq!(
+            FleetPhase::of(Some(&c.passed(10_200)), 10_500),
+            FleetPhase::Passed
+        );
+        // Its lease, renewed at the pass, runs from there; once out, nothing holds.
+        assert_eq!(
+            FleetPhase::of(Some(&c.passed(10_200)), 11_199),
+            FleetPhase::Passed
+        );
+        assert_eq!(
+            FleetPhase::of(Some(&c.passed(10_200)), 11_200),
+            FleetPhase::Expired
+        );
+        assert_eq!(FleetPhase::of(Some(&c), 11_000), FleetPhase::Expired);
+        assert_eq!(FleetPhase::of(None, 0), FleetPhase::Unreadable);
+        assert_eq!(FleetPhase::Expired.as_str(), "expired");
     }
 }

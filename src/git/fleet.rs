@@ -7,7 +7,7 @@ use std::path::Path;
 
 use super::error::{Context, Result, bail};
 use super::run::GitRunner;
-use crate::core::fleet::{CLAIMS_PREFIX, FleetClaim, SERIAL, Seen};
+use crate::core::fleet::{ATTEMPTS_PREFIX, CLAIMS_PREFIX, FleetClaim, SERIAL, Seen};
 use gix::ObjectId;
 
 /// Where the remote's claims are kept here.
@@ -50,6 +50,29 @@ pub fn seen(repo: &gix::Repository, remote: &str) -> Result<(Vec<Seen>, Option<O
     }
     let serial = super::refs::tip(repo, &tracking_serial(remote))?;
     Ok((seen, serial))
+}
+
+/// The remote's attempt refs (`refs/crew/attempts/<run>` → the commit it names), as
+/// `git ls-remote` lists them: nothing is fetched, nothing written here.
+pub fn attempts(repo_dir: &Path, remote: &str) -> Result<Vec<(String, ObjectId)>> {
+    let pattern = format!("{ATTEMPTS_PREFIX}*");
+    let out = GitRunner::new(repo_dir)
+        .output(&["ls-remote", "--refs", remote, &pattern])
+        .with_context(|| format!("cannot list the fleet's attempts on {remote}"))?;
+    Ok(parse_ls_remote(&out)
+        .into_iter()
+        .filter_map(|(name, id)| Some((name.strip_prefix(ATTEMPTS_PREFIX)?.to_string(), id)))
+        .collect())
+}
+
+/// `git ls-remote`'s lines: each ref with the object it names.
+fn parse_ls_remote(out: &str) -> Vec<(String, ObjectId)> {
+    out.lines()
+        .filter_map(|line| {
+            let (id, name) = line.split_once('\t')?;
+            Some((name.to_string(), ObjectId::from_hex(id.as_bytes()).ok()?))
+        })
+        .collect()
 }
 
 /// Writes `text` as a blob here (for a push to name).
@@ -195,6 +218,19 @@ mod tests {
         assert_eq!(
             outcome(false, "", "fatal: could not read from remote"),
             None
+        );
+    }
+
+    #[test]
+    fn ls_remote_lines_are_read_as_refs_and_ids() {
+        let id = "0123456789abcdef0123456789abcdef01234567";
+        let out = format!("{id}\trefs/crew/attempts/r1\nnot a line\nzz\trefs/crew/attempts/r2\n");
+        assert_eq!(
+            parse_ls_remote(&out),
+            vec![(
+                "refs/crew/attempts/r1".to_string(),
+                ObjectId::from_hex(id.as_bytes()).unwrap()
+            )]
         );
     }
 }

@@ -111,7 +111,8 @@ pub fn claim(repo_dir: &Path, fleet: &Fleet, record: &RunRecord, now_ms: u64) ->
             since_ms: now,
             renewed_ms: now,
             lease_ms: fleet.lease_ms,
-            attempt_ref: format!("refs/crew/attempts/{}", record.run),
+            attempt_ref: format!("{}{}", fleet::ATTEMPTS_PREFIX, record.run),
+            passed_ms: None,
         };
         let blob = crate::git::fleet::write_text(&repo, &claim.to_text())?;
         let serial_text = fleet::serial_text(&claim, serial.map(|s| s.to_string()).as_deref());
@@ -157,9 +158,21 @@ pub fn claim(repo_dir: &Path, fleet: &Fleet, record: &RunRecord, now_ms: u64) ->
 /// last; `None` when the claim is no longer its own (its lease ran out and another
 /// machine took the task over, or it was let go).
 pub fn renew(repo_dir: &Path, ticket: &Ticket, now_ms: u64) -> Result<Option<Ticket>> {
+    swap(repo_dir, ticket, ticket.claim.renewed(now_ms))
+}
+
+/// Says on the remote that the ticket's run passed (and renews its lease then), with a
+/// swap on the value this machine pushed last: the claim holds its task until the run is
+/// integrated. `None` when the claim is no longer its own.
+pub fn passed(repo_dir: &Path, ticket: &Ticket, now_ms: u64) -> Result<Option<Ticket>> {
+    swap(repo_dir, ticket, ticket.claim.passed(now_ms))
+}
+
+/// Replaces the ticket's claim on the remote with `claim`, leased on the value pushed last.
+fn swap(repo_dir: &Path, ticket: &Ticket, claim: FleetClaim) -> Result<Option<Ticket>> {
     let repo = crate::git::repo::open(repo_dir)?;
     let renewed = Ticket {
-        claim: ticket.claim.renewed(now_ms),
+        claim,
         ..ticket.clone()
     };
     let blob = crate::git::fleet::write_text(&repo, &renewed.claim.to_text())?;
@@ -230,8 +243,8 @@ pub fn let_go(repo_dir: &Path, run_dir: &Path) -> Result<Option<bool>> {
 }
 
 /// At a run's end: its commits are pushed to the remote (`refs/crew/attempts/<run>`),
-/// then a run that did not pass lets its claim go; a pass keeps it until it is
-/// integrated. What fails here, the lease's end takes care of.
+/// then a run that did not pass lets its claim go; a pass marks its claim passed
+/// (`passed_ms`) and keeps it until it is integrated. What fails here, the lease's end takes care of.
 pub fn at_end(
     repo_dir: &Path,
     run_dir: &Path,
@@ -245,6 +258,13 @@ pub fn at_end(
         {
             ticket.attempt_pushed = pushed.map(|id| id.to_string());
             let _ = save(run_dir, &ticket);
+        }
+        // A pass says so on the remote: every machine sees it awaits integration.
+        if outcome == crate::core::record::Outcome::Pass
+            && let Ok(Some(ticket)) = load(run_dir)
+            && let Ok(Some(marked)) = passed(repo_dir, &ticket, crate::sys::clock::now_millis())
+        {
+            let _ = save(run_dir, &marked);
         }
     }
     if outcome != crate::core::record::Outcome::Pass {

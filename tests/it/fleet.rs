@@ -493,3 +493,246 @@ fn claims_race_the_same_over_git_daemon_on_loopback() {
     let fsck = env.git(&bare, &["fsck", "--no-progress"]);
     assert_eq!(fsck.code, 0, "{fsck:?}");
 }
+
+/// Puts a claim blob of `text` on the bare remote for `task`, as another machine would.
+fn plant_claim(env: &TestEnv, bare: &Path, task: &str, text: &str) {
+    let blob = env
+        .command("git")
+        .current_dir(bare)
+        .args(["hash-object", "-w", "--stdin"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .and_then(|mut child| {
+            use std::io::Write;
+            child.stdin.take().unwrap().write_all(text.as_bytes())?;
+            child.wait_with_output()
+        })
+        .unwrap();
+    let id = String::from_utf8(blob.stdout).unwrap();
+    env.git_ok(
+        bare,
+        &["update-ref", &format!("refs/crew/claims/{task}"), id.trim()],
+    );
+}
+
+/// What a read must leave as it found it: every ref but the remote's claims as fetched,
+/// and every file of git-crew's folder.
+fn local_state(env: &TestEnv, dir: &Path) -> (String, Vec<String>) {
+    let refs = env
+        .git_ok(dir, &["for-each-ref", "--format=%(refname) %(objectname)"])
+        .lines()
+        .filter(|l| !l.starts_with("refs/crew/remotes/"))
+        .collect::<Vec<_>>()
+        .join("\n");
+    fn walk(dir: &Path, out: &mut Vec<String>) {
+        for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                walk(&path, out);
+            } else {
+                let len = entry.metadata().map(|m| m.len()).unwrap_or(0);
+                out.push(format!("{} {len}", path.display()));
+            }
+        }
+    }
+    let mut files = Vec::new();
+    walk(&dir.join(".git/crew"), &mut files);
+    files.sort();
+    (refs, files)
+}
+
+fn fleet_status(env: &TestEnv, dir: &Path, extra: &[&str]) -> Out {
+    let mut args = vec!["status", "--fleet"];
+    args.extend(extra);
+    env.crew(dir, &args)
+}
+
+#[test]
+fn status_fleet_lists_every_machines_runs_from_the_claims_and_changes_nothing_else() {
+    let env = TestEnv::new();
+    let (bare, clones) = fleet(&env, &["a", "b", "c"], None);
+    let (a, b, c) = (&clones[0], &clones[1], &clones[2]);
+    // A run working on machine a, and one that passed on machine b.
+    let set = slow(30);
+    let out = claim(
+        &env,
+        a,
+        "box-a",
+        "long",
+        &["--backend", "slow", "--set", &set],
+    );
+    out.expect_code(0);
+    let working = out.json()["run"].as_str().unwrap().to_string();
+    let out = claim(
+        &env,
+        b,
+        "box-b",
+        "routes",
+        &["--backend", "ok", "--scope", "src/routes/**"],
+    );
+    out.expect_code(0);
+    let passed = out.json()["run"].as_str().unwrap().to_string();
+    env.wait(b, &passed).run().expect_code(0);
+    poll_until(
+        Duration::from_secs(20),
+        "the pass marked on the remote",
+        || {
+            claims_on(&env, &bare)
+                .iter()
+                .any(|(t, c)| t == "routes" && c["passed_ms"].is_u64())
+        },
+    );
+    // A claim whose lease ran out long ago, and one that is no claim at all.
+    plant_claim(
+        &env,
+        &bare,
+        "stale",
+        "{\"machine\":\"box-gone\",\"run\":\"r-gone\",\"task\":\"stale\",\"writes\":true,\"scope\":[\"stale/**\"],\"since_ms\":1000,\"renewed_ms\":2000,\"lease_ms\":1000,\"attempt_ref\":\"refs/crew/attempts/r-gone\"}\n",
+    );
+    plant_claim(&env, &bare, "junk", "not a claim\n");
+
+    let before = local_state(&env, c);
+    let out = fleet_status(&env, c, &["--remote", "origin", "--json"]);
+    out.expect_code(0);
+    let json = out.json();
+    assert_eq!(json["remote"], "origin", "{json}");
+    let now = json["now_ms"].as_u64().unwrap();
+    let claims = json["claims"].as_array().unwrap();
+    let by_task = |task: &str| {
+        claims
+            .iter()
+            .find(|c| c["task"] == task)
+            .unwrap_or_else(|| panic!("no claim of {task}: {json}"))
+    };
+    assert_eq!(claims.len(), 4, "{json}");
+    let long = by_task("long");
+    assert_eq!(long["machine"], "box-a");
+    assert_eq!(long["run"], working.as_str());
+    assert_eq!(long["phase"], "running");
+    assert_eq!(long["scope"], serde_json::json!(["work/long/**"]));
+    assert!(long["left_ms"].as_i64().unwrap() > 0, "{long}");
+    assert_eq!(
+        long["expires_ms"].as_u64().unwrap(),
+        long["renewed_ms"].as_u64().unwrap() + long["lease_ms"].as_u64().unwrap()
+    );
+    assert_eq!(
+        long["age_ms"].as_u64().unwrap(),
+        now - long["renewed_ms"].as_u64().unwrap()
+    );
+    let routes = by_task("routes");
+    assert_eq!(routes["machine"], "box-b");
+    assert_eq!(routes["phase"], "passed");
+    assert!(routes["passed_ms"].is_u64(), "{routes}");
+    // The commit the pass keeps on the remote, as the bare repository has it.
+    let kept = env.git_ok(
+        &bare,
+        &["rev-parse", &format!("refs/crew/attempts/{passed}")],
+    );
+    assert_eq!(routes["attempt"], kept.trim(), "{routes}");
+    let stale = by_task("stale");
+    assert_eq!(stale["phase"], "expired");
+    assert_eq!(stale["machine"], "box-gone");
+    assert!(stale["left_ms"].as_i64().unwrap() < 0, "{stale}");
+    assert!(stale["attempt"].is_null(), "{stale}");
+    let junk = by_task("junk");
+    assert_eq!(junk["phase"], "unreadable");
+    assert!(junk["machine"].is_null() && junk["run"].is_null(), "{junk}");
+    // A read: on c nothing moved but the remote's claims as fetched.
+    assert_eq!(local_state(&env, c), before);
+    let fetched = env.git_ok(
+        c,
+        &[
+            "for-each-ref",
+            "--format=%(refname)",
+            "refs/crew/remotes/origin/claims/",
+        ],
+    );
+    assert!(
+        fetched.contains("refs/crew/remotes/origin/claims/long"),
+        "{fetched}"
+    );
+
+    // For people: a row per claim with its machine, phase and lease.
+    let human = fleet_status(&env, c, &["--remote", "origin", "--human"]);
+    human.expect_code(0);
+    let text = &human.stdout;
+    for word in [
+        "MACHINE",
+        "box-a",
+        "box-b",
+        "box-gone",
+        "running",
+        "passed",
+        "expired",
+        "unreadable",
+        "left",
+        "ran out",
+    ] {
+        assert!(text.contains(word), "{word} missing:\n{text}");
+    }
+
+    // The remote from the flight config; none named is a usage error, an unknown one
+    // exit 3, as for dispatch.
+    let out = fleet_status(&env, c, &["--json"]);
+    out.expect_code(2);
+    assert_eq!(out.json()["error"]["code"], "remote-required");
+    let out = fleet_status(&env, c, &["--remote", "nowhere", "--json"]);
+    out.expect_code(3);
+    assert_eq!(out.json()["error"]["code"], "remote-not-found");
+    write(
+        &c.join(".crew/flight.toml"),
+        &format!(
+            "{}\n[fleet]\nremote = \"origin\"\n",
+            std::fs::read_to_string(c.join(".crew/flight.toml")).unwrap_or_default()
+        ),
+    );
+    let out = fleet_status(&env, c, &["--json"]);
+    out.expect_code(0);
+    assert_eq!(out.json()["claims"].as_array().unwrap().len(), 4);
+
+    // The MCP status tool, with fleet: true, says the same.
+    let mut client = crate::mcp::Client::start(&env, c);
+    let answer = client.call(
+        "status",
+        serde_json::json!({"fleet": true, "remote": "origin"}),
+    );
+    let tasks: Vec<&str> = answer["structuredContent"]["claims"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["task"].as_str().unwrap())
+        .collect();
+    assert_eq!(tasks.len(), 4, "{answer}");
+    assert!(
+        tasks.contains(&"long") && tasks.contains(&"routes"),
+        "{answer}"
+    );
+    let _ = env.crew(a, &["abandon", &working]);
+}
+
+#[test]
+fn status_fleet_reads_the_claims_over_git_daemon() {
+    let env = TestEnv::new();
+    let daemon = Daemon::start(env.root());
+    let url = format!("git://127.0.0.1:{}/remote.git", daemon.port);
+    let (_bare, clones) = fleet(&env, &["a", "b"], Some(&url));
+    let set = slow(30);
+    let out = claim(
+        &env,
+        &clones[0],
+        "box-a",
+        "far",
+        &["--backend", "slow", "--set", &set],
+    );
+    out.expect_code(0);
+    let run = out.json()["run"].as_str().unwrap().to_string();
+    let out = fleet_status(&env, &clones[1], &["--remote", "origin", "--json"]);
+    out.expect_code(0);
+    let claims = out.json()["claims"].as_array().unwrap().clone();
+    assert_eq!(claims.len(), 1, "{claims:?}");
+    assert_eq!(claims[0]["machine"], "box-a");
+    assert_eq!(claims[0]["run"], run.as_str());
+    assert_eq!(claims[0]["phase"], "running");
+    let _ = env.crew(&clones[0], &["abandon", &run]);
+}
