@@ -736,3 +736,172 @@ fn status_fleet_reads_the_claims_over_git_daemon() {
     assert_eq!(claims[0]["phase"], "running");
     let _ = env.crew(&clones[0], &["abandon", &run]);
 }
+
+/// The commit `run`'s attempt ref names on the bare remote, if any.
+fn attempt_on(env: &TestEnv, bare: &Path, run: &str) -> Option<String> {
+    let out = env.git(
+        bare,
+        &[
+            "rev-parse",
+            "-q",
+            "--verify",
+            &format!("refs/crew/attempts/{run}"),
+        ],
+    );
+    (out.code == 0).then(|| out.stdout.trim().to_string())
+}
+
+/// The `renewed_ms` of `task`'s claim on the bare remote.
+fn renewed(env: &TestEnv, bare: &Path, task: &str) -> u64 {
+    claims_on(env, bare)
+        .iter()
+        .find(|(t, _)| t == task)
+        .and_then(|(_, c)| c["renewed_ms"].as_u64())
+        .unwrap_or(0)
+}
+
+fn run_of(out: &Out) -> String {
+    out.expect_code(0);
+    out.json()["run"].as_str().unwrap().to_string()
+}
+
+#[test]
+fn a_workers_commits_reach_the_remote_while_its_attempt_runs_and_nothing_reaches_the_lead_early() {
+    crate::dispatch::require_fence();
+    let env = TestEnv::new();
+    let (bare, clones) = fleet(&env, &["a"], None);
+    let a = &clones[0];
+    let lease = "fleet.lease=\"2s\"";
+    let run = run_of(&claim(
+        &env,
+        a,
+        "box-a",
+        "live",
+        &["--backend", "commits-then-hangs", "--set", lease],
+    ));
+    poll_until(
+        Duration::from_secs(20),
+        "the live attempt's commit on the remote",
+        || attempt_on(&env, &bare, &run).is_some(),
+    );
+    let commit = attempt_on(&env, &bare, &run).unwrap();
+    // The worker's commit, on top of the run's base.
+    let shown = env.git_ok(&bare, &["show", &format!("{commit}:work/live/first.txt")]);
+    assert_eq!(shown.trim(), run);
+    let record = env.crew(a, &["show", &run]).json()["run"].clone();
+    let base = record["base"].as_str().unwrap();
+    env.git(&bare, &["merge-base", "--is-ancestor", base, &commit])
+        .expect_code(0);
+    // Its attempt still runs: the commit is in the attempt's quarantine, not in the
+    // lead's store, and no ref of the lead's but the run's branch names it.
+    assert_eq!(record["phase"], "working", "{record}");
+    assert!(
+        record["fence"]
+            .as_str()
+            .is_some_and(|f| f.starts_with("landlock")),
+        "{record}"
+    );
+    assert_ne!(env.git(a, &["cat-file", "-e", &commit]).code, 0);
+    let naming = env.git_ok(
+        a,
+        &[
+            "for-each-ref",
+            "--points-at",
+            &commit,
+            "--format=%(refname)",
+        ],
+    );
+    assert_eq!(naming.trim(), format!("refs/heads/crew/live/{run}"));
+    // The branch names a commit the store lacks until the attempt ends: a fetch here
+    // checks every ref, so the fleet's fetches go around it, and this machine still
+    // claims another task and reads the fleet.
+    let other = run_of(&claim(
+        &env,
+        a,
+        "box-a",
+        "other",
+        &["--backend", "no-footer"],
+    ));
+    let out = fleet_status(&env, a, &["--remote", "origin", "--json"]);
+    out.expect_code(0);
+    assert!(
+        out.json()["claims"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|c| c["task"] == "live" && c["attempt"] == commit.as_str()),
+        "{}",
+        out.stdout
+    );
+    env.crew(a, &["sync", "origin"]).expect_code(0);
+    env.wait(a, &other).run();
+    env.crew(a, &["abandon", &run]).expect_code(0);
+    let fsck = env.git(&bare, &["fsck", "--no-progress"]);
+    assert_eq!(fsck.code, 0, "{fsck:?}");
+}
+
+#[test]
+fn a_hostile_worker_can_at_worst_keep_its_own_attempt_off_the_remote() {
+    crate::dispatch::require_fence();
+    let env = TestEnv::new();
+    let (bare, clones) = fleet(&env, &["a"], None);
+    let a = &clones[0];
+    let lease = "fleet.lease=\"2s\"";
+    let modes = ["huge-ref", "blob", "unrelated", "symlinks", "none"];
+    let runs: Vec<String> = modes
+        .iter()
+        .map(|mode| {
+            let hostile = format!("backends.hostile-attempt.env.HOSTILE=\"{mode}\"");
+            run_of(&claim(
+                &env,
+                a,
+                "box-a",
+                &format!("h-{mode}"),
+                &[
+                    "--backend",
+                    "hostile-attempt",
+                    "--set",
+                    lease,
+                    "--set",
+                    &hostile,
+                    "--set",
+                    "backends.hostile-attempt.concurrency=10",
+                ],
+            ))
+        })
+        .collect();
+    // The worker that tampers with nothing gets its commit onto the remote...
+    poll_until(
+        Duration::from_secs(20),
+        "the untampered attempt on the remote",
+        || attempt_on(&env, &bare, &runs[4]).is_some(),
+    );
+    // ...and every hostile one keeps its heartbeat: its lease is renewed twice more.
+    for mode in &modes[..4] {
+        let task = format!("h-{mode}");
+        let first = renewed(&env, &bare, &task);
+        poll_until(Duration::from_secs(10), "two more renewals", || {
+            renewed(&env, &bare, &task) >= first + 1_000
+        });
+    }
+    // What each hostile worker named never reached the remote.
+    for (mode, run) in modes.iter().zip(&runs).take(4) {
+        assert_eq!(attempt_on(&env, &bare, run), None, "{mode}");
+    }
+    // Each did what it came to do (it says so in its manifest, once it is done).
+    for (mode, run) in modes.iter().zip(&runs) {
+        let manifest = a.join(format!(".git/crew/runs/{run}/manifest.md"));
+        let said = std::fs::read_to_string(&manifest).unwrap_or_default();
+        assert_eq!(said.trim(), format!("tampered: {mode}"));
+    }
+    // Nor at the run's end: the same check holds then.
+    for run in &runs {
+        env.crew(a, &["abandon", run]).expect_code(0);
+    }
+    for (mode, run) in modes.iter().zip(&runs).take(4) {
+        assert_eq!(attempt_on(&env, &bare, run), None, "{mode}");
+    }
+    assert!(attempt_on(&env, &bare, &runs[4]).is_some());
+    let fsck = env.git(&bare, &["fsck", "--no-progress"]);
+    assert_eq!(fsck.code, 0, "{fsck:?}");
+}
