@@ -31,10 +31,17 @@ pub fn plan(
     let claims = store.held()?;
     let ledger: Vec<Row> = super::ledger::rows(repo, Some(&request.task))?;
     // Both failures' evidence, for an escalated prompt: what was measured, never output.
+    // The runs are those the task's own ledger names; only their records are read.
     let evidence = |task: &str, key: &str| -> Vec<String> {
-        store
-            .finished()
-            .unwrap_or_default()
+        let mut named: Vec<&str> = ledger.iter().map(|r| r.run.as_str()).collect();
+        named.sort_unstable();
+        named.dedup();
+        let mut records: Vec<RunRecord> = named
+            .into_iter()
+            .filter_map(|run| store.load_record(run).ok().flatten())
+            .collect();
+        records.sort_by(|a, b| a.started_at.cmp(&b.started_at).then(a.run.cmp(&b.run)));
+        records
             .iter()
             .filter(|r| {
                 r.task == task
@@ -99,10 +106,17 @@ pub struct Started {
     pub warnings: Vec<String>,
 }
 
-/// Dispatches `request`: under the dispatch lock, refuses a task that nests with
-/// another, decides the plan, refuses a `writable` path that holds the repository and a
-/// repository `init` has not prepared, then (unless `dry_run`) applies it. A human
-/// report a refusal carries is filed here.
+/// How often a dispatch still preparing its run marks the run's live pointer as fresh:
+/// well within the grace a pointer with no supervisor gets.
+const HEARTBEAT: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// Dispatches `request`. In the dispatch turn, only what the next dispatch's decision must
+/// see: the nesting check (branch names only, of the task's own folders), the plan, the
+/// refusals of a `writable` path that holds the repository and of a repository `init` has
+/// not prepared, then (unless `dry_run`) the run's branch, seal, registered worktree and
+/// claim (its live pointer, `preparing`). The turn is let go before the checkout: parallel
+/// dispatches overlap everything else ([`prepare`]). A human report a refusal carries is
+/// filed here.
 pub fn start(
     repo: &crate::git::Repository,
     repo_dir: &Path,
@@ -112,16 +126,23 @@ pub fn start(
     base: String,
     dry_run: bool,
 ) -> Result<Result<Started, Refusal>> {
-    let _guard = match store.dispatch_lock(std::time::Duration::from_secs(30)) {
+    let turn = match store.dispatch_lock(std::time::Duration::from_secs(30)) {
         Ok(guard) => guard,
         Err(e) => return Ok(Err(Refusal::Busy(e.to_string()))),
     };
     // A task's worker may write its task's branch folder (`crew/<task>/`): no other task's
-    // branches may live in it, nor it in theirs.
-    let branches: Vec<String> = crate::git::refs::under(repo, "refs/heads/crew/")?
-        .into_iter()
-        .map(|(name, _)| name)
-        .collect();
+    // branches may live in it, nor it in theirs. Only where such a branch can be is
+    // listed, by name.
+    let (folders, exact) = crate::core::dispatch::nesting_places(&request.task);
+    let mut branches = Vec::new();
+    for folder in &folders {
+        branches.extend(crate::git::refs::names_under(repo, folder)?);
+    }
+    branches.extend(
+        exact
+            .into_iter()
+            .filter(|name| crate::git::refs::exists(repo, name)),
+    );
     if let Some(other) = crate::core::dispatch::nesting(&request.task, &branches) {
         return Ok(Err(Refusal::Nests {
             task: request.task.clone(),
@@ -174,14 +195,14 @@ pub fn start(
             warnings: Vec::new(),
         }));
     }
-    let run_hooks = crate::core::layout::run_hooks(store.root());
-    super::worktree_files::ensure_run_hooks(&run_hooks, &crate::git::hooks_dir::hooks_dir(repo))?;
     // Decided in this dispatch turn, the claim holds; a claim taken elsewhere meanwhile
     // (a store other processes share) refuses it as the decision would have.
-    let (record, warnings) = match apply(&plan, repo, repo_dir, &run_hooks, store)? {
-        Ok(applied) => applied,
+    let git_dir = match claim(&plan, repo, store)? {
+        Ok(git_dir) => git_dir,
         Err(clash) => return Ok(Err(Refusal::State(clash.to_string()))),
     };
+    drop(turn);
+    let (record, warnings) = prepare(&plan, repo, repo_dir, store, &git_dir)?;
     Ok(Ok(Started {
         plan,
         record: Some(record),
@@ -213,115 +234,182 @@ pub fn session_plan(store: &RunStore, flight: &Flight, record: &RunRecord) -> Op
     ))
 }
 
-/// Carries out a plan: worktree and branch, identity, hooks, prompt, the run's claim (its
-/// live pointer), and the detached supervisor. On failure — or a claim that clashes —
-/// everything created so far is taken back. Returns the run's record and the warnings of
-/// its worktree's making (`.worktreeinclude`).
-fn apply(
+/// Takes the run's place, in the dispatch turn: its branch, its seal (the lead's facts,
+/// before any worker process exists), its worktree registered and locked (not checked
+/// out yet) and its claim — the live pointer, in phase `preparing` whatever phase the run
+/// is to have, so nothing starts it before it is ready. On failure, or a claim that
+/// clashes, everything made is taken back. Returns the worktree's private git dir.
+fn claim(
     plan: &Plan,
     repo: &crate::git::Repository,
-    repo_dir: &Path,
-    hooks: &Path,
     store: &RunStore,
-) -> Result<Result<(RunRecord, Vec<String>), Clash>> {
+) -> Result<Result<PathBuf, Clash>> {
     let record = &plan.record;
     let wt = PathBuf::from(&record.worktree);
     std::fs::create_dir_all(wt.parent().context("worktree path has a parent")?)?;
-    let git_dir = worktree::add(repo, &wt, &record.branch, &record.base)?;
-    let undo = || {
-        let _ = worktree::unlock(repo_dir, &wt);
-        worktree::force_remove(repo_dir, &wt);
-        crate::git::refs::force_delete_branch(repo_dir, &record.branch);
-        let _ = std::fs::remove_dir_all(store.run_dir(&record.run));
-        let _ = store.release(&record.run);
-        let _ = crate::git::seal::remove(repo, &record.run);
-    };
-    let mut warnings = Vec::new();
-    let result = (|| -> Result<Result<RunRecord, Clash>> {
-        // The lead's facts, sealed before any worker process exists.
+    worktree::create_branch(repo, &record.branch, &record.base)?;
+    let claimed = (|| -> Result<Result<PathBuf, Clash>> {
         crate::git::seal::write(repo, &crate::core::seal::Sealed::of(record))?;
-        let run_dir = store.run_dir(&record.run);
-        std::fs::create_dir_all(&run_dir)?;
-        // What git ignores in the worktree besides the project's rules: the lead's own
-        // excludes (which the run's file takes the place of), tool state and the flight's
-        // `[worktree] ignore`.
-        let lead = crate::git::worktree_files::lead_excludes(repo);
-        let excludes = crate::core::worktree_files::excludes_text(
-            lead.as_ref()
-                .map(|(path, text)| (path.to_str().unwrap_or("?"), text.as_str())),
-            &plan.ignore,
-        );
-        crate::sys::fs::write_atomic(
-            &crate::core::layout::run_excludes(&run_dir),
-            &excludes,
-            0o644,
-        )?;
-        worktree::write_config(
-            &git_dir,
-            &worktree::run_config(&record.identity(), hooks, &run_dir),
-        )?;
-        warnings.extend(super::worktree_files::copy_includes(repo_dir, &wt));
-        warnings.extend(node_hooks_unreachable(&wt, record));
-        // A submodule that cannot be checked out (the lead's copy lacks the commit) is
-        // said, not a failed dispatch: the run can still work on the rest, and its setup
-        // may fetch it.
-        if let Err(e) = crate::git::submodules::init(repo.common_dir(), &wt) {
-            warnings.push(format!(
-                "{}; the worker finds it empty",
-                crate::fault::chain(&e)
-            ));
-        }
-        worktree::lock(
-            repo_dir,
+        let git_dir = worktree::register(
+            repo,
             &wt,
+            &record.branch,
             &format!("git-crew run {} is live", record.run),
         )?;
-        // What the task's ref folder holds now, its new branch included: anything else
-        // the run leaves there is a stray of its.
-        super::strays::note(repo, &record.task, &run_dir)?;
-        std::fs::write(
-            &record.prompt_file,
-            prompt::worker(record, &plan.task_prompt),
-        )?;
-        crate::state::run_files::keep(
-            &run_dir,
-            &crate::state::run_files::Kept {
-                backend: &plan.backend,
-                task_prompt: &plan.task_prompt,
-                writable: &plan.writable,
-                notify: &plan.notify,
-            },
-        )?;
-        if record.adapter == crate::core::flight::AdapterKind::Native {
-            // No process: the lead binds its own sub-task with `attach`.
-            let mut waiting = record.clone();
-            waiting.phase = Phase::AwaitingAttach;
-            return Ok(store.claim(&waiting)?.map(|()| waiting));
-        }
-        // The run's claim on its task and scope, checked again as it is taken.
-        if let Err(clash) = store.claim(record)? {
-            return Ok(Err(clash));
-        }
-        if record.phase == Phase::Queued {
-            // Started by `queue::promote` when a slot frees.
-            return Ok(Ok(record.clone()));
-        }
-        let pid = super::queue::start_supervisor(repo_dir, &record.run, &run_dir)?;
-        let mut started = record.clone();
-        started.supervisor_pid = Some(pid);
-        Ok(Ok(started))
+        let mut preparing = record.clone();
+        preparing.phase = Phase::Preparing;
+        Ok(store.claim(&preparing)?.map(|()| git_dir))
     })();
-    match result {
-        Ok(Ok(record)) => Ok(Ok((record, warnings))),
-        Ok(Err(clash)) => {
-            undo();
-            Ok(Err(clash))
-        }
+    if !matches!(claimed, Ok(Ok(_))) {
+        take_back(repo, store, record);
+    }
+    claimed
+}
+
+/// Takes back what a dispatch made of `record`'s run: its claim (the live pointer), its
+/// worktree and registration, its branch, its folder and its seal. No git process runs.
+fn take_back(repo: &crate::git::Repository, store: &RunStore, record: &RunRecord) {
+    let _ = store.release(&record.run);
+    worktree::discard(repo.common_dir(), Path::new(&record.worktree));
+    worktree::delete_branch(repo, &record.branch);
+    let _ = std::fs::remove_dir_all(store.run_dir(&record.run));
+    let _ = crate::git::seal::remove(repo, &record.run);
+}
+
+/// Carries out the rest of a claimed plan, outside the dispatch turn: the checkout,
+/// identity, hooks, prompt, then the run's live pointer as the run is to start (queued,
+/// awaiting its attach, or preparing with its detached supervisor). While it works it
+/// keeps the pointer fresh, so the run is not taken for one whose supervisor died. On
+/// failure everything made is taken back — claim, branch, worktree, pointer. Returns the
+/// run's record and the warnings of its worktree's making (`.worktreeinclude`).
+fn prepare(
+    plan: &Plan,
+    repo: &crate::git::Repository,
+    repo_dir: &Path,
+    store: &RunStore,
+    git_dir: &Path,
+) -> Result<(RunRecord, Vec<String>)> {
+    let record = &plan.record;
+    let (stop, stopped) = std::sync::mpsc::channel::<()>();
+    let prepared = std::thread::scope(|scope| {
+        scope.spawn(move || {
+            while let Err(std::sync::mpsc::RecvTimeoutError::Timeout) =
+                stopped.recv_timeout(HEARTBEAT)
+            {
+                store.touch_live(&record.run);
+            }
+        });
+        let prepared = fill(plan, repo, repo_dir, store, git_dir);
+        drop(stop);
+        prepared
+    });
+    let (ready, warnings) = match prepared {
+        Ok(prepared) => prepared,
         Err(err) => {
-            undo();
-            Err(err)
+            take_back(repo, store, record);
+            return Err(err);
+        }
+    };
+    // The pointer as the run is to start. One that went meanwhile (the run was abandoned
+    // while it was prepared) is not brought back, and nothing is started for it.
+    if !store.update_live(&ready)? {
+        crate::run::error::bail!(
+            "run {} was ended while it was being prepared; its worktree and branch are kept",
+            record.run
+        );
+    }
+    match ready.phase {
+        // Started by `queue::promote` when a slot frees — which may have happened while
+        // the run was prepared, its pointer holding a slot meanwhile.
+        Phase::Queued => {
+            super::queue::promote(store, repo_dir)?;
+            Ok((ready, warnings))
+        }
+        // No process: the lead binds its own sub-task with `attach`.
+        Phase::AwaitingAttach => Ok((ready, warnings)),
+        _ => {
+            let pid =
+                super::queue::start_supervisor(repo_dir, &record.run, &store.run_dir(&record.run))
+                    .inspect_err(|_| {
+                        take_back(repo, store, record);
+                    })?;
+            let mut started = ready;
+            started.supervisor_pid = Some(pid);
+            Ok((started, warnings))
         }
     }
+}
+
+/// Fills the claimed run's worktree and folder: the checkout, the excludes, the
+/// worktree's config, `.worktreeinclude`, submodules, the task's ref folder noted, the
+/// prompt and the files the supervisor reads. Returns the record as the run is to start,
+/// and the warnings of the worktree's making.
+fn fill(
+    plan: &Plan,
+    repo: &crate::git::Repository,
+    repo_dir: &Path,
+    store: &RunStore,
+    git_dir: &Path,
+) -> Result<(RunRecord, Vec<String>)> {
+    let record = &plan.record;
+    let wt = PathBuf::from(&record.worktree);
+    let run_hooks = crate::core::layout::run_hooks(store.root());
+    super::worktree_files::ensure_run_hooks(&run_hooks, &crate::git::hooks_dir::hooks_dir(repo))?;
+    worktree::check_out(&wt)?;
+    let mut warnings = Vec::new();
+    let run_dir = store.run_dir(&record.run);
+    std::fs::create_dir_all(&run_dir)?;
+    // What git ignores in the worktree besides the project's rules: the lead's own
+    // excludes (which the run's file takes the place of), tool state and the flight's
+    // `[worktree] ignore`.
+    let lead = crate::git::worktree_files::lead_excludes(repo);
+    let excludes = crate::core::worktree_files::excludes_text(
+        lead.as_ref()
+            .map(|(path, text)| (path.to_str().unwrap_or("?"), text.as_str())),
+        &plan.ignore,
+    );
+    crate::sys::fs::write_atomic(
+        &crate::core::layout::run_excludes(&run_dir),
+        &excludes,
+        0o644,
+    )?;
+    worktree::write_config(
+        git_dir,
+        &worktree::run_config(&record.identity(), &run_hooks, &run_dir),
+    )?;
+    warnings.extend(super::worktree_files::copy_includes(repo_dir, &wt));
+    warnings.extend(node_hooks_unreachable(&wt, record));
+    // A submodule that cannot be checked out (the lead's copy lacks the commit) is
+    // said, not a failed dispatch: the run can still work on the rest, and its setup
+    // may fetch it.
+    if let Err(e) = crate::git::submodules::init(repo.common_dir(), &wt) {
+        warnings.push(format!(
+            "{}; the worker finds it empty",
+            crate::fault::chain(&e)
+        ));
+    }
+    // What the task's ref folder holds now, its new branch included: anything else
+    // the run leaves there is a stray of its.
+    super::strays::note(repo, &record.task, &run_dir)?;
+    std::fs::write(
+        &record.prompt_file,
+        prompt::worker(record, &plan.task_prompt),
+    )?;
+    // Last: a queued run whose files are not there yet is passed over by the queue.
+    crate::state::run_files::keep(
+        &run_dir,
+        &crate::state::run_files::Kept {
+            backend: &plan.backend,
+            task_prompt: &plan.task_prompt,
+            writable: &plan.writable,
+            notify: &plan.notify,
+        },
+    )?;
+    let mut ready = record.clone();
+    if record.adapter == crate::core::flight::AdapterKind::Native {
+        ready.phase = Phase::AwaitingAttach;
+    }
+    Ok((ready, warnings))
 }
 
 /// The warning for a Node project's hook manager that a fresh worktree cannot run
