@@ -32,17 +32,24 @@ pub fn key_blob(repo: &gix::Repository, key: &str) -> Result<ObjectId> {
         .detach())
 }
 
-/// The note on `object` in `notes_ref`, if any.
+/// The note on `object` in `notes_ref`, if any: looked up in the ref's notes tree alone.
+/// (gix's notes platform first expands `notes.displayRef` — a glob, `refs/notes/cre[w]`,
+/// since `init` — against every ref of the repository, three a run.)
 pub fn read(repo: &gix::Repository, notes_ref: &str, object: ObjectId) -> Result<Option<String>> {
-    let mut platform = repo
-        .notes()
-        .context("cannot open the notes")?
-        .with_refs([notes_ref])
-        .context("bad notes ref")?;
-    let notes = platform.get(object).context("cannot read the note")?;
-    Ok(notes
-        .first()
-        .map(|note| String::from_utf8_lossy(&note.blob.data).into_owned()))
+    let Some(mut reference) = repo.try_find_reference(notes_ref)? else {
+        return Ok(None);
+    };
+    let root = reference
+        .peel_to_commit()
+        .with_context(|| format!("{notes_ref} does not point to a commit"))?
+        .tree_id()?
+        .detach();
+    let mut notes = Notes {
+        repo,
+        state: gix::note::plumbing::State::new(root, repo)
+            .with_context(|| format!("cannot read {notes_ref}"))?,
+    };
+    notes.get(object)
 }
 
 /// Appends one line to the note on `object`, retrying when another writer moved the ref.

@@ -8,8 +8,9 @@ use super::error::{Context, Result, bail};
 use super::run::{Finished, GitRunner};
 use crate::core::oversize::LeftFile;
 
-/// Makes the run's branch `branch` at `base`; it must not exist. One ref written, with a
-/// reflog entry: the part of a worktree's making that other dispatches must see at once.
+/// Makes the run's branch `branch` at `base`; it must not exist (or already point at
+/// `base`). One ref written, with a reflog entry: the part of a worktree's making that
+/// other dispatches must see at once.
 pub fn create_branch(repo: &gix::Repository, branch: &str, base: &str) -> Result<()> {
     use gix::refs::transaction::PreviousValue;
     let base = gix::ObjectId::from_hex(base.as_bytes()).context("the base is not an object id")?;
@@ -918,6 +919,40 @@ impl RunTree {
         Ok(())
     }
 
+    /// [`RunTree::remove`], the files deleted later: the work tree, then its
+    /// administration, each moved by one rename into the folder `trash` (on the same
+    /// filesystem), where nothing of them is where git or anyone looks; a detached process
+    /// then deletes what `trash` holds (`sys::fs::delete_in_background`), so the caller
+    /// does not wait for every file to go. Where a rename cannot be made, they are
+    /// removed here, as [`RunTree::remove`] removes them.
+    pub fn remove_later(&self, repo_dir: &Path, trash: &Path) -> Result<()> {
+        if self._aside.is_some() || std::fs::create_dir_all(trash).is_err() {
+            return self.remove(repo_dir);
+        }
+        let name = self
+            .path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos())
+            .unwrap_or_default();
+        let stamp = format!("{name}-{}-{nanos}", std::process::id());
+        if std::fs::rename(&self.path, trash.join(format!("{stamp}.tree"))).is_err() {
+            return self.remove(repo_dir);
+        }
+        if std::fs::rename(&self.admin, trash.join(format!("{stamp}.admin"))).is_err() {
+            crate::sys::fs::remove_entry(&self.admin)
+                .with_context(|| format!("cannot remove {}", self.admin.display()))?;
+        }
+        if let Some(registrations) = self.admin.parent() {
+            let _ = std::fs::remove_dir(registrations);
+        }
+        crate::sys::fs::delete_in_background(trash);
+        Ok(())
+    }
+
     /// The commit the worktree's HEAD names, read from its administration (never by
     /// running git there).
     pub fn head(&self, repo: &gix::Repository) -> Option<gix::ObjectId> {
@@ -1708,4 +1743,144 @@ pub fn last_commit_time(dir: &Path, rel: &str) -> Option<i64> {
         .trim()
         .parse()
         .ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::git::test_git as git;
+
+    /// A repository with two files committed, the second in a folder: (dir, HEAD).
+    fn committed(dir: &Path) -> gix::ObjectId {
+        git(dir, &["init", "-q", "-b", "main"]);
+        std::fs::write(dir.join("a.txt"), "alpha\n").unwrap();
+        std::fs::create_dir(dir.join("docs")).unwrap();
+        std::fs::write(dir.join("docs/b.txt"), "bravo\n").unwrap();
+        git(dir, &["add", "-A"]);
+        git(dir, &["commit", "-q", "-m", "one"]);
+        gix::ObjectId::from_hex(git(dir, &["rev-parse", "HEAD"]).as_bytes()).unwrap()
+    }
+
+    /// What git's own status says of the tracked files, as integrate would ask it.
+    fn git_sees_changes(dir: &Path) -> bool {
+        !git(dir, &["status", "--porcelain", "--untracked-files=no"]).is_empty()
+    }
+
+    #[test]
+    fn tracked_files_at_rest_agree_with_gits_status_and_doubt_means_no() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path();
+        let head = committed(dir);
+        // Just committed: the entries are racily clean (written in the index's second),
+        // and their content says they are unchanged.
+        assert!(tracked_at_rest(dir, head));
+        assert!(!git_sees_changes(dir));
+        // An untracked file is not looked at.
+        std::fs::write(dir.join("new.txt"), "n\n").unwrap();
+        assert!(tracked_at_rest(dir, head));
+        // The same size and time, another content.
+        let file = dir.join("docs/b.txt");
+        let time = std::fs::metadata(&file).unwrap().modified().unwrap();
+        std::fs::write(&file, "BRAVO\n").unwrap();
+        std::fs::File::options()
+            .write(true)
+            .open(&file)
+            .unwrap()
+            .set_modified(time)
+            .unwrap();
+        assert!(git_sees_changes(dir));
+        assert!(!tracked_at_rest(dir, head));
+        git(dir, &["checkout", "-q", "docs/b.txt"]);
+        assert!(tracked_at_rest(dir, head));
+        // Staged: the index no longer holds HEAD's files.
+        std::fs::write(dir.join("a.txt"), "changed\n").unwrap();
+        git(dir, &["add", "a.txt"]);
+        assert!(git_sees_changes(dir));
+        assert!(!tracked_at_rest(dir, head));
+        git(dir, &["reset", "-q", "--hard"]);
+        assert!(tracked_at_rest(dir, head));
+        // A file gone; a file that became a folder.
+        std::fs::remove_file(dir.join("a.txt")).unwrap();
+        assert!(!tracked_at_rest(dir, head));
+        std::fs::create_dir(dir.join("a.txt")).unwrap();
+        assert!(!tracked_at_rest(dir, head));
+        std::fs::remove_dir(dir.join("a.txt")).unwrap();
+        git(dir, &["checkout", "-q", "a.txt"]);
+        assert!(tracked_at_rest(dir, head));
+        // Hidden from status (assume-unchanged): git must look.
+        git(dir, &["update-index", "--assume-unchanged", "a.txt"]);
+        assert!(!tracked_at_rest(dir, head));
+        git(dir, &["update-index", "--no-assume-unchanged", "a.txt"]);
+        // A filter may convert a file whose stat data say nothing certain: git must look.
+        std::fs::write(dir.join(".gitattributes"), "*.txt text eol=crlf\n").unwrap();
+        git(dir, &["add", ".gitattributes"]);
+        git(dir, &["commit", "-q", "-m", "attributes"]);
+        let head = gix::ObjectId::from_hex(git(dir, &["rev-parse", "HEAD"]).as_bytes()).unwrap();
+        let index = dir.join(".git/index");
+        let later = std::time::SystemTime::now() + std::time::Duration::from_secs(5);
+        // The files are younger than the index no more: their content must be read.
+        for file in ["a.txt", "docs/b.txt"] {
+            std::fs::File::options()
+                .write(true)
+                .open(dir.join(file))
+                .unwrap()
+                .set_modified(later)
+                .unwrap();
+        }
+        assert!(index.exists());
+        assert!(!tracked_at_rest(dir, head));
+        // Another HEAD than the index's.
+        let empty = gix::ObjectId::empty_tree(gix::hash::Kind::Sha1);
+        assert!(!tracked_at_rest(dir, empty));
+    }
+
+    #[test]
+    fn a_registered_worktree_is_as_git_worktree_add_makes_one_and_goes_whole() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("lead");
+        std::fs::create_dir(&dir).unwrap();
+        let head = committed(&dir);
+        let repo = gix::open(&dir).unwrap();
+        create_branch(&repo, "crew/t/r1", &head.to_string()).unwrap();
+        let wt = dir.join(".git/crew/worktrees/r1");
+        std::fs::create_dir_all(wt.parent().unwrap()).unwrap();
+        let admin = register(&repo, &wt, "crew/t/r1", "git-crew run r1 is live").unwrap();
+        check_out(&wt).unwrap();
+        assert_eq!(admin, dir.join(".git/worktrees/r1"));
+        // git reads it as its own: on its branch, locked, clean, every file there.
+        let listed = git(&dir, &["worktree", "list", "--porcelain"]);
+        assert!(
+            listed.contains(&format!("worktree {}", wt.display())),
+            "{listed}"
+        );
+        assert!(listed.contains("branch refs/heads/crew/t/r1"), "{listed}");
+        assert!(
+            listed.contains("locked git-crew run r1 is live"),
+            "{listed}"
+        );
+        assert_eq!(git(&wt, &["status", "--porcelain"]), "");
+        assert_eq!(
+            std::fs::read_to_string(wt.join("docs/b.txt")).unwrap(),
+            "bravo\n"
+        );
+        assert!(tracked_at_rest(&wt, head));
+        // The name is taken: a second registration touches nothing of the first.
+        assert!(register(&repo, &wt, "crew/t/r1", "again").is_err());
+        assert_eq!(git(&wt, &["status", "--porcelain"]), "");
+        // Unlocked in-process, as git would see it.
+        unlock(&dir, &wt).unwrap();
+        let listed = git(&dir, &["worktree", "list", "--porcelain"]);
+        assert!(!listed.contains("locked"), "{listed}");
+        unlock(&dir, &wt).unwrap();
+        // Discarded: nothing of it is left, not even the folder of registrations.
+        discard(repo.common_dir(), &wt);
+        assert!(!wt.exists());
+        assert!(!dir.join(".git/worktrees").exists());
+        assert_eq!(
+            git(&dir, &["worktree", "list", "--porcelain"])
+                .matches("worktree ")
+                .count(),
+            1
+        );
+    }
 }

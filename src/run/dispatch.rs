@@ -17,14 +17,36 @@ use crate::state::claims::Claims;
 use crate::state::runs::RunStore;
 use crate::sys::clock::now_millis;
 
+/// What a dispatch decision reads of the machine: the kernel's write fence, whether a
+/// process can get namespaces of its own (a probe that starts a process), whether it runs
+/// as root outside a sandbox. Nothing another dispatch does changes it, so it is found
+/// before the dispatch turn.
+pub struct Machine {
+    fence_abi: Option<i32>,
+    namespaces: bool,
+    root_unsandboxed: bool,
+}
+
+impl Machine {
+    pub fn now() -> Machine {
+        let fence_abi = crate::sys::fence::kernel_abi();
+        Machine {
+            fence_abi,
+            namespaces: fence_abi.is_some() && crate::sys::ns::available(),
+            root_unsandboxed: crate::sys::process::is_root()
+                && std::env::var_os("IS_SANDBOX").is_none(),
+        }
+    }
+}
+
 /// Gathers what a dispatch decision reads — the live runs, the task's ledger, the
-/// kernel's fence, the clock, whether the worker's program exists — and decides it.
+/// clock, whether the worker's program exists; `machine`'s facts — and decides it.
 pub fn plan(
     repo: &crate::git::Repository,
     store: &RunStore,
     flight: &Flight,
     request: &Request,
-    base: String,
+    (base, machine): (String, &Machine),
     run: String,
 ) -> Result<Result<Plan, Refusal>> {
     let live = store.live()?;
@@ -76,7 +98,6 @@ pub fn plan(
             !super::backends::program_exists(program, path.as_deref())
         }))
     };
-    let fence_abi = crate::sys::fence::kernel_abi();
     let facts = crate::core::dispatch::Facts {
         live: &live,
         claims: &claims,
@@ -85,10 +106,9 @@ pub fn plan(
         unstartable: &unstartable,
         base,
         now_ms: now_millis(),
-        fence_abi,
-        namespaces: fence_abi.is_some() && crate::sys::ns::available(),
-        root_unsandboxed: crate::sys::process::is_root()
-            && std::env::var_os("IS_SANDBOX").is_none(),
+        fence_abi: machine.fence_abi,
+        namespaces: machine.namespaces,
+        root_unsandboxed: machine.root_unsandboxed,
         home: std::env::var_os("HOME").map(PathBuf::from),
         run_dir: store.run_dir(&run),
         worktree: store.worktree_path(&run),
@@ -126,6 +146,7 @@ pub fn start(
     base: String,
     dry_run: bool,
 ) -> Result<Result<Started, Refusal>> {
+    let machine = Machine::now();
     let turn = match store.dispatch_lock(std::time::Duration::from_secs(30)) {
         Ok(guard) => guard,
         Err(e) => return Ok(Err(Refusal::Busy(e.to_string()))),
@@ -154,7 +175,7 @@ pub fn start(
         store,
         flight,
         request,
-        base,
+        (base, &machine),
         crate::sys::clock::new_run_id(),
     )? {
         Ok(plan) => plan,

@@ -356,7 +356,11 @@ fn clean_up(
             true => Vec::new(),
             false => t.ignored().unwrap_or_default(),
         };
-        if crate::run::prune::remove_tree(repo_dir, t).is_ok() {
+        // Unlocked, then moved out of the way and deleted by a detached process: the
+        // landing does not wait for its files to go.
+        let _ = git::worktree::unlock(repo_dir, &t.path);
+        let trash = crate::core::layout::trash(&crate::git::repo::state_dir(repo));
+        if t.remove_later(repo_dir, &trash).is_ok() {
             cleaned.worktree = "removed";
             cleaned.ignored = ignored;
         }
