@@ -244,7 +244,15 @@ fn config_text(entries: &[(&str, &str, Vec<String>)]) -> Result<String> {
 /// registration removed, as `git worktree unlock` does — when the registration named
 /// after it is the one of `path`; else through git, which looks at every worktree.
 pub fn unlock(repo_dir: &Path, path: &Path) -> Result<()> {
-    if let Some(admin) = registration(repo_dir, path) {
+    let common = gix::open(repo_dir)
+        .ok()
+        .map(|r| r.common_dir().to_path_buf());
+    unlock_in(repo_dir, common.as_deref(), path)
+}
+
+/// [`unlock`] where the caller knows the common dir (`None`: it could not be found).
+pub fn unlock_in(repo_dir: &Path, common_dir: Option<&Path>, path: &Path) -> Result<()> {
+    if let Some(admin) = common_dir.and_then(|common| registration(common, path)) {
         return match std::fs::remove_file(admin.join("locked")) {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
             other => other.with_context(|| format!("cannot unlock {}", path.display())),
@@ -263,9 +271,8 @@ pub fn unlock(repo_dir: &Path, path: &Path) -> Result<()> {
 /// The registration of the worktree at `path`: `<git-common-dir>/worktrees/<name>`
 /// named after it, when its `gitdir` names `path` (as dispatch registers a run's
 /// worktree); `None` when it is not found so.
-fn registration(repo_dir: &Path, path: &Path) -> Option<PathBuf> {
-    let repo = gix::open(repo_dir).ok()?;
-    let admin = admin_dir(repo.common_dir(), path).ok()?;
+fn registration(common_dir: &Path, path: &Path) -> Option<PathBuf> {
+    let admin = admin_dir(common_dir, path).ok()?;
     let gitdir = plain_text(&admin.join("gitdir"))?;
     (Path::new(gitdir.trim_end_matches(['\n', '\r'])) == path.join(".git")).then_some(admin)
 }

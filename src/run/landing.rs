@@ -358,7 +358,7 @@ fn clean_up(
         };
         // Unlocked, then moved out of the way and deleted by a detached process: the
         // landing does not wait for its files to go.
-        let _ = git::worktree::unlock(repo_dir, &t.path);
+        let _ = git::worktree::unlock_in(repo_dir, Some(repo.common_dir()), &t.path);
         let trash = crate::core::layout::trash(&crate::git::repo::state_dir(repo));
         if t.remove_later(repo_dir, &trash).is_ok() {
             cleaned.worktree = "removed";
