@@ -18,7 +18,9 @@ nearest operation in the same run, each case a separate process, alternately:
     generator: one real run, integrated with its worktree kept, copied with its refs,
     record, run folder and worktree);
   * --parallel dispatches of disjoint scopes started at once against as many
-    `git worktree add` at once: the slowest of each round, median of --rounds;
+    `git worktree add` at once: the slowest of each round, median of --rounds; the
+    worker sleeps through the burst (as a real one works for minutes), and, apart, the
+    worker is `true` (its supervisor files the run during the burst);
   * `git crew integrate` of a finished pass (a scripted worker wrote one file; no
     verify, so none again; cleanup removes its worktree) against `git merge --no-ff` of
     a branch of one commit, both into the lead's checked-out `main`, at each size.
@@ -52,6 +54,7 @@ FLIGHT = ('version = 1\ndefault_backend = "own"\n'
           '[backends.own]\nadapter = "command"\nargv = ["%s", "{prompt_file}"]\n'
           'concurrency = 1000\ntime_budget = "60s"\n'
           '[backends.noop]\nadapter = "command"\nargv = ["true"]\nconcurrency = 1000\n'
+          '[backends.nap]\nadapter = "command"\nargv = ["sleep", "5"]\nconcurrency = 1000\n'
           % os.path.join(ROOT, "git-fixtures", "workers", "own-file.sh"))
 
 
@@ -160,14 +163,16 @@ class Scale:
                 return out.stdout, out.stderr
         sys.exit("git worktree add kept failing: %s" % out.stderr.decode())
 
-    def at_once(self, count, crew):
-        """`count` dispatches (or `git worktree add`) started at once: the slowest, ms."""
+    def at_once(self, count, crew, backend="nap"):
+        """`count` dispatches (or `git worktree add`) started at once: the slowest, ms.
+        The dispatches' worker is `backend`'s: `nap` sleeps through the burst, as a real
+        worker would; `noop` (`true`) ends at once, its supervisor's filing in the burst."""
         i = self.next()
         procs = []
         for k in range(count):
             if crew:
                 args = [BIN, "dispatch", "--task", "bench-p%d-%d" % (i, k), "--scope",
-                        "bench/p%d-%d/**" % (i, k), "--backend", "noop", "--prompt", "x"]
+                        "bench/p%d-%d/**" % (i, k), "--backend", backend, "--prompt", "x"]
             else:
                 args = ["git", "worktree", "add", "-q", "-b", "bench-p%d-%d" % (i, k),
                         os.path.join(self.work, "par-%d-%d" % (i, k))]
@@ -251,11 +256,14 @@ def scale(args):
                             ("git crew integrate", "git merge --no-ff")])
         fresh_integrate = m["git crew integrate"]
         par = "%d at once, slowest" % args.parallel
-        m = alternately([("git worktree add, " + par, lambda: f.at_once(args.parallel, False)),
-                         ("git crew dispatch, " + par, lambda: f.at_once(args.parallel, True))],
+        git_par = "git worktree add, " + par
+        nap = "git crew dispatch, " + par + " (worker sleeps)"
+        noop = "git crew dispatch, " + par + " (worker `true`)"
+        m = alternately([(git_par, lambda: f.at_once(args.parallel, False)),
+                         (nap, lambda: f.at_once(args.parallel, True, "nap")),
+                         (noop, lambda: f.at_once(args.parallel, True, "noop"))],
                         args.rounds)
-        report("fresh", m, [("git worktree add, " + par, "git worktree add, " + par),
-                            ("git crew dispatch, " + par, "git worktree add, " + par)])
+        report("fresh", m, [(git_par, git_par), (nap, git_par), (noop, git_par)])
         print("  (%d of the git worktree adds at once failed on a half-made registration "
               "and were run again, timed from their first start)" % f.retried,
               file=sys.stderr)

@@ -207,10 +207,16 @@ impl Checkouts {
                 .map(|h| h.trim().to_string())
         };
         let mut trees = Vec::new();
-        if let Some(main) = head(&common.join("HEAD")).filter(|h| h.starts_with("ref: "))
-            && let Some(path) = gix::open(common)
+        // The main work tree: `repo`'s own when `repo` is the main worktree's repository,
+        // else found by opening the common dir.
+        let main_workdir = || match repo.git_dir() == common {
+            true => repo.workdir().map(Path::to_path_buf),
+            false => gix::open(common)
                 .ok()
-                .and_then(|r| r.workdir().map(Path::to_path_buf))
+                .and_then(|r| r.workdir().map(Path::to_path_buf)),
+        };
+        if let Some(main) = head(&common.join("HEAD")).filter(|h| h.starts_with("ref: "))
+            && let Some(path) = main_workdir()
         {
             trees.push((main, path));
         }
@@ -253,8 +259,12 @@ impl Checkouts {
 /// Whether a work tree whose HEAD is at `head` has changes to tracked files, staged or
 /// not (untracked files do not stop a fast-forward that does not touch them): seen
 /// in-process where that is certain (`worktree::tracked_at_rest`), else asked of git.
-pub fn has_tracked_changes(worktree: &Path, head: ObjectId) -> Result<bool> {
-    if super::worktree::tracked_at_rest(worktree, head) {
+pub fn has_tracked_changes(
+    repo: &gix::Repository,
+    worktree: &Path,
+    head: ObjectId,
+) -> Result<bool> {
+    if super::worktree::tracked_at_rest(repo, worktree, head) {
         return Ok(false);
     }
     let status =

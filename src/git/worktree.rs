@@ -463,7 +463,14 @@ impl RunTree {
         path: &Path,
         identity: &crate::core::scope::RunIdentity,
     ) -> Result<RunTree> {
-        use crate::sys::fs::write_atomic;
+        // What is there already as it must be is left alone: a replaced file is one more
+        // write, rename and deletion each time a worktree is looked at.
+        let write_atomic = |path: &Path, text: &str, mode: u32| -> Result<()> {
+            if plain_text(path).as_deref() == Some(text) {
+                return Ok(());
+            }
+            Ok(crate::sys::fs::write_atomic(path, text, mode)?)
+        };
         let admin = admin_dir(common_dir, path)?;
         let mut replaced = Vec::new();
         if let Ok(entries) = std::fs::read_dir(&admin) {
@@ -509,7 +516,11 @@ impl RunTree {
             &format!("{}\n", path.join(".git").display()),
             0o644,
         )?;
-        write_config(&admin, &run_config(identity, &hooks, &run_dir))?;
+        write_atomic(
+            &admin.join("config.worktree"),
+            &config_text(&run_config(identity, &hooks, &run_dir))?,
+            0o644,
+        )?;
         if std::fs::symlink_metadata(path).is_ok_and(|m| m.is_dir()) {
             let link = path.join(".git");
             // Never tracked content: a `.git` folder or link here is the worker's stand-in
@@ -1433,14 +1444,24 @@ fn same_files(repo: &gix::Repository, worktree: &Path, index: &gix::index::File)
 /// ([`plain_index`]), holds exactly `head`'s files, and each file on disk holds what its
 /// entry names ([`same_files`]). `false` says only that git must look. What is untracked
 /// is not looked at (`git status --untracked-files=no`).
-pub fn tracked_at_rest(worktree: &Path, head: gix::ObjectId) -> bool {
-    let Ok(repo) = gix::open(worktree) else {
+///
+/// `repo` is used when `worktree` is its work tree; any other checkout is opened.
+pub fn tracked_at_rest(repo: &gix::Repository, worktree: &Path, head: gix::ObjectId) -> bool {
+    let opened;
+    let checkout = match repo.workdir() == Some(worktree) {
+        true => repo,
+        false => match gix::open(worktree) {
+            Ok(other) => {
+                opened = other;
+                &opened
+            }
+            Err(_) => return false,
+        },
+    };
+    let Some(index) = plain_index(&checkout.index_path(), checkout.object_hash()) else {
         return false;
     };
-    let Some(index) = plain_index(&repo.index_path(), repo.object_hash()) else {
-        return false;
-    };
-    holds_head(&repo, &index, head) && same_files(&repo, worktree, &index)
+    holds_head(checkout, &index, head) && same_files(checkout, worktree, &index)
 }
 
 impl RunTree {
@@ -1780,11 +1801,11 @@ mod tests {
         let head = committed(dir);
         // Just committed: the entries are racily clean (written in the index's second),
         // and their content says they are unchanged.
-        assert!(tracked_at_rest(dir, head));
+        assert!(tracked_at_rest(&gix::open(dir).unwrap(), dir, head));
         assert!(!git_sees_changes(dir));
         // An untracked file is not looked at.
         std::fs::write(dir.join("new.txt"), "n\n").unwrap();
-        assert!(tracked_at_rest(dir, head));
+        assert!(tracked_at_rest(&gix::open(dir).unwrap(), dir, head));
         // The same size and time, another content.
         let file = dir.join("docs/b.txt");
         let time = std::fs::metadata(&file).unwrap().modified().unwrap();
@@ -1796,27 +1817,27 @@ mod tests {
             .set_modified(time)
             .unwrap();
         assert!(git_sees_changes(dir));
-        assert!(!tracked_at_rest(dir, head));
+        assert!(!tracked_at_rest(&gix::open(dir).unwrap(), dir, head));
         git(dir, &["checkout", "-q", "docs/b.txt"]);
-        assert!(tracked_at_rest(dir, head));
+        assert!(tracked_at_rest(&gix::open(dir).unwrap(), dir, head));
         // Staged: the index no longer holds HEAD's files.
         std::fs::write(dir.join("a.txt"), "changed\n").unwrap();
         git(dir, &["add", "a.txt"]);
         assert!(git_sees_changes(dir));
-        assert!(!tracked_at_rest(dir, head));
+        assert!(!tracked_at_rest(&gix::open(dir).unwrap(), dir, head));
         git(dir, &["reset", "-q", "--hard"]);
-        assert!(tracked_at_rest(dir, head));
+        assert!(tracked_at_rest(&gix::open(dir).unwrap(), dir, head));
         // A file gone; a file that became a folder.
         std::fs::remove_file(dir.join("a.txt")).unwrap();
-        assert!(!tracked_at_rest(dir, head));
+        assert!(!tracked_at_rest(&gix::open(dir).unwrap(), dir, head));
         std::fs::create_dir(dir.join("a.txt")).unwrap();
-        assert!(!tracked_at_rest(dir, head));
+        assert!(!tracked_at_rest(&gix::open(dir).unwrap(), dir, head));
         std::fs::remove_dir(dir.join("a.txt")).unwrap();
         git(dir, &["checkout", "-q", "a.txt"]);
-        assert!(tracked_at_rest(dir, head));
+        assert!(tracked_at_rest(&gix::open(dir).unwrap(), dir, head));
         // Hidden from status (assume-unchanged): git must look.
         git(dir, &["update-index", "--assume-unchanged", "a.txt"]);
-        assert!(!tracked_at_rest(dir, head));
+        assert!(!tracked_at_rest(&gix::open(dir).unwrap(), dir, head));
         git(dir, &["update-index", "--no-assume-unchanged", "a.txt"]);
         // A filter may convert a file whose stat data say nothing certain: git must look.
         std::fs::write(dir.join(".gitattributes"), "*.txt text eol=crlf\n").unwrap();
@@ -1835,10 +1856,10 @@ mod tests {
                 .unwrap();
         }
         assert!(index.exists());
-        assert!(!tracked_at_rest(dir, head));
+        assert!(!tracked_at_rest(&gix::open(dir).unwrap(), dir, head));
         // Another HEAD than the index's.
         let empty = gix::ObjectId::empty_tree(gix::hash::Kind::Sha1);
-        assert!(!tracked_at_rest(dir, empty));
+        assert!(!tracked_at_rest(&gix::open(dir).unwrap(), dir, empty));
     }
 
     #[test]
@@ -1870,7 +1891,7 @@ mod tests {
             std::fs::read_to_string(wt.join("docs/b.txt")).unwrap(),
             "bravo\n"
         );
-        assert!(tracked_at_rest(&wt, head));
+        assert!(tracked_at_rest(&repo, &wt, head));
         // The name is taken: a second registration touches nothing of the first.
         assert!(register(&repo, &wt, "crew/t/r1", "again").is_err());
         assert_eq!(git(&wt, &["status", "--porcelain"]), "");

@@ -246,7 +246,7 @@ fn merge_in(
             Some(tip) => {
                 let checkout = merge::checked_out_in(repo, &into)?;
                 let dirty_checkout = match &checkout {
-                    Some(wt) if merge::has_tracked_changes(wt, tip)? => Some(wt.clone()),
+                    Some(wt) if merge::has_tracked_changes(repo, wt, tip)? => Some(wt.clone()),
                     _ => None,
                 };
                 Some((
