@@ -316,6 +316,9 @@ error_codes! {
     /// The run's branch has nothing to integrate.
     NothingToIntegrate = "nothing-to-integrate", Refused,
         hint: "`git crew show RUN` has its footer; its manifest is beside its record";
+    /// The remote refused a push of the fleet's refs (a hook, a protected ref); nothing moved there.
+    RemoteRefused = "remote-refused", Refused,
+        hint: "the remote's hooks or rules refuse refs/crew/*: ask its keeper to allow them";
     /// Another command holds the run's lock.
     RunBusy = "run-busy", Refused;
     /// The run has ended.
@@ -638,6 +641,7 @@ mod tests {
             ("not-deliverable", 4),
             ("not-waiting-for-help", 4),
             ("nothing-to-integrate", 4),
+            ("remote-refused", 4),
             ("run-busy", 4),
             ("run-ended", 4),
             ("run-in-flight", 4),

@@ -81,6 +81,11 @@ pub struct DispatchArgs {
     /// Archive raw transcripts in DIR instead of .git/crew/transcripts; "" disables them.
     #[arg(long, value_name = "DIR")]
     pub transcripts: Option<String>,
+    /// Claim the task on this git remote first (a fleet of machines sharing it; default
+    /// fleet.remote): refused (exit 4, naming the machine) when a run anywhere holds the
+    /// task or an overlapping scope.
+    #[arg(long, value_name = "NAME")]
+    pub remote: Option<String>,
     #[command(flatten)]
     pub routing: RoutingArgs,
 }
@@ -106,6 +111,7 @@ pub fn run(ctx: &CommandContext, args: DispatchArgs) -> Result<Report> {
         transcripts: args.transcripts,
         invocation: args.routing.invocation(),
         dry_run: args.dry_run,
+        remote: args.remote,
     };
     let dispatched = crate::ops::dispatch::dispatch(ctx, &request)?;
     report(ctx, dispatched, args.wait)

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use crate::core::flight::{AdapterKind, Backend as BackendConfig, Flight, SandboxMode};
-use crate::core::ledger::Row;
+use crate::core::ledger::{Row, Tally};
 use crate::core::record::{DiffStat, Phase, RunRecord};
 use crate::core::scope::{self, Role};
 
@@ -43,6 +43,9 @@ pub struct Request {
     pub scope_changed: bool,
     /// The run this dispatch retries (`git crew retry`).
     pub retry_of: Option<String>,
+    /// The fleet's remote to claim the task on first (`--remote`; `fleet.remote` when
+    /// none).
+    pub remote: Option<String>,
 }
 
 /// Why a dispatch cannot go ahead.
@@ -80,6 +83,15 @@ pub enum Refusal {
     /// `git crew init` has not run here.
     #[error("extensions.worktreeConfig is off")]
     NotInitialised,
+    /// The fleet's remote is not a remote of this repository.
+    #[error("no remote {0}")]
+    NoRemote(String),
+    /// The fleet's remote cannot be reached.
+    #[error("{0}")]
+    RemoteUnreachable(String),
+    /// The fleet's remote refused the claim's push (a hook, a protected ref).
+    #[error("{0}")]
+    RemoteRefused(String),
     /// git has no committer identity here.
     #[error("git has no committer identity")]
     NoIdentity,
@@ -208,6 +220,7 @@ pub fn request(
         transcripts: flags.transcripts,
         base_ref: flags.base_ref,
         retry_of: None,
+        remote: None,
     }
 }
 
@@ -217,8 +230,10 @@ pub struct Facts<'a> {
     pub live: &'a [RunRecord],
     /// The claims runs hold on their tasks and scopes (`core::claim`).
     pub claims: &'a [crate::core::claim::Claim],
-    /// The task's ledger rows.
-    pub ledger: &'a [Row],
+    /// What the two-failure rule needs of the task's ledger rows.
+    pub ledger: &'a Tally,
+    /// The task's ledger rows, for a human report; read only when a dispatch asks for one.
+    pub history: &'a dyn Fn() -> Vec<Row>,
     /// What was measured in the task's failed runs under a failure key, as lines for an
     /// escalated prompt; asked only when a dispatch escalates.
     pub evidence: &'a dyn Fn(&str, &str) -> Vec<String>,
@@ -279,13 +294,7 @@ pub fn decide(flight: &Flight, request: &Request, facts: &Facts) -> Result<Plan,
     // Counted per model, or per backend when it names none: a model-less worker is
     // bounded too.
     let key = crate::core::ledger::failure_key(model.as_deref(), &backend_name);
-    let verdict = crate::core::policy::should_stop(
-        ledger,
-        flight,
-        &request.task,
-        &key,
-        backend.tier.as_deref(),
-    );
+    let verdict = crate::core::policy::should_stop(ledger, flight, &key, backend.tier.as_deref());
     match (verdict.decision, verdict.next) {
         (crate::core::policy::Decision::Continue, _) => {}
         (crate::core::policy::Decision::EscalateTier, Some(next)) => {
@@ -310,7 +319,7 @@ pub fn decide(flight: &Flight, request: &Request, facts: &Facts) -> Result<Plan,
         _ => {
             return Err(Refusal::HumanReport {
                 task: request.task.clone(),
-                report: crate::core::policy::human_report(&request.task, &key, ledger),
+                report: crate::core::policy::human_report(&request.task, &key, &(facts.history)()),
                 model: key,
                 filed: None,
             });
@@ -695,6 +704,7 @@ mod tests {
             size_h: None,
             worker: None,
             scope_changed: false,
+            remote: None,
             retry_of: None,
         }
     }
@@ -741,10 +751,13 @@ mod tests {
                 .iter()
                 .map(crate::core::claim::Claim::of)
                 .collect();
+            let tally = Tally::of_rows(&self.ledger, &request.task);
+            let history = || self.ledger.clone();
             let facts = Facts {
                 live: &self.live,
                 claims: &claims,
-                ledger: &self.ledger,
+                ledger: &tally,
+                history: &history,
                 evidence: &evidence,
                 unstartable: &unstartable,
                 base: "a".repeat(40),

@@ -55,6 +55,10 @@ pub fn repo_hooks(state_dir: &Path) -> PathBuf {
 pub fn ledger_cache(state_dir: &Path) -> PathBuf {
     state_dir.join("cache").join("ledger-learnt.json")
 }
+/// This clone's name as a ledger writer (a random id, made by its first append).
+pub fn ledger_writer(state_dir: &Path) -> PathBuf {
+    state_dir.join("ledger-writer")
+}
 /// A task's human report, under `<git-common-dir>/crew/`.
 pub fn human_report(state_dir: &Path, task: &str) -> PathBuf {
     state_dir
@@ -185,6 +189,10 @@ pub fn integrating(dir: &Path) -> PathBuf {
 /// The `[notify]` command resolved at dispatch (`null` for none).
 pub fn notifier(dir: &Path) -> PathBuf {
     dir.join("notify.json")
+}
+/// The run's claim on the fleet's remote, when it was dispatched with one.
+pub fn fleet_ticket(dir: &Path) -> PathBuf {
+    dir.join("fleet.json")
 }
 /// The `[sandbox] writable` paths resolved at dispatch.
 pub fn fence_extra(dir: &Path) -> PathBuf {

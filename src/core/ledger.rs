@@ -361,6 +361,61 @@ pub fn estimate(planned: Option<f64>, task_rows: &[&Row], stats: &[ConfigStats])
     Some((mean * 1000.0).round() / 1000.0)
 }
 
+/// What the two-failure rule needs of one task's rows: per failure key, the failures and
+/// the tier of the latest row that names one. Built from the rows, or from a task's head
+/// note alone (`core::ledger_notes::tally`): the same either way.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Tally {
+    pub failures: std::collections::BTreeMap<String, usize>,
+    /// Per failure key: the stamp and the tier of the latest row with a tier.
+    pub tiers: std::collections::BTreeMap<String, (String, String)>,
+}
+
+impl Tally {
+    /// The tally of `task`'s rows among `rows` (oldest first).
+    pub fn of_rows(rows: &[Row], task: &str) -> Tally {
+        let mut tally = Tally::default();
+        for row in rows.iter().filter(|r| r.task == task) {
+            tally.add(row);
+        }
+        tally
+    }
+
+    /// Takes in one more row (of the task), later than those before it or not.
+    pub fn add(&mut self, row: &Row) {
+        let key = row.failure_key();
+        if row.is_failure() {
+            *self.failures.entry(key.clone()).or_default() += 1;
+        }
+        if let Some(tier) = &row.tier {
+            self.note_tier(&key, &row.at, tier);
+        }
+    }
+
+    /// `tier` at `at` for `key`, kept when it is the latest seen (a later one of the same
+    /// instant wins, as it would in time order).
+    pub fn note_tier(&mut self, key: &str, at: &str, tier: &str) {
+        let newer = self
+            .tiers
+            .get(key)
+            .is_none_or(|(seen, _)| super::stamp::cmp(seen, at).is_le());
+        if newer {
+            self.tiers
+                .insert(key.to_string(), (at.to_string(), tier.to_string()));
+        }
+    }
+
+    /// The failures counted under `key`.
+    pub fn failures(&self, key: &str) -> usize {
+        self.failures.get(key).copied().unwrap_or(0)
+    }
+
+    /// The tier of the latest row under `key` that names one.
+    pub fn tier(&self, key: &str) -> Option<&str> {
+        self.tiers.get(key).map(|(_, tier)| tier.as_str())
+    }
+}
+
 /// Parses a ledger note; lines that are not rows are skipped.
 pub fn parse(text: &str) -> Vec<Row> {
     text.lines()

@@ -6,7 +6,7 @@
 use serde::Serialize;
 
 use super::flight::Flight;
-use super::ledger::Row;
+use super::ledger::{Row, Tally};
 
 /// The backend and model to move to.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
@@ -34,32 +34,16 @@ pub struct Verdict {
     pub next: Option<Next>,
 }
 
-/// The failures of `task` counted under `key`.
-pub fn failures(rows: &[Row], task: &str, key: &str) -> usize {
-    rows.iter()
-        .filter(|r| r.task == task && r.is_failure() && r.failure_key() == key)
-        .count()
-}
-
 /// The verdict when the ledger alone settles it: no failure yet (any threshold lets the
-/// task continue), and the tier known from `tier` or from the rows of this (task, key).
-/// `None` when the flight config is needed.
-pub fn settled_by_ledger(
-    rows: &[Row],
-    task: &str,
-    key: &str,
-    tier: Option<&str>,
-) -> Option<Verdict> {
-    if failures(rows, task, key) > 0 {
+/// task continue), and the tier known from `tier` or from the task's latest row under
+/// `key` that names one. `None` when the flight config is needed.
+pub fn settled_by_ledger(tally: &Tally, key: &str, tier: Option<&str>) -> Option<Verdict> {
+    if tally.failures(key) > 0 {
         return None;
     }
     let tier = match tier {
         Some(tier) => tier.to_string(),
-        None => rows
-            .iter()
-            .rev()
-            .filter(|r| r.task == task && r.failure_key() == key)
-            .find_map(|r| r.tier.clone())?,
+        None => tally.tier(key)?.to_string(),
     };
     Some(Verdict {
         decision: Decision::Continue,
@@ -69,18 +53,12 @@ pub fn settled_by_ledger(
     })
 }
 
-/// Decides from the ledger rows. `key` is a model, or `backend:<name>`; `tier` is the tier
-/// it runs at — when not given, the tier of that backend (or of the first backend, by
-/// name, using that model), else the lowest tier. The threshold is
-/// `fences.needs_help_after_failures`.
-pub fn should_stop(
-    rows: &[Row],
-    flight: &Flight,
-    task: &str,
-    key: &str,
-    tier: Option<&str>,
-) -> Verdict {
-    let failures = failures(rows, task, key);
+/// Decides from the task's tally of its ledger rows. `key` is a model, or
+/// `backend:<name>`; `tier` is the tier it runs at — when not given, the tier of that
+/// backend (or of the first backend, by name, using that model), else the lowest tier.
+/// The threshold is `fences.needs_help_after_failures`.
+pub fn should_stop(tally: &Tally, flight: &Flight, key: &str, tier: Option<&str>) -> Verdict {
+    let failures = tally.failures(key);
     let threshold = flight.fences.needs_help_after_failures.max(1) as usize;
     let tier = tier
         .map(String::from)
@@ -198,17 +176,20 @@ mod tests {
     fn the_ledger_settles_a_continue_without_the_config() {
         let mut rows = vec![row("t", "small", Outcome::Pass)];
         rows[0].tier = Some("low".into());
-        let v = settled_by_ledger(&rows, "t", "small", None).unwrap();
+        let v = settled_by_ledger(&Tally::of_rows(&rows, "t"), "small", None).unwrap();
         assert_eq!(
             (v.decision.clone(), v.tier.as_str(), v.failures),
             (Decision::Continue, "low", 0)
         );
-        assert_eq!(v, should_stop(&rows, &flight(), "t", "small", None));
+        assert_eq!(
+            v,
+            should_stop(&Tally::of_rows(&rows, "t"), &flight(), "small", None)
+        );
         // No row names the tier: the config decides.
-        assert!(settled_by_ledger(&rows, "t", "other", None).is_none());
+        assert!(settled_by_ledger(&Tally::of_rows(&rows, "t"), "other", None).is_none());
         // A failure: the threshold is in the config.
         rows.push(row("t", "small", Outcome::Fail));
-        assert!(settled_by_ledger(&rows, "t", "small", Some("low")).is_none());
+        assert!(settled_by_ledger(&Tally::of_rows(&rows, "t"), "small", Some("low")).is_none());
     }
 
     #[test]
@@ -220,7 +201,7 @@ mod tests {
             row("t", "small", Outcome::Fail),
         ];
         assert_eq!(
-            should_stop(&rows, &flight, "t", "small", None).decision,
+            should_stop(&Tally::of_rows(&rows, "t"), &flight, "small", None).decision,
             Decision::Continue
         );
         // A backend without a model: its rows count under `backend:<name>`.
@@ -231,7 +212,12 @@ mod tests {
         record.outcome = Some(Outcome::Fail);
         let rows = [Row::of(&record), Row::of(&record)];
         assert_eq!(rows[0].failure_key(), "backend:low");
-        let v = should_stop(&rows, &self::flight(), "t", "backend:low", None);
+        let v = should_stop(
+            &Tally::of_rows(&rows, "t"),
+            &self::flight(),
+            "backend:low",
+            None,
+        );
         assert_eq!(v.failures, 2);
         assert_eq!(v.tier, "low");
         assert_eq!(v.decision, Decision::EscalateTier);
@@ -248,7 +234,7 @@ mod tests {
             row("t", "small", Outcome::Abandoned),
             row("t", "other", Outcome::Fail),
         ];
-        let v = should_stop(&rows, &flight(), "t", "small", None);
+        let v = should_stop(&Tally::of_rows(&rows, "t"), &flight(), "small", None);
         assert_eq!(v.decision, Decision::Continue);
         assert_eq!(v.failures, 1);
         assert_eq!(v.tier, "low");
@@ -260,7 +246,7 @@ mod tests {
             row("t", "small", Outcome::Fail),
             row("t", "small", Outcome::ScopeReject),
         ];
-        let v = should_stop(&rows, &flight(), "t", "small", None);
+        let v = should_stop(&Tally::of_rows(&rows, "t"), &flight(), "small", None);
         assert_eq!(v.decision, Decision::EscalateTier);
         assert_eq!(
             v.next,
@@ -278,7 +264,7 @@ mod tests {
             row("t", "big", Outcome::Timeout),
             row("t", "big", Outcome::FooterReject),
         ];
-        let v = should_stop(&rows, &flight(), "t", "big", Some("high"));
+        let v = should_stop(&Tally::of_rows(&rows, "t"), &flight(), "big", Some("high"));
         assert_eq!(v.decision, Decision::HumanReport);
         assert_eq!(v.next, None);
         let report = human_report("t", "big", &rows);

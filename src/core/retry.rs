@@ -71,6 +71,7 @@ pub fn request(
         size_h: old.size_h,
         worker: old.worker.clone(),
         scope_changed: old.scope_changed,
+        remote: None,
         retry_of: Some(old.run.clone()),
     }
 }

@@ -7,9 +7,11 @@
 pub mod config;
 pub mod diff;
 pub mod error;
+pub mod fleet;
 pub mod forecast;
 pub mod hooks_dir;
 pub mod identity;
+pub mod index_map;
 pub mod lfs;
 pub mod merge;
 pub mod notes;
@@ -23,6 +25,7 @@ pub mod seal;
 pub mod staged;
 pub mod submodules;
 pub mod sync;
+pub mod untracked;
 pub mod worktree;
 pub mod worktree_files;
 

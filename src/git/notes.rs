@@ -36,20 +36,28 @@ pub fn key_blob(repo: &gix::Repository, key: &str) -> Result<ObjectId> {
 /// (gix's notes platform first expands `notes.displayRef` — a glob, `refs/notes/cre[w]`,
 /// since `init` — against every ref of the repository, three a run.)
 pub fn read(repo: &gix::Repository, notes_ref: &str, object: ObjectId) -> Result<Option<String>> {
-    let Some(mut reference) = repo.try_find_reference(notes_ref)? else {
-        return Ok(None);
+    Ok(read_many(repo, notes_ref, &[object])?.pop().flatten())
+}
+
+/// The notes on each of `objects` in `notes_ref` (`None` where there is none), found in
+/// one notes tree: only the fan-out subtrees on their paths are read.
+pub fn read_many(
+    repo: &gix::Repository,
+    notes_ref: &str,
+    objects: &[ObjectId],
+) -> Result<Vec<Option<String>>> {
+    let Some(commit) = tip(repo, notes_ref)? else {
+        return Ok(vec![None; objects.len()]);
     };
-    let root = reference
-        .peel_to_commit()
-        .with_context(|| format!("{notes_ref} does not point to a commit"))?
+    let root = repo
+        .find_commit(commit)
+        .context("not a notes commit")?
         .tree_id()?
         .detach();
-    let mut notes = Notes {
-        repo,
-        state: gix::note::plumbing::State::new(root, repo)
-            .with_context(|| format!("cannot read {notes_ref}"))?,
-    };
-    notes.get(object)
+    let state = gix::note::plumbing::State::new(root, repo)
+        .with_context(|| format!("cannot read {notes_ref}"))?;
+    let mut notes = Notes { repo, state };
+    objects.iter().map(|object| notes.get(*object)).collect()
 }
 
 /// Appends one line to the note on `object`, retrying when another writer moved the ref.
@@ -95,16 +103,31 @@ pub struct Notes<'a> {
 impl Notes<'_> {
     /// The note on `object`, if any.
     pub fn get(&mut self, object: ObjectId) -> Result<Option<String>> {
-        let Some(blob) = self
-            .state
-            .get(&object, self.repo)
-            .with_context(|| format!("cannot read the note on {object}"))?
-        else {
-            return Ok(None);
-        };
-        let blob = self.repo.find_blob(blob).context("cannot read a note")?;
-        Ok(Some(String::from_utf8_lossy(&blob.data).into_owned()))
+        match self.blob(object)? {
+            Some(blob) => self.text(blob).map(Some),
+            None => Ok(None),
+        }
     }
+
+    /// The blob of the note on `object`, if any (its text unread).
+    pub fn blob(&mut self, object: ObjectId) -> Result<Option<ObjectId>> {
+        self.state
+            .get(&object, self.repo)
+            .with_context(|| format!("cannot read the note on {object}"))
+    }
+
+    /// The text of a note's blob.
+    pub fn text(&self, blob: ObjectId) -> Result<String> {
+        let blob = self.repo.find_blob(blob).context("cannot read a note")?;
+        Ok(String::from_utf8_lossy(&blob.data).into_owned())
+    }
+}
+
+/// What an edit sets a note to: a text, or a blob that is already written.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Note {
+    Text(String),
+    Blob(ObjectId),
 }
 
 /// One read-modify-write of a notes ref: `change` reads the current notes and returns the
@@ -118,9 +141,14 @@ pub fn edit(
     repo: &gix::Repository,
     notes_ref: &str,
     message: &str,
-    change: impl FnMut(&mut Notes<'_>) -> Result<Vec<(ObjectId, String)>>,
+    mut change: impl FnMut(&mut Notes<'_>) -> Result<Vec<(ObjectId, String)>>,
 ) -> Result<(Option<ObjectId>, ObjectId)> {
-    edit_merging(repo, notes_ref, message, None, change)
+    edit_merging(repo, notes_ref, message, None, |notes| {
+        Ok(change(notes)?
+            .into_iter()
+            .map(|(object, text)| (object, Note::Text(text)))
+            .collect())
+    })
 }
 
 /// [`edit`], with `other` as a second parent of the notes commit: the result of merging
@@ -131,7 +159,7 @@ pub fn edit_merging(
     notes_ref: &str,
     message: &str,
     other: Option<ObjectId>,
-    mut change: impl FnMut(&mut Notes<'_>) -> Result<Vec<(ObjectId, String)>>,
+    mut change: impl FnMut(&mut Notes<'_>) -> Result<Vec<(ObjectId, Note)>>,
 ) -> Result<(Option<ObjectId>, ObjectId)> {
     use gix::refs::transaction::PreviousValue;
     let name: gix::refs::FullName = notes_ref.try_into().context("bad notes ref")?;
@@ -155,8 +183,11 @@ pub fn edit_merging(
         let mut notes = Notes { repo, state };
         let edits = change(&mut notes)?;
         let mut state = notes.state;
-        for (object, text) in &edits {
-            let blob = repo.write_blob(text.as_bytes())?.detach();
+        for (object, note) in &edits {
+            let blob = match note {
+                Note::Text(text) => repo.write_blob(text.as_bytes())?.detach(),
+                Note::Blob(blob) => *blob,
+            };
             state
                 .edit(*object, Some(blob), repo)
                 .with_context(|| format!("cannot set the note on {object}"))?;
@@ -352,6 +383,130 @@ fn visit(
         }
         Ok(())
     }
+}
+
+/// A note `tip` has in another version than `base` (or that `base` lacks).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Changed {
+    pub object: ObjectId,
+    /// Its blob in the tip.
+    pub blob: ObjectId,
+    /// Its blob in the base, if the base had it.
+    pub base: Option<ObjectId>,
+}
+
+/// The notes of the notes commit `tip` that the notes commit `base` does not have as they
+/// are (every note of `tip` without a base). The two trees are walked side by side and a
+/// subtree both hold unchanged is never opened, so the cost follows what changed, not
+/// how many notes there are; no note's text is read.
+pub fn changed(
+    repo: &gix::Repository,
+    base: Option<ObjectId>,
+    tip: ObjectId,
+) -> Result<Vec<Changed>> {
+    let tree_of = |commit: ObjectId| -> Result<ObjectId> {
+        Ok(repo
+            .find_commit(commit)
+            .context("not a notes commit")?
+            .tree_id()?
+            .detach())
+    };
+    let base = base.map(tree_of).transpose()?;
+    let mut out = Vec::new();
+    changed_in(repo, "", base, tree_of(tip)?, &mut out)?;
+    Ok(out)
+}
+
+/// The entries of a tree: (name, is a tree, id).
+fn entries(repo: &gix::Repository, tree: ObjectId) -> Result<Vec<(String, bool, ObjectId)>> {
+    let tree = repo.find_tree(tree)?;
+    Ok(tree
+        .decode()?
+        .entries
+        .iter()
+        .map(|e| (e.filename.to_string(), e.mode.is_tree(), e.oid.to_owned()))
+        .collect())
+}
+
+/// Every note under a tree entry: (annotated object, blob), no text read.
+fn flatten(
+    repo: &gix::Repository,
+    path: String,
+    is_tree: bool,
+    oid: ObjectId,
+    out: &mut std::collections::HashMap<ObjectId, ObjectId>,
+) -> Result<()> {
+    if is_tree {
+        for (name, is_tree, oid) in entries(repo, oid)? {
+            flatten(repo, format!("{path}{name}"), is_tree, oid, out)?;
+        }
+    } else if let Ok(id) = ObjectId::from_hex(path.as_bytes()) {
+        out.insert(id, oid);
+    }
+    Ok(())
+}
+
+/// One level of [`changed`]: entries of the same name are compared (the same id: skipped;
+/// two subtrees: walked; two notes: compared); anything else — a note new here, or a
+/// fan-out that differs between the two — is compared note by note against the whole of
+/// this level of the base.
+fn changed_in(
+    repo: &gix::Repository,
+    prefix: &str,
+    base: Option<ObjectId>,
+    tip: ObjectId,
+    out: &mut Vec<Changed>,
+) -> Result<()> {
+    let base_entries = match base {
+        Some(base) => entries(repo, base)?,
+        None => Vec::new(),
+    };
+    let by_name: std::collections::HashMap<&str, (bool, ObjectId)> = base_entries
+        .iter()
+        .map(|(name, is_tree, oid)| (name.as_str(), (*is_tree, *oid)))
+        .collect();
+    let mut base_notes: Option<std::collections::HashMap<ObjectId, ObjectId>> = None;
+    for (name, is_tree, oid) in entries(repo, tip)? {
+        let path = format!("{prefix}{name}");
+        match by_name.get(name.as_str()) {
+            Some((was_tree, was)) if *was_tree == is_tree && *was == oid => {}
+            Some((true, was)) if is_tree => changed_in(repo, &path, Some(*was), oid, out)?,
+            Some((false, was)) if !is_tree => {
+                if let Ok(object) = ObjectId::from_hex(path.as_bytes()) {
+                    out.push(Changed {
+                        object,
+                        blob: oid,
+                        base: Some(*was),
+                    });
+                }
+            }
+            _ => {
+                if base_notes.is_none() {
+                    let mut all = std::collections::HashMap::new();
+                    for (name, is_tree, oid) in &base_entries {
+                        flatten(repo, format!("{prefix}{name}"), *is_tree, *oid, &mut all)?;
+                    }
+                    base_notes = Some(all);
+                }
+                let mut here = std::collections::HashMap::new();
+                flatten(repo, path, is_tree, oid, &mut here)?;
+                for (object, blob) in here {
+                    let was = base_notes
+                        .as_ref()
+                        .and_then(|all| all.get(&object))
+                        .copied();
+                    if was != Some(blob) {
+                        out.push(Changed {
+                            object,
+                            blob,
+                            base: was,
+                        });
+                    }
+                }
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Two versions of one note, merged as git's `cat_sort_uniq` strategy does: every line

@@ -38,16 +38,20 @@ pub fn tracking_ref(remote: &str, local: &str) -> String {
 /// Fetches the remote's notes refs into the remote-tracking namespace.
 pub fn fetch(repo_dir: &Path, remote: &str) -> Result<()> {
     let spec = format!("+refs/notes/crew*:refs/notes/remotes/{remote}/crew*");
-    GitRunner::new(repo_dir)
-        .output(&[
-            "fetch",
-            "--quiet",
-            "--no-tags",
-            "--no-write-fetch-head",
-            remote,
-            &spec,
-        ])
-        .with_context(|| format!("cannot fetch the notes of {remote}"))?;
+    fetch_refs(repo_dir, remote, &[&spec], false)
+        .with_context(|| format!("cannot fetch the notes of {remote}"))
+}
+
+/// Fetches `specs` from `remote` quietly, with no tags and no `FETCH_HEAD`; `prune`: what
+/// the remote no longer has under a spec's destination goes here too.
+pub fn fetch_refs(repo_dir: &Path, remote: &str, specs: &[&str], prune: bool) -> Result<()> {
+    let mut args = vec!["fetch", "--quiet", "--no-tags", "--no-write-fetch-head"];
+    if prune {
+        args.push("--prune");
+    }
+    args.push(remote);
+    args.extend(specs);
+    GitRunner::new(repo_dir).output(&args)?;
     Ok(())
 }
 
@@ -128,7 +132,15 @@ pub fn merge_into(
         out.merge = "fast-forward";
         return Ok(out);
     }
-    let theirs = notes::all_at(repo, remote)?;
+    // Only what the remote changed since the histories parted is looked at: a note it
+    // left as it was is ours already. With no common history, every note of theirs.
+    let base = before.and_then(|local_tip| {
+        repo.merge_base(local_tip, remote)
+            .ok()
+            .flatten()
+            .map(|id| id.detach())
+    });
+    let theirs = notes::changed(repo, base, remote)?;
     let mut unioned = 0;
     let (_, after) = notes::edit_merging(
         repo,
@@ -136,18 +148,8 @@ pub fn merge_into(
         &format!("notes: merge {tracking} by line union"),
         Some(remote),
         |current| {
-            unioned = 0;
-            let mut edits = Vec::new();
-            for (object, text) in &theirs {
-                match current.get(*object)? {
-                    None => edits.push((*object, text.clone())),
-                    Some(mine) if mine == *text => {}
-                    Some(mine) => {
-                        unioned += 1;
-                        edits.push((*object, notes::union_lines(&mine, text)));
-                    }
-                }
-            }
+            let (edits, joined) = merge_edits(current, &theirs)?;
+            unioned = joined;
             Ok(edits)
         },
     )?;
@@ -156,6 +158,30 @@ pub fn merge_into(
     out.merge = "merged";
     out.ahead = true;
     Ok(out)
+}
+
+/// What merging the remote's changed notes into `current` sets, and how many notes were
+/// joined line by line: a note we do not have, or have as the base had it, becomes
+/// theirs (its blob, unread); one both sides changed becomes the line union of both, as
+/// git's `cat_sort_uniq` strategy makes it.
+fn merge_edits(
+    current: &mut notes::Notes<'_>,
+    theirs: &[notes::Changed],
+) -> Result<(Vec<(gix::ObjectId, notes::Note)>, usize)> {
+    let mut unioned = 0;
+    let mut edits = Vec::new();
+    for change in theirs {
+        match current.blob(change.object)? {
+            Some(mine) if mine == change.blob => {}
+            Some(mine) if Some(mine) != change.base => {
+                unioned += 1;
+                let text = notes::union_lines(&current.text(mine)?, &current.text(change.blob)?);
+                edits.push((change.object, notes::Note::Text(text)));
+            }
+            _ => edits.push((change.object, notes::Note::Blob(change.blob))),
+        }
+    }
+    Ok((edits, unioned))
 }
 
 /// Pushes the local notes refs without force; `false` when the remote refused (it moved
@@ -196,4 +222,113 @@ pub fn remotes(repo: &gix::Repository) -> Vec<String> {
         .iter()
         .map(|name| name.to_string())
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::git::test_git as git;
+
+    fn key(repo: &gix::Repository, i: usize) -> gix::ObjectId {
+        notes::key_blob(repo, &format!("crew-task:t{i}")).unwrap()
+    }
+
+    fn set(repo: &gix::Repository, reference: &str, notes: &[(usize, &str)]) {
+        notes::edit(repo, reference, "test", |current| {
+            let mut edits = Vec::new();
+            for (i, line) in notes {
+                let object = key(repo, *i);
+                let mut text = current.get(object)?.unwrap_or_default();
+                text.push_str(line);
+                text.push('\n');
+                edits.push((object, text));
+            }
+            Ok(edits)
+        })
+        .unwrap();
+    }
+
+    /// Every note of a notes ref, each as its sorted set of lines.
+    fn lines(repo: &gix::Repository, reference: &str) -> Vec<(gix::ObjectId, Vec<String>)> {
+        let mut all: Vec<(gix::ObjectId, Vec<String>)> = notes::all(repo, reference)
+            .unwrap()
+            .into_iter()
+            .map(|(object, text)| {
+                let mut lines: Vec<String> = text.lines().map(String::from).collect();
+                lines.sort();
+                lines.dedup();
+                (object, lines)
+            })
+            .collect();
+        all.sort();
+        all
+    }
+
+    /// A merge that looks only at the notes the remote changed since the common base gives
+    /// the same notes as the union of every note of theirs, also when the remote's notes
+    /// tree fanned out meanwhile; and it looks at no other note.
+    #[test]
+    fn merging_only_the_notes_changed_since_the_base_gives_the_full_union() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path();
+        git(dir, &["init", "-q", "-b", "main"]);
+        let repo = gix::open(dir).unwrap();
+        let base: Vec<(usize, String)> = (0..250).map(|i| (i, format!("base {i}"))).collect();
+        let base: Vec<(usize, &str)> = base.iter().map(|(i, l)| (*i, l.as_str())).collect();
+        set(&repo, "refs/notes/ours", &base);
+        let base_tip = notes::tip(&repo, "refs/notes/ours").unwrap().unwrap();
+        git(
+            dir,
+            &["update-ref", "refs/notes/theirs", &base_tip.to_string()],
+        );
+        // Ours: three notes grow. Theirs: two of the same and one other grow, and 300 new
+        // notes arrive (the tree fans out).
+        set(
+            &repo,
+            "refs/notes/ours",
+            &[(1, "ours 1"), (2, "ours 2"), (3, "ours 3")],
+        );
+        let mut theirs: Vec<(usize, String)> = vec![
+            (2, "theirs 2".into()),
+            (3, "theirs 3".into()),
+            (4, "theirs 4".into()),
+        ];
+        theirs.extend((1000..1300).map(|i| (i, format!("new {i}"))));
+        let theirs: Vec<(usize, &str)> = theirs.iter().map(|(i, l)| (*i, l.as_str())).collect();
+        set(&repo, "refs/notes/theirs", &theirs);
+        let remote = notes::tip(&repo, "refs/notes/theirs").unwrap().unwrap();
+        let ours_tip = notes::tip(&repo, "refs/notes/ours").unwrap().unwrap();
+
+        let changed = notes::changed(&repo, Some(base_tip), remote).unwrap();
+        assert_eq!(changed.len(), 303, "only what the remote changed");
+        assert_eq!(
+            changed.iter().filter(|c| c.base.is_some()).count(),
+            3,
+            "{changed:?}"
+        );
+        assert_eq!(notes::changed(&repo, None, remote).unwrap().len(), 550);
+
+        // The full union, on a copy of ours.
+        git(
+            dir,
+            &["update-ref", "refs/notes/full", &ours_tip.to_string()],
+        );
+        let all = notes::changed(&repo, None, remote).unwrap();
+        notes::edit_merging(&repo, "refs/notes/full", "full", Some(remote), |current| {
+            Ok(merge_edits(current, &all)?.0)
+        })
+        .unwrap();
+
+        let merged = merge_into(&repo, "refs/notes/ours", "refs/notes/theirs").unwrap();
+        assert_eq!(merged.merge, "merged");
+        assert_eq!(merged.unioned, 2, "notes 2 and 3 changed on both sides");
+        let ours = lines(&repo, "refs/notes/ours");
+        assert_eq!(ours.len(), 550);
+        assert_eq!(ours, lines(&repo, "refs/notes/full"));
+        let two = &ours.iter().find(|(o, _)| *o == key(&repo, 2)).unwrap().1;
+        assert_eq!(two, &["base 2", "ours 2", "theirs 2"]);
+        // The merged history holds theirs: the next merge is a no-op.
+        let again = merge_into(&repo, "refs/notes/ours", "refs/notes/theirs").unwrap();
+        assert_eq!(again.merge, "up-to-date");
+    }
 }

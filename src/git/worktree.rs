@@ -785,10 +785,26 @@ impl RunTree {
             .collect())
     }
 
-    /// The files and folders git ignores in the worktree, a folder named once
-    /// (`target/`) rather than file by file.
+    /// The files and folders git ignores in the worktree: each path an ignore pattern
+    /// matches, a matched folder named once (`target/`) rather than file by file.
     pub fn ignored(&self) -> Result<Vec<String>> {
-        self.others(&["--ignored"])
+        Ok(self.held_by_git()?.ignored)
+    }
+
+    /// What the worktree holds beside its commit — its uncommitted changes (untracked files
+    /// included; a nested repository counts by its pointer only) and what git ignores —
+    /// as one `git status` names them. The in-process answer, where it is certain, is
+    /// [`Indexed::held`].
+    pub fn held_by_git(&self) -> Result<super::untracked::Held> {
+        let status = self.git().output(&[
+            "status",
+            "--porcelain",
+            "-z",
+            "--untracked-files=all",
+            "--ignored=matching",
+            "--ignore-submodules=all",
+        ])?;
+        Ok(super::untracked::Held::from_porcelain(&status))
     }
 
     /// The tree of everything the worktree holds that git does not ignore — its HEAD
@@ -858,6 +874,9 @@ impl RunTree {
         let mut hidden = Vec::new();
         let mut nested = false;
         let mut plain = true;
+        // Entries a sparse checkout leaves out, or a `.gitignore` that is no plain file:
+        // what is untracked there is git's to say.
+        let mut walkable = true;
         for entry in index.entries() {
             if entry.flags.stage_raw() != 0 {
                 return None;
@@ -869,6 +888,9 @@ impl RunTree {
             {
                 hidden.push(path.to_string());
             }
+            if entry.flags.contains(Flags::SKIP_WORKTREE) {
+                walkable = false;
+            }
             if entry.flags.contains(Flags::INTENT_TO_ADD) {
                 plain = false;
             }
@@ -877,20 +899,36 @@ impl RunTree {
                 nested |=
                     std::fs::symlink_metadata(self.path.join(on_disk(path)).join(".git")).is_ok();
             }
+            let name: &[u8] = path.rsplit(|b| *b == b'/').next().unwrap_or_default();
+            if name == b".gitignore" && !matches!(entry.mode, Mode::FILE | Mode::FILE_EXECUTABLE) {
+                walkable = false;
+            }
         }
         // Cheapest to fail first: a worktree with build output or an untracked file fails
         // at the first folder that holds it, before any file is looked at.
-        let at_rest = plain
-            && hidden.is_empty()
-            && nothing_beside(&self.path, &index)
+        let quiet = plain && hidden.is_empty() && nothing_beside(&self.path, &index);
+        let walk = plain && walkable;
+        // Tracked files certainly as committed (those git status is told not to look at
+        // aside, as git leaves them).
+        let tracked = (quiet || walk)
             && files_unchanged(&self.path, &index)
             && self
                 .head(repo)
                 .is_some_and(|head| holds_head(repo, &index, head));
+        let at_rest = quiet && tracked;
+        // Then what else git status would list is what is untracked.
+        let held = match at_rest {
+            true => Some(super::untracked::Held::default()),
+            false if tracked && walk => {
+                super::untracked::beside_tracked(repo, &self.path, &self.admin, &index)
+            }
+            false => None,
+        };
         Some(Indexed {
             hidden,
             nested,
             at_rest,
+            held,
         })
     }
 
@@ -1333,6 +1371,12 @@ pub struct Indexed {
     /// again), and every path on disk is a tracked file or a folder of them. `false`
     /// says only that git must look.
     pub at_rest: bool,
+    /// What the worktree holds beside its commit, as [`RunTree::held_by_git`] would say it,
+    /// found in-process — when that is certain: the index has exactly HEAD's files, each
+    /// file's stat data match its entry (one git status is told not to look at aside),
+    /// and the walk of what is untracked met nothing gix and git might see differently.
+    /// `None`: git must look.
+    pub held: Option<super::untracked::Held>,
 }
 
 /// The most entries whose content [`same_files`] reads (their stat data say nothing
@@ -1541,6 +1585,10 @@ fn files_unchanged(worktree: &Path, index: &gix::index::File) -> bool {
     };
     let written = index.timestamp();
     index.entries().iter().all(|entry| {
+        // git does not look at it either.
+        if entry.flags.contains(gix::index::entry::Flags::ASSUME_VALID) {
+            return true;
+        }
         let path = worktree.join(on_disk(entry.path(index)));
         let Ok(meta) = gix::index::fs::Metadata::from_path_no_follow(&path) else {
             return false;

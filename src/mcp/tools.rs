@@ -443,6 +443,8 @@ struct DispatchIn {
     worker: Option<String>,
     /// Archive raw transcripts in this folder instead of .git/crew/transcripts; "" disables them.
     transcripts: Option<String>,
+    /// Claim the task on this git remote first (a fleet sharing it; default fleet.remote).
+    remote: Option<String>,
     #[serde(flatten)]
     routing: Routing,
 }
@@ -483,6 +485,7 @@ fn dispatch(ctx: &Context, input: DispatchIn) -> Result<Answer> {
         transcripts: input.transcripts,
         invocation: input.routing.invocation(),
         dry_run: input.dry_run,
+        remote: input.remote,
     };
     dispatched(ctx, crate::ops::dispatch::dispatch(ctx, &request)?)
 }

@@ -43,6 +43,8 @@ pub struct Request {
     pub invocation: Invocation,
     /// Decide everything and create nothing.
     pub dry_run: bool,
+    /// The fleet's remote to claim the task on first; none: `fleet.remote`, if set.
+    pub remote: Option<String>,
 }
 
 /// A dispatch carried out, or only decided (`dry_run`, or a record-less plan).
@@ -174,7 +176,8 @@ pub fn dispatch(ctx: &Context, req: &Request) -> Result<Dispatched> {
             false => ctx.cwd.join(d),
         }),
     };
-    let request = request(flags, prompt, from_plan.as_ref().map(|(p, t)| (p, t)));
+    let mut request = request(flags, prompt, from_plan.as_ref().map(|(p, t)| (p, t)));
+    request.remote = req.remote.clone();
     start(
         ctx,
         &store,

@@ -96,16 +96,17 @@ impl Stopped {
     }
 }
 
-/// Applies the two-failure rule to the task's ledger rows. The flight config is read only
+/// Applies the two-failure rule to the task's ledger rows, from its head note alone (the
+/// older rows' failures and tiers are carried there). The flight config is read only
 /// when the ledger alone cannot settle the answer (agents call this in loops); at the top
-/// tier the human report is written under `.git/crew/reports/`.
+/// tier the human report is written under `.git/crew/reports/`, from every row.
 pub fn should_stop(ctx: &Context, req: &ShouldStopRequest) -> Result<Stopped> {
     let repo = ctx.repo()?;
-    let rows = crate::run::ledger::rows(repo, Some(&req.task)).map_err(CrewError::from)?;
+    let tally = crate::run::ledger::tally(repo, &req.task).map_err(CrewError::from)?;
     let settled = req
         .set
         .is_empty()
-        .then(|| policy::settled_by_ledger(&rows, &req.task, &req.model, req.tier.as_deref()))
+        .then(|| policy::settled_by_ledger(&tally, &req.model, req.tier.as_deref()))
         .flatten();
     let verdict = match settled {
         Some(verdict) => verdict,
@@ -115,15 +116,15 @@ pub fn should_stop(ctx: &Context, req: &ShouldStopRequest) -> Result<Stopped> {
                 ..Invocation::default()
             };
             policy::should_stop(
-                &rows,
+                &tally,
                 &super::flight::resolve(ctx, &invocation)?.flight,
-                &req.task,
                 &req.model,
                 req.tier.as_deref(),
             )
         }
     };
     let report = if verdict.decision == Decision::HumanReport {
+        let rows = crate::run::ledger::rows(repo, Some(&req.task)).map_err(CrewError::from)?;
         let state_dir = crate::git::repo::state_dir(repo);
         let report = policy::human_report(&req.task, &req.model, &rows);
         Some(

@@ -43,6 +43,15 @@ impl From<dispatch::Refusal> for CrewError {
                 ),
             ),
             Refusal::Sandbox(m) => CrewError::new(ErrorCode::SandboxInvalid, m),
+            Refusal::NoRemote(remote) => CrewError::new(
+                ErrorCode::RemoteNotFound,
+                format!(
+                    "no remote {remote}: the fleet's claims live on a remote of this repository"
+                ),
+            )
+            .hinted("`git remote -v` lists them; --remote NAME or fleet.remote names one"),
+            Refusal::RemoteUnreachable(m) => CrewError::new(ErrorCode::FetchFailed, m),
+            Refusal::RemoteRefused(m) => CrewError::new(ErrorCode::RemoteRefused, m),
             Refusal::NotInitialised => CrewError::new(
                 ErrorCode::NotInitialised,
                 "extensions.worktreeConfig is off: a run worktree could not carry its own identity and hooks",

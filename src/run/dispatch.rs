@@ -51,11 +51,16 @@ pub fn plan(
 ) -> Result<Result<Plan, Refusal>> {
     let live = store.live()?;
     let claims = store.held()?;
-    let ledger: Vec<Row> = super::ledger::rows(repo, Some(&request.task))?;
+    // Read under the dispatch turn: the task's head note only, whatever its history.
+    let ledger = super::ledger::tally(repo, &request.task)?;
+    // Every row, only for a human report.
+    let history =
+        || -> Vec<Row> { super::ledger::rows(repo, Some(&request.task)).unwrap_or_default() };
     // Both failures' evidence, for an escalated prompt: what was measured, never output.
     // The runs are those the task's own ledger names; only their records are read.
     let evidence = |task: &str, key: &str| -> Vec<String> {
-        let mut named: Vec<&str> = ledger.iter().map(|r| r.run.as_str()).collect();
+        let rows = history();
+        let mut named: Vec<&str> = rows.iter().map(|r| r.run.as_str()).collect();
         named.sort_unstable();
         named.dedup();
         let mut records: Vec<RunRecord> = named
@@ -102,6 +107,7 @@ pub fn plan(
         live: &live,
         claims: &claims,
         ledger: &ledger,
+        history: &history,
         evidence: &evidence,
         unstartable: &unstartable,
         base,
@@ -216,19 +222,88 @@ pub fn start(
             warnings: Vec::new(),
         }));
     }
+    // In a fleet, the task is claimed on the remote before anything is made here.
+    let ticket = match super::fleet::Fleet::of(flight, request.remote.as_deref()) {
+        None => None,
+        Some(fleet) => match claim_on_remote(repo, repo_dir, store, &fleet, &plan.record)? {
+            Ok(ticket) => Some(ticket),
+            Err(refusal) => return Ok(Err(refusal)),
+        },
+    };
+    // Nothing was made here, or all of it was taken back: the remote's claim goes too (if
+    // it cannot, its lease runs out).
+    let let_go = || {
+        if let Some(ticket) = &ticket {
+            let _ = super::fleet::release(repo_dir, ticket);
+        }
+    };
     // Decided in this dispatch turn, the claim holds; a claim taken elsewhere meanwhile
     // (a store other processes share) refuses it as the decision would have.
-    let git_dir = match claim(&plan, repo, store)? {
+    let claimed = claim(&plan, repo, store);
+    if !matches!(claimed, Ok(Ok(_))) {
+        let_go();
+    }
+    let git_dir = match claimed? {
         Ok(git_dir) => git_dir,
         Err(clash) => return Ok(Err(Refusal::State(clash.to_string()))),
     };
     drop(turn);
-    let (record, warnings) = prepare(&plan, repo, repo_dir, store, &git_dir)?;
+    let prepared = prepare(&plan, repo, repo_dir, store, &git_dir);
+    if prepared.is_err() {
+        let_go();
+    }
+    let (record, warnings) = prepared?;
     Ok(Ok(Started {
         plan,
         record: Some(record),
         warnings,
     }))
+}
+
+/// Claims the run's task and scope on the fleet's remote and keeps the ticket in the run's
+/// folder (made here, before the run's supervisor can look for it); the refusal when a run
+/// elsewhere holds either, the remote is not there or refuses.
+fn claim_on_remote(
+    repo: &crate::git::Repository,
+    repo_dir: &Path,
+    store: &RunStore,
+    fleet: &super::fleet::Fleet,
+    record: &RunRecord,
+) -> Result<Result<super::fleet::Ticket, Refusal>> {
+    use super::fleet::Claimed;
+    if !crate::git::sync::remotes(repo).contains(&fleet.remote) {
+        return Ok(Err(Refusal::NoRemote(fleet.remote.clone())));
+    }
+    let claimed = match super::fleet::claim(repo_dir, fleet, record, now_millis()) {
+        Ok(claimed) => claimed,
+        Err(e) => {
+            return Ok(Err(Refusal::RemoteUnreachable(format!(
+                "cannot claim task {} on {}: {}",
+                record.task,
+                fleet.remote,
+                crate::fault::chain(&e)
+            ))));
+        }
+    };
+    let ticket = match claimed {
+        Claimed::Held(ticket) => ticket,
+        Claimed::Refused(held) => return Ok(Err(Refusal::State(held.to_string()))),
+        Claimed::RemoteRefused(why) => {
+            return Ok(Err(Refusal::RemoteRefused(format!(
+                "{} refused the claim on task {}: {why}",
+                fleet.remote, record.task
+            ))));
+        }
+    };
+    let run_dir = store.run_dir(&record.run);
+    let kept = std::fs::create_dir_all(&run_dir)
+        .map_err(crate::run::error::Error::from)
+        .and_then(|()| super::fleet::save(&run_dir, &ticket));
+    if let Err(e) = kept {
+        let _ = super::fleet::release(repo_dir, &ticket);
+        return Err(e);
+    }
+    Ok(Ok(ticket))
 }
 
 /// What a standing worker's run does with sessions, when the run has a worker: resume

@@ -122,7 +122,7 @@ pub fn record_landed(
         });
         store.update_record(record)?;
     }
-    let filed = crate::run::ledger::rows(repo, Some(&record.task))?
+    let filed = crate::run::ledger::rows_since(repo, &record.task, filed_since(record))?
         .iter()
         .any(|r| r.run == record.run && r.integrated.as_deref() == Some(landed.commit));
     if !filed {
@@ -137,6 +137,14 @@ pub fn record_landed(
     Ok(())
 }
 
+/// The earliest stamp a row of `record`'s run can bear: rows are stamped when an attempt
+/// ends, at the second (a minute's slack for a clock set back meanwhile).
+pub fn filed_since(record: &RunRecord) -> jiff::Timestamp {
+    crate::core::stamp::whole_second(record.started_at)
+        .checked_sub(jiff::SignedDuration::from_secs(60))
+        .unwrap_or(jiff::Timestamp::MIN)
+}
+
 /// A scope rejection found at integrate is a failure in the ledger — once per run: the
 /// supervisor's own rejection, or an earlier refused integrate, already counted it.
 pub fn record_scope_reject(
@@ -145,7 +153,7 @@ pub fn record_scope_reject(
     record: &RunRecord,
 ) -> Result<()> {
     let counted = record.outcome == Some(Outcome::ScopeReject)
-        || crate::run::ledger::rows(repo, Some(&record.task))?
+        || crate::run::ledger::rows_since(repo, &record.task, filed_since(record))?
             .iter()
             .any(|r| r.run == record.run && r.outcome == Some(Outcome::ScopeReject));
     if counted {
@@ -184,6 +192,8 @@ pub fn land(
             merged_reward: journal.merged_reward,
         },
     )?;
+    // Landed: a claim the run holds on a fleet's remote is let go.
+    let _ = crate::run::fleet::let_go(repo_dir, &store.run_dir(&record.run));
     let cleaned = clean(repo_dir, repo, store, record, run_tip, cleanup);
     drop_journal(store, &record.run);
     Ok(cleaned)

@@ -1,53 +1,153 @@
 //! Files a finished run's row in the outcome ledger (`refs/notes/crew-ledger`, on the blob
-//! of `crew-task:<task>`), and reads the ledger back.
+//! of `crew-task:<task>`, its older rows in segments: `core::ledger_notes`), and reads the
+//! ledger back.
 
 use std::path::Path;
 
 use crate::run::error::{Context, Result};
 
-use crate::core::ledger::{self, Row};
+use crate::core::ledger::{self, Row, Tally};
+use crate::core::ledger_notes::{self, LIMITS};
 use crate::core::record::RunRecord;
 use crate::git::notes;
 
 /// The object a task's ledger note hangs on.
 pub fn task_key(repo: &crate::git::Repository, task: &str) -> Result<crate::git::ObjectId> {
-    Ok(notes::key_blob(repo, &format!("crew-task:{task}"))?)
+    Ok(notes::key_blob(repo, &ledger_notes::head_key(task))?)
 }
 
 /// Appends the run's row to its task's ledger note.
 pub fn append(repo_dir: &Path, record: &RunRecord) -> Result<()> {
-    let repo =
-        crate::git::repo::open(repo_dir).context("cannot open the repository for the ledger")?;
-    let key = task_key(&repo, &record.task)?;
-    let line = serde_json::to_string(&Row::of(record))?;
-    Ok(notes::append_line(&repo, notes::LEDGER, key, &line)?)
+    append_row(repo_dir, &record.task, &Row::of(record))
 }
 
 /// Appends a row built by the caller (integrate's) to `task`'s ledger note.
 pub fn append_row(repo_dir: &Path, task: &str, row: &Row) -> Result<()> {
     let repo =
         crate::git::repo::open(repo_dir).context("cannot open the repository for the ledger")?;
-    let key = task_key(&repo, task)?;
-    let row = serde_json::to_string(row)?;
-    Ok(notes::append_line(&repo, notes::LEDGER, key, &row)?)
+    append_line(&repo, task, &serde_json::to_string(row)?)
 }
 
-/// The rows of one task, or of every task; oldest first.
-pub fn rows(repo: &crate::git::Repository, task: Option<&str>) -> Result<Vec<Row>> {
-    let mut rows = match task {
-        Some(task) => {
-            let key = notes::key_id(repo, &format!("crew-task:{task}"))?;
-            ledger::parse(&notes::read(repo, notes::LEDGER, key)?.unwrap_or_default())
+/// Appends one row (a JSON object whose first field is `at`) to `task`'s head note,
+/// stamped after every row the head holds and naming this clone as its writer; a head
+/// that passes its limit rolls its older rows into segments in the same notes commit.
+/// The head is all that is read and rewritten, and at most one segment besides on a
+/// roll: the cost does not grow with the task's history.
+pub fn append_line(repo: &crate::git::Repository, task: &str, line: &str) -> Result<()> {
+    let key = task_key(repo, task)?;
+    let line = ledger_notes::with_writer(line.trim_end(), &writer(repo)?);
+    notes::edit(repo, notes::LEDGER, "crew: append a row", |notes| {
+        let mut head = notes.get(key)?.unwrap_or_default();
+        if !head.is_empty() && !head.ends_with('\n') {
+            head.push('\n');
         }
-        None => notes::all(repo, notes::LEDGER)?
-            .iter()
-            .flat_map(|(_, text)| ledger::parse(text))
-            .collect(),
-    };
-    // By time (stamps of either precision); stable, so rows of one instant keep the order
-    // they were appended in.
-    rows.sort_by(|a, b| crate::core::stamp::cmp(&a.at, &b.at));
+        // After every row the head holds (its carry bears the latest rolled stamp), so a
+        // union keeps this writer's order.
+        head.push_str(&crate::core::stamp::after(&head, &line));
+        head.push('\n');
+        if !ledger_notes::needs_roll(&head, LIMITS) {
+            return Ok(vec![(key, head)]);
+        }
+        let last = match ledger_notes::last_segment(&head) {
+            Some(n) => notes.get(notes::key_id(repo, &ledger_notes::segment_key(task, n))?)?,
+            None => None,
+        };
+        let rolled = ledger_notes::roll(&head, task, last.as_deref(), LIMITS);
+        let mut edits = vec![(key, rolled.head)];
+        for (n, text) in rolled.segments {
+            edits.push((
+                notes::key_blob(repo, &ledger_notes::segment_key(task, n))?,
+                text,
+            ));
+        }
+        Ok(edits)
+    })?;
+    Ok(())
+}
+
+/// This clone's id as a ledger writer: read from the state folder, made on first use. Two
+/// ids in one clone do no harm; one id in two clones would (a copy of a `.git` folder
+/// made with `cp -r` must drop `crew/ledger-writer`).
+fn writer(repo: &crate::git::Repository) -> Result<String> {
+    let path = crate::core::layout::ledger_writer(&crate::git::repo::state_dir(repo));
+    if let Ok(text) = std::fs::read_to_string(&path) {
+        let id = text.trim();
+        if !id.is_empty() && id.len() <= 64 && id.bytes().all(|b| b.is_ascii_alphanumeric()) {
+            return Ok(id.to_string());
+        }
+    }
+    let id = uuid::Uuid::new_v4().simple().to_string()[..16].to_string();
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    }
+    crate::sys::fs::write_atomic(&path, &format!("{id}\n"), 0o644)
+        .with_context(|| format!("cannot write {}", path.display()))?;
+    Ok(id)
+}
+
+/// The head note of `task`, as text ("" when it has none).
+fn head(repo: &crate::git::Repository, task: &str) -> Result<String> {
+    let key = notes::key_id(repo, &ledger_notes::head_key(task))?;
+    Ok(notes::read(repo, notes::LEDGER, key)?.unwrap_or_default())
+}
+
+/// The texts of segments `numbers` of `task` (those that exist).
+fn segments(repo: &crate::git::Repository, task: &str, numbers: &[u32]) -> Result<Vec<String>> {
+    let keys = numbers
+        .iter()
+        .map(|n| notes::key_id(repo, &ledger_notes::segment_key(task, *n)))
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(notes::read_many(repo, notes::LEDGER, &keys)?
+        .into_iter()
+        .flatten()
+        .collect())
+}
+
+/// The rows of one task (its head and every segment), or of every task; oldest first,
+/// each once.
+pub fn rows(repo: &crate::git::Repository, task: Option<&str>) -> Result<Vec<Row>> {
+    match task {
+        Some(task) => {
+            let head = head(repo, task)?;
+            let numbers: Vec<u32> = ledger_notes::Head::parse(&head)
+                .carry
+                .segments
+                .keys()
+                .copied()
+                .collect();
+            let segments = segments(repo, task, &numbers)?;
+            Ok(ledger_notes::rows_of(
+                segments.iter().map(String::as_str).chain([head.as_str()]),
+            ))
+        }
+        None => {
+            let all = notes::all(repo, notes::LEDGER)?;
+            Ok(ledger_notes::rows_of(
+                all.iter().map(|(_, text)| text.as_str()),
+            ))
+        }
+    }
+}
+
+/// The rows of `task` stamped at or after `since`: its head, and only the segments that
+/// hold rows that late.
+pub fn rows_since(
+    repo: &crate::git::Repository,
+    task: &str,
+    since: jiff::Timestamp,
+) -> Result<Vec<Row>> {
+    let head = head(repo, task)?;
+    let numbers = ledger_notes::Head::parse(&head).carry.segments_since(since);
+    let segments = segments(repo, task, &numbers)?;
+    let mut rows =
+        ledger_notes::rows_of(segments.iter().map(String::as_str).chain([head.as_str()]));
+    rows.retain(|r| crate::core::stamp::parse(&r.at).is_none_or(|at| at >= since));
     Ok(rows)
+}
+
+/// What the two-failure rule needs of `task`'s rows, read from its head note alone.
+pub fn tally(repo: &crate::git::Repository, task: &str) -> Result<Tally> {
+    Ok(ledger_notes::tally(&head(repo, task)?, task))
 }
 
 /// What the whole ledger teaches: every configuration's stats and every task's estimate

@@ -16,6 +16,7 @@ pub mod doctor;
 pub mod error;
 pub mod fence;
 pub mod filing;
+pub mod fleet;
 pub mod install;
 pub mod integrate;
 pub mod landing;

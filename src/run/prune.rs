@@ -153,13 +153,10 @@ pub fn prune(
                 branch,
                 branch_kept_because,
             } => {
-                // A worktree at rest holds nothing beside its tracked files.
-                let ignored = seen
-                    .tree
-                    .as_ref()
-                    .filter(|_| worktree && !seen.at_rest)
-                    .and_then(|t| t.ignored().ok())
-                    .unwrap_or_default();
+                let ignored = match worktree {
+                    true => seen.ignored.clone(),
+                    false => Vec::new(),
+                };
                 let mut removed = Removed {
                     run: record.run.clone(),
                     task: record.task.clone(),
@@ -225,13 +222,13 @@ pub fn stranded_work(
 }
 
 /// What was seen of one run: the facts, its worktree (restored or inspected, when it is
-/// there), the tip of its branch, and whether its worktree is certainly at rest (nothing
-/// uncommitted, nothing beside its tracked files).
+/// there), the tip of its branch, and what git ignores in its worktree (each path an
+/// ignore pattern matches, a folder once: what would go with it).
 struct Seen {
     facts: Facts,
     tree: Option<RunTree>,
     tip: Option<ObjectId>,
-    at_rest: bool,
+    ignored: Vec<String>,
 }
 
 /// Each finished run looked at, with what was seen of it.
@@ -316,7 +313,7 @@ fn look(
     let attempts = crate::git::refs::tip(repo, &crate::git::run_range::attempts_ref(&r.run))
         .ok()
         .flatten();
-    let (tree, state, at_rest) = worktree(repo, store, r, attempts, how);
+    let (tree, state, ignored) = worktree(repo, store, r, attempts, how);
     let head = tree.as_ref().and_then(|t| t.head(repo));
     let targets: Vec<ObjectId> = [
         r.integration.as_ref().map(|i| i.into.as_str()),
@@ -361,26 +358,26 @@ fn look(
         },
         tree,
         tip,
-        at_rest,
+        ignored,
     };
     (seen, ask)
 }
 
 /// The run's worktree, looked at with git-crew's own hardened git once its
 /// administration is put back as dispatch made it (or, with [`How::Inspect`], read as it
-/// is where it is as dispatch made it, else from a corrected copy); and whether it is
-/// certainly at rest. What its index says is read in-process where it can be; git runs
-/// only for a worktree that is not at rest.
+/// is where it is as dispatch made it, else from a corrected copy); and what git ignores
+/// in it. What its index says and what is untracked in it are found in-process where
+/// that is certain ([`RunTree::indexed`]); git runs only in a worktree where it is not.
 fn worktree(
     repo: &crate::git::Repository,
     store: &RunStore,
     r: &RunRecord,
     attempts: Option<ObjectId>,
     how: How,
-) -> (Option<RunTree>, Tree, bool) {
+) -> (Option<RunTree>, Tree, Vec<String>) {
     let path = Path::new(&r.worktree);
     if std::fs::symlink_metadata(path).is_err() {
-        return (None, Tree::Absent, false);
+        return (None, Tree::Absent, Vec::new());
     }
     let canon = |p: &Path| p.canonicalize().unwrap_or_else(|_| p.to_path_buf());
     if canon(path) != canon(&store.worktree_path(&r.run)) {
@@ -391,7 +388,7 @@ fn worktree(
                 path.display(),
                 r.run
             )),
-            false,
+            Vec::new(),
         );
     }
     // Someone is at work in it (a merge, a rebase): restoring its administration would
@@ -402,7 +399,7 @@ fn worktree(
             Tree::Unreadable(format!(
                 "an operation is in progress in it ({state}): finish or abort it there"
             )),
-            false,
+            Vec::new(),
         );
     }
     let tree = match how {
@@ -411,11 +408,17 @@ fn worktree(
     };
     let tree = match tree {
         Ok(tree) => tree,
-        Err(err) => return (None, Tree::Unreadable(crate::fault::chain(&err)), false),
+        Err(err) => {
+            return (
+                None,
+                Tree::Unreadable(crate::fault::chain(&err)),
+                Vec::new(),
+            );
+        }
     };
     let indexed = tree.indexed(repo);
     if indexed.as_ref().is_some_and(|i| i.at_rest) {
-        return (Some(tree), Tree::Clean, true);
+        return (Some(tree), Tree::Clean, Vec::new());
     }
     // A repository nested in the worktree — under a gitlink, or untracked (git names it
     // as a folder, `dir/`, and never looks inside) — holds work git-crew cannot see.
@@ -436,7 +439,7 @@ fn worktree(
             return (
                 Some(tree),
                 Tree::Unreadable(crate::fault::chain(&err)),
-                false,
+                Vec::new(),
             );
         }
     };
@@ -444,11 +447,19 @@ fn worktree(
         Some(indexed) => Ok(indexed.nested),
         None => tree.holds_nested_repository(),
     };
-    let uncommitted = tree.uncommitted().map(|mut paths| {
-        paths.extend(hidden.iter().cloned());
-        paths
-    });
-    let state = match (nested, uncommitted) {
+    let held = match indexed.and_then(|i| i.held) {
+        Some(held) => Ok(held),
+        None => tree.held_by_git(),
+    };
+    let (held, ignored) = match held {
+        Ok(held) => {
+            let mut paths = held.uncommitted;
+            paths.extend(hidden.iter().cloned());
+            (Ok(paths), held.ignored)
+        }
+        Err(err) => (Err(err), Vec::new()),
+    };
+    let state = match (nested, held) {
         (Ok(true), _) => Tree::Nested,
         (Err(err), _) | (_, Err(err)) => Tree::Unreadable(crate::fault::chain(&err)),
         (Ok(false), Ok(paths)) if untracked_repository(&paths) => Tree::Nested,
@@ -464,7 +475,7 @@ fn worktree(
             Tree::Dirty { paths, kept }
         }
     };
-    (Some(tree), state, false)
+    (Some(tree), state, ignored)
 }
 
 /// A stranded run as prune and doctor list it.

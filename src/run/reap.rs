@@ -119,6 +119,12 @@ pub fn end_outside(
     if store.finish(&record, || {
         not_filed = filing::ledger_row(repo_dir, &record).err()
     })? {
+        crate::run::fleet::at_end(
+            repo_dir,
+            &store.run_dir(&record.run),
+            &record.branch,
+            outcome,
+        );
         Ok(Some(Ended { record, not_filed }))
     } else {
         Ok(None)
@@ -141,7 +147,8 @@ fn complete_filed(store: &RunStore, repo_dir: &Path, run: &str) -> Result<Option
     }
     let mut not_filed = None;
     let completed = store.complete_finish(run, |record| {
-        let filed_row = crate::run::ledger::rows(&repo, Some(&record.task))
+        let since = crate::run::landing::filed_since(record);
+        let filed_row = crate::run::ledger::rows_since(&repo, &record.task, since)
             .map(|rows| {
                 rows.iter().any(|r| {
                     r.run == record.run && r.attempt == record.attempts && r.integrated.is_none()

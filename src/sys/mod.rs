@@ -8,6 +8,7 @@ pub mod error;
 pub mod failpoint;
 pub mod fence;
 pub mod fs;
+pub mod host;
 pub mod lock;
 pub mod ns;
 pub mod process;

@@ -13,7 +13,7 @@ fn run_task(env: &TestEnv, repo: &Path, task: &str, backend: &str, extra: &[&str
     )
 }
 
-fn task_blob(env: &TestEnv, repo: &Path, task: &str) -> String {
+pub fn task_blob(env: &TestEnv, repo: &Path, task: &str) -> String {
     let out = env
         .command("sh")
         .current_dir(repo)
@@ -365,4 +365,101 @@ fn fences_max_attempts_bounds_a_run_whatever_the_ledger_says() {
         .verdict();
     assert_eq!(verdict["decision"], "continue", "{verdict}");
     assert_eq!(verdict["failures"], 3);
+}
+
+/// Appends `n` rows of `task` (runs `<prefix>-0` …) through git-crew's own ledger code, as
+/// finished runs append them; every `fail_every`-th is a failure of model m1 at tier low,
+/// the others passes of m2. Returns the run ids in the order appended.
+pub fn append_rows(
+    repo: &Path,
+    task: &str,
+    prefix: &str,
+    n: usize,
+    fail_every: usize,
+) -> Vec<String> {
+    let gix = git_crew::git::repo::open(repo).unwrap();
+    (0..n)
+        .map(|i| {
+            let run = format!("{prefix}-{i}");
+            let failed = i % fail_every == 0;
+            let row = serde_json::json!({
+                "at": "2026-01-01T00:00:00Z", "run": run, "attempt": 1, "task": task,
+                "backend": "bench", "model": if failed { "m1" } else { "m2" },
+                "effort": "high", "tier": "low", "role": "implement", "worker": null,
+                "claimed": "done", "outcome": if failed { "fail" } else { "pass" },
+                "reward": 0.0, "size_h": 1.0, "wall_s": 60, "files_changed": 3,
+                "scope_changed": false,
+            });
+            git_crew::run::ledger::append_line(&gix, task, &row.to_string()).unwrap();
+            run
+        })
+        .collect()
+}
+
+/// The runs of `task`'s rows as `git crew ledger --task` lists them.
+pub fn listed_runs(env: &TestEnv, repo: &Path, task: &str) -> Vec<String> {
+    env.crew(repo, &["ledger", "--task", task]).json()["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["run"].as_str().unwrap().to_string())
+        .collect()
+}
+
+#[test]
+fn a_task_rolled_into_segments_reads_back_every_row_in_order_and_git_reads_each_note() {
+    let env = TestEnv::new();
+    let repo = env.fixture("crew-repo.sh", "repo", &[]);
+    let runs = append_rows(&repo, "busy", "r", 400, 7);
+    assert_eq!(listed_runs(&env, &repo, "busy"), runs);
+    let all = env.crew(&repo, &["ledger"]).json()["rows"].clone();
+    assert_eq!(all.as_array().unwrap().len(), 400);
+
+    // The head note holds the carry and the newest rows only; git reads it as it is.
+    let head = env.git_ok(
+        &repo,
+        &[
+            "notes",
+            "--ref=crew-ledger",
+            "show",
+            &task_blob(&env, &repo, "busy"),
+        ],
+    );
+    assert!(head.len() < 64 * 1024, "{}", head.len());
+    let lines: Vec<&str> = head.lines().collect();
+    assert!(lines[0].contains("\"carry\":"), "{}", lines[0]);
+    assert!(lines.len() > 2, "{}", lines.len());
+    assert!(
+        lines.last().unwrap().contains("\"run\":\"r-399\""),
+        "{}",
+        lines.last().unwrap()
+    );
+    // The older rows are in segment 1, a note of its own that git reads too.
+    let segment = env.git_ok(
+        &repo,
+        &[
+            "notes",
+            "--ref=crew-ledger",
+            "show",
+            &task_blob(&env, &repo, "busy#1"),
+        ],
+    );
+    assert!(segment.lines().next().unwrap().contains("\"run\":\"r-0\""));
+    assert_eq!(segment.lines().count() + lines.len() - 1, 400);
+
+    // should-stop counts every failure, the rolled ones included: 0, 7, …, 399 → 58.
+    let verdict = env
+        .should_stop(&repo, "busy")
+        .model("m1")
+        .tier("low")
+        .verdict();
+    assert_eq!(verdict["failures"], 58, "{verdict}");
+    assert_eq!(verdict["decision"], "escalate-tier");
+    // And the tier it settles on from the rows alone is the rolled rows' too.
+    let verdict = env.should_stop(&repo, "busy").model("m2").verdict();
+    assert_eq!(
+        (verdict["decision"].as_str(), verdict["tier"].as_str()),
+        (Some("continue"), Some("low")),
+        "{verdict}"
+    );
 }

@@ -10,7 +10,7 @@ use serde_json::Value;
 use crate::common::{TestEnv, poll_until, read, write};
 
 /// crew-repo.sh with a committed `.gitignore` (build output, `.env`).
-fn ignoring_repo(env: &TestEnv) -> PathBuf {
+pub(crate) fn ignoring_repo(env: &TestEnv) -> PathBuf {
     let repo = env.fixture("crew-repo.sh", "repo", &[]);
     write(&repo.join(".gitignore"), "target/\n.env\n");
     env.git_ok(&repo, &["add", ".gitignore"]);
@@ -19,7 +19,7 @@ fn ignoring_repo(env: &TestEnv) -> PathBuf {
 }
 
 /// A finished run of `task` on `backend` within `scope`.
-fn finished(
+pub(crate) fn finished(
     env: &TestEnv,
     repo: &Path,
     task: &str,
@@ -43,7 +43,7 @@ fn live(env: &TestEnv, repo: &Path, task: &str, backend: &str, scope: &str) -> S
         .run_id()
 }
 
-fn integrate_keeping_all(env: &TestEnv, repo: &Path, run: &str) {
+pub(crate) fn integrate_keeping_all(env: &TestEnv, repo: &Path, run: &str) {
     env.crew(repo, &["integrate", run, "--set", "worktree.cleanup=never"])
         .expect_code(0);
 }
@@ -64,7 +64,7 @@ fn merge_stopped_on_a_conflict(env: &TestEnv, repo: &Path) -> (String, PathBuf) 
     (merging, wt)
 }
 
-fn worktree(repo: &Path, run: &str) -> PathBuf {
+pub(crate) fn worktree(repo: &Path, run: &str) -> PathBuf {
     repo.join(".git/crew/worktrees").join(run)
 }
 
@@ -126,6 +126,86 @@ fn counts_agree(repo: &Path) -> Vec<(String, u64)> {
             (run.clone(), by_git)
         })
         .collect()
+}
+
+/// For every finished run of `repo` whose worktree prune and doctor look at: the
+/// in-process stranded-work check (`RunTree::indexed`: whether the worktree is at rest,
+/// and what it holds beside its commit — the untracked paths that are work and what git
+/// ignores) against the git-process check — `git status` for what is uncommitted
+/// (`RunTree::uncommitted`, as prune and doctor asked git before), one `git status
+/// --ignored=matching` (`RunTree::held_by_git`, the fallback) for that and what is
+/// ignored, `git ls-files -v` and `--stage` for the hidden paths and a nested repository.
+/// Wherever the in-process check answers, it must say what git says. With `settle`, each
+/// worktree is settled first (`settle_worktree`: its tracked files' times put in the
+/// past, none "racily clean", which only git can look into). By run: whether it answered.
+pub(crate) fn stranded_checks_agree(
+    env: &TestEnv,
+    repo: &Path,
+    settle: bool,
+) -> Vec<(String, bool)> {
+    stranded_looks(env, repo, settle)
+        .into_iter()
+        .map(|look| (look.run, look.in_process))
+        .collect()
+}
+
+/// What [`stranded_checks_agree`] found of one run's worktree.
+pub(crate) struct StrandedLook {
+    pub run: String,
+    /// The in-process check answered (and agreed with git).
+    pub in_process: bool,
+    /// git's answer.
+    pub by_git: git_crew::git::untracked::Held,
+}
+
+/// [`stranded_checks_agree`], with git's answer for each run.
+pub(crate) fn stranded_looks(env: &TestEnv, repo: &Path, settle: bool) -> Vec<StrandedLook> {
+    use git_crew::git::worktree::RunTree;
+    let gix = git_crew::git::repo::open(repo).unwrap();
+    let store = git_crew::state::runs::RunStore::new(&git_crew::git::repo::state_dir(&gix));
+    let live: Vec<String> = store.live().unwrap().into_iter().map(|r| r.run).collect();
+    let mut looks = Vec::new();
+    for record in store.finished().unwrap() {
+        let wt = Path::new(&record.worktree);
+        if live.contains(&record.run)
+            || !wt.exists()
+            || RunTree::operation_in_progress(gix.common_dir(), wt).is_some()
+        {
+            continue;
+        }
+        let run = &record.run;
+        if settle {
+            settle_worktree(env, wt);
+        }
+        let tree = RunTree::inspect(gix.common_dir(), wt, &record.identity()).unwrap();
+        let by_git = tree.held_by_git().unwrap();
+        assert_eq!(by_git.uncommitted, tree.uncommitted().unwrap(), "run {run}");
+        let indexed = tree.indexed(&gix);
+        if let Some(indexed) = &indexed {
+            assert_eq!(
+                indexed.hidden,
+                tree.hidden_from_status().unwrap(),
+                "run {run}"
+            );
+            assert_eq!(
+                indexed.nested,
+                tree.holds_nested_repository().unwrap(),
+                "run {run}"
+            );
+            if indexed.at_rest {
+                assert_eq!(by_git, Default::default(), "run {run}: taken for at rest");
+            }
+            if let Some(held) = &indexed.held {
+                assert_eq!(held, &by_git, "run {run}: in-process and git disagree");
+            }
+        }
+        looks.push(StrandedLook {
+            run: run.clone(),
+            in_process: indexed.is_some_and(|i| i.held.is_some()),
+            by_git,
+        });
+    }
+    looks
 }
 
 fn count_of(counts: &[(String, u64)], run: &str) -> u64 {
@@ -205,6 +285,21 @@ fn prune_removes_only_what_may_go_and_lists_stranded_work() {
     let all: Vec<String> = sorted(&every.iter().map(|(r, _)| *r).collect::<Vec<_>>());
     assert_eq!(present(&env), all);
     let counts = counts_agree(&repo);
+    stranded_checks_agree(&env, &repo, false);
+    // Settled (no file written in the second its index was), every worktree is looked at
+    // in-process but the one with a changed tracked file, which git must read.
+    let answered = stranded_checks_agree(&env, &repo, true);
+    let in_process = |run: &str| {
+        answered
+            .iter()
+            .find(|(r, _)| r == run)
+            .unwrap_or_else(|| panic!("{run} was not looked at: {answered:?}"))
+            .1
+    };
+    for run in [&merged, &edited, &waiting, &failed, &empty, &abandoned] {
+        assert!(in_process(run), "{run}: {answered:?}");
+    }
+    assert!(!in_process(&rejected), "{answered:?}");
     assert_eq!(count_of(&counts, &waiting), 1);
     assert_eq!(count_of(&counts, &failed), 1);
     assert_eq!(count_of(&counts, &merged), 0);
@@ -302,6 +397,7 @@ fn prune_removes_only_what_may_go_and_lists_stranded_work() {
     );
 
     counts_agree(&repo);
+    stranded_checks_agree(&env, &repo, false);
     // --all: the finished runs that hold nothing unkept go too; stranded work stays.
     let out = env.crew(&repo, &["prune", "--all"]);
     out.expect_code(0);
@@ -364,6 +460,7 @@ fn prune_removes_only_what_may_go_and_lists_stranded_work() {
     assert_eq!(again.json()["kept"]["already"], true);
     // What abandon kept counts as kept.
     let counts = counts_agree(&repo);
+    stranded_checks_agree(&env, &repo, false);
     assert_eq!(count_of(&counts, &failed), 0);
 
     let out = env.crew(&repo, &["prune", "--all"]);
@@ -385,6 +482,7 @@ fn prune_removes_only_what_may_go_and_lists_stranded_work() {
     assert_eq!(kept(&edited, "work/notes.txt"), "unsaved");
     assert!(kept(&failed, "work/failed.txt").starts_with("done by "));
     counts_agree(&repo);
+    stranded_checks_agree(&env, &repo, false);
 
     // The live runs were never touched, and still are.
     let status = env.crew(&repo, &["show", &working]).json();
@@ -406,6 +504,7 @@ fn older_than_filters_by_when_the_run_finished_on_the_pinned_clock() {
     let waiting = finished(&env, &repo, "waiting", "own-file", "work/**", &[]);
     env.set_clock("2026-01-11T00:00:00Z");
     assert_eq!(count_of(&counts_agree(&repo), &waiting), 1);
+    stranded_checks_agree(&env, &repo, false);
 
     let out = env.crew(&repo, &["prune", "--older-than", "11d"]);
     out.expect_code(0);
@@ -446,6 +545,7 @@ fn uninstall_with_purge_prunes_every_finished_run_and_keeps_stranded_work() {
     integrate_keeping_all(&env, &repo, &merged);
     let empty = finished(&env, &repo, "empty", "no-footer", "work/**", &[]);
     assert_eq!(count_of(&counts_agree(&repo), &empty), 0);
+    stranded_checks_agree(&env, &repo, false);
 
     // --purge goes with --uninstall only.
     env.crew(&repo, &["init", "--purge"]).expect_code(2);
@@ -528,6 +628,7 @@ fn commits_made_after_integration_and_repositories_inside_are_never_lost() {
     env.git_ok(&inner, &["commit", "-q", "-m", "inner"]);
 
     assert_eq!(count_of(&counts_agree(&repo), &late), 1);
+    stranded_checks_agree(&env, &repo, false);
     let out = env.crew(&repo, &["prune", "--all"]);
     out.expect_code(0);
     let json = out.json();
@@ -569,8 +670,10 @@ fn commits_made_after_integration_and_repositories_inside_are_never_lost() {
     assert!(branch_exists(&env, &repo, "tampered", &tampered));
 
     counts_agree(&repo);
+    stranded_checks_agree(&env, &repo, false);
     env.crew(&repo, &["abandon", &late]).expect_code(0);
     assert_eq!(count_of(&counts_agree(&repo), &late), 0);
+    stranded_checks_agree(&env, &repo, false);
     let out = env.crew(&repo, &["prune", "--all"]);
     out.expect_code(0);
     let json = out.json();
@@ -609,6 +712,7 @@ fn edits_git_status_is_told_to_hide_and_a_merge_in_progress_are_never_pruned() {
         .join("MERGE_HEAD");
     assert!(merge_head.exists());
     counts_agree(&repo);
+    stranded_checks_agree(&env, &repo, false);
 
     for args in [
         &["doctor"][..],
@@ -742,7 +846,7 @@ fn unkept_commits_are_counted_in_process_as_git_rev_list_counts_them() {
 /// Sets every tracked file of the worktree `wt` into the past — a second of its own each
 /// time, so that git, which compares whole seconds, sees the change — and refreshes its
 /// index, so no entry is younger than the index ("racily clean").
-fn settle_worktree(env: &TestEnv, wt: &Path) {
+pub(crate) fn settle_worktree(env: &TestEnv, wt: &Path) {
     static TIMES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
     let files = env.git_ok(wt, &["ls-files", "-z"]);
     let n = TIMES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
@@ -1019,6 +1123,7 @@ fn a_dry_run_and_doctor_leave_every_file_under_git_as_it_was() {
         || crate::read_only::supervisors(&repo).is_empty(),
     );
 
+    stranded_checks_agree(&env, &repo, false);
     // No lock file is made either: a lock no process ever took is not taken.
     for lock in ["integrate.lock", "dispatch.lock"] {
         std::fs::remove_file(repo.join(".git/crew").join(lock)).unwrap();

@@ -6,42 +6,14 @@ use crate::common::TestEnv;
 
 /// A bare remote made from crew-repo.sh, and two initialised clones of it.
 fn clones(env: &TestEnv) -> (PathBuf, PathBuf, PathBuf) {
-    let origin = env.fixture("crew-repo.sh", "origin", &[]);
-    let bare = env.root().join("remote.git");
-    env.git_ok(
-        env.root(),
-        &[
-            "clone",
-            "-q",
-            "--bare",
-            origin.to_str().unwrap(),
-            bare.to_str().unwrap(),
-        ],
-    );
-    let mut out = Vec::new();
-    for name in ["a", "b"] {
-        let dir = env.root().join(name);
-        env.git_ok(
-            env.root(),
-            &["clone", "-q", bare.to_str().unwrap(), dir.to_str().unwrap()],
-        );
-        env.crew(&dir, &["init"]).expect_code(0);
-        out.push(dir);
-    }
-    (bare, out.remove(0), out.remove(0))
+    let (bare, mut clones) = crate::fleet::fleet(env, &["a", "b"], None);
+    let b = clones.pop().unwrap();
+    let a = clones.pop().unwrap();
+    (bare, a, b)
 }
 
 fn finished(env: &TestEnv, repo: &Path, task: &str, worker: &str) -> String {
     env.finished_run(repo, task, worker, &["--scope", "src/routes/**"])
-}
-
-fn ledger_runs(env: &TestEnv, repo: &Path, task: &str) -> Vec<String> {
-    env.crew(repo, &["ledger", "--task", task]).json()["rows"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|r| r["run"].as_str().unwrap().to_string())
-        .collect()
 }
 
 #[test]
@@ -71,12 +43,15 @@ fn two_clones_sync_through_a_bare_remote_and_each_keeps_its_rows() {
     env.crew(&a, &["sync"]).expect_code(0);
 
     for clone in [&a, &b] {
-        let mut routes = ledger_runs(&env, clone, "routes");
+        let mut routes = crate::ledger::listed_runs(&env, clone, "routes");
         routes.sort();
         let mut expected = vec![run_a.clone(), run_b.clone()];
         expected.sort();
         assert_eq!(routes, expected, "{}", clone.display());
-        assert_eq!(ledger_runs(&env, clone, "docs"), vec![only_b.clone()]);
+        assert_eq!(
+            crate::ledger::listed_runs(&env, clone, "docs"),
+            vec![only_b.clone()]
+        );
     }
     // git reads the merged note: one row per line, in time order.
     let blob = env
@@ -184,7 +159,7 @@ fn doctor_finds_notes_that_diverged_from_a_remote_and_merges_them() {
         "{problems}"
     );
     env.crew(&b, &["doctor", "--fix"]);
-    let mut runs = ledger_runs(&env, &b, "routes");
+    let mut runs = crate::ledger::listed_runs(&env, &b, "routes");
     runs.sort();
     let mut expected = vec![run_a, run_b];
     expected.sort();
@@ -246,5 +221,52 @@ fn a_later_verdict_of_the_same_second_stays_the_latest_on_every_clone() {
             "{}: {gates}",
             clone.display()
         );
+    }
+}
+
+#[test]
+fn two_clones_that_each_rolled_a_task_sync_to_every_row_once() {
+    use crate::ledger::{append_rows, listed_runs};
+    let env = TestEnv::new();
+    let (_, a, b) = clones(&env);
+    let mut expected = Vec::new();
+    let mut failures = 0;
+    // Each clone appends past a roll-over on its own, twice over, syncing in between:
+    // the second time both roll into the same segment numbers.
+    for round in 0..2 {
+        expected.extend(append_rows(&a, "busy", &format!("a{round}"), 300, 5));
+        expected.extend(append_rows(&b, "busy", &format!("b{round}"), 250, 4));
+        failures += 300 / 5 + 250usize.div_ceil(4);
+        for clone in [&a, &b, &a] {
+            env.crew(clone, &["sync"]).expect_code(0);
+        }
+        expected.sort();
+        for clone in [&a, &b] {
+            let mut runs = listed_runs(&env, clone, "busy");
+            runs.sort();
+            assert_eq!(runs, expected, "round {round}, {}", clone.display());
+            let verdict = env
+                .should_stop(clone, "busy")
+                .model("m1")
+                .tier("low")
+                .verdict();
+            assert_eq!(verdict["failures"], failures, "round {round}: {verdict}");
+        }
+    }
+    // A sync leaves in the head what either side's head held; the next append rolls it
+    // back under its limit.
+    for (i, clone) in [&a, &b].into_iter().enumerate() {
+        append_rows(clone, "busy", &format!("last{i}"), 1, 5);
+        let head = env.git_ok(
+            clone,
+            &[
+                "notes",
+                "--ref=crew-ledger",
+                "show",
+                &crate::ledger::task_blob(&env, clone, "busy"),
+            ],
+        );
+        assert!(head.len() < 64 * 1024, "{}", head.len());
+        assert!(head.contains("\"carry\":"));
     }
 }

@@ -90,6 +90,7 @@ const CREW_WRITES: &[&str] = &[
     "crew/transcripts",
     "crew/locks",
     "crew/cache",
+    "crew/ledger-writer",
     "crew/dispatch.lock",
     "crew/pointers.lock",
     "worktrees",

@@ -31,8 +31,8 @@ pub use diagnostics::{Diagnostic, Lines, Located, did_you_mean, line_col};
 pub use json_schema::json_schema;
 pub use layers::{Invocation, Layer, LayerSource, Origin, Resolved, leaves, resolve};
 pub use model::{
-    Backend, Fences, Flight, Gates, ModelPrice, NotifyPolicy, PlansPolicy, Price, Require,
-    RoleRouting, Roles, SandboxPolicy, SummaryPolicy, Worker, WorktreePolicy,
+    Backend, Fences, FleetPolicy, Flight, Gates, ModelPrice, NotifyPolicy, PlansPolicy, Price,
+    Require, RoleRouting, Roles, SandboxPolicy, SummaryPolicy, Worker, WorktreePolicy,
 };
 pub use schema::{
     ADAPTERS, DEFAULT_MAX_ATTEMPTS, DEFAULT_MAX_FILE_SIZE, DEFAULT_MAX_OUTPUT, DEFAULTS,

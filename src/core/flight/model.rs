@@ -34,6 +34,21 @@ pub struct Flight {
     pub summary: SummaryPolicy,
     pub sandbox: SandboxPolicy,
     pub notify: NotifyPolicy,
+    pub fleet: FleetPolicy,
+}
+
+/// `[fleet]`: machines that share one plan through their git remote.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FleetPolicy {
+    /// The remote whose refs coordinate the fleet; none: this machine alone.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub remote: Option<String>,
+    /// This machine's name in claims; none: the host's name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub machine: Option<String>,
+    /// How long a claim holds after its last renewal.
+    pub lease: String,
 }
 
 /// `[notify]`: the command told of a run's turn to needs-help or its end.
@@ -345,6 +360,7 @@ mod tests {
             "summary" => fields_of::<SummaryPolicy>(),
             "sandbox" => fields_of::<SandboxPolicy>(),
             "notify" => fields_of::<NotifyPolicy>(),
+            "fleet" => fields_of::<FleetPolicy>(),
             other => panic!("the schema's table `{other}` has no model struct"),
         }
     }

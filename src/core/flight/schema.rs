@@ -458,6 +458,25 @@ const NOTIFY: &[Field] = &[
     .defaults_to(Str("10s")),
 ];
 
+const FLEET: &[Field] = &[
+    field(
+        "remote",
+        Kind::Str,
+        "The git remote whose refs coordinate a fleet of machines: dispatch claims the task there first; none: this machine alone.",
+    ),
+    field(
+        "machine",
+        Kind::Str,
+        "This machine's name in the fleet's claims; the host's name when unset.",
+    ),
+    field(
+        "lease",
+        Kind::Duration,
+        "How long a claim on the remote holds after its last renewal; a live run renews it every third of that.",
+    )
+    .defaults_to(Str("2m")),
+];
+
 /// The root of `flight.toml`.
 pub const ROOT: &[Field] = &[
     field(
@@ -544,6 +563,11 @@ pub const ROOT: &[Field] = &[
         "notify",
         Kind::Table(NOTIFY),
         "A command told of every run that needs the lead or has ended.",
+    ),
+    field(
+        "fleet",
+        Kind::Table(FLEET),
+        "Machines that share one plan through their git remote.",
     ),
 ];
 

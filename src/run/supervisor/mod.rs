@@ -85,7 +85,11 @@ pub fn drive(
             return Err(err);
         }
     };
+    // In a fleet, the run's claim on the remote is renewed while it is driven.
+    let heartbeat =
+        crate::run::fleet::Heartbeat::start(&repo_dir(repo), &store.run_dir(run), &record.branch);
     let driven = sup.drive();
+    drop(heartbeat);
     if let Err(err) = driven {
         let DriveError::Failed(err) = err else {
             // Abandoned (or reaped) while it ran: the record is already filed.

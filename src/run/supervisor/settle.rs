@@ -342,8 +342,7 @@ impl Supervisor<'_> {
     ) -> Result<crate::core::attempt::ContinuationFacts<'k>> {
         let earlier = {
             let repo = crate::git::repo::open(&self.repo_dir)?;
-            let rows = crate::run::ledger::rows(&repo, Some(&self.record.task))?;
-            crate::core::policy::failures(&rows, &self.record.task, key)
+            crate::run::ledger::tally(&repo, &self.record.task)?.failures(key)
         };
         let resumable = self.record.session.is_some()
             && self.config.session_reuse.unwrap_or(true)
@@ -449,6 +448,7 @@ impl Supervisor<'_> {
         if !finished {
             return Err(DriveError::EndedOutside);
         }
+        crate::run::fleet::at_end(&self.repo_dir, &self.run_dir, &self.record.branch, outcome);
         self.report.notice = Some(self.record.clone());
         // A slot is free: a queued run of this backend (or of this worker) may start.
         self.report.freed_slot = true;

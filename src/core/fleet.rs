@@ -1,0 +1,333 @@
+//! A fleet's claims, decided as values. Machines that share a git remote coordinate
+//! through it: a run's claim on its task is a ref on the remote
+//! (`refs/crew/claims/<task>`) naming the blob of a [`FleetClaim`], created with a
+//! create-only lease and renewed, taken over or let go with a compare-and-swap on its
+//! old value. Every new claim also moves one serial ref (`refs/crew/fleet`) in the same
+//! atomic push, with a lease on the value the claimer read: two machines that claim at
+//! once cannot both have checked the other's scope, so one of them reads again.
+//!
+//! The rule is `core::claim`'s, over the claims whose lease runs; a claim whose lease ran
+//! out holds nothing and may be taken over.
+
+use serde::{Deserialize, Serialize};
+
+use crate::core::claim::{Claim, Clash, Wanted, clash};
+use crate::core::record::Phase;
+
+/// Where the claims live on the remote: one ref a task.
+pub const CLAIMS_PREFIX: &str = "refs/crew/claims/";
+/// The serial ref every new claim moves, so that claims are decided one at a time.
+pub const SERIAL: &str = "refs/crew/fleet";
+
+/// The ref of `task`'s claim.
+pub fn claim_ref(task: &str) -> String {
+    format!("{CLAIMS_PREFIX}{task}")
+}
+
+/// The task a claim ref stands for.
+pub fn task_of(reference: &str) -> Option<&str> {
+    reference
+        .strip_prefix(CLAIMS_PREFIX)
+        .filter(|task| !task.is_empty())
+}
+
+/// One claim as the remote keeps it (the blob a claim ref names), in JSON.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FleetClaim {
+    /// The machine whose run holds it (`fleet.machine`, else the host's name).
+    pub machine: String,
+    pub run: String,
+    pub task: String,
+    /// Its role may commit: only then does its scope hold paths.
+    pub writes: bool,
+    pub scope: Vec<String>,
+    /// When it was first taken, and last renewed (ms since the epoch, the holder's clock).
+    pub since_ms: u64,
+    pub renewed_ms: u64,
+    /// How long after its last renewal it holds.
+    pub lease_ms: u64,
+    /// The ref on the remote that keeps the run's commits as it goes
+    /// (`refs/crew/attempts/<run>`), for whoever takes the task over.
+    pub attempt_ref: String,
+}
+
+impl FleetClaim {
+    /// When the lease runs out.
+    pub fn expires_ms(&self) -> u64 {
+        self.renewed_ms.saturating_add(self.lease_ms)
+    }
+
+    /// Whether the lease ran out by `now_ms`.
+    pub fn expired(&self, now_ms: u64) -> bool {
+        now_ms >= self.expires_ms()
+    }
+
+    /// The claim as the local rule sees it.
+    pub fn as_claim(&self) -> Claim {
+        Claim {
+            run: self.run.clone(),
+            task: self.task.clone(),
+            phase: Phase::Working,
+            writes: self.writes,
+            scope: self.scope.clone(),
+        }
+    }
+
+    /// The claim renewed at `now_ms`.
+    pub fn renewed(&self, now_ms: u64) -> FleetClaim {
+        FleetClaim {
+            renewed_ms: now_ms.max(self.renewed_ms),
+            ..self.clone()
+        }
+    }
+
+    /// The claim as the blob's text.
+    pub fn to_text(&self) -> String {
+        // A struct of strings and numbers always serialises.
+        serde_json::to_string(self).unwrap_or_default() + "\n"
+    }
+
+    /// A claim read back from a blob; `None` when the text is not one.
+    pub fn parse(text: &str) -> Option<FleetClaim> {
+        serde_json::from_str(text.trim()).ok()
+    }
+}
+
+/// A claim found on the remote: its ref's value and what it says (`None` when the blob
+/// is not a claim git-crew can read: it holds its task, with no scope known, until
+/// someone removes it).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Seen {
+    pub task: String,
+    /// The object the claim ref names (hex), the lease for a compare-and-swap.
+    pub id: String,
+    pub claim: Option<FleetClaim>,
+}
+
+/// Why a fleet claim is refused: a run elsewhere (or here) holds what it wants.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Held {
+    pub machine: String,
+    pub clash: Clash,
+    /// When the holder's lease runs out (ms since the epoch), when known.
+    pub until_ms: Option<u64>,
+}
+
+impl std::fmt::Display for Held {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} on machine {}", self.clash, self.machine)?;
+        if let Some(until) = self.until_ms {
+            write!(
+                f,
+                " (its lease runs until {})",
+                crate::core::stamp::seconds_of_millis(until)
+            )?;
+        }
+        Ok(())
+    }
+}
+
+/// What a claimer does.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Decision {
+    /// Nobody holds the task: create its claim ref (create-only).
+    Create,
+    /// The task's claim ran out (or is this very run's): replace it, with a
+    /// compare-and-swap on the value read.
+    Replace { old: Seen },
+    /// Refused.
+    Refuse(Held),
+}
+
+/// What `wanted` (run `run`) may do among the claims `seen` on the remote at `now_ms`.
+/// A claim whose lease ran out holds nothing; an unreadable claim holds its task.
+pub fn decide(run: &str, wanted: &Wanted, seen: &[Seen], now_ms: u64) -> Decision {
+    let mut replace = None;
+    let mut live: Vec<(&Seen, &FleetClaim)> = Vec::new();
+    for s in seen {
+        match &s.claim {
+            None if s.task == wanted.task => {
+                return Decision::Refuse(Held {
+                    machine: "unknown (the claim cannot be read)".to_string(),
+                    clash: Clash::Task(Claim {
+                        run: format!("claim {}", s.id),
+                        task: s.task.clone(),
+                        phase: Phase::Working,
+                        writes: false,
+                        scope: Vec::new(),
+                    }),
+                    until_ms: None,
+                });
+            }
+            None => {}
+            Some(c) if s.task == wanted.task && (c.run == run || c.expired(now_ms)) => {
+                replace = Some(s.clone());
+            }
+            Some(c) if c.run == run => {}
+            Some(c) if c.expired(now_ms) => {}
+            Some(c) => live.push((s, c)),
+        }
+    }
+    let held: Vec<Claim> = live.iter().map(|(_, c)| c.as_claim()).collect();
+    if let Some(found) = clash(wanted, &held) {
+        let holder_run = match &found {
+            Clash::Task(h) | Clash::Scope { holder: h, .. } => h.run.clone(),
+        };
+        let holder = live.iter().map(|(_, c)| *c).find(|c| c.run == holder_run);
+        return Decision::Refuse(Held {
+            machine: holder.map_or_else(|| "unknown".to_string(), |c| c.machine.clone()),
+            clash: found,
+            until_ms: holder.map(FleetClaim::expires_ms),
+        });
+    }
+    match replace {
+        Some(old) => Decision::Replace { old },
+        None => Decision::Create,
+    }
+}
+
+/// The serial ref's next text: which claim moved it, so each value is new.
+pub fn serial_text(claim: &FleetClaim, previous: Option<&str>) -> String {
+    format!(
+        "claim {} by {} (run {}) at {}; after {}\n",
+        claim.task,
+        claim.machine,
+        claim.run,
+        claim.renewed_ms,
+        previous.unwrap_or("none")
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn claim(machine: &str, run: &str, task: &str, scope: &[&str], renewed: u64) -> FleetClaim {
+        FleetClaim {
+            machine: machine.into(),
+            run: run.into(),
+            task: task.into(),
+            writes: true,
+            scope: scope.iter().map(|s| s.to_string()).collect(),
+            since_ms: renewed,
+            renewed_ms: renewed,
+            lease_ms: 1_000,
+            attempt_ref: format!("refs/crew/attempts/{run}"),
+        }
+    }
+
+    fn seen(c: FleetClaim) -> Seen {
+        Seen {
+            task: c.task.clone(),
+            id: format!("id-{}", c.run),
+            claim: Some(c),
+        }
+    }
+
+    fn wanted<'a>(task: &'a str, scope: &'a [String]) -> Wanted<'a> {
+        Wanted {
+            task,
+            writes: true,
+            scope,
+        }
+    }
+
+    #[test]
+    fn a_free_task_is_created_and_a_held_one_names_its_machine() {
+        let scope = vec!["src/a/**".to_string()];
+        assert_eq!(decide("r2", &wanted("a", &scope), &[], 0), Decision::Create);
+        let held = [seen(claim("box-1", "r1", "a", &["docs/**"], 10_000))];
+        let Decision::Refuse(refused) = decide("r2", &wanted("a", &scope), &held, 10_500) else {
+            panic!("a live claim on the task must refuse");
+        };
+        assert_eq!(refused.machine, "box-1");
+        assert_eq!(refused.until_ms, Some(11_000));
+        let text = refused.to_string();
+        assert!(
+            text.contains("task a already has an in-flight run: r1"),
+            "{text}"
+        );
+        assert!(text.contains("on machine box-1"), "{text}");
+    }
+
+    #[test]
+    fn a_scope_held_elsewhere_is_refused_until_its_lease_runs_out() {
+        let scope = vec!["src/**".to_string()];
+        let held = [seen(claim("box-1", "r1", "b", &["src/b/**"], 10_000))];
+        assert!(matches!(
+            decide("r2", &wanted("a", &scope), &held, 10_999),
+            Decision::Refuse(Held {
+                clash: Clash::Scope { .. },
+                ..
+            })
+        ));
+        // Expired: it holds nothing.
+        assert_eq!(
+            decide("r2", &wanted("a", &scope), &held, 11_000),
+            Decision::Create
+        );
+        // A reader's scope holds no paths.
+        let mut reader = claim("box-1", "r1", "b", &["src/b/**"], 10_000);
+        reader.writes = false;
+        assert_eq!(
+            decide("r2", &wanted("a", &scope), &[seen(reader)], 10_000),
+            Decision::Create
+        );
+    }
+
+    #[test]
+    fn an_expired_claim_on_the_task_is_taken_over_with_a_swap_on_its_value() {
+        let scope = vec!["src/a/**".to_string()];
+        let old = seen(claim("box-1", "r1", "a", &["src/a/**"], 10_000));
+        assert_eq!(
+            decide(
+                "r2",
+                &wanted("a", &scope),
+                std::slice::from_ref(&old),
+                12_000
+            ),
+            Decision::Replace { old: old.clone() }
+        );
+        // The run's own claim is replaced (renewed), never a clash with itself.
+        assert_eq!(
+            decide(
+                "r1",
+                &wanted("a", &scope),
+                std::slice::from_ref(&old),
+                10_100
+            ),
+            Decision::Replace { old }
+        );
+    }
+
+    #[test]
+    fn an_unreadable_claim_holds_its_task_and_nothing_else() {
+        let scope = vec!["src/**".to_string()];
+        let junk = Seen {
+            task: "a".into(),
+            id: "abc".into(),
+            claim: None,
+        };
+        assert!(matches!(
+            decide("r2", &wanted("a", &scope), std::slice::from_ref(&junk), 0),
+            Decision::Refuse(_)
+        ));
+        assert_eq!(
+            decide("r2", &wanted("b", &scope), &[junk], 0),
+            Decision::Create
+        );
+    }
+
+    #[test]
+    fn claims_round_trip_through_their_text_and_refs() {
+        let c = claim("box-1", "r1", "api/users", &["src/**"], 5);
+        assert_eq!(FleetClaim::parse(&c.to_text()), Some(c.clone()));
+        assert_eq!(FleetClaim::parse("not json"), None);
+        assert_eq!(claim_ref("api/users"), "refs/crew/claims/api/users");
+        assert_eq!(task_of("refs/crew/claims/api/users"), Some("api/users"));
+        assert_eq!(task_of("refs/crew/claims/"), None);
+        assert_eq!(c.renewed(3).renewed_ms, 5);
+        assert_eq!(c.renewed(9).renewed_ms, 9);
+        assert!(serial_text(&c, Some("x")).contains("after x"));
+    }
+}

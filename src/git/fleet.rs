@@ -1,0 +1,200 @@
+//! A fleet's refs on the remote (the rule is `core::fleet`'s): fetching the claims into
+//! `refs/crew/remotes/<remote>/...`, reading them, and moving refs on the remote in one
+//! atomic push, each with a lease on the value it was read at (`--force-with-lease`,
+//! `--atomic`): all of them move, or none.
+
+use std::path::Path;
+
+use super::error::{Context, Result, bail};
+use super::run::GitRunner;
+use crate::core::fleet::{CLAIMS_PREFIX, FleetClaim, SERIAL, Seen};
+use gix::ObjectId;
+
+/// Where the remote's claims are kept here.
+pub fn tracking_prefix(remote: &str) -> String {
+    format!("refs/crew/remotes/{remote}/claims/")
+}
+
+/// Where the remote's serial ref is kept here.
+pub fn tracking_serial(remote: &str) -> String {
+    format!("refs/crew/remotes/{remote}/fleet")
+}
+
+/// Fetches the remote's claims and serial ref; claims let go there are let go here.
+pub fn fetch(repo_dir: &Path, remote: &str) -> Result<()> {
+    let claims = format!("+{CLAIMS_PREFIX}*:{}*", tracking_prefix(remote));
+    // A glob, so that a remote with no serial ref yet is not an error.
+    let serial = format!("+{SERIAL}*:{}*", tracking_serial(remote));
+    super::sync::fetch_refs(repo_dir, remote, &[&claims, &serial], true)
+        .with_context(|| format!("cannot fetch the fleet's claims from {remote}"))
+}
+
+/// The claims last fetched from `remote`, and the serial ref's value then.
+pub fn seen(repo: &gix::Repository, remote: &str) -> Result<(Vec<Seen>, Option<ObjectId>)> {
+    let prefix = tracking_prefix(remote);
+    let mut seen = Vec::new();
+    for (name, id) in super::refs::under(repo, &prefix)? {
+        let (Some(task), Some(id)) = (name.strip_prefix(&prefix), id) else {
+            continue;
+        };
+        let claim = repo
+            .find_object(id)
+            .ok()
+            .filter(|o| o.kind == gix::object::Kind::Blob)
+            .and_then(|o| FleetClaim::parse(&String::from_utf8_lossy(&o.data)));
+        seen.push(Seen {
+            task: task.to_string(),
+            id: id.to_string(),
+            claim,
+        });
+    }
+    let serial = super::refs::tip(repo, &tracking_serial(remote))?;
+    Ok((seen, serial))
+}
+
+/// Writes `text` as a blob here (for a push to name).
+pub fn write_text(repo: &gix::Repository, text: &str) -> Result<ObjectId> {
+    Ok(repo
+        .write_blob(text.as_bytes())
+        .context("cannot write a fleet blob")?
+        .detach())
+}
+
+/// One ref to move on the remote: from `old` (`None`: it must not exist) to `new`
+/// (`None`: delete it).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Update {
+    pub reference: String,
+    pub old: Option<ObjectId>,
+    pub new: Option<ObjectId>,
+}
+
+/// How an atomic push ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Pushed {
+    /// Every ref moved.
+    Done,
+    /// Nothing moved: a ref was not at the value leased (another machine moved it first).
+    Lost,
+    /// Nothing moved: the remote refused (a hook, a protected ref); what it said.
+    Refused(String),
+}
+
+/// Moves every ref of `updates` on `remote` in one atomic push, each with a lease on its
+/// old value.
+pub fn push(repo_dir: &Path, remote: &str, updates: &[Update]) -> Result<Pushed> {
+    if updates.is_empty() {
+        return Ok(Pushed::Done);
+    }
+    let mut args: Vec<String> = vec![
+        "push".into(),
+        "--porcelain".into(),
+        "--atomic".into(),
+        "--no-verify".into(),
+    ];
+    for u in updates {
+        let old = u.old.map(|id| id.to_string()).unwrap_or_default();
+        args.push(format!("--force-with-lease={}:{old}", u.reference));
+    }
+    args.push(remote.to_string());
+    for u in updates {
+        let new = u.new.map(|id| id.to_string()).unwrap_or_default();
+        args.push(format!("{new}:{}", u.reference));
+    }
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let out = GitRunner::new(repo_dir).raw(&args)?;
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    Ok(match outcome(out.status.success(), &stdout, &stderr) {
+        Some(pushed) => pushed,
+        None => bail!("git push to {remote} failed: {}", stderr.trim()),
+    })
+}
+
+/// What a push's porcelain output says; `None` when it failed before any ref was
+/// weighed (the remote unreachable).
+fn outcome(success: bool, stdout: &str, stderr: &str) -> Option<Pushed> {
+    if success {
+        return Some(Pushed::Done);
+    }
+    let rejected: Vec<&str> = stdout.lines().filter(|l| l.starts_with('!')).collect();
+    if rejected.is_empty() {
+        return None;
+    }
+    let declined = |l: &&str| l.contains("hook declined");
+    let lost = |l: &&str| {
+        [
+            "stale info",
+            "fetch first",
+            "non-fast-forward",
+            "already exists",
+            "failed to update ref",
+            "cannot lock ref",
+            "failed to lock",
+            "incorrect old value",
+            "atomic transaction failed",
+        ]
+        .iter()
+        .any(|why| l.contains(why))
+    };
+    // A ref the remote found moved under its lock is said on stderr only.
+    if !rejected.iter().any(declined)
+        && (rejected.iter().any(lost) || stderr.lines().any(|l| lost(&l)))
+    {
+        return Some(Pushed::Lost);
+    }
+    // The refusal is the line that is not only the atomic push's echo of another's.
+    let why = rejected
+        .iter()
+        .find(|l| !l.contains("atomic push failed"))
+        .or(rejected.first())
+        .map(|l| l.rsplit('\t').next().unwrap_or(l).trim().to_string())
+        .unwrap_or_default();
+    let said: Vec<&str> = stderr
+        .lines()
+        .filter(|l| l.starts_with("remote:"))
+        .map(|l| l.trim_start_matches("remote:").trim())
+        .filter(|l| !l.is_empty())
+        .collect();
+    Some(Pushed::Refused(if said.is_empty() {
+        why
+    } else {
+        format!("{why}: {}", said.join("; "))
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_push_is_done_lost_or_refused_by_what_git_prints() {
+        assert_eq!(outcome(true, "", ""), Some(Pushed::Done));
+        let stale = "To r\n!\tab:refs/crew/claims/t\t[rejected] (stale info)\nDone\n";
+        assert_eq!(outcome(false, stale, ""), Some(Pushed::Lost));
+        let atomic = "To r\n!\tab:refs/crew/claims/t\t[rejected] (stale info)\n!\tcd:refs/crew/fleet\t[rejected] (atomic push failed)\n";
+        assert_eq!(outcome(false, atomic, ""), Some(Pushed::Lost));
+        let hook =
+            "To r\n!\tab:refs/crew/claims/t\t[remote rejected] (pre-receive hook declined)\n";
+        assert_eq!(
+            outcome(false, hook, "remote: no claims here\nerror: failed to push"),
+            Some(Pushed::Refused(
+                "[remote rejected] (pre-receive hook declined): no claims here".into()
+            ))
+        );
+        let raced =
+            "To r\n!\tab:refs/crew/claims/t\t[remote rejected] (atomic transaction failed)\n";
+        assert_eq!(
+            outcome(
+                false,
+                raced,
+                "error: cannot lock ref 'refs/crew/claims/t': reference already exists"
+            ),
+            Some(Pushed::Lost)
+        );
+        assert_eq!(
+            outcome(false, "", "fatal: could not read from remote"),
+            None
+        );
+    }
+}
