@@ -55,6 +55,31 @@ pub struct FleetClaim {
     /// integrated. Absent while the run works.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub passed_ms: Option<u64>,
+    /// The run whose claim, its lease run out, this one took over: where that run's
+    /// commits are kept on the remote. The taking-over run starts afresh from its own
+    /// base; the commits stay there, for a person or a later retry to look at.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub took_over: Option<TookOver>,
+}
+
+/// A claim taken over: whose it was, and where that run's commits are on the remote.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct TookOver {
+    pub run: String,
+    pub machine: String,
+    pub attempt_ref: String,
+}
+
+impl TookOver {
+    /// What a claim that replaces `old` says of it: nothing when `old` is the same run's
+    /// (a renewal), or no claim git-crew can read.
+    pub fn of(old: Option<&FleetClaim>, run: &str) -> Option<TookOver> {
+        old.filter(|c| c.run != run).map(|c| TookOver {
+            run: c.run.clone(),
+            machine: c.machine.clone(),
+            attempt_ref: c.attempt_ref.clone(),
+        })
+    }
 }
 
 /// Where a claim's run stands, as far as the claim tells (`status --fleet`).
@@ -266,6 +291,7 @@ mod tests {
             lease_ms: 1_000,
             attempt_ref: format!("refs/crew/attempts/{run}"),
             passed_ms: None,
+            took_over: None,
         }
     }
 
@@ -409,5 +435,23 @@ mod tests {
         assert_eq!(FleetPhase::of(Some(&c), 11_000), FleetPhase::Expired);
         assert_eq!(FleetPhase::of(None, 0), FleetPhase::Unreadable);
         assert_eq!(FleetPhase::Expired.as_str(), "expired");
+    }
+
+    #[test]
+    fn a_takeover_names_the_run_it_took_over_and_a_renewal_names_none() {
+        let old = claim("box-1", "r1", "a", &["src/**"], 10_000);
+        assert_eq!(
+            TookOver::of(Some(&old), "r2"),
+            Some(TookOver {
+                run: "r1".into(),
+                machine: "box-1".into(),
+                attempt_ref: "refs/crew/attempts/r1".into(),
+            })
+        );
+        assert_eq!(TookOver::of(Some(&old), "r1"), None);
+        assert_eq!(TookOver::of(None, "r2"), None);
+        let mut taken = claim("box-2", "r2", "a", &["src/**"], 12_000);
+        taken.took_over = TookOver::of(Some(&old), "r2");
+        assert_eq!(FleetClaim::parse(&taken.to_text()), Some(taken));
     }
 }

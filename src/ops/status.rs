@@ -157,6 +157,7 @@ impl FleetStatus {
                     passed_ms: c.and_then(|c| c.passed_ms),
                     attempt_ref: c.map(|c| c.attempt_ref.clone()),
                     attempt: attempt.clone(),
+                    took_over: c.and_then(|c| c.took_over.clone()),
                     claim: seen.id.clone(),
                 }
             })

@@ -97,10 +97,13 @@ pub fn claim(repo_dir: &Path, fleet: &Fleet, record: &RunRecord, now_ms: u64) ->
         let repo = crate::git::repo::open(repo_dir)?;
         let (seen, serial) = crate::git::fleet::seen(&repo, &fleet.remote)?;
         let now = now_ms.max(crate::sys::clock::now_millis());
-        let old = match fleet::decide(&record.run, &wanted, &seen, now) {
+        let (old, took_over) = match fleet::decide(&record.run, &wanted, &seen, now) {
             Decision::Refuse(held) => return Ok(Claimed::Refused(held)),
-            Decision::Create => None,
-            Decision::Replace { old } => Some(crate::git::refs::oid(&old.id)?),
+            Decision::Create => (None, None),
+            Decision::Replace { old } => (
+                Some(crate::git::refs::oid(&old.id)?),
+                fleet::TookOver::of(old.claim.as_ref(), &record.run),
+            ),
         };
         let claim = FleetClaim {
             machine: fleet.machine.clone(),
@@ -113,6 +116,7 @@ pub fn claim(repo_dir: &Path, fleet: &Fleet, record: &RunRecord, now_ms: u64) ->
             lease_ms: fleet.lease_ms,
             attempt_ref: format!("{}{}", fleet::ATTEMPTS_PREFIX, record.run),
             passed_ms: None,
+            took_over,
         };
         let blob = crate::git::fleet::write_text(&repo, &claim.to_text())?;
         let serial_text = fleet::serial_text(&claim, serial.map(|s| s.to_string()).as_deref());

@@ -56,6 +56,8 @@ pub struct FleetClaimOutput {
     /// when it pushed none yet).
     pub attempt_ref: Option<String>,
     pub attempt: Option<String>,
+    /// The run whose expired claim this one took over, and where its commits are.
+    pub took_over: Option<crate::core::fleet::TookOver>,
     /// The object the claim ref names.
     pub claim: String,
 }

@@ -905,3 +905,84 @@ fn a_hostile_worker_can_at_worst_keep_its_own_attempt_off_the_remote() {
     let fsck = env.git(&bare, &["fsck", "--no-progress"]);
     assert_eq!(fsck.code, 0, "{fsck:?}");
 }
+
+#[test]
+fn a_machine_killed_mid_task_leaves_its_commits_on_the_remote_for_the_machine_that_takes_over() {
+    crate::dispatch::require_fence();
+    let env = TestEnv::new();
+    let daemon = Daemon::start(env.root());
+    let url = format!("git://127.0.0.1:{}/remote.git", daemon.port);
+    let (bare, clones) = fleet(&env, &["a", "b"], Some(&url));
+    let (a, b) = (&clones[0], &clones[1]);
+    let lease = "fleet.lease=\"2s\"";
+    let run = run_of(&claim(
+        &env,
+        a,
+        "box-a",
+        "long",
+        &["--backend", "commits-then-hangs", "--set", lease],
+    ));
+    let base = env.crew(a, &["show", &run]).json()["run"]["base"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    // The worker has committed, and the heartbeat has pushed the commit mid-attempt.
+    poll_until(
+        Duration::from_secs(20),
+        "the worker's commit on the remote",
+        || attempt_on(&env, &bare, &run).is_some(),
+    );
+    let commit = attempt_on(&env, &bare, &run).unwrap();
+
+    // Machine a dies mid-task: its supervisor and its worker are killed outright.
+    let pointer = a.join(".git/crew/live").join(format!("{run}.json"));
+    let live: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&pointer).unwrap()).unwrap();
+    let supervisor = live["supervisor_pid"].as_i64().unwrap().to_string();
+    let worker = format!("-{}", live["pid"].as_i64().unwrap());
+    Command::new("kill")
+        .args(["-KILL", &supervisor])
+        .status()
+        .unwrap();
+    let _ = Command::new("kill").args(["-KILL", "--", &worker]).status();
+    // Nothing of a's renews the claim now: once its lease runs out, b takes the task over.
+    let set = slow(30);
+    let mut takeover = None;
+    poll_until(Duration::from_secs(20), "a takeover", || {
+        let out = claim(
+            &env,
+            b,
+            "box-b",
+            "long",
+            &["--backend", "slow", "--set", lease, "--set", &set],
+        );
+        takeover = (out.code == 0).then(|| run_of(&out));
+        takeover.is_some()
+    });
+    let claims = claims_on(&env, &bare);
+    let (_, taken) = claims.iter().find(|(t, _)| t == "long").unwrap();
+    assert_eq!(taken["machine"], "box-b", "{taken}");
+    assert_eq!(taken["took_over"]["run"], run.as_str(), "{taken}");
+    assert_eq!(taken["took_over"]["machine"], "box-a", "{taken}");
+    let attempt = format!("refs/crew/attempts/{run}");
+    assert_eq!(taken["took_over"]["attempt_ref"], attempt.as_str());
+
+    // The killed machine's commit is on the remote, reachable from its attempt ref and
+    // on top of the run's base, with what the worker wrote.
+    env.git(&bare, &["cat-file", "-e", &format!("{commit}^{{commit}}")])
+        .expect_code(0);
+    env.git(&bare, &["merge-base", "--is-ancestor", &base, &commit])
+        .expect_code(0);
+    env.git(&bare, &["merge-base", "--is-ancestor", &commit, &attempt])
+        .expect_code(0);
+    let kept = env.git_ok(&bare, &["show", &format!("{attempt}:work/long/first.txt")]);
+    assert_eq!(kept.trim(), run);
+    // Every machine sees where it went.
+    let out = fleet_status(&env, b, &["--remote", "origin", "--json"]);
+    out.expect_code(0);
+    let listed = out.json()["claims"][0].clone();
+    assert_eq!(listed["took_over"]["run"], run.as_str(), "{listed}");
+    let fsck = env.git(&bare, &["fsck", "--no-progress"]);
+    assert_eq!(fsck.code, 0, "{fsck:?}");
+    env.crew(b, &["abandon", &takeover.unwrap()]).expect_code(0);
+}
