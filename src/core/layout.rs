@@ -114,6 +114,12 @@ pub fn tmp(dir: &Path) -> PathBuf {
 pub fn quarantine(dir: &Path) -> PathBuf {
     dir.join("objects")
 }
+/// A fleet run's objects copied out of its quarantine while an attempt runs, each hashed
+/// again, for the heartbeat to push its commits (git-crew's, outside the fence; gone
+/// when the run ends).
+pub fn attempt_objects(dir: &Path) -> PathBuf {
+    dir.join("attempt-objects")
+}
 /// The worktree setup's stdout and stderr while it runs.
 pub fn setup_output(dir: &Path, stream: &str) -> PathBuf {
     dir.join(format!("setup.{stream}"))
@@ -164,6 +170,12 @@ pub fn verifier_again(dir: &Path) -> PathBuf {
 pub fn verifier_merged(dir: &Path) -> PathBuf {
     dir.join("verifier-merged")
 }
+/// Where a removed run worktree and its administration wait, moved out of the way, for
+/// a detached process to delete them (`<git-common-dir>/crew/trash`).
+pub fn trash(state_dir: &Path) -> PathBuf {
+    state_dir.join("trash")
+}
+
 /// The throwaway checkouts of `git crew verify` and of integrate's verify.
 pub const VERIFY_CHECKOUT: &str = "verify-checkout";
 pub const MERGED_CHECKOUT: &str = "merged";
