@@ -34,6 +34,16 @@ fn routes_pass(env: &TestEnv, dir: &Path) -> String {
         env.crew(dir, &["show", &run]).json()["run"]["outcome"],
         "pass"
     );
+    // The supervisor marks the claim passed on the remote right after the run is filed,
+    // which is when `wait` returns: a test that compares the remote's refs waits for it.
+    crate::common::poll_until(
+        std::time::Duration::from_secs(20),
+        "the claim marked passed on the remote",
+        || {
+            let fleet = env.crew(dir, &["status", "--fleet", "--remote", "origin", "--json"]);
+            fleet.code == 0 && fleet.stdout.contains("\"passed\"")
+        },
+    );
     run
 }
 
