@@ -1,0 +1,104 @@
+//! The runner's view of a fleet's remote (`git crew work --remote`): the claims every
+//! machine holds there, and the target as the remote has it, which the local target
+//! catches up with (a fast-forward) so that a task is cut from a base that holds what
+//! its dependencies landed, and a plan's derived status reads the remote's landings.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use crate::core::fleet::FleetClaim;
+use crate::git::{self, merge, refs};
+use crate::run::error::{Context, Result};
+
+/// Where the remote's copy of the target is kept here.
+pub fn tracking_target(remote: &str, target: &str) -> String {
+    format!("refs/remotes/{remote}/{target}")
+}
+
+/// What catching up with the remote's target did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CaughtUp {
+    /// The local target is the remote's (or the remote has none).
+    Same,
+    /// The local target moved forward to the remote's.
+    Advanced,
+    /// The local target holds commits the remote lacks, and nothing of the remote's is
+    /// missing here: left as it is.
+    Ahead,
+    /// The two have parted, or the checkout could not be moved: left as it is; why.
+    Left(String),
+}
+
+/// Fetches the remote's target branch (into `refs/remotes/<remote>/<target>`) and brings
+/// the local target forward to it when it is behind: in its checkout with `git merge
+/// --ff-only` (which refuses a checkout whose changes it would touch), else the ref alone.
+pub fn catch_up(repo_dir: &Path, remote: &str, target: &str) -> Result<CaughtUp> {
+    let spec = format!("+refs/heads/{target}:{}", tracking_target(remote, target));
+    git::sync::fetch_refs(repo_dir, remote, &[&spec], false)
+        .with_context(|| format!("cannot fetch {target} from {remote}"))?;
+    let repo = git::repo::open(repo_dir)?;
+    let Some(theirs) = refs::tip(&repo, &tracking_target(remote, target))? else {
+        return Ok(CaughtUp::Same);
+    };
+    let ours = refs::tip(&repo, &format!("refs/heads/{target}"))?;
+    if ours == Some(theirs) {
+        return Ok(CaughtUp::Same);
+    }
+    if let Some(ours) = ours {
+        if merge::is_ancestor(&repo, theirs, ours) {
+            return Ok(CaughtUp::Ahead);
+        }
+        if !merge::is_ancestor(&repo, ours, theirs) {
+            return Ok(CaughtUp::Left(format!(
+                "{target} and {remote}/{target} have parted: the runner works from {target} as it is"
+            )));
+        }
+    }
+    match merge::checked_out_in(&repo, target)? {
+        Some(worktree) => {
+            // The hooks leave this fast-forward alone: what it brings in was recorded
+            // where it landed.
+            let env = (super::post_merge::INTEGRATING_VAR, "fleet");
+            if let Err(e) = merge::fast_forward(&worktree, theirs, env) {
+                return Ok(CaughtUp::Left(format!(
+                    "{target} is behind {remote}/{target} and its checkout could not move: {}",
+                    crate::fault::chain(&e)
+                )));
+            }
+        }
+        None => match ours {
+            Some(ours) => merge::advance(
+                &repo,
+                target,
+                ours,
+                theirs,
+                &format!("crew: caught up with {remote}"),
+            )?,
+            None => merge::set_ref(
+                &repo,
+                &format!("refs/heads/{target}"),
+                theirs,
+                &format!("crew: caught up with {remote}"),
+            )?,
+        },
+    }
+    Ok(CaughtUp::Advanced)
+}
+
+/// Fetches the remote's claims; the tasks they hold with a lease that has not run out
+/// at `now_ms`, each with its claim (`None`: a claim git-crew cannot read, which holds
+/// its task until someone removes it).
+pub fn claims(
+    repo_dir: &Path,
+    remote: &str,
+    now_ms: u64,
+) -> Result<BTreeMap<String, Option<FleetClaim>>> {
+    git::fleet::fetch(repo_dir, remote)?;
+    let repo = git::repo::open(repo_dir)?;
+    let (seen, _) = git::fleet::seen(&repo, remote)?;
+    Ok(seen
+        .into_iter()
+        .filter(|s| s.claim.as_ref().is_none_or(|c| !c.expired(now_ms)))
+        .map(|s| (s.task, s.claim))
+        .collect())
+}
