@@ -422,13 +422,13 @@ fn a_remote_that_is_not_there_is_a_clear_error_and_nothing_is_made() {
 }
 
 /// `git daemon` serving `base` on a free port of 127.0.0.1, pushes allowed.
-struct Daemon {
+pub struct Daemon {
     child: Child,
-    port: u16,
+    pub port: u16,
 }
 
 impl Daemon {
-    fn start(base: &Path) -> Daemon {
+    pub fn start(base: &Path) -> Daemon {
         let port = std::net::TcpListener::bind("127.0.0.1:0")
             .unwrap()
             .local_addr()
