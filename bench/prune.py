@@ -90,7 +90,11 @@ class Copier:
         self.repo, self.run, self.env = repo, run, env
         self.common = os.path.join(repo, ".git")
         self.state = os.path.join(self.common, "crew")
-        with open(os.path.join(self.state, "runs", run + ".json")) as f:
+        # A finished template's record, or a live one's pointer (bench/run.py).
+        record = os.path.join(self.state, "runs", run + ".json")
+        if not os.path.exists(record):
+            record = os.path.join(self.state, "live", run + ".json")
+        with open(record) as f:
             self.record = f.read()
         self.branch = "crew/%s/%s" % (TASK, run)
         self.tip = git(["rev-parse", "refs/heads/" + self.branch], repo, env)
@@ -153,6 +157,25 @@ class Copier:
             wt = os.path.join(self.state, "worktrees", run)
             git(["--git-dir=" + admin, "--work-tree=" + wt, "update-index", "-q", "--refresh"],
                 wt, self.env)
+        self.count = total
+
+    def grow_live(self, total, scope):
+        """For a live template run: copies of its live pointer until `total` runs are live
+        (copies past `total` are removed), copy i's scope `scope(i)`. A live pointer is
+        what the pre-commit hook and status read of a live run; nothing else is copied."""
+        live = os.path.join(self.state, "live")
+        for i in range(1, max(total, self.count)):
+            run, task = self.names(i)
+            path = os.path.join(live, run + ".json")
+            if i >= total:
+                if os.path.exists(path):
+                    os.remove(path)
+                continue
+            record = json.loads(self.rewrite(self.record, run, task))
+            record["scope"] = scope(i)
+            with open(path + ".tmp", "w") as f:
+                json.dump(record, f, indent=2)
+            os.rename(path + ".tmp", path)
         self.count = total
 
     def copy_files(self, run, task):

@@ -1,20 +1,30 @@
 #!/usr/bin/env python3
 """On-demand benchmark of git-crew's hot paths (not run in CI).
 
-    python3 bench/run.py [--files 50000] [--staged 1000] [--runs 40] [--work DIR]
+    python3 bench/run.py [--sizes 10000,50000,200000] [--files 50000] [--staged 1000]
+                         [--live 5,100] [--runs 40] [--work DIR] [--bin PATH]
+                         [--no-managers] [--no-footer] [--only worktree|main|all]
 
-Builds a repository of --files files, a crew worktree whose scope covers --staged
-modified and staged files, and times side by side (median and p90 of --runs runs):
+The pre-commit check, each case against `git diff --cached --name-only` on the same
+index in the same run of the bench, alternately, each a separate process (median of
+--runs after 3 warm-up runs of each):
 
-  * `git diff --cached --name-only` in the crew worktree (the reference);
-  * `git-crew hook pre-commit` in the crew worktree (the scope check);
-  * `git-crew hook pre-commit` in a plain checkout (no live run, and one live run);
+  * in a crew worktree, at each of --sizes files (directories of 100 files), with
+    --staged modified and staged files in its scope;
+  * in the main checkout of the --files repository, with each of --live live runs and
+    1 or --staged staged files. The live runs are one real run, dispatched with a worker
+    that waits, and copies of its live pointer made by bench/prune.py's generator (the
+    run id, task and scope rewritten: run i holds `d<i>/**`, so the staged files in
+    d000.. are held by the first runs), which is what the hook reads of a live run;
+  * in a plain checkout with no live run, with `git status` for scale;
   * the same check run through the hook managers people use, where they install here:
     the pre-commit framework (PyPI) and lefthook (npm);
   * `git-crew footer` on a 64 MiB transcript.
 
 Needs a release build (`cargo build --release`); the binary is taken from
-target/release/git-crew.
+target/release/git-crew unless --bin names another (to measure a build before a change
+against the same repositories). The scratch repositories are removed at the end unless
+--work names the folder.
 """
 
 import argparse
@@ -115,6 +125,104 @@ def crew_worktree(repo, work, staged, env):
     return wt, dirs
 
 
+def alternate(cases, cwd, env, runs):
+    """Medians (ms) of each (name, argv) case, run alternately, each a separate process,
+    after 3 warm-up runs of each; and each case's last exit code."""
+    samples = {name: [] for name, _ in cases}
+    exits = {}
+    for _ in range(3):
+        for _, args in cases:
+            sh(args, cwd, env, check=False, stdin=subprocess.DEVNULL)
+    for _ in range(runs):
+        for name, args in cases:
+            start = time.perf_counter()
+            out = sh(args, cwd, env, check=False, stdin=subprocess.DEVNULL)
+            samples[name].append((time.perf_counter() - start) * 1000)
+            exits[name] = out.returncode
+    return {name: statistics.median(v) for name, v in samples.items()}, exits
+
+
+GIT_DIFF = ["git", "diff", "--cached", "--name-only"]
+
+
+def against_git(label, binary, cwd, env, runs, rows):
+    """The hook against git diff --cached on the same index: one row of the table."""
+    medians, exits = alternate([("git", GIT_DIFF), ("hook", [binary, "hook", "pre-commit"])],
+                               cwd, env, runs)
+    if exits["git"] != 0 or exits["hook"] != 0:
+        sys.exit("%s: git exited %d, the hook %d" % (label, exits["git"], exits["hook"]))
+    row = (label, medians["git"], medians["hook"], medians["hook"] / medians["git"])
+    print("| %s | %.2f | %.2f | %.2fx |" % row, flush=True)
+    rows.append(row)
+
+
+def worktree_cases(binary, work, sizes, staged, runs, rows):
+    for files in sizes:
+        folder = os.path.join(work, "wt-%d" % files)
+        os.makedirs(folder)
+        home = os.path.join(folder, "home")
+        os.makedirs(home)
+        env = hermetic_env(home)
+        start = time.perf_counter()
+        repo = build_repo(folder, files, env)
+        wt, _ = crew_worktree(repo, folder, staged, env)
+        print("  (%d files set up in %.1f s)" % (files, time.perf_counter() - start),
+              file=sys.stderr)
+        against_git("crew worktree, %s files, %s staged in scope"
+                    % ("{:,}".format(files), "{:,}".format(staged)), binary, wt, env, runs, rows)
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def stage(repo, env, count):
+    """Exactly `count` files of d000.. modified and staged in the main checkout."""
+    sh(["git", "reset", "-q"], repo, env)
+    sh(["git", "checkout", "-q", "--", "."], repo, env)
+    for n in range(count):
+        with open(os.path.join(repo, "d%03d" % (n // 100), "f%03d.txt" % (n % 100)), "a") as f:
+            f.write("staged by the lead\n")
+    sh(["git", "add", "-A", "--", "d*"], repo, env)
+
+
+def main_checkout_cases(binary, work, files, staged, lives, runs, rows):
+    """The main checkout with live runs: one real run and copies of its live pointer."""
+    from prune import TASK, Copier  # noqa: E402 (prune imports this module)
+
+    folder = os.path.join(work, "main")
+    os.makedirs(folder)
+    home = os.path.join(folder, "home")
+    os.makedirs(home)
+    env = hermetic_env(home)
+    env["PATH"] = os.path.dirname(binary) + os.pathsep + env["PATH"]
+    repo = build_repo(folder, files, env)
+    sh([binary, "init"], repo, env)
+    idle = os.path.join(folder, "idle.sh")
+    with open(idle, "w") as f:
+        f.write("#!/bin/sh\nexec sleep 3600\n")
+    os.chmod(idle, 0o755)
+    with open(os.path.join(repo, ".crew", "flight.toml"), "w") as f:
+        f.write('version = 1\ndefault_backend = "idle"\n[backends.idle]\nadapter = "command"\n'
+                'argv = ["%s", "{prompt_file}"]\nconcurrency = 4\ntime_budget = "2h"\n' % idle)
+    sh(["git", "add", ".crew/flight.toml"], repo, env)
+    sh(["git", "commit", "-q", "-m", "crew config"], repo, env)
+    start = time.perf_counter()
+    out = sh([binary, "dispatch", "--task", TASK, "--scope", "d000/**", "--prompt", "wait"],
+             repo, env)
+    run = json.loads(out.stdout)["run"]
+    print("  (one live run dispatched in %.1f s)" % (time.perf_counter() - start),
+          file=sys.stderr)
+    try:
+        copier = Copier(repo, run, env)
+        for count in (1, staged):
+            stage(repo, env, count)
+            for live in lives:
+                copier.grow_live(live, lambda i: ["d%03d/**" % i])
+                against_git("main checkout, %s files, %d live runs, %s staged"
+                            % ("{:,}".format(files), live, "{:,}".format(count)),
+                            binary, repo, env, runs, rows)
+    finally:
+        sh([binary, "abandon", run], repo, env, check=False)
+
+
 def try_install_managers(work, env):
     tools = {}
     venv = os.path.join(work, "venv")
@@ -136,24 +244,54 @@ def try_install_managers(work, env):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--files", type=int, default=50000)
+    ap.add_argument("--sizes", default="10000,50000,200000",
+                    help="files in the repositories of the crew-worktree cases")
+    ap.add_argument("--files", type=int, default=50000,
+                    help="files in the repository of the main-checkout and other cases")
     ap.add_argument("--staged", type=int, default=1000)
+    ap.add_argument("--live", default="5,100", help="live runs in the main-checkout cases")
     ap.add_argument("--runs", type=int, default=40)
     ap.add_argument("--work")
+    ap.add_argument("--bin", default=BIN)
+    ap.add_argument("--only", choices=["worktree", "main", "all"], default="all",
+                    help="the crew-worktree cases, the main-checkout cases, or everything")
     ap.add_argument("--no-managers", action="store_true")
+    ap.add_argument("--no-footer", action="store_true")
     args = ap.parse_args()
-    if not os.path.exists(BIN):
+    binary = os.path.abspath(args.bin)
+    if not os.path.exists(binary):
         sys.exit("build first: cargo build --release")
     work = args.work or tempfile.mkdtemp(prefix="crew-bench-")
     os.makedirs(work, exist_ok=True)
-    home = os.path.join(work, "home")
+    try:
+        rows = []
+        print("| case | git diff --cached ms | hook pre-commit ms | hook / git |")
+        print("|---|---:|---:|---:|", flush=True)
+        if args.only in ("worktree", "all"):
+            worktree_cases(binary, work, [int(s) for s in args.sizes.split(",")],
+                           args.staged, args.runs, rows)
+        if args.only in ("main", "all"):
+            main_checkout_cases(binary, work, args.files, args.staged,
+                                [int(s) for s in args.live.split(",")], args.runs, rows)
+        if args.only == "all":
+            other_cases(binary, work, args)
+    finally:
+        if not args.work:
+            shutil.rmtree(work, ignore_errors=True)
+
+
+def other_cases(binary, work, args):
+    """A plain checkout with no live run, the hook managers and the footer."""
+    folder = os.path.join(work, "other")
+    os.makedirs(folder)
+    home = os.path.join(folder, "home")
     os.makedirs(home, exist_ok=True)
     env = hermetic_env(home)
-
-    print("building a %d-file repository in %s ..." % (args.files, work), file=sys.stderr)
-    repo = build_repo(work, args.files, env)
-    wt, dirs = crew_worktree(repo, work, args.staged, env)
-    hook = [BIN, "hook", "pre-commit"]
+    env["PATH"] = os.path.dirname(binary) + os.pathsep + env["PATH"]
+    print("building a %d-file repository in %s ..." % (args.files, folder), file=sys.stderr)
+    repo = build_repo(folder, args.files, env)
+    wt, _ = crew_worktree(repo, folder, args.staged, env)
+    hook = [binary, "hook", "pre-commit"]
     results = {}
     results["git diff --cached --name-only (crew worktree)"] = timed(
         ["git", "diff", "--cached", "--name-only"], wt, env, args.runs)
@@ -162,15 +300,8 @@ def main():
     results["git status --porcelain (plain checkout, for scale)"] = timed(
         ["git", "status", "--porcelain", "--untracked-files=no"], repo, env, args.runs)
 
-    live = os.path.join(repo, ".git", "crew", "live")
-    os.makedirs(live, exist_ok=True)
-    with open(os.path.join(live, "r1.json"), "w") as f:
-        json.dump({"run": "r1", "task": "bench", "scope": ["d%03d/**" % d for d in range(dirs)]}, f)
-    results["git-crew hook pre-commit (plain checkout, one live run)"] = timed(hook, repo, env, args.runs)
-    os.remove(os.path.join(live, "r1.json"))
-
     if not args.no_managers:
-        tools = try_install_managers(work, env)
+        tools = try_install_managers(folder, env)
         if "pre-commit" in tools:
             with open(os.path.join(wt, ".pre-commit-config.yaml"), "w") as f:
                 f.write("repos:\n- repo: local\n  hooks:\n  - id: git-crew-scope\n"
@@ -184,27 +315,24 @@ def main():
             results["lefthook run pre-commit (crew worktree)"] = timed(
                 [tools["lefthook"], "run", "pre-commit"], wt, env, args.runs)
 
-    transcript = os.path.join(work, "transcript.log")
-    with open(transcript, "wb") as f:
-        line = b"worker output line with some words in it, and a bit more text to fill the line\n"
-        block = line * 1024
-        for _ in range((64 << 20) // len(block)):
-            f.write(block)
-        f.write(b"## Result\ndone\n## How to verify\nrun it\n## Deferred / concerns\nnone\n")
-    results["git-crew footer (64 MiB transcript)"] = timed(
-        [BIN, "footer", transcript], work, env, max(5, args.runs // 4))
+    if not args.no_footer:
+        transcript = os.path.join(folder, "transcript.log")
+        with open(transcript, "wb") as f:
+            line = b"worker output line with some words in it, and a bit more text to fill the line\n"
+            block = line * 1024
+            for _ in range((64 << 20) // len(block)):
+                f.write(block)
+            f.write(b"## Result\ndone\n## How to verify\nrun it\n## Deferred / concerns\nnone\n")
+        results["git-crew footer (64 MiB transcript)"] = timed(
+            [binary, "footer", transcript], folder, env, max(5, args.runs // 4))
 
+    print()
     width = max(len(k) for k in results)
     print("%-*s  %10s  %10s  %s" % (width, "case", "median ms", "p90 ms", "exit"))
     for name, r in results.items():
         print("%-*s  %10.2f  %10.2f  %d" % (width, name, r["median_ms"], r["p90_ms"], r["exit"]))
-    ref = results["git diff --cached --name-only (crew worktree)"]["median_ms"]
-    crew = results["git-crew hook pre-commit (crew worktree)"]["median_ms"]
-    print("\ncrew-worktree hook / git diff --cached: %.2fx (target <= 1.0x)" % (crew / ref))
     print("plain-checkout hook median: %.2f ms (target <= 10 ms)"
           % results["git-crew hook pre-commit (plain checkout)"]["median_ms"])
-    if not args.work:
-        shutil.rmtree(work, ignore_errors=True)
 
 
 if __name__ == "__main__":

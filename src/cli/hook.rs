@@ -86,9 +86,18 @@ fn say(line: &str) {
 fn pre_commit(ctx: &CommandContext) -> Result<Report> {
     let (identity, staged, violations) = match crate::ops::hook::pre_commit(ctx)? {
         PreCommit::Plain { warnings } => {
-            for warning in &warnings {
-                say(&format!("warning: {warning}"));
-            }
+            // One write for them all: a thousand staged paths a run holds are a thousand
+            // lines.
+            let text: String = warnings
+                .iter()
+                .map(|w| {
+                    format!(
+                        "crew: {}\n",
+                        crate::view::human::sanitize(&format!("warning: {w}"))
+                    )
+                })
+                .collect();
+            eprint!("{text}");
             return Ok(Report::of(
                 &PlainCheckout {
                     run: None,

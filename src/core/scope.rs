@@ -524,20 +524,40 @@ pub struct Holder<'a> {
     pub scope: &'a [String],
 }
 
-/// One warning per staged path that a live run's scope holds.
+/// One warning per staged path that a live run's scope holds, run by run, each run's in
+/// the order of `changes`.
+///
+/// A glob can only match a path under its leading literal components (`src/api/**` only
+/// paths under `src/api/`), so each run's candidates are found by binary search among the
+/// paths sorted once, and a run's scope is compiled only when some staged path could
+/// fall in it: one staged file and a hundred live runs compile none of their scopes but
+/// those that could hold it.
 pub fn held_paths(runs: &[Holder], changes: &[Change]) -> Vec<String> {
+    let normal: Vec<Option<String>> = changes
+        .iter()
+        .map(|c| normalize_path(&c.path).ok())
+        .collect();
+    let mut sorted: Vec<(&str, usize)> = normal
+        .iter()
+        .enumerate()
+        .filter_map(|(i, path)| Some((path.as_deref()?, i)))
+        .collect();
+    sorted.sort_unstable();
     let mut out = Vec::new();
     for run in runs {
+        let Some(candidates) = candidates(run.scope, &sorted) else {
+            continue;
+        };
         let Ok(scope) = Scope::new(run.scope) else {
             continue;
         };
-        for change in changes {
-            if let Ok(path) = normalize_path(&change.path)
-                && scope.contains(&path)
+        for i in candidates {
+            if let Some(path) = &normal[i]
+                && scope.contains(path)
             {
                 out.push(format!(
                     "{} is held by in-flight run {} (task {}, scope {})",
-                    change.path,
+                    changes[i].path,
                     run.run,
                     run.task,
                     run.scope.join(", ")
@@ -546,6 +566,40 @@ pub fn held_paths(runs: &[Holder], changes: &[Change]) -> Vec<String> {
         }
     }
     out
+}
+
+/// The positions (in `changes` order) of the paths some glob of `scope` could match,
+/// from `sorted` (normalised paths, sorted, with their positions); `None` when there is
+/// none. A glob that does not parse leaves every path a candidate: the scope's compiling
+/// decides it.
+fn candidates(scope: &[String], sorted: &[(&str, usize)]) -> Option<Vec<usize>> {
+    let mut found: Vec<usize> = Vec::new();
+    for glob in scope {
+        let prefix = match parse_glob(glob) {
+            Ok(parsed) if !parsed.prefix.is_empty() => parsed.prefix.join("/"),
+            _ => {
+                found = sorted.iter().map(|(_, i)| *i).collect();
+                break;
+            }
+        };
+        // The path itself, and every path under it: between `prefix/` and `prefix0`
+        // (`0` follows `/`).
+        let under = format!("{prefix}/");
+        let past = format!("{prefix}0");
+        let exact = sorted.partition_point(|(p, _)| *p < prefix.as_str());
+        let start = sorted.partition_point(|(p, _)| *p < under.as_str());
+        let end = sorted.partition_point(|(p, _)| *p < past.as_str());
+        found.extend(
+            sorted[exact..]
+                .iter()
+                .take_while(|(p, _)| *p == prefix)
+                .map(|(_, i)| *i),
+        );
+        found.extend(sorted[start..end].iter().map(|(_, i)| *i));
+    }
+    found.sort_unstable();
+    found.dedup();
+    (!found.is_empty()).then_some(found)
 }
 
 #[cfg(test)]
@@ -776,5 +830,83 @@ mod tests {
         let held = held_paths(&holders, &changes);
         assert_eq!(held.len(), 1, "{held:?}");
         assert!(held[0].starts_with("src/api/x.rs is held by in-flight run r1 (task api"));
+    }
+
+    #[test]
+    fn held_paths_finds_what_matching_every_path_against_every_scope_finds() {
+        // Every staged path against every compiled scope, as the warning is defined.
+        fn every_pair(runs: &[Holder], changes: &[Change]) -> Vec<String> {
+            let mut out = Vec::new();
+            for run in runs {
+                let Ok(scope) = Scope::new(run.scope) else {
+                    continue;
+                };
+                for change in changes {
+                    if let Ok(path) = normalize_path(&change.path)
+                        && scope.contains(&path)
+                    {
+                        out.push(format!(
+                            "{} is held by in-flight run {} (task {}, scope {})",
+                            change.path,
+                            run.run,
+                            run.task,
+                            run.scope.join(", ")
+                        ));
+                    }
+                }
+            }
+            out
+        }
+        let scopes: Vec<Vec<String>> = [
+            &["src/api/**"][..],
+            &["src/api"],
+            &["src/api/"],
+            &["**/*.rs"],
+            &["docs/*.md", "src/rout\\es/**"],
+            &["src/[a"],
+            &["src/a?i/**"],
+            &["src/../README.md"],
+            &["src/api.rs", "src/api-x/**"],
+            &["zzz/**"],
+            &["src/{api,web}/**"],
+            &[],
+        ]
+        .iter()
+        .map(|globs| globs.iter().map(|g| g.to_string()).collect())
+        .collect();
+        let holders: Vec<Holder> = scopes
+            .iter()
+            .enumerate()
+            .map(|(i, scope)| Holder {
+                run: [
+                    "r0", "r1", "r2", "r3", "r4", "r5", "r6", "r7", "r8", "r9", "ra", "rb",
+                ][i],
+                task: "t",
+                scope,
+            })
+            .collect();
+        let changes: Vec<Change> = [
+            "src/api/x.rs",
+            "src/api",
+            "src/api.rs",
+            "src/api-x/y.txt",
+            "src/apix/z.rs",
+            "src/api0",
+            "src/routes/a.rs",
+            "src/web/w.txt",
+            "./src/api/dot.rs",
+            "src/../../escapes.rs",
+            "README.md",
+            "docs/guide.md",
+            "docs/deep/guide.md",
+            "lib.rs",
+        ]
+        .iter()
+        .map(|p| change(p, ChangeKind::Modified))
+        .collect();
+        let expected = every_pair(&holders, &changes);
+        assert_eq!(held_paths(&holders, &changes), expected);
+        assert_eq!(expected.len(), 23, "{expected:#?}");
+        assert!(held_paths(&holders, &[]).is_empty());
     }
 }

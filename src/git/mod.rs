@@ -11,6 +11,7 @@ pub mod fleet;
 pub mod forecast;
 pub mod hooks_dir;
 pub mod identity;
+pub mod index_map;
 pub mod lfs;
 pub mod merge;
 pub mod notes;

@@ -4,14 +4,21 @@
 //! `tree_index_status` does not: it trusts the index's cache-tree extension and skips
 //! every directory whose cached tree id still equals HEAD's subtree, only descending where
 //! something was staged. Without a cache tree it walks everything and is merely correct.
+//!
+//! The index is read in place (`index_map`): mapped, each entry read only where the walk
+//! looks at it, so a commit that stages one file in a large repository reads the entries
+//! of that file's directories and HEAD's trees along its path, not every entry's path and
+//! stat data. An index of a form only gix reads (version 4, a split index) is decoded
+//! whole by gix and walked alike.
 
 use std::ops::Range;
 
 use super::error::{Context, Result};
+use super::index_map::{CacheNode, IndexMap, SPARSE_DIR_MODE};
 use gix::ObjectId;
 use gix::bstr::ByteSlice;
-use gix::index::entry::{Flags, Stage};
-use gix::index::extension::Tree as CacheTree;
+use gix::index::entry::Flags;
+use gix::oid;
 
 use crate::core::scope::{Change, ChangeKind};
 
@@ -20,8 +27,19 @@ use crate::core::scope::{Change, ChangeKind};
 /// unmerged entries. Paths are in index order, repository-relative.
 pub fn staged_changes(repo: &gix::Repository) -> Result<Vec<Change>> {
     let path = repo.index_path();
-    let index = match gix::index::File::at(
-        &path,
+    if let Some(index) = IndexMap::open(&path, repo.object_hash().len_in_bytes()) {
+        let cache = index.cache_tree();
+        return walk(repo, &index, cache.as_ref());
+    }
+    let index = read_with_gix(repo, &path)?;
+    let cache = index.tree().map(cache_node);
+    walk(repo, &*index, cache.as_ref())
+}
+
+/// The index as gix decodes it: every format, and the reason a broken one is broken.
+fn read_with_gix(repo: &gix::Repository, path: &std::path::Path) -> Result<gix::index::File> {
+    match gix::index::File::at(
+        path,
         repo.object_hash(),
         // The hook reads the index git has just written; re-hashing megabytes on every
         // commit buys nothing here.
@@ -32,23 +50,90 @@ pub fn staged_changes(repo: &gix::Repository) -> Result<Vec<Change>> {
             ..Default::default()
         },
     ) {
-        Ok(index) => index,
-        Err(_) if !path.exists() => {
-            gix::index::File::from_state(gix::index::State::new(repo.object_hash()), path.clone())
-        }
-        Err(e) => {
-            return Err(e).with_context(|| format!("cannot read the index at {}", path.display()));
-        }
-    };
+        Ok(index) => Ok(index),
+        Err(_) if !path.exists() => Ok(gix::index::File::from_state(
+            gix::index::State::new(repo.object_hash()),
+            path.to_path_buf(),
+        )),
+        Err(e) => Err(e).with_context(|| format!("cannot read the index at {}", path.display())),
+    }
+}
+
+/// gix's cache tree, as the walk reads one.
+fn cache_node(tree: &gix::index::extension::Tree) -> CacheNode<'_> {
+    CacheNode {
+        name: tree.name.as_slice(),
+        valid: tree.num_entries.map(|n| (n, tree.id.as_ref())),
+        children: tree.children.iter().map(cache_node).collect(),
+    }
+}
+
+fn walk<E: Entries + ?Sized>(
+    repo: &gix::Repository,
+    entries: &E,
+    cache: Option<&CacheNode<'_>>,
+) -> Result<Vec<Change>> {
     let head = head_tree(repo)?;
     let mut walk = Walk {
         repo,
-        state: &index,
+        entries,
         out: Vec::new(),
     };
-    let all = 0..index.entries().len();
-    walk.dir(b"", head, all, index.tree())?;
+    walk.dir(b"", head, 0..entries.count(), cache)?;
     Ok(walk.out)
+}
+
+/// What the walk reads of the index's entries, by position.
+trait Entries {
+    fn count(&self) -> usize;
+    fn path(&self, i: usize) -> &[u8];
+    fn id(&self, i: usize) -> &oid;
+    fn mode(&self, i: usize) -> u32;
+    /// Whether entry `i` is at a merge stage (1 to 3) rather than stage 0.
+    fn unmerged(&self, i: usize) -> bool;
+    fn intent_to_add(&self, i: usize) -> bool;
+}
+
+impl Entries for IndexMap {
+    fn count(&self) -> usize {
+        self.len()
+    }
+    fn path(&self, i: usize) -> &[u8] {
+        IndexMap::path(self, i)
+    }
+    fn id(&self, i: usize) -> &oid {
+        IndexMap::id(self, i)
+    }
+    fn mode(&self, i: usize) -> u32 {
+        IndexMap::mode(self, i)
+    }
+    fn unmerged(&self, i: usize) -> bool {
+        IndexMap::stage(self, i) != 0
+    }
+    fn intent_to_add(&self, i: usize) -> bool {
+        IndexMap::intent_to_add(self, i)
+    }
+}
+
+impl Entries for gix::index::State {
+    fn count(&self) -> usize {
+        self.entries().len()
+    }
+    fn path(&self, i: usize) -> &[u8] {
+        self.entries()[i].path(self).as_bytes()
+    }
+    fn id(&self, i: usize) -> &oid {
+        &self.entries()[i].id
+    }
+    fn mode(&self, i: usize) -> u32 {
+        self.entries()[i].mode.bits()
+    }
+    fn unmerged(&self, i: usize) -> bool {
+        self.entries()[i].stage() != gix::index::entry::Stage::Unconflicted
+    }
+    fn intent_to_add(&self, i: usize) -> bool {
+        self.entries()[i].flags.contains(Flags::INTENT_TO_ADD)
+    }
 }
 
 /// HEAD's tree, or `None` on an unborn branch.
@@ -80,15 +165,15 @@ enum Group {
     Dir(Range<usize>),
 }
 
-struct Walk<'a> {
+struct Walk<'a, E: ?Sized> {
     repo: &'a gix::Repository,
-    state: &'a gix::index::State,
+    entries: &'a E,
     out: Vec<Change>,
 }
 
-impl Walk<'_> {
+impl<E: Entries + ?Sized> Walk<'_, E> {
     fn path(&self, i: usize) -> &[u8] {
-        self.state.entries()[i].path(self.state).as_bytes()
+        self.entries.path(i)
     }
 
     fn push(&mut self, path: &[u8], kind: ChangeKind) {
@@ -128,20 +213,19 @@ impl Walk<'_> {
         prefix: &[u8],
         head: Option<ObjectId>,
         range: Range<usize>,
-        cache: Option<&CacheTree>,
+        cache: Option<&CacheNode<'_>>,
     ) -> Result<()> {
         if let (Some(head), Some(cache)) = (head, cache)
-            && cache.num_entries == u32::try_from(range.len()).ok()
-            && cache.id == head
+            && let Some((entries, id)) = cache.valid
+            && u32::try_from(range.len()).ok() == Some(entries)
+            && id == head.as_ref()
         {
             return Ok(());
         }
-        let groups = self.groups(prefix, range);
-        // Cache-tree children by name, for lookups while merging (a directory may have
+        // Cache-tree children are sorted by name, for lookups (a directory may have
         // hundreds of subdirectories).
-        let mut children: Vec<&CacheTree> =
-            cache.map_or_else(Vec::new, |c| c.children.iter().collect());
-        children.sort_by(|a, b| a.name.cmp(&b.name));
+        let children: &[CacheNode<'_>] = cache.map_or(&[], |c| c.children.as_slice());
+        let groups = self.groups(prefix, range, children);
         let items = match head {
             Some(id) => self.tree_items(id)?,
             None => Vec::new(),
@@ -168,9 +252,9 @@ impl Walk<'_> {
                     let item = item_iter.next().expect("peeked");
                     let (name, group) = group_iter.next().expect("peeked");
                     let child = children
-                        .binary_search_by(|c| c.name.as_slice().cmp(&name))
+                        .binary_search_by(|c| c.name.cmp(name.as_slice()))
                         .ok()
-                        .map(|i| children[i]);
+                        .map(|i| &children[i]);
                     self.both(prefix, &name, item, group, child)?;
                 }
             }
@@ -179,7 +263,16 @@ impl Walk<'_> {
     }
 
     /// Splits the entries of a directory by their first path component, sorted by name.
-    fn groups(&self, prefix: &[u8], range: Range<usize>) -> Vec<(Vec<u8>, Group)> {
+    /// A subdirectory's entries are contiguous: where the cache tree still knows how many
+    /// there are, they are counted off (and the count checked at its two ends), else the
+    /// end is found by a galloping search from the start — either way a few entries are
+    /// read per subdirectory, near each other, however many entries the index holds.
+    fn groups(
+        &self,
+        prefix: &[u8],
+        range: Range<usize>,
+        children: &[CacheNode<'_>],
+    ) -> Vec<(Vec<u8>, Group)> {
         let mut groups = Vec::new();
         let mut i = range.start;
         while i < range.end {
@@ -187,15 +280,19 @@ impl Walk<'_> {
             let rel = &path[prefix.len()..];
             match rel.find_byte(b'/') {
                 Some(slash) => {
-                    let name = rel[..slash].to_vec();
+                    let name = &rel[..slash];
                     let dir = &path[..prefix.len() + slash + 1];
-                    // Entries are sorted, so a directory's entries are contiguous: find
-                    // its end by binary search instead of comparing every entry.
-                    let j = i
-                        + 1
-                        + self.state.entries()[i + 1..range.end]
-                            .partition_point(|e| e.path(self.state).starts_with(dir));
-                    groups.push((name, Group::Dir(i..j)));
+                    let under = |k: usize| self.path(k).starts_with(dir);
+                    let counted = children
+                        .binary_search_by(|c| c.name.cmp(name))
+                        .ok()
+                        .and_then(|c| children[c].valid)
+                        .and_then(|(n, _)| i.checked_add(usize::try_from(n).ok()?))
+                        .filter(|&j| {
+                            j > i && j <= range.end && under(j - 1) && (j == range.end || !under(j))
+                        });
+                    let j = counted.unwrap_or_else(|| gallop(i + 1..range.end, under));
+                    groups.push((name.to_vec(), Group::Dir(i..j)));
                     i = j;
                 }
                 None => {
@@ -213,7 +310,7 @@ impl Walk<'_> {
     }
 
     fn counts(&self, i: usize) -> bool {
-        !self.state.entries()[i].flags.contains(Flags::INTENT_TO_ADD)
+        !self.entries.intent_to_add(i)
     }
 
     fn added(&mut self, group: Group) {
@@ -248,32 +345,32 @@ impl Walk<'_> {
         name: &[u8],
         item: TreeItem,
         group: Group,
-        child_cache: Option<&CacheTree>,
+        child_cache: Option<&CacheNode<'_>>,
     ) -> Result<()> {
         match group {
             Group::File(range) => {
-                let entry = &self.state.entries()[range.start];
+                let i = range.start;
                 let path = [prefix, name].concat();
-                if range.len() > 1 || entry.stage() != Stage::Unconflicted {
+                if range.len() > 1 || self.entries.unmerged(i) {
                     self.push(&path, ChangeKind::Unmerged);
-                } else if !self.counts(range.start) {
+                } else if !self.counts(i) {
                     // An intent-to-add entry records no content to commit.
                     self.deleted(prefix, &item)?;
                 } else if item.is_tree {
                     self.deleted(prefix, &item)?;
                     self.push(&path, ChangeKind::Added);
-                } else if entry.id != item.id {
+                } else if self.entries.id(i) != item.id.as_ref() {
                     self.push(&path, ChangeKind::Modified);
-                } else if entry.mode.bits() != item.mode {
+                } else if self.entries.mode(i) != item.mode {
                     self.push(&path, ChangeKind::ModeChanged);
                 }
             }
             Group::Dir(range) => {
-                let first = &self.state.entries()[range.start];
-                if range.len() == 1 && first.mode.is_sparse() {
+                let first = range.start;
+                if range.len() == 1 && self.entries.mode(first) == SPARSE_DIR_MODE {
                     // A sparse-index directory entry stands for the whole subtree.
-                    if first.id != item.id {
-                        let path = self.path(range.start).to_vec();
+                    if self.entries.id(first) != item.id.as_ref() {
+                        let path = self.path(first).to_vec();
                         self.push(&path, ChangeKind::Modified);
                     }
                 } else if item.is_tree {
@@ -287,6 +384,33 @@ impl Walk<'_> {
         }
         Ok(())
     }
+}
+
+/// The first position in `range` where `pred` stops holding (it holds for a prefix of
+/// the range, then never again): probing 1, 2, 4, ... past the start, then bisecting the
+/// last step, so a short run costs a few probes near its start.
+fn gallop(range: Range<usize>, pred: impl Fn(usize) -> bool) -> usize {
+    let (mut lo, mut step) = (range.start, 1);
+    let mut hi = range.end;
+    while lo < range.end {
+        let probe = lo.saturating_add(step - 1).min(range.end - 1);
+        if pred(probe) {
+            lo = probe + 1;
+            step = step.saturating_mul(2);
+        } else {
+            hi = probe;
+            break;
+        }
+    }
+    while lo < hi {
+        let mid = lo + (hi - lo) / 2;
+        if pred(mid) {
+            lo = mid + 1;
+        } else {
+            hi = mid;
+        }
+    }
+    lo
 }
 
 #[cfg(test)]
@@ -420,5 +544,273 @@ mod tests {
                 ("b/c".to_string(), "A".to_string())
             ]
         );
+    }
+}
+
+#[cfg(test)]
+mod in_place {
+    //! The index read in place and the index gix decodes give the same walk, and git's
+    //! answer, on every form of entry git writes; forms only gix reads go to gix.
+
+    use std::path::Path;
+
+    use super::{IndexMap, cache_node, read_with_gix, staged_changes, walk};
+    use crate::core::scope::{Change, ChangeKind};
+    use crate::git::test_git as git;
+
+    fn kinds(changes: Vec<Change>) -> Vec<(String, String)> {
+        let mut out: Vec<(String, String)> = changes
+            .into_iter()
+            .map(|c| {
+                let kind = match c.kind {
+                    ChangeKind::Added => "A",
+                    ChangeKind::Deleted => "D",
+                    ChangeKind::Modified | ChangeKind::ModeChanged => "M",
+                    ChangeKind::Unmerged => "U",
+                };
+                (c.path, kind.to_string())
+            })
+            .collect();
+        out.sort();
+        out.dedup();
+        out
+    }
+
+    /// git's own answer, one (path, status) per path.
+    fn oracle(dir: &Path) -> Vec<(String, String)> {
+        let text = git(
+            dir,
+            &["diff", "--cached", "--name-status", "--no-renames", "-z"],
+        );
+        let parts: Vec<&str> = text.split('\0').filter(|p| !p.is_empty()).collect();
+        let mut out: Vec<(String, String)> = parts
+            .chunks(2)
+            .map(|c| (c[1].to_string(), c[0].to_string()))
+            .collect();
+        out.sort();
+        out.dedup();
+        out
+    }
+
+    /// The walk over the mapped index, which must be readable in place.
+    fn mapped(dir: &Path) -> Vec<(String, String)> {
+        let repo = gix::open(dir).unwrap();
+        let map = IndexMap::open(&repo.index_path(), 20).expect("an index read in place");
+        kinds(walk(&repo, &map, map.cache_tree().as_ref()).unwrap())
+    }
+
+    /// The walk over gix's decoding of the same index.
+    fn decoded(dir: &Path) -> Vec<(String, String)> {
+        let repo = gix::open(dir).unwrap();
+        let file = read_with_gix(&repo, &repo.index_path()).unwrap();
+        let cache = file.tree().map(cache_node);
+        kinds(walk(&repo, &*file, cache.as_ref()).unwrap())
+    }
+
+    fn repo() -> tempfile::TempDir {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path();
+        git(dir, &["init", "-q", "-b", "main"]);
+        for (path, text) in [
+            ("a.txt", "a\n"),
+            ("src/lib.rs", "lib\n"),
+            ("src/deep/x.rs", "x\n"),
+            ("src/deep/y.rs", "y\n"),
+            ("gone/one", "1\n"),
+            ("gone/two/three", "3\n"),
+            ("becomes_dir", "file\n"),
+            ("becomes_file/inner", "inner\n"),
+            ("run.sh", "#!/bin/sh\n"),
+            ("hidden.txt", "h\n"),
+            ("other/z.txt", "z\n"),
+        ] {
+            let path = dir.join(path);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(path, text).unwrap();
+        }
+        git(dir, &["add", "-A"]);
+        git(dir, &["commit", "-q", "-m", "base"]);
+        tmp
+    }
+
+    #[test]
+    fn every_kind_of_change_is_found_alike_in_place_and_by_gix() {
+        let tmp = repo();
+        let dir = tmp.path();
+        assert!(mapped(dir).is_empty(), "nothing staged yet");
+        // A cache tree valid everywhere, then changes of every kind.
+        git(dir, &["read-tree", "HEAD"]);
+        std::fs::write(dir.join("src/deep/x.rs"), "changed\n").unwrap();
+        std::fs::write(dir.join("new.txt"), "new\n").unwrap();
+        std::fs::create_dir_all(dir.join("fresh/er")).unwrap();
+        std::fs::write(dir.join("fresh/er/f.txt"), "f\n").unwrap();
+        std::fs::remove_dir_all(dir.join("gone")).unwrap();
+        std::fs::remove_file(dir.join("becomes_dir")).unwrap();
+        std::fs::create_dir_all(dir.join("becomes_dir")).unwrap();
+        std::fs::write(dir.join("becomes_dir/now"), "now\n").unwrap();
+        std::fs::remove_dir_all(dir.join("becomes_file")).unwrap();
+        std::fs::write(dir.join("becomes_file"), "file now\n").unwrap();
+        std::os::unix::fs::symlink("a.txt", dir.join("link")).unwrap();
+        git(dir, &["add", "-A"]);
+        git(dir, &["update-index", "--chmod=+x", "run.sh"]);
+        // Version 3 entries: intent-to-add, skip-worktree; and assume-unchanged.
+        std::fs::write(dir.join("later.txt"), "later\n").unwrap();
+        git(dir, &["add", "-N", "later.txt"]);
+        git(dir, &["update-index", "--skip-worktree", "other/z.txt"]);
+        git(dir, &["update-index", "--assume-unchanged", "hidden.txt"]);
+        // A gitlink.
+        let sub = git(dir, &["rev-parse", "HEAD"]);
+        git(
+            dir,
+            &[
+                "update-index",
+                "--add",
+                "--cacheinfo",
+                &format!("160000,{sub},vendor/sub"),
+            ],
+        );
+        let found = mapped(dir);
+        assert_eq!(found, decoded(dir));
+        assert_eq!(found, oracle(dir));
+        assert_eq!(found.len(), 12, "{found:?}");
+        assert!(found.contains(&("run.sh".into(), "M".into())), "{found:?}");
+        assert!(!found.iter().any(|(p, _)| p == "later.txt"), "{found:?}");
+    }
+
+    #[test]
+    fn a_path_longer_than_the_length_field_holds_is_read_to_its_end() {
+        let tmp = repo();
+        let dir = tmp.path();
+        let blob = git(dir, &["rev-parse", "HEAD:a.txt"]);
+        // 0xfff bytes and more: the entry's length field saturates and the path ends at
+        // its NUL. No file need exist for it.
+        let long = format!("{}/{}", "d".repeat(200), "n/".repeat(2100) + "leaf");
+        assert!(long.len() > 0xfff);
+        let short = "z/after";
+        for path in [long.as_str(), short] {
+            git(
+                dir,
+                &[
+                    "update-index",
+                    "--add",
+                    "--cacheinfo",
+                    &format!("100644,{blob},{path}"),
+                ],
+            );
+        }
+        let found = mapped(dir);
+        assert_eq!(found, oracle(dir));
+        assert_eq!(
+            found,
+            [
+                (long, "A".to_string()),
+                (short.to_string(), "A".to_string())
+            ]
+        );
+        // gix's decoder does not pad such an entry as git does, and refuses the index.
+        let repo = gix::open(dir).unwrap();
+        assert!(read_with_gix(&repo, &repo.index_path()).is_err());
+    }
+
+    #[test]
+    fn unmerged_entries_are_found_alike() {
+        let tmp = repo();
+        let dir = tmp.path();
+        git(dir, &["checkout", "-q", "-b", "side"]);
+        std::fs::write(dir.join("a.txt"), "side\n").unwrap();
+        git(dir, &["commit", "-q", "-am", "side"]);
+        git(dir, &["checkout", "-q", "main"]);
+        std::fs::write(dir.join("a.txt"), "main\n").unwrap();
+        git(dir, &["commit", "-q", "-am", "main"]);
+        let merge = std::process::Command::new("git")
+            .args(["merge", "-q", "side"])
+            .current_dir(dir)
+            .env("GIT_CONFIG_GLOBAL", "/dev/null")
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .env("GIT_AUTHOR_NAME", "t")
+            .env("GIT_AUTHOR_EMAIL", "t@x")
+            .env("GIT_COMMITTER_NAME", "t")
+            .env("GIT_COMMITTER_EMAIL", "t@x")
+            .output()
+            .unwrap();
+        assert!(!merge.status.success(), "the merge conflicts");
+        assert!(
+            String::from_utf8_lossy(&merge.stdout).contains("CONFLICT"),
+            "{merge:?}"
+        );
+        let found = mapped(dir);
+        assert_eq!(found, decoded(dir));
+        assert_eq!(found, [("a.txt".to_string(), "U".to_string())]);
+        assert_eq!(found, oracle(dir));
+    }
+
+    #[test]
+    fn a_sparse_index_is_read_in_place() {
+        let tmp = repo();
+        let dir = tmp.path();
+        git(
+            dir,
+            &["sparse-checkout", "init", "--cone", "--sparse-index"],
+        );
+        git(dir, &["sparse-checkout", "set", "src"]);
+        let index = std::fs::read(dir.join(".git/index")).unwrap();
+        assert!(
+            index.windows(4).any(|w| w == b"sdir"),
+            "git wrote a sparse index"
+        );
+        std::fs::write(dir.join("src/lib.rs"), "sparse change\n").unwrap();
+        git(dir, &["add", "src/lib.rs"]);
+        let found = mapped(dir);
+        assert_eq!(found, decoded(dir));
+        assert_eq!(found, [("src/lib.rs".to_string(), "M".to_string())]);
+        assert_eq!(found, oracle(dir));
+    }
+
+    #[test]
+    fn version_4_and_a_split_index_go_to_gix_and_find_the_same() {
+        for form in [&["--index-version", "4"][..], &["--split-index"][..]] {
+            let tmp = repo();
+            let dir = tmp.path();
+            std::fs::write(dir.join("src/lib.rs"), "changed\n").unwrap();
+            std::fs::remove_file(dir.join("a.txt")).unwrap();
+            git(dir, &["add", "-A"]);
+            let mut args = vec!["update-index"];
+            args.extend_from_slice(form);
+            git(dir, &args);
+            let repo = gix::open(dir).unwrap();
+            assert!(
+                IndexMap::open(&repo.index_path(), 20).is_none(),
+                "{form:?} is left to gix"
+            );
+            let found = kinds(staged_changes(&repo).unwrap());
+            assert_eq!(found, oracle(dir), "{form:?}");
+            assert_eq!(
+                found,
+                [
+                    ("a.txt".to_string(), "D".to_string()),
+                    ("src/lib.rs".to_string(), "M".to_string())
+                ],
+                "{form:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_broken_index_is_refused_as_before() {
+        let tmp = repo();
+        let dir = tmp.path();
+        let index = dir.join(".git/index");
+        let bytes = std::fs::read(&index).unwrap();
+        // Cut inside the entries: neither reader accepts it, and gix says why.
+        std::fs::write(&index, &bytes[..bytes.len() / 2]).unwrap();
+        let repo = gix::open(dir).unwrap();
+        assert!(IndexMap::open(&index, 20).is_none());
+        let err = staged_changes(&repo).unwrap_err().to_string();
+        assert!(err.contains("cannot read the index"), "{err}");
+        // A missing index stages every file of HEAD's for deletion, as git sees it.
+        std::fs::remove_file(&index).unwrap();
+        let found = kinds(staged_changes(&repo).unwrap());
+        assert_eq!(found, oracle(dir));
+        assert_eq!(found.len(), 11, "{found:?}");
     }
 }

@@ -55,8 +55,13 @@ pub fn output(workers: &[Worker]) -> crate::view::output::WorkersOutput<'_> {
 }
 
 /// The roster, in the flight config's order (empty when it names no standing worker).
+/// Only what it shows is read: with no standing worker, neither the live runs, the
+/// sessions nor the ledger.
 pub fn workers(ctx: &Context, _req: &Request) -> Result<Vec<Worker>> {
     let flight = super::flight::resolve(ctx, &Invocation::default())?.flight;
+    if flight.workers.is_empty() {
+        return Ok(Vec::new());
+    }
     let store = runs::open(ctx)?;
     let live = store.live().map_err(CrewError::from)?;
     let sessions = crate::state::sessions::load(store.root());

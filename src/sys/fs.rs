@@ -1,4 +1,4 @@
-//! Files written so a reader never sees half of one.
+//! Files written so a reader never sees half of one, and read in place (mapped).
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
@@ -516,4 +516,14 @@ mod beneath_tests {
             Path::new("../.env")
         );
     }
+}
+
+/// A file's bytes mapped read-only, for a file that is replaced, never written in place
+/// (git's index: git writes `index.lock` and renames it over). Its pages are mapped at
+/// once, for a caller that reads it all (one call instead of a fault every few pages).
+pub fn map_read_only(file: &std::fs::File) -> std::io::Result<memmap2::Mmap> {
+    // SAFETY: the mapping is private and read-only; a file that git replaces by a rename
+    // leaves this one's inode as it was. One truncated in place by another program would
+    // fault, as with git's own mapping of it.
+    unsafe { memmap2::MmapOptions::new().populate().map(file) }
 }

@@ -381,3 +381,64 @@ fn the_first_commit_on_an_unborn_branch_is_checked_too() {
         serde_json::json!(["Makefile (added) is outside the write scope src/"])
     );
 }
+
+#[test]
+fn a_plain_checkout_with_many_live_runs_is_warned_by_each_holder_and_never_by_one_that_ended() {
+    let env = TestEnv::new();
+    let (repo, _) = crew_setup(&env, "implement", &["src/routes/**"]);
+    let live = repo.join(".git/crew/live");
+    let pointer = |run: &str, task: &str, scope: &[&str]| {
+        let scope: Vec<String> = scope.iter().map(|g| format!("{g:?}")).collect();
+        write(
+            &live.join(format!("{run}.json")),
+            &format!(
+                r#"{{"run": "{run}", "task": "{task}", "scope": [{}], "phase": "working"}}"#,
+                scope.join(", ")
+            ),
+        );
+    };
+    // Forty runs holding folders nothing staged is in, and four that hold staged paths
+    // each in its own way: a folder, every `.rs` file, a literal path, an escaped glob.
+    for i in 0..40 {
+        pointer(
+            &format!("r{i:02}"),
+            &format!("idle{i}"),
+            &[&format!("far/d{i}/**")],
+        );
+    }
+    pointer("s1", "routes", &["src/routes/**"]);
+    pointer("s2", "rust", &["**/*.rs"]);
+    pointer("s3", "readme", &["README.md"]);
+    pointer("s4", "docs", &["d\\ocs/*.md"]);
+    // A broken glob holds nothing, and says nothing.
+    pointer("s5", "broken", &["src/[a"]);
+    write(&repo.join("src/routes/a.rs"), "the lead's\n");
+    write(&repo.join("README.md"), "the lead's\n");
+    write(&repo.join("docs/guide.md"), "the lead's\n");
+    write(&repo.join("build.sh"), "the lead's\n");
+    env.git_ok(&repo, &["add", "-A"]);
+    let out = env.crew(&repo, &["hook", "pre-commit", "--json"]);
+    out.expect_code(0);
+    let warned = |run: &str, task: &str, path: &str, scope: &str| {
+        format!("{path} is held by in-flight run {run} (task {task}, scope {scope})")
+    };
+    assert_eq!(
+        out.json()["warnings"],
+        serde_json::json!([
+            warned("s1", "routes", "src/routes/a.rs", "src/routes/**"),
+            warned("s2", "rust", "src/routes/a.rs", "**/*.rs"),
+            warned("s3", "readme", "README.md", "README.md"),
+            warned("s4", "docs", "docs/guide.md", "d\\ocs/*.md"),
+        ])
+    );
+    // A run that ended has no live pointer: it holds nothing any more.
+    std::fs::remove_file(live.join("s1.json")).unwrap();
+    std::fs::remove_file(live.join("s2.json")).unwrap();
+    let out = commit(&env, &repo, "the lead's commit");
+    out.expect_code(0);
+    assert_eq!(
+        out.stderr,
+        "crew: warning: README.md is held by in-flight run s3 (task readme, scope README.md)\n\
+         crew: warning: docs/guide.md is held by in-flight run s4 (task docs, scope d\\ocs/*.md)\n"
+    );
+}

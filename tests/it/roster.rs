@@ -120,3 +120,54 @@ fn a_session_serves_one_run_at_a_time() {
     assert_ne!(shown["run"]["phase"], "queued", "{shown}");
     env.crew(&repo, &["abandon", &waiting]);
 }
+
+#[test]
+fn with_no_standing_worker_workers_reads_no_run_and_answers_empty() {
+    let env = TestEnv::new();
+    let repo = env.fixture("crew-repo.sh", "repo", &[]);
+    let finished = env.finished_run(&repo, "done", "ok", &["--scope", "src/routes/**"]);
+    // Runs on record, and a ledger and a live pointer that cannot be read: a roster with
+    // no standing worker reads none of them, so none of them fails it.
+    let ledger = env.git_ok(&repo, &["rev-parse", "refs/notes/crew-ledger"]);
+    let ledger = ledger.trim();
+    let blob = env.git_ok(&repo, &["rev-parse", "HEAD:README.md"]);
+    let blob = blob.trim();
+    env.git_ok(&repo, &["update-ref", "refs/notes/crew-ledger", blob]);
+    write(
+        &repo.join(".git/crew/live/20250101-000000-dead.json"),
+        "{ not json",
+    );
+    let out = env.crew(&repo, &["workers"]);
+    out.expect_code(0);
+    assert_eq!(out.json(), serde_json::json!({ "ok": true, "workers": [] }));
+    let human = env.crew(&repo, &["workers", "--human"]);
+    human.expect_code(0);
+    assert!(
+        human.stdout.starts_with("no standing workers"),
+        "{}",
+        human.stdout
+    );
+
+    // Name one standing worker: the ledger is read again, for its runs and pass rate.
+    env.git_ok(&repo, &["update-ref", "refs/notes/crew-ledger", ledger]);
+    std::fs::remove_file(repo.join(".git/crew/live/20250101-000000-dead.json")).unwrap();
+    let flight = read(&repo.join(".crew/flight.toml"));
+    write(
+        &repo.join(".crew/flight.toml"),
+        &format!("{flight}[workers.steady]\nbackend = \"ok\"\n"),
+    );
+    env.git_ok(&repo, &["commit", "-q", "-am", "one standing worker"]);
+    let run = env
+        .dispatch(&repo, "steady-task")
+        .args(&["--worker", "steady", "--scope", "src/routes/**"])
+        .prompt("x")
+        .finished();
+    assert_ne!(run, finished);
+    let roster = env.crew(&repo, &["workers"]).json();
+    let steady = &roster["workers"][0];
+    assert_eq!(steady["worker"], "steady", "{roster}");
+    assert_eq!(steady["runs"], 1, "{roster}");
+    assert_eq!(steady["passes"], 1, "{roster}");
+    assert_eq!(steady["pass_rate"], 1.0, "{roster}");
+    assert_eq!(roster["workers"].as_array().unwrap().len(), 1);
+}
