@@ -300,6 +300,9 @@ error_codes! {
     /// The remote's notes cannot be fetched.
     FetchFailed = "fetch-failed", Refused,
         hint: "check that the remote is reachable: git fetch REMOTE";
+    /// Integrate through a fleet's remote found the task's claim held by another run.
+    ClaimTakenOver = "claim-taken-over", Refused,
+        hint: "the run's lease ran out and another machine took the task over: abandon one of the two runs, then integrate the other";
     /// `init` would move a hook aside onto a name that is taken.
     HookInTheWay = "hook-in-the-way", Refused;
     /// `init` was run inside a run's worktree.
@@ -633,6 +636,7 @@ mod tests {
             ("blocked-by-gate", 4),
             ("cannot-write", 4),
             ("checkout-refused", 4),
+            ("claim-taken-over", 4),
             ("dirty-checkout", 4),
             ("dispatch-busy", 4),
             ("dispatch-refused", 4),

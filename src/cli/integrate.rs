@@ -57,6 +57,11 @@ pub struct IntegrateArgs {
     /// Set any flight key for this call: dotted.key=value (e.g. worktree.cleanup=never).
     #[arg(long = "set", value_name = "KEY=VALUE")]
     pub set: Vec<String>,
+    /// Land through this git remote (a fleet sharing it; default fleet.remote): merge onto
+    /// the remote's tip of the target and push the target, the notes and the claim's
+    /// release in one atomic push, again on a fresh tip when another machine landed first.
+    #[arg(long, value_name = "NAME", conflicts_with = "all")]
+    pub remote: Option<String>,
     /// Audit, check the gates and build the merge, then say what would land; change
     /// nothing (no verify of the merge runs). With --all: the order and what would be
     /// held back.
@@ -79,6 +84,7 @@ pub fn run(ctx: &CommandContext, args: IntegrateArgs) -> Result<Report> {
         force_unverified: args.force_unverified,
         invocation: routing.invocation(),
         dry_run: args.dry_run,
+        remote: args.remote,
     };
     let progress = super::progress::Progress::for_steps();
     let done = crate::ops::integrate::integrate(ctx, &request, &|event| match event {
@@ -160,6 +166,31 @@ fn all_report(all: crate::ops::integrate_all::All) -> Report {
 }
 
 /// What integrate did (or, under `--dry-run`, would do), for JSON and for people.
+/// What a landing through a fleet's remote did there and here, in a line.
+fn remote_line(through: &crate::run::remote_landing::Through) -> String {
+    use crate::core::fleet::LocalTarget;
+    let tries = match through.tries {
+        1 => String::new(),
+        n => format!(" (built {n} times: other machines landed first)"),
+    };
+    let claim = if through.released {
+        ", claim let go"
+    } else {
+        ""
+    };
+    let local = match &through.local {
+        LocalTarget::Absent => "no such branch here".to_string(),
+        LocalTarget::UpToDate => "the branch here is at it".to_string(),
+        LocalTarget::FastForward => "the branch here fast-forwarded".to_string(),
+        LocalTarget::Left(why) => format!("the branch here left where it is: {why}"),
+    };
+    format!(
+        "pushed to {} in one atomic push ({} refs{claim}){tries}; {local}",
+        through.remote,
+        through.pushed.len()
+    )
+}
+
 pub fn report(done: &integrate::Done) -> Report {
     let forced = if done
         .record
@@ -219,6 +250,10 @@ pub fn report(done: &integrate::Done) -> Report {
             .unwrap_or_default(),
         super::prune::ignored_note(&done.cleanup.ignored),
     );
+    let human = match &done.remote {
+        None => human,
+        Some(through) => format!("{human}\n  {}", remote_line(through)),
+    };
     Report::of(&crate::ops::integrate::output(done), human)
 }
 

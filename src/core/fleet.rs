@@ -198,6 +198,79 @@ pub fn serial_text(claim: &FleetClaim, previous: Option<&str>) -> String {
     )
 }
 
+/// How often an integrate through the remote builds its merge again on a fresh tip after
+/// another machine landed first, before it gives up (`target-kept-moving`).
+pub const LAND_TRIES: usize = 16;
+
+/// What a landing does with the task's claim, as the remote holds it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AtLanding {
+    /// The claim is still the one this run pushed: let it go in the landing's push, with
+    /// a lease on its value.
+    Release,
+    /// Nothing to let go: the run holds no claim there, or its claim is gone.
+    Nothing,
+    /// Another run holds the task now (this run's lease ran out and it was taken over):
+    /// what to say.
+    TakenOver(String),
+}
+
+/// What landing run `run` does with its task's claim: `ours` is the value of the claim
+/// this machine pushed (`None`: it holds none), `seen` the claims on the remote.
+pub fn at_landing(run: &str, task: &str, ours: Option<&str>, seen: &[Seen]) -> AtLanding {
+    let Some(ours) = ours else {
+        return AtLanding::Nothing;
+    };
+    match seen.iter().find(|s| s.task == task) {
+        None => AtLanding::Nothing,
+        Some(s) if s.id == ours => AtLanding::Release,
+        Some(s) => match &s.claim {
+            // A renewal of this run's own claim this machine did not see.
+            Some(c) if c.run == run => AtLanding::Release,
+            Some(c) => AtLanding::TakenOver(format!(
+                "task {task} is held on the remote by run {} on machine {}: run {run}'s lease ran out and the task was taken over; nothing was landed",
+                c.run, c.machine
+            )),
+            None => AtLanding::TakenOver(format!(
+                "task {task}'s claim on the remote ({}) is not run {run}'s and cannot be read; nothing was landed",
+                s.id
+            )),
+        },
+    }
+}
+
+/// What a landing through the remote does with the target's branch here.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LocalTarget {
+    /// There is no such branch here: left so (the remote-tracking ref has the landing).
+    Absent,
+    /// It is at the landed commit already.
+    UpToDate,
+    /// It is behind the landed commit and may move: fast-forward it (with `merge
+    /// --ff-only` where it is checked out).
+    FastForward,
+    /// It stays where it is, for this reason.
+    Left(String),
+}
+
+/// Where the target's branch here goes once the run landed on the remote: a branch behind
+/// the landed commit is fast-forwarded unless its checkout holds uncommitted changes; one
+/// with commits of its own is left alone (the user merges the remote's when they wish).
+pub fn local_target(exists: bool, at_landing: bool, behind: bool, dirty: bool) -> LocalTarget {
+    match (exists, at_landing, behind, dirty) {
+        (false, ..) => LocalTarget::Absent,
+        (true, true, ..) => LocalTarget::UpToDate,
+        (true, false, false, _) => LocalTarget::Left(
+            "it has commits the remote's target does not: merge or rebase it yourself".into(),
+        ),
+        (true, false, true, true) => LocalTarget::Left(
+            "its checkout has uncommitted changes: `git merge --ff-only` it when they are done"
+                .into(),
+        ),
+        (true, false, true, false) => LocalTarget::FastForward,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -316,6 +389,55 @@ mod tests {
             decide("r2", &wanted("b", &scope), &[junk], 0),
             Decision::Create
         );
+    }
+
+    #[test]
+    fn a_landing_lets_go_of_its_own_claim_only() {
+        let mine = seen(claim("box-1", "r1", "a", &["src/**"], 10));
+        assert_eq!(
+            at_landing("r1", "a", Some("id-r1"), std::slice::from_ref(&mine)),
+            AtLanding::Release
+        );
+        // Renewed since this machine last looked: still its own.
+        let renewed = Seen {
+            id: "other".into(),
+            ..mine.clone()
+        };
+        assert_eq!(
+            at_landing("r1", "a", Some("id-r1"), &[renewed]),
+            AtLanding::Release
+        );
+        assert_eq!(
+            at_landing("r1", "a", Some("id-r1"), &[]),
+            AtLanding::Nothing
+        );
+        assert_eq!(at_landing("r1", "a", None, &[mine]), AtLanding::Nothing);
+        let theirs = seen(claim("box-2", "r2", "a", &["src/**"], 20));
+        let AtLanding::TakenOver(why) = at_landing("r1", "a", Some("id-r1"), &[theirs]) else {
+            panic!("another run's claim is a takeover");
+        };
+        assert!(why.contains("run r2 on machine box-2"), "{why}");
+    }
+
+    #[test]
+    fn the_local_target_is_fast_forwarded_only_when_behind_and_clean() {
+        assert_eq!(
+            local_target(false, false, false, false),
+            LocalTarget::Absent
+        );
+        assert_eq!(local_target(true, true, true, true), LocalTarget::UpToDate);
+        assert_eq!(
+            local_target(true, false, true, false),
+            LocalTarget::FastForward
+        );
+        assert!(matches!(
+            local_target(true, false, true, true),
+            LocalTarget::Left(why) if why.contains("uncommitted")
+        ));
+        assert!(matches!(
+            local_target(true, false, false, false),
+            LocalTarget::Left(why) if why.contains("commits")
+        ));
     }
 
     #[test]

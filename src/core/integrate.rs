@@ -251,6 +251,14 @@ pub enum Refusal {
     /// The target moved under every attempt to land on it.
     KeptMoving(String),
     BadState(String),
+    /// The fleet's remote refused the landing's push (a hook, a protected ref): what it
+    /// said. Nothing moved there.
+    RemoteRefused(String),
+    /// The fleet's remote cannot be fetched from or pushed to: what git said.
+    Unreachable(String),
+    /// The task's claim on the fleet's remote is another run's now (this run's lease ran
+    /// out and another machine took the task over).
+    ClaimTakenOver(String),
 }
 
 /// A run whose branch holds no commits of its own has nothing to integrate (the output

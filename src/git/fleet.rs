@@ -29,6 +29,23 @@ pub fn fetch(repo_dir: &Path, remote: &str) -> Result<()> {
         .with_context(|| format!("cannot fetch the fleet's claims from {remote}"))
 }
 
+/// Where the remote's branch `branch` is kept here (git's own remote-tracking ref).
+pub fn tracking_branch(remote: &str, branch: &str) -> String {
+    format!("refs/remotes/{remote}/{branch}")
+}
+
+/// Fetches what a landing through the remote decides on, in one fetch: the target
+/// branch (into its remote-tracking ref), the notes (into `refs/notes/remotes/<remote>/`,
+/// as `sync` does) and the claims.
+pub fn fetch_landing(repo_dir: &Path, remote: &str, branch: &str) -> Result<()> {
+    let target = format!("+refs/heads/{branch}:{}", tracking_branch(remote, branch));
+    let notes = format!("+refs/notes/crew*:refs/notes/remotes/{remote}/crew*");
+    let claims = format!("+{CLAIMS_PREFIX}*:{}*", tracking_prefix(remote));
+    super::sync::fetch_refs(repo_dir, remote, &[&target, &notes, &claims], true).with_context(
+        || format!("cannot fetch {branch} and the fleet's notes and claims from {remote}"),
+    )
+}
+
 /// The claims last fetched from `remote`, and the serial ref's value then.
 pub fn seen(repo: &gix::Repository, remote: &str) -> Result<(Vec<Seen>, Option<ObjectId>)> {
     let prefix = tracking_prefix(remote);

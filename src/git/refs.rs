@@ -51,13 +51,16 @@ pub fn under(repo: &gix::Repository, prefix: &str) -> Result<Vec<(String, Option
         .collect())
 }
 
-/// Whether `commit` is on some branch: reachable from a ref under `refs/heads/` (when the
-/// refs cannot be read, it is taken to be).
+/// Whether `commit` is on some branch: reachable from a ref under `refs/heads/`, or under
+/// `refs/remotes/` (a remote's branch as last fetched: a landing through a fleet's remote
+/// may leave the local branch behind). When the refs cannot be read, it is taken to be.
 pub fn on_a_branch(repo: &gix::Repository, commit: ObjectId) -> bool {
-    under(repo, "refs/heads/").map_or(true, |refs| {
-        refs.iter()
-            .filter_map(|(_, tip)| *tip)
-            .any(|tip| crate::git::merge::is_ancestor(repo, commit, tip))
+    ["refs/heads/", "refs/remotes/"].iter().any(|prefix| {
+        under(repo, prefix).map_or(true, |refs| {
+            refs.iter()
+                .filter_map(|(_, tip)| *tip)
+                .any(|tip| crate::git::merge::is_ancestor(repo, commit, tip))
+        })
     })
 }
 

@@ -582,6 +582,8 @@ struct IntegrateIn {
     /// Audit, check the gates and build the merge, then say what would land; change nothing.
     #[serde(default)]
     dry_run: bool,
+    /// Land through this git remote (a fleet sharing it; default fleet.remote).
+    remote: Option<String>,
 }
 
 fn integrate(ctx: &Context, input: IntegrateIn) -> Result<Answer> {
@@ -629,6 +631,7 @@ fn integrate(ctx: &Context, input: IntegrateIn) -> Result<Answer> {
             ..Invocation::default()
         },
         dry_run: input.dry_run,
+        remote: input.remote,
     };
     let done = crate::ops::integrate::integrate(ctx, &request, &observe)?;
     done.landing.links_outside_scope.iter().for_each(link);

@@ -20,6 +20,10 @@ pub struct Request {
     /// The invocation layer of the routing config (`--set`).
     pub invocation: Invocation,
     pub dry_run: bool,
+    /// Land through this git remote (a fleet sharing it): merge onto the remote's tip of
+    /// the target and push the target, the notes and the claim's release in one atomic
+    /// push. `None`: `fleet.remote` when set, else a local integrate.
+    pub remote: Option<String>,
 }
 
 /// What an integration tells a front end as it goes.
@@ -69,6 +73,46 @@ pub struct Landed<'a> {
     pub noted: Vec<String>,
     pub attempts_ref: &'a str,
     pub cleanup: &'a crate::run::landing::Cleaned,
+    /// Landed through a fleet's remote (`--remote`, `fleet.remote`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub remote: Option<ThroughRemote<'a>>,
+}
+
+/// How a run landed through a fleet's remote.
+#[derive(serde::Serialize, schemars::JsonSchema)]
+pub struct ThroughRemote<'a> {
+    pub name: &'a str,
+    /// Merges built: one more after each push another machine beat.
+    pub tries: usize,
+    /// The refs moved on the remote in the one atomic push.
+    pub pushed: &'a [String],
+    /// The task's claim was let go in that push.
+    pub released_claim: bool,
+    /// The target's branch here: `fast-forwarded`, `up-to-date`, `absent` or `left`.
+    pub local_target: &'static str,
+    /// Why it was left where it is.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub left_because: Option<&'a str>,
+}
+
+impl<'a> ThroughRemote<'a> {
+    fn of(through: &'a crate::run::remote_landing::Through) -> ThroughRemote<'a> {
+        use crate::core::fleet::LocalTarget;
+        let (local_target, left_because) = match &through.local {
+            LocalTarget::Absent => ("absent", None),
+            LocalTarget::UpToDate => ("up-to-date", None),
+            LocalTarget::FastForward => ("fast-forwarded", None),
+            LocalTarget::Left(why) => ("left", Some(why.as_str())),
+        };
+        ThroughRemote {
+            name: &through.remote,
+            tries: through.tries,
+            pushed: &through.pushed,
+            released_claim: through.released,
+            local_target,
+            left_because,
+        }
+    }
 }
 
 /// What `integrate` prints as data of `done`.
@@ -101,6 +145,7 @@ pub fn output(done: &Done) -> Output<'_> {
         noted: done.noted.iter().map(ToString::to_string).collect(),
         attempts_ref: &done.attempts_ref,
         cleanup: &done.cleanup,
+        remote: done.remote.as_ref().map(ThroughRemote::of),
     })
 }
 
@@ -152,6 +197,25 @@ pub fn integrate(ctx: &Context, request: &Request, observe: &dyn Fn(Event<'_>)) 
             gates.push(json!({"gate": gate.id, "verdict": facts.verdicts.get(&gate.id)}));
         }
     }
+    // Through a fleet's remote: `--remote`, else `fleet.remote`.
+    let remote = crate::run::fleet::Fleet::of(&flight, request.remote.as_deref()).map(|f| f.remote);
+    if let Some(remote) = &remote {
+        let remotes = crate::git::sync::remotes(repo);
+        if !remotes.contains(remote) {
+            return Err(
+                CrewError::new(ErrorCode::RemoteNotFound, format!("no remote {remote}")).hinted(
+                    format!(
+                        "remotes here: {}",
+                        if remotes.is_empty() {
+                            "none".to_string()
+                        } else {
+                            remotes.join(", ")
+                        }
+                    ),
+                ),
+            );
+        }
+    }
     let applied = integrate::Request {
         gates,
         run,
@@ -162,6 +226,7 @@ pub fn integrate(ctx: &Context, request: &Request, observe: &dyn Fn(Event<'_>)) 
         session_reuse,
         by: identity(repo),
         dry_run: request.dry_run,
+        remote,
     };
     // A verify of the merged tree runs here: what it starts comes back to this process
     // and goes when it ends, and Ctrl-C stops it and removes its checkout.

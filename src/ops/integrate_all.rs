@@ -201,6 +201,7 @@ pub fn integrate_all(ctx: &Context, request: &Request, observe: &dyn Fn(Event<'_
             force_unverified: false,
             invocation: request.invocation.clone(),
             dry_run: false,
+            remote: None,
         };
         match super::integrate::integrate(ctx, &one, observe) {
             Ok(done) => all.landed.push(done),

@@ -110,6 +110,9 @@ impl From<integrate::Refusal> for CrewError {
         Refusal::MergedVerify(m) => CrewError::new(ErrorCode::VerifyFailed, m),
         Refusal::KeptMoving(m) => CrewError::new(ErrorCode::TargetKeptMoving, m),
         Refusal::BadState(m) => CrewError::new(ErrorCode::StateFileInvalid, m),
+        Refusal::RemoteRefused(m) => CrewError::new(ErrorCode::RemoteRefused, m),
+        Refusal::Unreachable(m) => CrewError::new(ErrorCode::FetchFailed, m),
+        Refusal::ClaimTakenOver(m) => CrewError::new(ErrorCode::ClaimTakenOver, m),
     }
     }
 }

@@ -43,6 +43,9 @@ pub struct Request {
     /// Decide everything (audit, verdict, the merge) and say what would land; change
     /// nothing.
     pub dry_run: bool,
+    /// Land through this fleet remote (`run::remote_landing`): onto its tip of the
+    /// target, pushed in one atomic push.
+    pub remote: Option<String>,
 }
 
 impl Request {
@@ -74,6 +77,8 @@ pub struct Done {
     pub completed: bool,
     /// Only decided (`--dry-run`): nothing moved.
     pub dry_run: bool,
+    /// Landed through a fleet's remote: how.
+    pub remote: Option<super::remote_landing::Through>,
 }
 
 /// Where an integration is, for a caller that shows its progress: integrate itself
@@ -115,10 +120,17 @@ pub fn integrate(
                 attempts_ref: git::run_range::attempts_ref(run),
                 completed: true,
                 dry_run: false,
+                remote: None,
             }));
         }
     }
-    let facts = gather(repo, store, request)?;
+    // Through a fleet's remote: its tip of the target is fetched first.
+    if let Some(remote) = &request.remote
+        && let Err(why) = super::remote_landing::prefetch(repo_dir, repo, store, request, remote)
+    {
+        return Ok(Err(Refusal::Unreachable(why)));
+    }
+    let facts = gather(repo_dir, repo, store, request)?;
     let plan = match integrate::admit(&facts) {
         Ok(plan) => plan,
         Err(refusal) => {
@@ -136,13 +148,23 @@ pub fn integrate(
             let target = crate::git::refs::oid(target)?;
             Ok(by_hand(repo_dir, repo, store, request, plan, target)?)
         }
-        integrate::Route::Merge { .. } => merge_in(repo_dir, repo, store, request, plan, observe),
+        integrate::Route::Merge { .. } => match &request.remote {
+            Some(remote) => {
+                super::remote_landing::merge_in(repo_dir, store, request, remote, plan, observe)
+            }
+            None => merge_in(repo_dir, repo, store, request, plan, observe),
+        },
     }
 }
 
 /// Everything [`integrate::admit`] decides on. The run's commits are looked at only for
 /// a record it takes.
-fn gather(repo: &crate::git::Repository, store: &RunStore, request: &Request) -> Result<Facts> {
+fn gather(
+    repo_dir: &Path,
+    repo: &crate::git::Repository,
+    store: &RunStore,
+    request: &Request,
+) -> Result<Facts> {
     let run = &request.run;
     let live = store.live_path(run).exists();
     let record = store.load(run)?;
@@ -173,7 +195,11 @@ fn gather(repo: &crate::git::Repository, store: &RunStore, request: &Request) ->
     let base = crate::git::refs::oid(&record.base).context("the run's base")?;
     let head = crate::git::refs::head_branch(repo);
     let target = match integrate::target(&facts.asked, record, head.as_deref()) {
-        Some(into) => merge::branch_tip(repo, &into)?,
+        // Through a fleet's remote: the remote's tip of the target, fetched now.
+        Some(into) => match &request.remote {
+            Some(remote) => super::remote_landing::fetched_tip(repo_dir, remote, &into)?,
+            None => merge::branch_tip(repo, &into)?,
+        },
         None => None,
     };
     let merged = target.is_some_and(|target| merge::is_ancestor(repo, tip, target));
@@ -318,6 +344,7 @@ fn merge_in(
                 attempts_ref: git::run_range::attempts_ref(run),
                 completed: false,
                 dry_run: true,
+                remote: None,
             }));
         }
 
@@ -431,6 +458,7 @@ fn merge_in(
             attempts_ref: git::run_range::attempts_ref(run),
             completed: false,
             dry_run: false,
+            remote: None,
         }));
     }
     Ok(Err(integrate::kept_moving(&plan)))
@@ -525,12 +553,13 @@ fn by_hand(
         attempts_ref: git::run_range::attempts_ref(run),
         completed: false,
         dry_run: request.dry_run,
+        remote: None,
     }))
 }
 
 /// The run's integration as its record says now, when it still stands: whoever held the
 /// integrate turn before may have integrated this very run.
-fn standing_now(
+pub(super) fn standing_now(
     repo: &crate::git::Repository,
     store: &RunStore,
     run: &str,
@@ -541,14 +570,15 @@ fn standing_now(
         .filter(|done| standing(repo, done)))
 }
 
-/// Whether a recorded integration still stands: its commit is on some branch. One
-/// merged into a branch since deleted landed nowhere, and the run may be integrated.
+/// Whether a recorded integration still stands: its commit is on some branch (here, or a
+/// remote's as last fetched: landed through a fleet's remote). One merged into a branch
+/// since deleted landed nowhere, and the run may be integrated.
 fn standing(repo: &crate::git::Repository, done: &Integration) -> bool {
     git::refs::oid(&done.commit).map_or(true, |commit| git::refs::on_a_branch(repo, commit))
 }
 
 /// Runs the run's verify command on `commit` in a throwaway worktree.
-fn verify_merged(
+pub(super) fn verify_merged(
     repo_dir: &Path,
     store: &RunStore,
     record: &RunRecord,

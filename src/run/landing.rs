@@ -126,15 +126,20 @@ pub fn record_landed(
         .iter()
         .any(|r| r.run == record.run && r.integrated.as_deref() == Some(landed.commit));
     if !filed {
-        let mut row = Row::of(record);
-        row.at = landed.at.to_string();
-        row.integrated = Some(landed.commit.to_string());
-        if let Some(reward) = landed.merged_reward {
-            row.reward = Some(reward);
-        }
-        crate::run::ledger::append_row(repo_dir, &record.task, &row)?;
+        crate::run::ledger::append_row(repo_dir, &record.task, &landed_row(record, landed))?;
     }
     Ok(())
+}
+
+/// The ledger's `integrated` row of a landing.
+pub fn landed_row(record: &RunRecord, landed: &Landed) -> Row {
+    let mut row = Row::of(record);
+    row.at = landed.at.to_string();
+    row.integrated = Some(landed.commit.to_string());
+    if let Some(reward) = landed.merged_reward {
+        row.reward = Some(reward);
+    }
+    row
 }
 
 /// The earliest stamp a row of `record`'s run can bear: rows are stamped when an attempt

@@ -8,6 +8,7 @@ mod dispatch;
 mod errors;
 mod fence;
 mod fleet;
+mod fleet_land;
 mod flight;
 mod footer;
 mod forecast;

@@ -68,6 +68,7 @@ fn act(dir: PathBuf, action: &Action) -> Result<Report, CrewError> {
                 force_unverified: false,
                 invocation: Default::default(),
                 dry_run: false,
+                remote: None,
             };
             crate::ops::integrate::integrate(&ctx, &request, &|_| {})
                 .map(|done| crate::cli::integrate::report(&done))

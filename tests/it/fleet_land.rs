@@ -1,0 +1,212 @@
+//! Integration through a fleet's remote: clones standing for machines land their passes
+//! on one bare remote (over `file://` and `git daemon` on 127.0.0.1), with real git.
+
+use std::path::Path;
+
+use serde_json::Value;
+
+use crate::common::{TestEnv, write};
+use crate::fleet::{Daemon, fleet};
+
+/// A pass of task `task` dispatched on `dir` as machine `machine`, claimed on the remote:
+/// the `own-file` worker writes `work/<task>.txt`, its scope.
+fn own_file_pass(env: &TestEnv, dir: &Path, machine: &str, task: &str) -> String {
+    let machine = format!("fleet.machine={machine}");
+    env.dispatch(dir, task)
+        .backend("own-file")
+        .scope(&format!("work/{task}.txt"))
+        .verify(&format!("test -f work/{task}.txt"))
+        .set("backends.own-file.concurrency=50")
+        .args(&["--remote", "origin", "--set", &machine])
+        .run_id()
+}
+
+/// The `routes` pass (backend `ok`, scope `src/routes/**`), claimed on the remote, ended.
+fn routes_pass(env: &TestEnv, dir: &Path) -> String {
+    let run = env
+        .dispatch(dir, "routes")
+        .backend("ok")
+        .scope("src/routes/**")
+        .verify("test -f src/routes/crew.rs")
+        .args(&["--remote", "origin", "--set", "fleet.machine=box-a"])
+        .finished();
+    assert_eq!(
+        env.crew(dir, &["show", &run]).json()["run"]["outcome"],
+        "pass"
+    );
+    run
+}
+
+fn rev(env: &TestEnv, dir: &Path, rev: &str) -> String {
+    env.git_ok(dir, &["rev-parse", rev]).trim().to_string()
+}
+
+/// Every ref of `dir` with its value.
+fn all_refs(env: &TestEnv, dir: &Path) -> String {
+    env.git_ok(dir, &["for-each-ref", "--format=%(objectname) %(refname)"])
+}
+
+/// Commits `path` with `text` on machine `dir`'s main and pushes it to the remote: the
+/// remote's target moves under the other machines.
+fn push_change(env: &TestEnv, dir: &Path, path: &str, text: &str) -> String {
+    env.git_ok(dir, &["pull", "-q", "--no-rebase", "origin", "main"]);
+    write(&dir.join(path), text);
+    env.git_ok(dir, &["add", path]);
+    env.git_ok(dir, &["commit", "-q", "-m", &format!("change {path}")]);
+    env.git_ok(dir, &["push", "-q", "origin", "main"]);
+    rev(env, dir, "HEAD")
+}
+
+fn claim_exists(env: &TestEnv, bare: &Path, task: &str) -> bool {
+    env.git(
+        bare,
+        &[
+            "rev-parse",
+            "-q",
+            "--verify",
+            &format!("refs/crew/claims/{task}"),
+        ],
+    )
+    .code
+        == 0
+}
+
+#[test]
+fn a_pass_lands_on_the_remotes_moved_tip_in_scope_and_lets_its_claim_go_in_the_same_push() {
+    let env = TestEnv::new();
+    let (bare, clones) = fleet(&env, &["a", "b"], None);
+    let (a, b) = (&clones[0], &clones[1]);
+    let run = routes_pass(&env, a);
+    assert!(
+        claim_exists(&env, &bare, "routes"),
+        "a pass keeps its claim"
+    );
+    // Another machine moves the remote's main meanwhile; a's main does not know.
+    let moved = push_change(&env, b, "docs/b.md", "from b\n");
+    let local_before = rev(&env, a, "main");
+    assert_ne!(local_before, moved);
+
+    let out = env.crew(a, &["integrate", &run, "--remote", "origin"]);
+    out.expect_code(0);
+    let json = out.json();
+    let commit = json["commit"].as_str().unwrap().to_string();
+    // Landed on the remote's tip, not on a's.
+    assert_eq!(rev(&env, &bare, "main"), commit);
+    assert_eq!(json["parents"][0], moved.as_str());
+    // The audit invariant on the remote: old and new tips differ inside the scope only.
+    env.assert_in_sealed_scope(a, &run, &moved, &commit);
+    let changed = env.git_ok(a, &["diff", "--name-only", &moved, &commit]);
+    assert!(changed.contains("src/routes/crew.rs"), "{changed}");
+    // The remote moved since the run's base: verified again on the merged tree.
+    assert_eq!(json["merged_verify"]["passed"], true, "{json}");
+    // One push: the target, the notes and the claim's release.
+    let remote = &json["remote"];
+    assert_eq!(remote["name"], "origin");
+    assert_eq!(remote["tries"], 1);
+    assert_eq!(remote["released_claim"], true);
+    let pushed: Vec<&str> = remote["pushed"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p.as_str().unwrap())
+        .collect();
+    for reference in [
+        "refs/heads/main",
+        "refs/notes/crew",
+        "refs/notes/crew-ledger",
+        "refs/crew/claims/routes",
+    ] {
+        assert!(pushed.contains(&reference), "{pushed:?}");
+    }
+    assert!(!claim_exists(&env, &bare, "routes"), "the claim is let go");
+    // The run record note and the ledger's row are on the remote.
+    let note: Value = serde_json::from_str(
+        env.git_ok(&bare, &["notes", "--ref=crew", "show", &commit])
+            .trim(),
+    )
+    .unwrap();
+    assert_eq!(note["run"], run.as_str());
+    let ledger = env.git_ok(&bare, &["log", "-p", "refs/notes/crew-ledger"]);
+    assert!(
+        ledger.contains(&format!("\"integrated\":\"{commit}\"")),
+        "{ledger}"
+    );
+    // The main here was checked out, clean and behind: fast-forwarded to the landing.
+    assert_eq!(remote["local_target"], "fast-forwarded");
+    assert_eq!(rev(&env, a, "main"), commit);
+    assert!(env.git_ok(a, &["status", "--porcelain"]).is_empty());
+    // The run is integrated: once.
+    let again = env.crew(a, &["integrate", &run, "--remote", "origin"]);
+    again.expect_code(4);
+    assert_eq!(again.json()["error"]["code"], "already-integrated");
+    let fsck = env.git(&bare, &["fsck", "--no-progress"]);
+    assert_eq!(fsck.code, 0, "{fsck:?}");
+}
+
+#[test]
+fn a_remote_whose_hook_refuses_the_landing_is_named_and_nothing_moves_anywhere() {
+    let env = TestEnv::new();
+    let (bare, clones) = fleet(&env, &["a"], None);
+    let a = &clones[0];
+    let run = routes_pass(&env, a);
+    let hook = bare.join("hooks/pre-receive");
+    write(
+        &hook,
+        "#!/bin/sh\nwhile read old new ref; do case $ref in refs/heads/main) echo \"main is protected here\"; exit 1;; esac; done\n",
+    );
+    let mut perms = std::fs::metadata(&hook).unwrap().permissions();
+    std::os::unix::fs::PermissionsExt::set_mode(&mut perms, 0o755);
+    std::fs::set_permissions(&hook, perms).unwrap();
+    let remote_before = all_refs(&env, &bare);
+    let main_before = rev(&env, a, "main");
+
+    let out = env.crew(a, &["integrate", &run, "--remote", "origin"]);
+    out.expect_code(4);
+    let error = &out.json()["error"];
+    assert_eq!(error["code"], "remote-refused", "{error}");
+    let message = error["message"].as_str().unwrap();
+    assert!(message.contains("main is protected here"), "{error}");
+    // Nothing half-pushed: every ref of the remote as it was (the claim too).
+    assert_eq!(all_refs(&env, &bare), remote_before);
+    // Nothing landed here either: main, the run's record, its notes.
+    assert_eq!(rev(&env, a, "main"), main_before);
+    let show = env.crew(a, &["show", &run]).json();
+    assert!(show["run"]["integration"].is_null(), "{show}");
+    let notes = env.git(a, &["notes", "--ref=crew", "list"]);
+    assert!(notes.stdout.trim().is_empty(), "{notes:?}");
+
+    // Once the remote allows it, the same run lands.
+    std::fs::remove_file(&hook).unwrap();
+    env.crew(a, &["integrate", &run, "--remote", "origin"])
+        .expect_code(0);
+    assert_ne!(all_refs(&env, &bare), remote_before);
+    assert!(!claim_exists(&env, &bare, "routes"));
+}
+
+#[test]
+fn a_remote_target_that_moved_with_a_conflicting_change_is_not_landed_and_says_why() {
+    let env = TestEnv::new();
+    let (bare, clones) = fleet(&env, &["a", "b"], None);
+    let (a, b) = (&clones[0], &clones[1]);
+    let run = routes_pass(&env, a);
+    push_change(&env, b, "src/routes/crew.rs", "pub fn other() {}\n");
+    let remote_before = all_refs(&env, &bare);
+
+    let out = env.crew(a, &["integrate", &run, "--remote", "origin"]);
+    out.expect_code(4);
+    let error = &out.json()["error"];
+    assert_eq!(error["code"], "merge-conflict", "{error}");
+    assert!(
+        error["details"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|d| d.as_str().unwrap().contains("src/routes/crew.rs")),
+        "{error}"
+    );
+    assert_eq!(all_refs(&env, &bare), remote_before);
+    assert!(
+        claim_exists(&env, &bare, "routes"),
+        "still held, not landed"
+    );
+}
