@@ -259,32 +259,28 @@ pub fn work(
         }
         let mut elsewhere = BTreeSet::new();
         if let Some(fleet) = &fleet {
-            if let Err(e) = super::sync::sync(&settling, Some(fleet.remote.clone())) {
-                warn_once(
-                    &mut said,
-                    format!("the notes were not synced: {}", e.message),
-                );
-            }
-            if let Some(target) = &target {
-                match crate::run::work::catch_up(&repo_dir, &fleet.remote, target) {
-                    Ok(crate::run::work::CaughtUp::Left(why)) => warn_once(&mut said, why),
-                    Ok(_) => {}
-                    Err(e) => warn_once(&mut said, crate::fault::chain(&e)),
-                }
-            }
-            let ours: BTreeSet<&String> = held.mine.values().chain(held.parked.values()).collect();
-            match crate::run::work::claims(
-                &repo_dir,
-                &fleet.remote,
-                crate::sys::clock::now_millis(),
-            ) {
-                Ok(claims) => {
-                    elsewhere = claims
+            let now = crate::sys::clock::now_millis();
+            match crate::run::work::look(&repo_dir, &fleet.remote, target.as_deref(), now) {
+                Ok(look) => {
+                    for why in look.notes_unmerged {
+                        warn_once(
+                            &mut said,
+                            format!("the remote's notes were not merged: {why}"),
+                        );
+                    }
+                    if let Some(crate::run::work::CaughtUp::Left(why)) = look.caught_up {
+                        warn_once(&mut said, why);
+                    }
+                    let ours: BTreeSet<&String> =
+                        held.mine.values().chain(held.parked.values()).collect();
+                    elsewhere = look
+                        .claims
                         .into_iter()
                         .filter(|(_, claim)| claim.as_ref().is_none_or(|c| !ours.contains(&c.run)))
                         .map(|(task, _)| task)
                         .collect();
                 }
+                // Out of reach for now: this round goes by what was fetched last.
                 Err(e) => warn_once(&mut said, crate::fault::chain(&e)),
             }
         }
@@ -347,6 +343,20 @@ pub fn work(
             pause(req.poll, stop, heard);
         }
     };
+    // The rows of the runs that did not land (a landing carries its own) reach the
+    // remote now, for every machine's ledger.
+    if let Some(fleet) = &fleet
+        && let Err(e) =
+            super::sync::sync(&Context::new(ctx.cwd.clone()), Some(fleet.remote.clone()))
+    {
+        warn_once(
+            &mut said,
+            format!(
+                "the notes were not pushed to {}: {}",
+                fleet.remote, e.message
+            ),
+        );
+    }
     let parked: BTreeSet<String> = held.parked.keys().cloned().collect();
     let (ending, left) = match work::ending(&statuses, &held.given_up, &parked) {
         Ending::AllDone => ("all-done", Vec::new()),
@@ -465,6 +475,7 @@ fn settle(
             force_unverified: false,
             invocation: req.invocation.clone(),
             dry_run: false,
+            remote: req.remote.clone(),
         };
         match integrate::integrate(ctx, &request, &|_| {}) {
             Ok(done) => {

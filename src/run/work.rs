@@ -8,7 +8,7 @@ use std::path::Path;
 
 use crate::core::fleet::FleetClaim;
 use crate::git::{self, merge, refs};
-use crate::run::error::{Context, Result};
+use crate::run::error::Result;
 
 /// Where the remote's copy of the target is kept here.
 pub fn tracking_target(remote: &str, target: &str) -> String {
@@ -29,13 +29,61 @@ pub enum CaughtUp {
     Left(String),
 }
 
-/// Fetches the remote's target branch (into `refs/remotes/<remote>/<target>`) and brings
-/// the local target forward to it when it is behind: in its checkout with `git merge
+/// What one look at the remote found.
+pub struct Look {
+    /// What catching up with the remote's target did (none without a target here).
+    pub caught_up: Option<CaughtUp>,
+    /// The tasks the remote's claims hold with a lease that has not run out, each with
+    /// its claim (`None`: a claim git-crew cannot read, which holds its task until
+    /// someone removes it).
+    pub claims: BTreeMap<String, Option<FleetClaim>>,
+    /// Notes refs whose remote side could not be merged here: why.
+    pub notes_unmerged: Vec<String>,
+}
+
+/// One look at the remote, in one fetch: its target (into
+/// `refs/remotes/<remote>/<target>`), its notes and its claims. The notes are merged into
+/// the local ones by line union (the gates' verdicts and the ledger, fleet-wide; pushed
+/// by the landings, and by a `sync`), the local target catches up with the remote's,
+/// and the claims live at `now_ms` are read.
+pub fn look(repo_dir: &Path, remote: &str, target: Option<&str>, now_ms: u64) -> Result<Look> {
+    match target {
+        Some(target) => git::fleet::fetch_landing(repo_dir, remote, target)?,
+        None => {
+            git::fleet::fetch(repo_dir, remote)?;
+            git::sync::fetch(repo_dir, remote)?;
+        }
+    }
+    let repo = git::repo::open(repo_dir)?;
+    let mut notes_unmerged = Vec::new();
+    for local in git::notes::ALL {
+        let tracking = git::sync::tracking_ref(remote, local);
+        if let Err(e) = git::sync::merge_into(&repo, local, &tracking) {
+            notes_unmerged.push(format!("{local}: {}", crate::fault::chain(&e)));
+        }
+    }
+    let caught_up = match target {
+        Some(target) => Some(catch_up(repo_dir, remote, target)?),
+        None => None,
+    };
+    let repo = git::repo::open(repo_dir)?;
+    let (seen, _) = git::fleet::seen(&repo, remote)?;
+    let claims = seen
+        .into_iter()
+        .filter(|s| s.claim.as_ref().is_none_or(|c| !c.expired(now_ms)))
+        .map(|s| (s.task, s.claim))
+        .collect();
+    Ok(Look {
+        caught_up,
+        claims,
+        notes_unmerged,
+    })
+}
+
+/// Brings the local target forward to the remote's as last fetched
+/// (`refs/remotes/<remote>/<target>`) when it is behind: in its checkout with `git merge
 /// --ff-only` (which refuses a checkout whose changes it would touch), else the ref alone.
 pub fn catch_up(repo_dir: &Path, remote: &str, target: &str) -> Result<CaughtUp> {
-    let spec = format!("+refs/heads/{target}:{}", tracking_target(remote, target));
-    git::sync::fetch_refs(repo_dir, remote, &[&spec], false)
-        .with_context(|| format!("cannot fetch {target} from {remote}"))?;
     let repo = git::repo::open(repo_dir)?;
     let Some(theirs) = refs::tip(&repo, &tracking_target(remote, target))? else {
         return Ok(CaughtUp::Same);
@@ -83,22 +131,4 @@ pub fn catch_up(repo_dir: &Path, remote: &str, target: &str) -> Result<CaughtUp>
         },
     }
     Ok(CaughtUp::Advanced)
-}
-
-/// Fetches the remote's claims; the tasks they hold with a lease that has not run out
-/// at `now_ms`, each with its claim (`None`: a claim git-crew cannot read, which holds
-/// its task until someone removes it).
-pub fn claims(
-    repo_dir: &Path,
-    remote: &str,
-    now_ms: u64,
-) -> Result<BTreeMap<String, Option<FleetClaim>>> {
-    git::fleet::fetch(repo_dir, remote)?;
-    let repo = git::repo::open(repo_dir)?;
-    let (seen, _) = git::fleet::seen(&repo, remote)?;
-    Ok(seen
-        .into_iter()
-        .filter(|s| s.claim.as_ref().is_none_or(|c| !c.expired(now_ms)))
-        .map(|s| (s.task, s.claim))
-        .collect())
 }

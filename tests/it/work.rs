@@ -3,7 +3,7 @@
 //! workers and no mock remote.
 
 use std::os::unix::process::CommandExt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -463,4 +463,201 @@ fn ctrl_c_twice_hands_the_runs_back_and_lets_their_claims_go_on_the_remote() {
     }
     assert_eq!(claims_on(&env, &bare), Vec::<String>::new());
     assert!(out.stderr.contains("handing back"), "{}", out.stderr);
+}
+
+/// The thirty tasks of the fleet's plan: `t01`..`t20` in wave 1 (`t11`..`t20` each after
+/// the task ten before it), `t21`..`t30` in wave 2 (each after the task ten before it),
+/// which gate `g` holds until wave 1 has its verdict.
+fn thirty() -> String {
+    let ids: Vec<String> = (1..=30).map(|i| format!("t{i:02}")).collect();
+    let deps: Vec<Vec<&str>> = (1..=30usize)
+        .map(|i| match i {
+            1..=10 => vec![],
+            _ => vec![ids[i - 11].as_str()],
+        })
+        .collect();
+    let tasks: Vec<Task<'_>> = (0..30)
+        .map(|i| Task(&ids[i], if i < 20 { 1 } else { 2 }, &deps[i]))
+        .collect();
+    plan(
+        &tasks,
+        "\n[[gates]]\nid = \"g\"\nmeasure = \"wave 1 works\"\nrequired_evidence = \"its tests\"\ncloses_wave = 1\ngates_waves = [2]\n",
+    )
+}
+
+/// Three runners at once, one a machine; what each printed, in the machines' order.
+fn three_runners(env: &TestEnv, clones: &[PathBuf]) -> Vec<Out> {
+    let runners: Vec<Runner> = clones
+        .iter()
+        .zip(["box-a", "box-b", "box-c"])
+        .map(|(dir, machine)| {
+            let machine = format!("fleet.machine={machine}");
+            let args = work_args(1, &["--max", "3", "--remote", "origin", "--set", &machine]);
+            Runner::start(env, dir, &args)
+        })
+        .collect();
+    runners
+        .into_iter()
+        .map(|r| r.finish(Duration::from_secs(150)))
+        .collect()
+}
+
+#[test]
+fn three_machines_work_one_plan_through_git_daemon_and_every_task_lands_exactly_once() {
+    let env = TestEnv::new();
+    let daemon = crate::fleet::Daemon::start(env.root());
+    let url = format!("git://127.0.0.1:{}/remote.git", daemon.port);
+    let (bare, clones) = crate::fleet::fleet(&env, &["a", "b", "c"], Some(&url));
+    let a = &clones[0];
+    commit_plan(&env, a, &thirty());
+    env.git_ok(a, &["push", "-q", "origin", "main"]);
+    for clone in &clones[1..] {
+        env.git_ok(clone, &["pull", "-q", "--ff-only", "origin", "main"]);
+    }
+    let planned = env.git_ok(&bare, &["rev-parse", "main"]).trim().to_string();
+
+    // Wave 1, on three machines: then nothing is ready, the gate holds wave 2.
+    let first = three_runners(&env, &clones);
+    for out in &first {
+        out.expect_code(4);
+        let json = out.json();
+        assert_eq!(json["error"]["code"], "plan-unfinished", "{json}");
+        let left: Vec<String> = (21..=30).map(|i| format!("t{i:02}")).collect();
+        assert_eq!(json["left"], serde_json::json!(left), "{json}");
+    }
+    // Its verdict, recorded on one machine, reaches the others through the remote.
+    env.crew(
+        a,
+        &[
+            "gate",
+            "record",
+            "g",
+            "--plan",
+            "p",
+            "--verdict",
+            "pass",
+            "--evidence",
+            "ok",
+        ],
+    )
+    .expect_code(0);
+    env.crew(a, &["sync"]).expect_code(0);
+    let second = three_runners(&env, &clones);
+    for out in &second {
+        out.expect_code(0);
+        assert_eq!(out.json()["ending"], "all-done");
+    }
+
+    // Every task landed exactly once, by the run the machine that claimed it dispatched.
+    let mut landed: Vec<(String, String, String)> = Vec::new();
+    for (out, machine) in first
+        .iter()
+        .chain(&second)
+        .zip(["box-a", "box-b", "box-c"].iter().cycle())
+    {
+        let json = out.json();
+        assert_eq!(json["machine"], *machine);
+        for t in json["taken"].as_array().unwrap() {
+            assert_eq!(t["outcome"], "landed", "{t}");
+            landed.push((
+                t["task"].as_str().unwrap().to_string(),
+                t["run"].as_str().unwrap().to_string(),
+                machine.to_string(),
+            ));
+        }
+    }
+    landed.sort();
+    let tasks: Vec<String> = landed.iter().map(|(t, ..)| t.clone()).collect();
+    let expected: Vec<String> = (1..=30).map(|i| format!("t{i:02}")).collect();
+    assert_eq!(tasks, expected, "each task landed once");
+    let log = env.git_ok(&bare, &["log", "--first-parent", "--format=%H %s", "main"]);
+    for task in &expected {
+        assert_eq!(
+            log.matches(&format!("(task {task}) into main")).count(),
+            1,
+            "{log}"
+        );
+    }
+    // The work was shared: each machine landed some.
+    for machine in ["box-a", "box-b", "box-c"] {
+        assert!(landed.iter().any(|(_, _, m)| m == machine), "{landed:?}");
+    }
+
+    // No task was ever claimed twice: every claim moved the serial ref (whose history
+    // the remote keeps), and each task was claimed once, by the run that landed it.
+    let reflog = std::fs::read_to_string(bare.join("logs/refs/crew/fleet")).unwrap();
+    let mut claimed: Vec<(String, String, String)> = reflog
+        .lines()
+        .map(|line| {
+            let new = line.split(' ').nth(1).unwrap();
+            let text = env.git_ok(&bare, &["cat-file", "-p", new]);
+            // claim <task> by <machine> (run <run>) at ...
+            let words: Vec<&str> = text.split(' ').collect();
+            (
+                words[1].to_string(),
+                words[5].trim_end_matches(')').to_string(),
+                words[3].to_string(),
+            )
+        })
+        .collect();
+    claimed.sort();
+    assert_eq!(
+        claimed, landed,
+        "one claim a task, by the run that landed it"
+    );
+    // Every claim was let go as its run landed.
+    assert_eq!(claims_on(&env, &bare), Vec::<String>::new());
+
+    // The remote's target has every change, and each landing changed its run's scope only.
+    for task in &expected {
+        env.git_ok(
+            &bare,
+            &["cat-file", "-e", &format!("main:src/routes/{task}.rs")],
+        );
+    }
+    for line in log.lines() {
+        let (commit, subject) = line.split_once(' ').unwrap();
+        if commit == planned {
+            break;
+        }
+        let task = subject
+            .split("(task ")
+            .nth(1)
+            .and_then(|rest| rest.split(')').next())
+            .unwrap_or_else(|| panic!("not a landing: {subject}"));
+        let changed = env.git_ok(
+            &bare,
+            &["diff", "--name-only", &format!("{commit}^1"), commit],
+        );
+        for path in changed.lines() {
+            assert!(
+                path == format!("src/routes/{task}.rs") || path == "docs/state/crew.json",
+                "{subject} changed {path}"
+            );
+        }
+    }
+
+    // After a sync, every clone's ledger holds every run's row.
+    for clone in clones.iter().chain(&clones[..2]) {
+        env.crew(clone, &["sync"]).expect_code(0);
+    }
+    let runs: Vec<String> = landed.iter().map(|(_, r, _)| r.clone()).collect();
+    for clone in &clones {
+        let rows = env.crew(clone, &["ledger"]).json()["rows"].clone();
+        let mut seen: Vec<String> = rows
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r["run"].as_str().unwrap().to_string())
+            .collect();
+        seen.sort();
+        seen.dedup();
+        let mut want = runs.clone();
+        want.sort();
+        assert_eq!(seen, want, "the ledger of {}", clone.display());
+    }
+    for dir in clones.iter().chain([&bare]) {
+        let fsck = env.git(dir, &["fsck", "--no-progress"]);
+        assert_eq!(fsck.code, 0, "{fsck:?}");
+    }
 }
