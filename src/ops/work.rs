@@ -174,7 +174,14 @@ struct Held {
     /// Task → run asking for help.
     parked: BTreeMap<String, String>,
     taken: Vec<Taken>,
+    /// Task → how many landings of its pass met a remote out of reach or a target that
+    /// kept moving.
+    tries: BTreeMap<String, u32>,
 }
+
+/// How many landings of one pass may meet a remote out of reach, or a target that kept
+/// moving, before the runner gives the task up.
+const LANDING_TRIES: u32 = 5;
 
 impl Held {
     fn came(&mut self, task: &str, run: Option<&str>, outcome: Came) -> &mut Taken {
@@ -491,6 +498,18 @@ fn settle(
             Err(e) if e.code == ErrorCode::Interrupted => {
                 *heard = Stop::HandBack;
                 observe(Event::Stopping(Stop::HandBack));
+            }
+            // The remote out of reach for now, or other machines landing all the while:
+            // the pass keeps its claim and tries again next round, a few times.
+            Err(e)
+                if matches!(e.code, ErrorCode::FetchFailed | ErrorCode::TargetKeptMoving)
+                    && held.tries.get(&task).copied().unwrap_or(0) + 1 < LANDING_TRIES =>
+            {
+                *held.tries.entry(task.clone()).or_default() += 1;
+                ctx.warn(format!(
+                    "{task} (run {run}) did not land yet: {}",
+                    e.message
+                ));
             }
             Err(e) => {
                 observe(Event::Failed {
