@@ -60,7 +60,7 @@ pub struct IntegrateArgs {
     /// Land through this git remote (a fleet sharing it; default fleet.remote): merge onto
     /// the remote's tip of the target and push the target, the notes and the claim's
     /// release in one atomic push, again on a fresh tip when another machine landed first.
-    #[arg(long, value_name = "NAME", conflicts_with = "all")]
+    #[arg(long, value_name = "NAME")]
     pub remote: Option<String>,
     /// Audit, check the gates and build the merge, then say what would land; change
     /// nothing (no verify of the merge runs). With --all: the order and what would be
@@ -75,7 +75,14 @@ pub fn run(ctx: &CommandContext, args: IntegrateArgs) -> Result<Report> {
         ..RoutingArgs::default()
     };
     let Some(run) = args.run else {
-        return all(ctx, args.into, args.squash, routing, args.dry_run);
+        return all(
+            ctx,
+            args.into,
+            args.squash,
+            routing,
+            args.dry_run,
+            args.remote,
+        );
     };
     let request = crate::ops::integrate::Request {
         run,
@@ -106,12 +113,14 @@ fn all(
     squash: bool,
     routing: RoutingArgs,
     dry_run: bool,
+    remote: Option<String>,
 ) -> Result<Report> {
     let request = crate::ops::integrate_all::Request {
         into,
         squash,
         invocation: routing.invocation(),
         dry_run,
+        remote,
     };
     let progress = super::progress::Progress::for_steps();
     let all = crate::ops::integrate_all::integrate_all(ctx, &request, &|event| match event {

@@ -202,6 +202,58 @@ pub fn serial_text(claim: &FleetClaim, previous: Option<&str>) -> String {
 /// another machine landed first, before it gives up (`target-kept-moving`).
 pub const LAND_TRIES: usize = 16;
 
+/// Where a target's landing turn lives on the remote: one ref a branch.
+pub const TURNS_PREFIX: &str = "refs/crew/landing/";
+
+/// The ref of the landing turn on `branch`.
+pub fn turn_ref(branch: &str) -> String {
+    format!("{TURNS_PREFIX}{branch}")
+}
+
+/// A landing turn: a machine whose landing lost the race to another machine's takes the
+/// next turn on the target, so that machines whose landings are quicker (a verify of the
+/// merged tree is not quick) cannot beat it forever. The others wait while it holds the
+/// turn; its landing's push lets the turn go, and a turn whose time ran out holds nothing.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LandingTurn {
+    pub machine: String,
+    pub run: String,
+    pub since_ms: u64,
+    /// When it holds nothing any more (ms since the epoch, the holder's clock).
+    pub until_ms: u64,
+}
+
+impl LandingTurn {
+    /// The turn as the blob's text.
+    pub fn to_text(&self) -> String {
+        // A struct of strings and numbers always serialises.
+        serde_json::to_string(self).unwrap_or_default() + "\n"
+    }
+
+    /// A turn read back from a blob; `None` when the text is not one.
+    pub fn parse(text: &str) -> Option<LandingTurn> {
+        serde_json::from_str(text.trim()).ok()
+    }
+}
+
+/// Whether a landing of `run` may go on with the turn as the remote holds it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Turn {
+    /// Nobody holds the turn, it is this run's, or its time ran out: go on.
+    Go,
+    /// Another run holds it: wait, then look again.
+    Wait(LandingTurn),
+}
+
+/// What a landing of `run` does at `now_ms` with `held`, the turn on its target (`None`:
+/// nobody holds it; an unreadable turn holds nothing).
+pub fn turn(run: &str, held: Option<&LandingTurn>, now_ms: u64) -> Turn {
+    match held {
+        Some(t) if t.run != run && now_ms < t.until_ms => Turn::Wait(t.clone()),
+        _ => Turn::Go,
+    }
+}
+
 /// What a landing does with the task's claim, as the remote holds it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum AtLanding {
@@ -389,6 +441,22 @@ mod tests {
             decide("r2", &wanted("b", &scope), &[junk], 0),
             Decision::Create
         );
+    }
+
+    #[test]
+    fn a_landing_waits_only_for_another_runs_turn_while_it_lasts() {
+        let t = LandingTurn {
+            machine: "box-1".into(),
+            run: "r1".into(),
+            since_ms: 0,
+            until_ms: 100,
+        };
+        assert_eq!(turn("r2", None, 50), Turn::Go);
+        assert_eq!(turn("r2", Some(&t), 50), Turn::Wait(t.clone()));
+        assert_eq!(turn("r1", Some(&t), 50), Turn::Go);
+        assert_eq!(turn("r2", Some(&t), 100), Turn::Go);
+        assert_eq!(LandingTurn::parse(&t.to_text()), Some(t));
+        assert_eq!(turn_ref("main"), "refs/crew/landing/main");
     }
 
     #[test]

@@ -41,9 +41,38 @@ pub fn fetch_landing(repo_dir: &Path, remote: &str, branch: &str) -> Result<()> 
     let target = format!("+refs/heads/{branch}:{}", tracking_branch(remote, branch));
     let notes = format!("+refs/notes/crew*:refs/notes/remotes/{remote}/crew*");
     let claims = format!("+{CLAIMS_PREFIX}*:{}*", tracking_prefix(remote));
-    super::sync::fetch_refs(repo_dir, remote, &[&target, &notes, &claims], true).with_context(
-        || format!("cannot fetch {branch} and the fleet's notes and claims from {remote}"),
-    )
+    let turn = format!(
+        "+{}*:{}*",
+        crate::core::fleet::turn_ref(branch),
+        tracking_turn(remote, branch)
+    );
+    super::sync::fetch_refs(repo_dir, remote, &[&target, &notes, &claims, &turn], true)
+        .with_context(|| {
+            format!("cannot fetch {branch} and the fleet's notes and claims from {remote}")
+        })
+}
+
+/// Where the remote's landing turn on `branch` is kept here.
+pub fn tracking_turn(remote: &str, branch: &str) -> String {
+    format!("refs/crew/remotes/{remote}/landing/{branch}")
+}
+
+/// The landing turn on `branch` last fetched from `remote`: its value, and what it says
+/// (`None` when the blob is not a turn).
+pub fn seen_turn(
+    repo: &gix::Repository,
+    remote: &str,
+    branch: &str,
+) -> Result<Option<(ObjectId, Option<crate::core::fleet::LandingTurn>)>> {
+    let Some(id) = super::refs::tip(repo, &tracking_turn(remote, branch))? else {
+        return Ok(None);
+    };
+    let turn = repo
+        .find_object(id)
+        .ok()
+        .filter(|o| o.kind == gix::object::Kind::Blob)
+        .and_then(|o| crate::core::fleet::LandingTurn::parse(&String::from_utf8_lossy(&o.data)));
+    Ok(Some((id, turn)))
 }
 
 /// The claims last fetched from `remote`, and the serial ref's value then.

@@ -610,6 +610,7 @@ fn integrate(ctx: &Context, input: IntegrateIn) -> Result<Answer> {
                     ..Invocation::default()
                 },
                 dry_run: input.dry_run,
+                remote: input.remote,
             };
             let all = crate::ops::integrate_all::integrate_all(ctx, &request, &observe)?;
             for done in &all.landed {

@@ -22,6 +22,8 @@ pub struct Request {
     pub invocation: Invocation,
     /// Only say the order and what would be held back; integrate nothing.
     pub dry_run: bool,
+    /// Land each through this fleet remote (see [`super::integrate::Request::remote`]).
+    pub remote: Option<String>,
 }
 
 /// Why a pass did not land.
@@ -201,7 +203,7 @@ pub fn integrate_all(ctx: &Context, request: &Request, observe: &dyn Fn(Event<'_
             force_unverified: false,
             invocation: request.invocation.clone(),
             dry_run: false,
-            remote: None,
+            remote: request.remote.clone(),
         };
         match super::integrate::integrate(ctx, &one, observe) {
             Ok(done) => all.landed.push(done),

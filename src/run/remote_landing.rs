@@ -94,8 +94,6 @@ pub fn merge_in(
 ) -> std::result::Result<std::result::Result<Done, Refusal>, RunError> {
     let run = &request.run;
     let into = plan.into.clone();
-    let base = crate::git::refs::oid(&plan.base)?;
-    let run_tip = crate::git::refs::oid(&plan.tip)?;
     // One integration at a time on this machine; between machines, the remote's leases.
     observe(Step::WaitingTurn);
     let _turn = store.integrate_lock(Duration::from_secs(1800))?;
@@ -108,276 +106,404 @@ pub fn merge_in(
             return Ok(Err(refusal));
         }
     }
-    let run_dir = store.run_dir(run);
-    let ticket = super::fleet::load(&run_dir)?.filter(|t| t.remote == remote);
+    let ticket = super::fleet::load(&store.run_dir(run))?.filter(|t| t.remote == remote);
     let release = match &ticket {
         Some(ticket) => Some(super::fleet::release_update(ticket)?),
         None => None,
     };
-    let ours = release
+    let machine = ticket
         .as_ref()
-        .and_then(|u| u.old)
-        .map(|id| id.to_string());
-    let mut record = plan.record.clone();
-    let at = crate::sys::clock::stamp_now();
-    let note = plan.note(&at, &request.by, request.gates.clone());
+        .map_or_else(crate::sys::host::name, |t| t.claim.machine.clone());
+    let attempts = Attempts {
+        repo_dir,
+        store,
+        request,
+        remote,
+        plan: &plan,
+        observe,
+        machine,
+        release,
+        ticket: ticket.is_some(),
+    };
+    let mut turn = None;
+    let landed = attempts.run(&mut turn);
+    if let Some(id) = turn {
+        // A turn taken and not let go by a landing: let go now (its time runs out anyway).
+        let _ = crate::git::fleet::push(
+            repo_dir,
+            remote,
+            &[Update {
+                reference: fleet::turn_ref(&into),
+                old: Some(id),
+                new: None,
+            }],
+        );
+    }
+    landed
+}
 
-    for tries in 1..=LAND_TRIES {
-        observe(Step::Merging);
-        if tries > 1
-            && let Err(e) = crate::git::fleet::fetch_landing(repo_dir, remote, &into)
-        {
-            return Ok(Err(Refusal::Unreachable(crate::fault::chain(&e))));
-        }
-        let repo = crate::git::repo::open(repo_dir)?;
-        // The remote's notes merged into ours first: what is pushed descends from them.
-        if !request.dry_run {
-            for local in notes::ALL {
-                let tracking = sync::tracking_ref(remote, local);
-                if let Err(e) = sync::merge_into(&repo, local, &tracking) {
-                    return Err(match e {
-                        sync::MergeError::NotNotes(bad) => {
-                            crate::run::error::Error::invalid(bad.to_string())
+/// A landing through the remote, as it goes.
+struct Attempts<'a> {
+    repo_dir: &'a Path,
+    store: &'a RunStore,
+    request: &'a Request,
+    remote: &'a str,
+    plan: &'a Plan,
+    observe: &'a dyn Fn(Step),
+    /// This machine, as a turn names it.
+    machine: String,
+    /// The release of the claim this machine pushed, when the run holds one there.
+    release: Option<Update>,
+    /// The run holds a ticket for this remote.
+    ticket: bool,
+}
+
+/// How long a landing waits for other machines' turns, in all.
+const WAIT_AT_MOST: Duration = Duration::from_secs(1800);
+
+/// How long a landing turn holds: long enough for a verify of the merged tree.
+fn turn_length(record: &crate::core::record::RunRecord) -> u64 {
+    (record.budget_s.max(60) + 60) * 1000
+}
+
+impl Attempts<'_> {
+    /// Builds and pushes until it lands, is refused, or lost [`LAND_TRIES`] races; `turn`:
+    /// the landing turn this machine holds on the remote, when it took one.
+    fn run(
+        &self,
+        turn: &mut Option<ObjectId>,
+    ) -> std::result::Result<std::result::Result<Done, Refusal>, RunError> {
+        let (repo_dir, store, request, remote, plan, observe) = (
+            self.repo_dir,
+            self.store,
+            self.request,
+            self.remote,
+            self.plan,
+            self.observe,
+        );
+        let run = &request.run;
+        let into = plan.into.clone();
+        let base = crate::git::refs::oid(&plan.base)?;
+        let run_tip = crate::git::refs::oid(&plan.tip)?;
+        let run_dir = store.run_dir(run);
+        let release = &self.release;
+        let ours = release
+            .as_ref()
+            .and_then(|u| u.old)
+            .map(|id| id.to_string());
+        let mut record = plan.record.clone();
+        let at = crate::sys::clock::stamp_now();
+        let note = plan.note(&at, &request.by, request.gates.clone());
+        let waiting_since = std::time::Instant::now();
+        let mut fetched = true;
+        let mut tries = 0;
+        while tries < LAND_TRIES {
+            if !fetched && let Err(e) = crate::git::fleet::fetch_landing(repo_dir, remote, &into) {
+                return Ok(Err(Refusal::Unreachable(crate::fault::chain(&e))));
+            }
+            fetched = false;
+            let repo = crate::git::repo::open(repo_dir)?;
+            // Another machine's turn: wait for its landing (or for its time to run out).
+            let seen_turn = crate::git::fleet::seen_turn(&repo, remote, &into)?;
+            if seen_turn.as_ref().map(|(id, _)| *id) != *turn {
+                // Let go, or taken over once its time ran out: not this machine's.
+                *turn = None;
+            }
+            let now = crate::sys::clock::now_millis();
+            if let fleet::Turn::Wait(_) =
+                fleet::turn(run, seen_turn.as_ref().and_then(|(_, t)| t.as_ref()), now)
+            {
+                observe(Step::WaitingTurn);
+                if waiting_since.elapsed() > WAIT_AT_MOST {
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(
+                    100 + u64::from(std::process::id() % 50),
+                ));
+                continue;
+            }
+            tries += 1;
+            // A landing that lost a race takes the next turn.
+            if tries > 1 && turn.is_none() && !request.dry_run {
+                let taken = fleet::LandingTurn {
+                    machine: self.machine.clone(),
+                    run: run.clone(),
+                    since_ms: now,
+                    until_ms: now + turn_length(&record),
+                };
+                let blob = crate::git::fleet::write_text(&repo, &taken.to_text())?;
+                let update = Update {
+                    reference: fleet::turn_ref(&into),
+                    old: seen_turn.as_ref().map(|(id, _)| *id),
+                    new: Some(blob),
+                };
+                match crate::git::fleet::push(repo_dir, remote, &[update]) {
+                    Ok(Pushed::Done) => *turn = Some(blob),
+                    // Another machine took it first: wait for it.
+                    Ok(Pushed::Lost) => continue,
+                    // A remote that refuses turns still takes landings: race on.
+                    Ok(Pushed::Refused(_)) | Err(_) => {}
+                }
+            }
+            observe(Step::Merging);
+            // The remote's notes merged into ours first: what is pushed descends from them.
+            if !request.dry_run {
+                for local in notes::ALL {
+                    let tracking = sync::tracking_ref(remote, local);
+                    if let Err(e) = sync::merge_into(&repo, local, &tracking) {
+                        return Err(match e {
+                            sync::MergeError::NotNotes(bad) => {
+                                crate::run::error::Error::invalid(bad.to_string())
+                            }
+                            sync::MergeError::Failed(e) => e.into(),
                         }
-                        sync::MergeError::Failed(e) => e.into(),
+                        .into());
                     }
-                    .into());
                 }
             }
-        }
-        let tracking_target = crate::git::fleet::tracking_branch(remote, &into);
-        let target_tip = crate::git::refs::tip(&repo, &tracking_target)?;
-        let target = match target_tip {
-            None => None,
-            Some(tip) => Some(integrate::Target {
-                tip: tip.to_string(),
-                contains_run: merge::is_ancestor(&repo, run_tip, tip),
-                contains_base: merge::is_ancestor(&repo, base, tip),
-                // The remote's branch is nobody's checkout.
-                dirty_checkout: None,
-                state_file: merge::read_path(&repo, tip, STATE_FILE)?,
-            }),
-        };
-        let onto = match integrate::onto(&plan, &note, target.as_ref()) {
-            Ok(onto) => onto,
-            Err(refusal) => return Ok(Err(refusal)),
-        };
-        let Some(target_tip) = target_tip else {
-            return Ok(Err(Refusal::NoTarget(format!(
-                "no branch {into} on {remote}"
-            ))));
-        };
-        let built = match merge::merge(
-            &repo,
-            target_tip,
-            run_tip,
-            onto.range_from.is_some().then_some(base),
-            &[(STATE_FILE, onto.state_file.clone().into_bytes())],
-        )? {
-            // The audited diff is the applied diff, from the remote's tip.
-            merge::Merged::Clean(tree) => Built::Clean {
-                applied: git::diff::changed_between_trees(
-                    &repo,
-                    merge::tree_of(&repo, target_tip)?,
+            let tracking_target = crate::git::fleet::tracking_branch(remote, &into);
+            let target_tip = crate::git::refs::tip(&repo, &tracking_target)?;
+            let target = match target_tip {
+                None => None,
+                Some(tip) => Some(integrate::Target {
+                    tip: tip.to_string(),
+                    contains_run: merge::is_ancestor(&repo, run_tip, tip),
+                    contains_base: merge::is_ancestor(&repo, base, tip),
+                    // The remote's branch is nobody's checkout.
+                    dirty_checkout: None,
+                    state_file: merge::read_path(&repo, tip, STATE_FILE)?,
+                }),
+            };
+            let onto = match integrate::onto(&plan, &note, target.as_ref()) {
+                Ok(onto) => onto,
+                Err(refusal) => return Ok(Err(refusal)),
+            };
+            let Some(target_tip) = target_tip else {
+                return Ok(Err(Refusal::NoTarget(format!(
+                    "no branch {into} on {remote}"
+                ))));
+            };
+            let built = match merge::merge(
+                &repo,
+                target_tip,
+                run_tip,
+                onto.range_from.is_some().then_some(base),
+                &[(STATE_FILE, onto.state_file.clone().into_bytes())],
+            )? {
+                // The audited diff is the applied diff, from the remote's tip.
+                merge::Merged::Clean(tree) => Built::Clean {
+                    applied: git::diff::changed_between_trees(
+                        &repo,
+                        merge::tree_of(&repo, target_tip)?,
+                        tree,
+                    )?
+                    .into_iter()
+                    .filter(|c| c.path != STATE_FILE)
+                    .collect(),
                     tree,
-                )?
-                .into_iter()
-                .filter(|c| c.path != STATE_FILE)
-                .collect(),
-                tree,
-            },
-            merge::Merged::Conflicts(paths) => Built::Conflicts(paths),
-        };
-        let (tree, landing) = match integrate::after_merge(&plan, &onto, built) {
-            Ok(decided) => decided,
-            Err(refusal) => {
-                if refusal.counts_as_scope_reject() && !request.dry_run {
-                    landing::record_scope_reject(repo_dir, &repo, &record)?;
+                },
+                merge::Merged::Conflicts(paths) => Built::Conflicts(paths),
+            };
+            let (tree, landing) = match integrate::after_merge(&plan, &onto, built) {
+                Ok(decided) => decided,
+                Err(refusal) => {
+                    if refusal.counts_as_scope_reject() && !request.dry_run {
+                        landing::record_scope_reject(repo_dir, &repo, &record)?;
+                    }
+                    return Ok(Err(refusal));
                 }
-                return Ok(Err(refusal));
+            };
+            let parents = (landing.parents.iter())
+                .map(|p| crate::git::refs::oid(p))
+                .collect::<crate::git::error::Result<Vec<_>>>()?;
+            let commit = merge::commit(&repo, &landing.message, tree, &parents)?;
+            if request.dry_run {
+                return Ok(Ok(Done {
+                    landing,
+                    record,
+                    commit,
+                    merged_verify: None,
+                    noted: Vec::new(),
+                    cleanup: landing::Cleaned::kept(),
+                    attempts_ref: git::run_range::attempts_ref(run),
+                    completed: false,
+                    dry_run: true,
+                    remote: None,
+                }));
             }
-        };
-        let parents = (landing.parents.iter())
-            .map(|p| crate::git::refs::oid(p))
-            .collect::<crate::git::error::Result<Vec<_>>>()?;
-        let commit = merge::commit(&repo, &landing.message, tree, &parents)?;
-        if request.dry_run {
-            return Ok(Ok(Done {
-                landing,
-                record,
-                commit,
-                merged_verify: None,
-                noted: Vec::new(),
-                cleanup: landing::Cleaned::kept(),
-                attempts_ref: git::run_range::attempts_ref(run),
-                completed: false,
-                dry_run: true,
-                remote: None,
-            }));
-        }
 
-        let mut merged_verify = None;
-        if let Some(command) = &landing.reverify {
-            observe(Step::Reverifying);
-            let outcome =
-                match super::integrate::verify_merged(repo_dir, store, &record, command, commit)? {
+            let mut merged_verify = None;
+            if let Some(command) = &landing.reverify {
+                observe(Step::Reverifying);
+                let outcome = match super::integrate::verify_merged(
+                    repo_dir, store, &record, command, commit,
+                )? {
                     verify::Verified::Done(result) => integrate::Reverified::Done(result),
                     verify::Verified::Timeout => integrate::Reverified::Timeout,
                     verify::Verified::SetupFailed(problem) => {
                         integrate::Reverified::SetupFailed(problem)
                     }
                 };
-            match integrate::reverified(&plan, outcome) {
-                Ok(result) => merged_verify = Some(result),
-                Err(refusal) => return Ok(Err(refusal)),
+                match integrate::reverified(&plan, outcome) {
+                    Ok(result) => merged_verify = Some(result),
+                    Err(refusal) => return Ok(Err(refusal)),
+                }
             }
-        }
 
-        observe(Step::WritingNotes);
-        let (seen_claims, _) = crate::git::fleet::seen(&repo, remote)?;
-        let release = match fleet::at_landing(run, &record.task, ours.as_deref(), &seen_claims) {
-            AtLanding::Release => release.clone(),
-            AtLanding::Nothing => None,
-            AtLanding::TakenOver(why) => return Ok(Err(Refusal::ClaimTakenOver(why))),
-        };
-        // The run record notes and the ledger's row, written here, then pushed.
-        let mut noted = vec![commit];
-        noted.extend(notes::commits_between(&repo, &[base, target_tip], run_tip)?);
-        let (crew_before, crew_after) =
-            notes::set_many(&repo, notes::CREW, &noted, &note.to_line())?;
-        let mut written = Written {
-            notes: vec![(notes::CREW, crew_before, crew_after)],
-        };
-        let journal = Journal {
-            commit: commit.to_string(),
-            into: into.clone(),
-            at: at.clone(),
-            by: request.by.clone(),
-            squash: landing.squash,
-            forced_unverified: landing.forced_unverified,
-            run_tip: run_tip.to_string(),
-            target_before: target_tip.to_string(),
-            notes_before: crew_before.map(|n| n.to_string()),
-            notes_after: crew_after.to_string(),
-            merged_reward: merged_verify.as_ref().map(|v| v.reward),
-            applied_as: landing.applied_as.to_string(),
-        };
-        let ledger_before = notes::tip(&repo, notes::LEDGER)?;
-        let row = landing::landed_row(
-            &record,
-            &landing::Landed {
-                commit: &journal.commit,
-                into: &into,
-                at: &at,
-                by: &request.by,
-                squash: journal.squash,
-                forced_unverified: journal.forced_unverified,
-                run_tip,
-                merged_reward: journal.merged_reward,
-            },
-        );
-        let appended = super::ledger::append_row(repo_dir, &record.task, &row);
-        let repo = crate::git::repo::open(repo_dir)?;
-        if let Some(after) = notes::tip(&repo, notes::LEDGER)?
-            && Some(after) != ledger_before
-        {
-            written.notes.push((notes::LEDGER, ledger_before, after));
-        }
-        if let Err(e) = appended {
-            written.undo(&repo)?;
-            return Err(e.into());
-        }
+            observe(Step::WritingNotes);
+            let (seen_claims, _) = crate::git::fleet::seen(&repo, remote)?;
+            let release = match fleet::at_landing(run, &record.task, ours.as_deref(), &seen_claims)
+            {
+                AtLanding::Release => release.clone(),
+                AtLanding::Nothing => None,
+                AtLanding::TakenOver(why) => return Ok(Err(Refusal::ClaimTakenOver(why))),
+            };
+            // The run record notes and the ledger's row, written here, then pushed.
+            let mut noted = vec![commit];
+            noted.extend(notes::commits_between(&repo, &[base, target_tip], run_tip)?);
+            let (crew_before, crew_after) =
+                notes::set_many(&repo, notes::CREW, &noted, &note.to_line())?;
+            let mut written = Written {
+                notes: vec![(notes::CREW, crew_before, crew_after)],
+            };
+            let journal = Journal {
+                commit: commit.to_string(),
+                into: into.clone(),
+                at: at.clone(),
+                by: request.by.clone(),
+                squash: landing.squash,
+                forced_unverified: landing.forced_unverified,
+                run_tip: run_tip.to_string(),
+                target_before: target_tip.to_string(),
+                notes_before: crew_before.map(|n| n.to_string()),
+                notes_after: crew_after.to_string(),
+                merged_reward: merged_verify.as_ref().map(|v| v.reward),
+                applied_as: landing.applied_as.to_string(),
+            };
+            let ledger_before = notes::tip(&repo, notes::LEDGER)?;
+            let row = landing::landed_row(
+                &record,
+                &landing::Landed {
+                    commit: &journal.commit,
+                    into: &into,
+                    at: &at,
+                    by: &request.by,
+                    squash: journal.squash,
+                    forced_unverified: journal.forced_unverified,
+                    run_tip,
+                    merged_reward: journal.merged_reward,
+                },
+            );
+            let appended = super::ledger::append_row(repo_dir, &record.task, &row);
+            let repo = crate::git::repo::open(repo_dir)?;
+            if let Some(after) = notes::tip(&repo, notes::LEDGER)?
+                && Some(after) != ledger_before
+            {
+                written.notes.push((notes::LEDGER, ledger_before, after));
+            }
+            if let Err(e) = appended {
+                written.undo(&repo)?;
+                return Err(e.into());
+            }
 
-        let mut updates = vec![Update {
-            reference: format!("refs/heads/{into}"),
-            old: Some(target_tip),
-            new: Some(commit),
-        }];
-        for local in notes::ALL {
-            let mine = notes::tip(&repo, local)?;
-            let theirs = crate::git::refs::tip(&repo, &sync::tracking_ref(remote, local))?;
-            if mine.is_some() && mine != theirs {
+            let mut updates = vec![Update {
+                reference: format!("refs/heads/{into}"),
+                old: Some(target_tip),
+                new: Some(commit),
+            }];
+            for local in notes::ALL {
+                let mine = notes::tip(&repo, local)?;
+                let theirs = crate::git::refs::tip(&repo, &sync::tracking_ref(remote, local))?;
+                if mine.is_some() && mine != theirs {
+                    updates.push(Update {
+                        reference: local.to_string(),
+                        old: theirs,
+                        new: mine,
+                    });
+                }
+            }
+            updates.extend(release.iter().cloned());
+            if let Some(id) = *turn {
                 updates.push(Update {
-                    reference: local.to_string(),
-                    old: theirs,
-                    new: mine,
+                    reference: fleet::turn_ref(&into),
+                    old: Some(id),
+                    new: None,
                 });
             }
-        }
-        updates.extend(release.iter().cloned());
-        crate::sys::failpoint::crash("integrate-before-target");
-        let pushed = match crate::git::fleet::push(repo_dir, remote, &updates) {
-            Ok(pushed) => pushed,
-            Err(e) => {
-                written.undo(&repo)?;
-                return Ok(Err(Refusal::Unreachable(crate::fault::chain(&e))));
-            }
-        };
-        match pushed {
-            Pushed::Done => {}
-            Pushed::Refused(why) => {
-                written.undo(&repo)?;
-                return Ok(Err(Refusal::RemoteRefused(format!(
-                    "{remote} refused the landing of run {run} on {into}: {why}; nothing moved there"
-                ))));
-            }
-            Pushed::Lost => {
-                // Another machine landed first: fetch, merge again on its tip.
-                written.undo(&repo)?;
-                let jitter = u64::from(std::process::id() % 29);
-                std::thread::sleep(Duration::from_millis(10 * (tries.min(10) as u64) + jitter));
-                continue;
-            }
-        }
-        crate::sys::failpoint::crash("integrate-after-target");
-
-        // Landed on the remote. What it holds now is what was fetched from it.
-        for u in &updates {
-            let tracking = match u.reference.as_str() {
-                r if r.starts_with("refs/heads/") => tracking_target.clone(),
-                r if r.starts_with("refs/notes/") => sync::tracking_ref(remote, r),
-                _ => continue,
+            crate::sys::failpoint::crash("integrate-before-target");
+            let pushed = match crate::git::fleet::push(repo_dir, remote, &updates) {
+                Ok(pushed) => pushed,
+                Err(e) => {
+                    written.undo(&repo)?;
+                    return Ok(Err(Refusal::Unreachable(crate::fault::chain(&e))));
+                }
             };
-            if let Some(new) = u.new {
-                merge::set_ref(&repo, &tracking, new, "crew: landed through the remote")?;
+            match pushed {
+                Pushed::Done => *turn = None,
+                Pushed::Refused(why) => {
+                    written.undo(&repo)?;
+                    return Ok(Err(Refusal::RemoteRefused(format!(
+                        "{remote} refused the landing of run {run} on {into}: {why}; nothing moved there"
+                    ))));
+                }
+                Pushed::Lost => {
+                    // Another machine landed first: fetch, merge again on its tip.
+                    written.undo(&repo)?;
+                    let jitter = u64::from(std::process::id() % 29);
+                    std::thread::sleep(Duration::from_millis(10 * (tries.min(10) as u64) + jitter));
+                    continue;
+                }
             }
+            crate::sys::failpoint::crash("integrate-after-target");
+
+            // Landed on the remote. What it holds now is what was fetched from it.
+            for u in &updates {
+                let tracking = match u.reference.as_str() {
+                    r if r.starts_with("refs/heads/") => tracking_target.clone(),
+                    r if r.starts_with("refs/notes/") => sync::tracking_ref(remote, r),
+                    _ => continue,
+                };
+                if let Some(new) = u.new {
+                    merge::set_ref(&repo, &tracking, new, "crew: landed through the remote")?;
+                }
+            }
+            let released = release.is_some();
+            if self.ticket {
+                // Let go in the push (or gone already): nothing of it is this run's now.
+                let _ = std::fs::remove_file(crate::core::layout::fleet_ticket(&run_dir));
+            }
+            let local = follow(&repo, &into, commit, run)?;
+            let cleanup = landing::land(
+                repo_dir,
+                &repo,
+                store,
+                &mut record,
+                &journal,
+                request.cleanup,
+            )?;
+            return Ok(Ok(Done {
+                landing,
+                record,
+                commit,
+                merged_verify,
+                noted,
+                cleanup,
+                attempts_ref: git::run_range::attempts_ref(run),
+                completed: false,
+                dry_run: false,
+                remote: Some(Through {
+                    remote: remote.to_string(),
+                    tries,
+                    pushed: updates.iter().map(|u| u.reference.clone()).collect(),
+                    released,
+                    local,
+                }),
+            }));
         }
-        let released = release.is_some();
-        if ticket.is_some() {
-            // Let go in the push (or gone already): nothing of it is this run's now.
-            let _ = std::fs::remove_file(crate::core::layout::fleet_ticket(&run_dir));
-        }
-        let local = follow(&repo, &into, commit, run)?;
-        let cleanup = landing::land(
-            repo_dir,
-            &repo,
-            store,
-            &mut record,
-            &journal,
-            request.cleanup,
-        )?;
-        return Ok(Ok(Done {
-            landing,
-            record,
-            commit,
-            merged_verify,
-            noted,
-            cleanup,
-            attempts_ref: git::run_range::attempts_ref(run),
-            completed: false,
-            dry_run: false,
-            remote: Some(Through {
-                remote: remote.to_string(),
-                tries,
-                pushed: updates.iter().map(|u| u.reference.clone()).collect(),
-                released,
-                local,
-            }),
-        }));
+        Ok(Err(Refusal::KeptMoving(format!(
+            "{into} on {remote} kept moving while run {run} was being landed: {tries} pushes lost the race to other machines; nothing was pushed"
+        ))))
     }
-    Ok(Err(Refusal::KeptMoving(format!(
-        "{into} on {remote} kept moving while run {run} was being landed: {LAND_TRIES} pushes lost the race to other machines; nothing was pushed"
-    ))))
 }
 
 /// Moves the target's branch here to the landed commit where [`fleet::local_target`]

@@ -85,6 +85,12 @@ fn a_pass_lands_on_the_remotes_moved_tip_in_scope_and_lets_its_claim_go_in_the_s
     let moved = push_change(&env, b, "docs/b.md", "from b\n");
     let local_before = rev(&env, a, "main");
     assert_ne!(local_before, moved);
+    // A run in flight here whose branch names a commit still in its quarantine (not in
+    // the store yet) does not stop the landing's fetch.
+    write(
+        &a.join(".git/refs/heads/crew/inflight/r1"),
+        "1111111111111111111111111111111111111111\n",
+    );
 
     let out = env.crew(a, &["integrate", &run, "--remote", "origin"]);
     out.expect_code(0);
@@ -209,4 +215,116 @@ fn a_remote_target_that_moved_with_a_conflicting_change_is_not_landed_and_says_w
         claim_exists(&env, &bare, "routes"),
         "still held, not landed"
     );
+}
+
+#[test]
+fn two_machines_racing_fifty_integrations_into_one_target_over_git_daemon_land_each_once() {
+    let env = TestEnv::new();
+    let daemon = Daemon::start(env.root());
+    let url = format!("git://127.0.0.1:{}/remote.git", daemon.port);
+    let (bare, clones) = fleet(&env, &["a", "b"], Some(&url));
+    let start = rev(&env, &bare, "main");
+    // 25 passes on each machine, each claimed on the remote.
+    let mut runs: Vec<Vec<String>> = Vec::new();
+    for (i, (dir, machine)) in clones.iter().zip(["box-a", "box-b"]).enumerate() {
+        let mine: Vec<String> = (0..25)
+            .map(|n| own_file_pass(&env, dir, machine, &format!("m{i}-t{n}")))
+            .collect();
+        let (first, rest) = mine.split_first().unwrap();
+        rest.iter()
+            .fold(env.wait(dir, first), |wait, run| wait.and(run))
+            .timeout("180s")
+            .run()
+            .expect_code(0);
+        runs.push(mine);
+    }
+    assert_eq!(
+        env.git_ok(&bare, &["for-each-ref", "refs/crew/claims/"])
+            .lines()
+            .count(),
+        50,
+        "every pass holds its claim"
+    );
+    // Both machines integrate their 25 through the remote at the same time, one after
+    // the other on each machine.
+    let queues: Vec<Vec<std::process::Command>> = clones
+        .iter()
+        .zip(&runs)
+        .map(|(dir, mine)| {
+            mine.iter()
+                .map(|run| {
+                    let mut cmd = env.command(crate::common::bin());
+                    cmd.current_dir(dir)
+                        .args(["integrate", run, "--remote", "origin"]);
+                    cmd
+                })
+                .collect()
+        })
+        .collect();
+    let outs: Vec<Vec<crate::common::Out>> = std::thread::scope(|scope| {
+        let handles: Vec<_> = queues
+            .into_iter()
+            .map(|queue| {
+                scope.spawn(move || {
+                    queue
+                        .into_iter()
+                        .map(|mut cmd| crate::common::run(&mut cmd, None))
+                        .collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    let mut tries = 0;
+    for out in outs.iter().flatten() {
+        out.expect_code(0);
+        tries += out.json()["remote"]["tries"].as_u64().unwrap();
+    }
+    eprintln!("50 landings took {tries} merges");
+    // Every object here, for the audits below.
+    for dir in &clones {
+        env.git_ok(dir, &["fetch", "-q", "origin"]);
+    }
+    // The remote's main: exactly 50 merges on its first-parent line, one a run.
+    let line = env.git_ok(
+        &bare,
+        &["rev-list", "--first-parent", &format!("{start}..main")],
+    );
+    let landed: Vec<&str> = line.lines().collect();
+    assert_eq!(landed.len(), 50, "{line}");
+    let mut seen = std::collections::BTreeSet::new();
+    for commit in &landed {
+        let parents = env.git_ok(&bare, &["show", "-s", "--format=%P", commit]);
+        let parents: Vec<&str> = parents.split_whitespace().collect();
+        assert_eq!(parents.len(), 2, "{commit} is a merge");
+        let note: Value = serde_json::from_str(
+            env.git_ok(&bare, &["notes", "--ref=crew", "show", commit])
+                .trim(),
+        )
+        .unwrap();
+        let run = note["run"].as_str().unwrap().to_string();
+        let machine = runs.iter().position(|m| m.contains(&run)).unwrap();
+        // Nothing out of the run's scope between the old and the new tip.
+        env.assert_in_sealed_scope(&clones[machine], &run, parents[0], commit);
+        assert!(seen.insert(run), "a run landed twice");
+    }
+    assert_eq!(seen.len(), 50);
+    for n in 0..25 {
+        for i in 0..2 {
+            let file = env.git_ok(&bare, &["show", &format!("main:work/m{i}-t{n}.txt")]);
+            assert!(file.starts_with("done by "), "{file}");
+        }
+    }
+    assert_eq!(
+        env.git_ok(&bare, &["for-each-ref", "refs/crew/claims/"]),
+        "",
+        "every claim let go"
+    );
+    assert_eq!(
+        env.git_ok(&bare, &["for-each-ref", "refs/crew/landing/"]),
+        "",
+        "every landing turn let go"
+    );
+    let fsck = env.git(&bare, &["fsck", "--no-progress"]);
+    assert_eq!(fsck.code, 0, "{fsck:?}");
 }
