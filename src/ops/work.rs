@@ -183,6 +183,9 @@ struct Held {
 /// moving, before the runner gives the task up.
 const LANDING_TRIES: u32 = 5;
 
+/// Rounds in a row the remote can go unread before the runner says so.
+const UNSEEN_ROUNDS: u32 = 10;
+
 impl Held {
     fn came(&mut self, task: &str, run: Option<&str>, outcome: Came) -> &mut Taken {
         self.mine.remove(task);
@@ -242,6 +245,8 @@ pub fn work(
     let mut held = Held::default();
     let mut heard = Stop::Go;
     let mut rounds: u64 = 0;
+    // Rounds in a row the remote could not be read.
+    let mut unseen: u32 = 0;
     let mut said: BTreeSet<String> = BTreeSet::new();
     let warn_once = |said: &mut BTreeSet<String>, warning: String| {
         if said.insert(warning.clone()) {
@@ -269,6 +274,7 @@ pub fn work(
             let now = crate::sys::clock::now_millis();
             match crate::run::work::look(&repo_dir, &fleet.remote, target.as_deref(), now) {
                 Ok(look) => {
+                    unseen = 0;
                     for why in look.notes_unmerged {
                         warn_once(
                             &mut said,
@@ -287,8 +293,15 @@ pub fn work(
                         .map(|(task, _)| task)
                         .collect();
                 }
-                // Out of reach for now: this round goes by what was fetched last.
-                Err(e) => warn_once(&mut said, crate::fault::chain(&e)),
+                // Out of reach for now (or a fetch refused while a run's commits are in
+                // its quarantine): this round goes by what was fetched last; said once it
+                // lasts.
+                Err(e) => {
+                    unseen += 1;
+                    if unseen >= UNSEEN_ROUNDS {
+                        warn_once(&mut said, crate::fault::chain(&e));
+                    }
+                }
             }
         }
         let round = Context::new(ctx.cwd.clone());
@@ -500,12 +513,22 @@ fn settle(
                 observe(Event::Stopping(Stop::HandBack));
             }
             // The remote out of reach for now, or other machines landing all the while:
-            // the pass keeps its claim and tries again next round, a few times.
+            // the pass keeps its claim and tries again next round, a few times. While a
+            // run of this clone works, a fetch may fail for it (a fenced run's branch names
+            // commits that stay in its quarantine until its attempt ends, and git refuses
+            // a fetch while a worktree's HEAD names an object the store lacks): such a
+            // try is not counted.
             Err(e)
                 if matches!(e.code, ErrorCode::FetchFailed | ErrorCode::TargetKeptMoving)
                     && held.tries.get(&task).copied().unwrap_or(0) + 1 < LANDING_TRIES =>
             {
-                *held.tries.entry(task.clone()).or_default() += 1;
+                let working = store.live().map(|live| {
+                    live.iter()
+                        .any(|r| !r.phase.is_final() && r.phase != Phase::NeedsHelp)
+                });
+                if e.code == ErrorCode::TargetKeptMoving || !working.unwrap_or(false) {
+                    *held.tries.entry(task.clone()).or_default() += 1;
+                }
                 ctx.warn(format!(
                     "{task} (run {run}) did not land yet: {}",
                     e.message
