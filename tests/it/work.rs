@@ -661,3 +661,77 @@ fn three_machines_work_one_plan_through_git_daemon_and_every_task_lands_exactly_
         assert_eq!(fsck.code, 0, "{fsck:?}");
     }
 }
+
+#[test]
+fn over_file_a_task_another_machine_holds_is_not_taken_and_what_depends_on_it_waits_for_it() {
+    let env = TestEnv::new();
+    let (bare, clones) = crate::fleet::fleet(&env, &["a", "b"], None);
+    let (a, b) = (&clones[0], &clones[1]);
+    commit_plan(
+        &env,
+        a,
+        &plan(
+            &[Task("x", 1, &[]), Task("y", 1, &["x"]), Task("z", 1, &[])],
+            "",
+        ),
+    );
+    env.git_ok(a, &["push", "-q", "origin", "main"]);
+    env.git_ok(b, &["pull", "-q", "--ff-only", "origin", "main"]);
+    // Machine a holds x, by hand.
+    let run = env
+        .dispatch(a, "x")
+        .args(&[
+            "--plan",
+            "p",
+            "--remote",
+            "origin",
+            "--backend",
+            "slow",
+            "--set",
+            "backends.slow.env.SLOW_SECONDS=\"3\"",
+            "--set",
+            "fleet.machine=box-a",
+        ])
+        .run_id();
+    // Machine b's runner takes z, leaves x to a, and waits for it before y.
+    let runner = Runner::start(
+        &env,
+        b,
+        &work_args(0, &["--remote", "origin", "--set", "fleet.machine=box-b"]),
+    );
+    env.wait(a, &run).run().expect_code(0);
+    env.crew(a, &["integrate", &run, "--remote", "origin"])
+        .expect_code(0);
+    let out = runner.finish(Duration::from_secs(90));
+    out.expect_code(0);
+    let json = out.json();
+    let mut came = taken(&json);
+    came.sort();
+    assert_eq!(
+        came,
+        [("y", "landed"), ("z", "landed")].map(|(t, o)| (t.to_string(), o.to_string()))
+    );
+    assert!(!runs_of(&env, b).iter().any(|(t, ..)| t == "x"));
+    // y was cut from a base holding x, which landed from machine a.
+    let y = json["taken"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["task"] == "y")
+        .unwrap()["run"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let base = env.crew(b, &["show", &y]).json()["run"]["base"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    env.git_ok(b, &["cat-file", "-e", &format!("{base}:src/routes/x.rs")]);
+    for task in ["x", "y", "z"] {
+        env.git_ok(
+            &bare,
+            &["cat-file", "-e", &format!("main:src/routes/{task}.rs")],
+        );
+    }
+    assert_eq!(claims_on(&env, &bare), Vec::<String>::new());
+}
