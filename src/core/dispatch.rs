@@ -583,6 +583,21 @@ fn pick_port(range: &str, live: &[RunRecord]) -> Option<u16> {
     (lo..=hi).find(|p| !live.iter().any(|r| r.port == Some(*p)))
 }
 
+/// Where the branches that may nest with `task` are (see [`nesting`]), as (ref folders to
+/// list, refs to look up): the branch folder of the first component of its name
+/// (`refs/heads/crew/a/` for `a/b`, `refs/heads/crew/<task>/` for a name of one
+/// component), which holds its own branches, those of every longer task under it and
+/// those of every task its name lies in; and a branch named for each of those tasks alone
+/// (`refs/heads/crew/a`). No other branch can nest with it, so no other is read.
+pub fn nesting_places(task: &str) -> (Vec<String>, Vec<String>) {
+    let first = task.split('/').next().unwrap_or(task);
+    let parts: Vec<&str> = task.split('/').collect();
+    let exact = (1..parts.len())
+        .map(|n| format!("refs/heads/crew/{}", parts[..n].join("/")))
+        .collect();
+    (vec![format!("refs/heads/crew/{first}/")], exact)
+}
+
 /// Another task whose branch folder holds, or lies in, `task`'s (`api` and `api/v2`),
 /// among the branches under `refs/heads/crew/` (full names).
 pub fn nesting(task: &str, branches: &[String]) -> Option<String> {
@@ -954,6 +969,64 @@ mod tests {
         assert_eq!(nesting("ui", &branches).as_deref(), Some("ui/x"));
         assert_eq!(nesting("api", &branches), None);
         assert_eq!(nesting("apis", &branches), None);
+    }
+
+    #[test]
+    fn the_nesting_check_needs_only_the_branches_of_its_places() {
+        let names: Vec<String> = [
+            "api/20260101-000000-0001",
+            "api/v2/20260101-000000-0002",
+            "api/v2/deep/20260101-000000-0003",
+            "apis/20260101-000000-0004",
+            "ui",
+            "ui/x/20260101-000000-0005",
+            "a/b/c/20260101-000000-0006",
+            "solo/20260101-000000-0007",
+        ]
+        .iter()
+        .map(|n| format!("refs/heads/crew/{n}"))
+        .collect();
+        // Every task that nests with `task`, each branch asked about alone.
+        let nesting_all = |task: &str, names: &[String]| -> BTreeSet<String> {
+            (names.iter())
+                .filter_map(|n| nesting(task, std::slice::from_ref(n)))
+                .collect()
+        };
+        use std::collections::BTreeSet;
+        let tasks = [
+            "api",
+            "api/v2",
+            "api/v2/deep",
+            "api/v3",
+            "apis",
+            "ui",
+            "ui/x",
+            "ui/x/y",
+            "a",
+            "a/b",
+            "a/b/c/d",
+            "solo",
+            "other",
+            "x/y/z",
+        ];
+        let mut nested = 0;
+        for task in tasks {
+            let (folders, exact) = nesting_places(task);
+            let read: Vec<String> = (names.iter())
+                .filter(|n| folders.iter().any(|f| n.starts_with(f.as_str())) || exact.contains(n))
+                .cloned()
+                .collect();
+            let everything = nesting_all(task, &names);
+            assert_eq!(nesting_all(task, &read), everything, "{task}");
+            assert_eq!(
+                nesting(task, &read).is_some(),
+                !everything.is_empty(),
+                "{task}"
+            );
+            nested += usize::from(!everything.is_empty());
+        }
+        // The cases are not all of one kind.
+        assert!(nested > 4 && nested < tasks.len() - 2, "{nested}");
     }
 
     #[test]

@@ -164,6 +164,12 @@ pub fn verifier_again(dir: &Path) -> PathBuf {
 pub fn verifier_merged(dir: &Path) -> PathBuf {
     dir.join("verifier-merged")
 }
+/// Where a removed run worktree and its administration wait, moved out of the way, for
+/// a detached process to delete them (`<git-common-dir>/crew/trash`).
+pub fn trash(state_dir: &Path) -> PathBuf {
+    state_dir.join("trash")
+}
+
 /// The throwaway checkouts of `git crew verify` and of integrate's verify.
 pub const VERIFY_CHECKOUT: &str = "verify-checkout";
 pub const MERGED_CHECKOUT: &str = "merged";

@@ -50,13 +50,16 @@ pub struct Facts {
 
 /// Whether live run `record` has a supervisor to lose. Runs waiting on the lead
 /// (`needs-help`, `awaiting-attach`) or in the queue have none, nor native runs (the lead
-/// works them); a pointer that cannot be read is never judged, for nothing says which
-/// processes are its.
+/// works them) once their dispatch has prepared them; a pointer that cannot be read is
+/// never judged, for nothing says which processes are its. A run whose dispatch is still
+/// preparing it (`preparing`, no supervisor yet, whatever it is to become) is judged as
+/// one whose supervisor has not written its pid yet: its dispatch keeps the pointer fresh.
 pub fn expected(record: &RunRecord) -> bool {
+    let being_prepared = record.phase == Phase::Preparing && record.supervisor_pid.is_none();
     !matches!(
         record.phase,
         Phase::NeedsHelp | Phase::AwaitingAttach | Phase::Queued
-    ) && record.adapter != AdapterKind::Native
+    ) && (record.adapter != AdapterKind::Native || being_prepared)
         && record.unreadable.is_none()
 }
 
@@ -175,6 +178,16 @@ mod tests {
         let mut native = working();
         native.adapter = AdapterKind::Native;
         assert_eq!(judge(&native, &dead), None);
+        // A native run its dispatch is still preparing has no supervisor yet, and is
+        // judged as such: alive while its pointer is fresh.
+        native.phase = Phase::Preparing;
+        native.supervisor_pid = None;
+        assert_eq!(judge(&native, &dead), Some(Supervisor::Dead));
+        let fresh = Facts {
+            process: None,
+            pointer_age: Some(Duration::from_secs(1)),
+        };
+        assert_eq!(judge(&native, &fresh), Some(Supervisor::Alive));
         let mut unreadable = working();
         unreadable.unreadable = Some("not JSON".into());
         assert_eq!(judge(&unreadable, &dead), None);

@@ -207,10 +207,16 @@ impl Checkouts {
                 .map(|h| h.trim().to_string())
         };
         let mut trees = Vec::new();
-        if let Some(main) = head(&common.join("HEAD")).filter(|h| h.starts_with("ref: "))
-            && let Some(path) = gix::open(common)
+        // The main work tree: `repo`'s own when `repo` is the main worktree's repository,
+        // else found by opening the common dir.
+        let main_workdir = || match repo.git_dir() == common {
+            true => repo.workdir().map(Path::to_path_buf),
+            false => gix::open(common)
                 .ok()
-                .and_then(|r| r.workdir().map(Path::to_path_buf))
+                .and_then(|r| r.workdir().map(Path::to_path_buf)),
+        };
+        if let Some(main) = head(&common.join("HEAD")).filter(|h| h.starts_with("ref: "))
+            && let Some(path) = main_workdir()
         {
             trees.push((main, path));
         }
@@ -250,26 +256,47 @@ impl Checkouts {
     }
 }
 
-/// Whether a work tree has changes to tracked files, staged or not (untracked files do
-/// not stop a fast-forward that does not touch them).
-pub fn has_tracked_changes(worktree: &Path) -> Result<bool> {
+/// Whether a work tree whose HEAD is at `head` has changes to tracked files, staged or
+/// not (untracked files do not stop a fast-forward that does not touch them): seen
+/// in-process where that is certain (`worktree::tracked_at_rest`), else asked of git.
+pub fn has_tracked_changes(
+    repo: &gix::Repository,
+    worktree: &Path,
+    head: ObjectId,
+) -> Result<bool> {
+    if super::worktree::tracked_at_rest(repo, worktree, head) {
+        return Ok(false);
+    }
     let status =
         GitRunner::new(worktree).output(&["status", "--porcelain", "--untracked-files=no"])?;
     Ok(!status.trim().is_empty())
 }
 
-/// Fast-forwards the checked-out branch of `worktree` to `commit` (its hooks run, with
-/// `env` set).
+/// Fast-forwards the checked-out branch of `worktree` from `from` (its HEAD) to `commit`
+/// (its hooks run, with `env` set).
 ///
 /// git checks every path before it writes one, but a filter (git-lfs's smudge of an
 /// object it cannot find) can fail half-way through the checkout: the branch stays where
 /// it was, and the files it wrote are taken back — those of the paths the fast-forward
 /// changes that were clean (or absent) before and are not now. A path that was not clean
 /// before is never touched: git refused for it, before writing anything.
-pub fn fast_forward(worktree: &Path, commit: ObjectId, env: (&str, &str)) -> Result<()> {
+///
+/// `seen_clean`: the caller saw the work tree without changes to tracked files just
+/// before (nothing ran since). Then what was not clean before can only be an untracked
+/// file where the fast-forward adds one: where the paths it adds are all absent, that is
+/// nothing, and git is not asked; the paths are listed (by git) only if it fails.
+pub fn fast_forward(
+    repo: &gix::Repository,
+    worktree: &Path,
+    (from, commit): (ObjectId, ObjectId),
+    seen_clean: bool,
+    env: (&str, &str),
+) -> Result<()> {
     let git = GitRunner::new(worktree).with_env("GIT_LITERAL_PATHSPECS", "1");
-    let changed = changed_paths(&git, commit)?;
-    let dirty_before = dirty(&git, &changed)?;
+    let dirty_before = match seen_clean && adds_only_absent_paths(repo, worktree, from, commit) {
+        true => Vec::new(),
+        false => dirty(&git, &changed_paths(&git, commit)?)?,
+    };
     let out = GitRunner::new(worktree).with_env(env.0, env.1).raw(&[
         "merge",
         "--ff-only",
@@ -278,7 +305,10 @@ pub fn fast_forward(worktree: &Path, commit: ObjectId, env: (&str, &str)) -> Res
     ])?;
     if !out.status.success() {
         let mut undone = String::new();
-        if let Err(e) = take_back(worktree, &changed, &dirty_before) {
+        // HEAD stayed where it was: the paths are those it was to change.
+        let taken_back = changed_paths(&git, commit)
+            .and_then(|changed| take_back(worktree, &changed, &dirty_before));
+        if let Err(e) = taken_back {
             undone = format!(
                 " (and what it wrote could not all be taken back: {})",
                 crate::fault::chain(&e)
@@ -290,6 +320,29 @@ pub fn fast_forward(worktree: &Path, commit: ObjectId, env: (&str, &str)) -> Res
         );
     }
     Ok(())
+}
+
+/// Whether every path the change from `from` to `commit` adds is absent from `worktree`
+/// (nothing there, not even a link): read in-process; `false` when unsure.
+fn adds_only_absent_paths(
+    repo: &gix::Repository,
+    worktree: &Path,
+    from: ObjectId,
+    commit: ObjectId,
+) -> bool {
+    let (Ok(old), Ok(new)) = (tree_of(repo, from), tree_of(repo, commit)) else {
+        return false;
+    };
+    let Ok(changes) = super::diff::changed_between_trees(repo, old, new) else {
+        return false;
+    };
+    changes
+        .iter()
+        .filter(|c| c.kind == crate::core::scope::ChangeKind::Added)
+        .all(|c| {
+            matches!(std::fs::symlink_metadata(worktree.join(&c.path)),
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound)
+        })
 }
 
 /// The paths between HEAD and `commit`, each with whether HEAD has it.

@@ -32,7 +32,9 @@ pub fn key_blob(repo: &gix::Repository, key: &str) -> Result<ObjectId> {
         .detach())
 }
 
-/// The note on `object` in `notes_ref`, if any.
+/// The note on `object` in `notes_ref`, if any: looked up in the ref's notes tree alone.
+/// (gix's notes platform first expands `notes.displayRef` — a glob, `refs/notes/cre[w]`,
+/// since `init` — against every ref of the repository, three a run.)
 pub fn read(repo: &gix::Repository, notes_ref: &str, object: ObjectId) -> Result<Option<String>> {
     Ok(read_many(repo, notes_ref, &[object])?.pop().flatten())
 }

@@ -51,6 +51,19 @@ pub fn under(repo: &gix::Repository, prefix: &str) -> Result<Vec<(String, Option
         .collect())
 }
 
+/// The full names of the refs under `prefix`, nothing resolved: no object is looked at.
+/// An unreadable ref is left out, as [`under`] leaves it out.
+pub fn names_under(repo: &gix::Repository, prefix: &str) -> Result<Vec<String>> {
+    let refs = repo.references()?;
+    let Ok(found) = refs.prefixed(prefix) else {
+        return Ok(Vec::new());
+    };
+    Ok(found
+        .flatten()
+        .map(|r| r.name().as_bstr().to_string())
+        .collect())
+}
+
 /// Whether `commit` is on some branch: reachable from a ref under `refs/heads/`, or under
 /// `refs/remotes/` (a remote's branch as last fetched: a landing through a fleet's remote
 /// may leave the local branch behind). When the refs cannot be read, it is taken to be.
@@ -78,11 +91,6 @@ pub fn is_branch_name(name: &str) -> bool {
 pub fn oid(hex: &str) -> Result<ObjectId> {
     ObjectId::from_hex(hex.as_bytes())
         .map_err(|_| super::error::Error::invalid(format!("`{hex}` is not an object id")))
-}
-
-/// Deletes a local branch whatever it holds (one being taken back); a missing one is fine.
-pub fn force_delete_branch(repo_dir: &std::path::Path, branch: &str) {
-    let _ = super::run::GitRunner::new(repo_dir).output(&["branch", "-D", branch]);
 }
 
 /// The most entries [`folder`] looks at: a folder a worker filled with more is named by

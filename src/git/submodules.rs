@@ -108,6 +108,12 @@ pub fn keep(
     commit: &str,
     branch: &str,
 ) -> Result<Vec<String>> {
+    // Only a submodule the lead's copy has initialised is kept: with none, there is
+    // nothing to ask git.
+    let modules = initialised(common_dir);
+    if modules.is_empty() {
+        return Ok(Vec::new());
+    }
     let git = GitRunner::new(repo_dir);
     let blob = format!("{commit}:.gitmodules");
     if !git.raw(&["cat-file", "-e", &blob])?.status.success() {
@@ -129,7 +135,7 @@ pub fn keep(
             .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
     };
     let mut kept = Vec::new();
-    for (name, module) in initialised(common_dir) {
+    for (name, module) in modules {
         let Some(path) = text.split('\0').find_map(|entry| {
             let (key, path) = entry.split_once('\n')?;
             (key == format!("submodule.{name}.path")).then(|| path.to_string())

@@ -8,57 +8,191 @@ use super::error::{Context, Result, bail};
 use super::run::{Finished, GitRunner};
 use crate::core::oversize::LeftFile;
 
-/// Cuts a linked worktree at `path` on a new branch `branch` from `base`, in-process
-/// (gix checks out about twice as fast as `git worktree add`). The branch is created
-/// first — it must not exist — and deleted again if the worktree cannot be added.
-/// Returns the worktree's private git dir.
-pub fn add(repo: &gix::Repository, path: &Path, branch: &str, base: &str) -> Result<PathBuf> {
+/// Makes the run's branch `branch` at `base`; it must not exist (or already point at
+/// `base`). One ref written, with a reflog entry: the part of a worktree's making that
+/// other dispatches must see at once.
+pub fn create_branch(repo: &gix::Repository, branch: &str, base: &str) -> Result<()> {
     use gix::refs::transaction::PreviousValue;
     let base = gix::ObjectId::from_hex(base.as_bytes()).context("the base is not an object id")?;
     let name: gix::refs::FullName = format!("refs/heads/{branch}")
         .try_into()
         .with_context(|| format!("`{branch}` is not a valid branch name"))?;
     repo.reference(
-        name.clone(),
+        name,
         base,
         PreviousValue::MustNotExist,
         format!("crew: branch {branch}"),
     )
     .with_context(|| format!("cannot create branch {branch}"))?;
-    let interrupt = std::sync::atomic::AtomicBool::new(false);
-    match repo.add_worktree(
-        path,
-        gix::worktree::add::Head::Attached(name.clone()),
-        gix::progress::Discard,
-        &interrupt,
-    ) {
-        Ok((worktree, _)) => Ok(worktree.git_dir().to_path_buf()),
-        Err(err) => {
-            // gix opens every other worktree on the way, and one whose own config is
-            // broken (a worker can write it) stops it; git itself does not mind. No hook
-            // runs, as with gix.
-            let _ = std::fs::remove_dir_all(path);
-            let repo_dir = repo.workdir().unwrap_or(repo.common_dir());
-            let text = path.to_string_lossy();
-            let added = GitRunner::new(repo_dir)
-                .with_config("core.hooksPath=/dev/null")
-                .output(&["worktree", "add", "--quiet", &text, branch]);
-            match added {
-                Ok(_) => Ok(repo
-                    .common_dir()
-                    .join("worktrees")
-                    .join(path.file_name().context("a worktree path has a name")?)),
-                Err(git_err) => {
-                    if let Ok(reference) = repo.find_reference(&name) {
-                        let _ = reference.delete();
-                    }
-                    Err(super::error::Error::within(
-                        format!("cannot add the worktree {}: {err}", path.display()),
-                        git_err,
-                    ))
-                }
-            }
+    Ok(())
+}
+
+/// Deletes a local branch in-process whatever it holds (one being taken back); a missing
+/// one is fine.
+pub fn delete_branch(repo: &gix::Repository, branch: &str) {
+    if let Ok(Some(reference)) = repo.try_find_reference(format!("refs/heads/{branch}").as_str()) {
+        let _ = reference.delete();
+    }
+}
+
+/// Registers a linked worktree at `path` (which must not exist) on the existing branch
+/// `branch`, locked with `reason` from the start, without checking anything out yet
+/// ([`check_out`] does). The administration is written as `git worktree add` writes it
+/// (`gitdir`, `commondir`, `HEAD`, `locked`, the worktree's `.git` link) and as
+/// [`RunTree::restore`] puts it back; no other worktree is read on the way — neither by a
+/// git process nor by gix's own `add_worktree`, which opens every one of them — so its
+/// cost does not grow with the worktrees the repository holds. On failure nothing of it
+/// is left (the branch is the caller's). Returns the worktree's private git dir.
+pub fn register(
+    repo: &gix::Repository,
+    path: &Path,
+    branch: &str,
+    reason: &str,
+) -> Result<PathBuf> {
+    let common = std::path::absolute(repo.common_dir()).context("the common git dir")?;
+    let path = std::path::absolute(path).context("the worktree path")?;
+    let name = path
+        .file_name()
+        .with_context(|| format!("{} names no worktree", path.display()))?;
+    let worktrees = common.join("worktrees");
+    std::fs::create_dir_all(&worktrees)
+        .with_context(|| format!("cannot create {}", worktrees.display()))?;
+    let admin = worktrees.join(name);
+    // Made here, or the name is taken: nothing of another worktree is touched.
+    std::fs::create_dir(&admin).with_context(|| format!("cannot create {}", admin.display()))?;
+    let made = (|| -> Result<()> {
+        let write = |file: &Path, text: &str| {
+            std::fs::write(file, text).with_context(|| format!("cannot write {}", file.display()))
+        };
+        write(&admin.join("locked"), &format!("{reason}\n"))?;
+        write(&admin.join("commondir"), "../..\n")?;
+        write(
+            &admin.join("gitdir"),
+            &format!("{}\n", path.join(".git").display()),
+        )?;
+        write(&admin.join("HEAD"), &format!("ref: refs/heads/{branch}\n"))?;
+        carry_over(repo, &admin)?;
+        std::fs::create_dir(&path).with_context(|| format!("cannot create {}", path.display()))?;
+        write(
+            &path.join(".git"),
+            &format!("gitdir: {}\n", admin.display()),
+        )
+    })();
+    if let Err(err) = made {
+        discard_at(&admin, &path);
+        return Err(err);
+    }
+    Ok(admin)
+}
+
+/// What `git worktree add` carries into a new worktree's administration `admin` from the
+/// worktree it is run from (`repo`'s): its own config (`config.worktree`, under
+/// `extensions.worktreeConfig`), without `core.worktree` and a true `core.bare`; and its
+/// sparse-checkout patterns while sparse checkout is on — so the checkout is cut as git
+/// cuts it (dispatch writes the run's own config over it afterwards).
+fn carry_over(repo: &gix::Repository, admin: &Path) -> Result<()> {
+    let own = repo.git_dir().join("config.worktree");
+    if super::config::worktree_config_on(repo) && plain_text(&own).is_some() {
+        let mut config =
+            gix::config::File::from_path_no_includes(own.clone(), gix::config::Source::Worktree)
+                .with_context(|| format!("cannot read {}", own.display()))?;
+        if config.boolean("core.bare").ok().flatten() == Some(true)
+            && let Ok(mut values) = config.raw_values_mut("core.bare")
+        {
+            values.delete_all();
         }
+        if let Ok(mut values) = config.raw_values_mut("core.worktree") {
+            values.delete_all();
+        }
+        let mut text = Vec::new();
+        config
+            .write_to(&mut text)
+            .context("cannot write the worktree's config")?;
+        std::fs::write(admin.join("config.worktree"), text)
+            .with_context(|| format!("cannot write {}", admin.display()))?;
+    }
+    let patterns = repo.git_dir().join("info").join("sparse-checkout");
+    if repo.config_snapshot().boolean("core.sparseCheckout") == Some(true)
+        && let Some(text) = plain_text(&patterns)
+    {
+        std::fs::create_dir(admin.join("info"))
+            .and_then(|()| std::fs::write(admin.join("info").join("sparse-checkout"), text))
+            .with_context(|| format!("cannot write {}", admin.display()))?;
+    }
+    Ok(())
+}
+
+/// Checks out HEAD in the worktree [`register`] made at `path` (nothing there but its
+/// `.git` link): in-process with gix, on every core; where gix cannot (a filter it does
+/// not run, say), with git in that worktree alone, no hook run. What a failed checkout
+/// wrote stays for the caller to discard with the worktree.
+pub fn check_out(path: &Path) -> Result<()> {
+    if crate::sys::failpoint::fails_at("dispatch-checkout") {
+        bail!("the checkout failed (GIT_CREW_FAILPOINT=dispatch-checkout)");
+    }
+    checkout(path)
+}
+
+/// [`check_out`]'s work.
+fn checkout(path: &Path) -> Result<()> {
+    let interrupt = std::sync::atomic::AtomicBool::new(false);
+    let in_process = gix::open(path)
+        .with_context(|| format!("cannot open {}", path.display()))
+        .and_then(|linked| {
+            let worktree = linked
+                .worktree()
+                .context("a linked worktree has a work tree")?;
+            worktree
+                .checkout(gix::progress::Discard, &interrupt)
+                .with_context(|| format!("cannot check out {}", path.display()))?;
+            Ok(())
+        });
+    let Err(err) = in_process else {
+        return Ok(());
+    };
+    // What gix wrote goes, its `.git` link and administration stay for git.
+    let admin = std::fs::read_to_string(path.join(".git"))
+        .ok()
+        .and_then(|t| {
+            t.strip_prefix("gitdir: ")
+                .map(|a| PathBuf::from(a.trim_end()))
+        });
+    if let Some(admin) = &admin {
+        let _ = std::fs::remove_file(admin.join("index"));
+    }
+    if let Ok(entries) = std::fs::read_dir(path) {
+        for entry in entries.flatten().filter(|e| e.file_name() != ".git") {
+            let _ = crate::sys::fs::remove_entry(&entry.path());
+        }
+    }
+    GitRunner::new(path)
+        .with_config("core.hooksPath=/dev/null")
+        .output(&["reset", "--hard", "--quiet"])
+        .map_err(|git_err| {
+            super::error::Error::within(
+                format!("cannot check out the worktree {}: {err}", path.display()),
+                git_err,
+            )
+        })?;
+    Ok(())
+}
+
+/// Removes the run worktree at `path` of the repository whose common dir is `common_dir`
+/// and its registration, whatever it holds (one being taken back), in-process; a worktree
+/// that is not there is fine.
+pub fn discard(common_dir: &Path, path: &Path) {
+    if let Some(name) = path.file_name() {
+        discard_at(&common_dir.join("worktrees").join(name), path);
+    }
+}
+
+/// Removes the work tree at `path`, then its administration `admin`, as `git worktree
+/// remove --force` does — no link followed.
+fn discard_at(admin: &Path, path: &Path) {
+    let _ = crate::sys::fs::remove_entry(path);
+    let _ = crate::sys::fs::remove_entry(admin);
+    if let Some(registrations) = admin.parent() {
+        let _ = std::fs::remove_dir(registrations);
     }
 }
 
@@ -105,23 +239,42 @@ fn config_text(entries: &[(&str, &str, Vec<String>)]) -> Result<String> {
     Ok(text)
 }
 
-/// Locks a worktree so `git worktree prune` and `remove` leave it alone.
-pub fn lock(repo_dir: &Path, path: &Path, reason: &str) -> Result<()> {
-    let path = path.to_string_lossy();
-    GitRunner::new(repo_dir).output(&["worktree", "lock", "--reason", reason, &path])?;
-    Ok(())
+/// Unlocks the run worktree at `path` (of the repository whose work tree is
+/// `repo_dir`); one that is not locked is fine. In-process — the `locked` file of its
+/// registration removed, as `git worktree unlock` does — when the registration named
+/// after it is the one of `path`; else through git, which looks at every worktree.
+pub fn unlock(repo_dir: &Path, path: &Path) -> Result<()> {
+    let common = gix::open(repo_dir)
+        .ok()
+        .map(|r| r.common_dir().to_path_buf());
+    unlock_in(repo_dir, common.as_deref(), path)
 }
 
-/// Unlocks a worktree; one that is not locked is fine.
-pub fn unlock(repo_dir: &Path, path: &Path) -> Result<()> {
-    let path = path.to_string_lossy();
-    let out = GitRunner::new(repo_dir).raw(&["worktree", "unlock", &path])?;
+/// [`unlock`] where the caller knows the common dir (`None`: it could not be found).
+pub fn unlock_in(repo_dir: &Path, common_dir: Option<&Path>, path: &Path) -> Result<()> {
+    if let Some(admin) = common_dir.and_then(|common| registration(common, path)) {
+        return match std::fs::remove_file(admin.join("locked")) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+            other => other.with_context(|| format!("cannot unlock {}", path.display())),
+        };
+    }
+    let text = path.to_string_lossy();
+    let out = GitRunner::new(repo_dir).raw(&["worktree", "unlock", &text])?;
     let stderr = String::from_utf8_lossy(&out.stderr);
     if out.status.success() || stderr.contains("not locked") {
         Ok(())
     } else {
         bail!("git worktree unlock failed: {}", stderr.trim())
     }
+}
+
+/// The registration of the worktree at `path`: `<git-common-dir>/worktrees/<name>`
+/// named after it, when its `gitdir` names `path` (as dispatch registers a run's
+/// worktree); `None` when it is not found so.
+fn registration(common_dir: &Path, path: &Path) -> Option<PathBuf> {
+    let admin = admin_dir(common_dir, path).ok()?;
+    let gitdir = plain_text(&admin.join("gitdir"))?;
+    (Path::new(gitdir.trim_end_matches(['\n', '\r'])) == path.join(".git")).then_some(admin)
 }
 
 /// What git-crew's commit of a worker's staged work came to.
@@ -310,7 +463,14 @@ impl RunTree {
         path: &Path,
         identity: &crate::core::scope::RunIdentity,
     ) -> Result<RunTree> {
-        use crate::sys::fs::write_atomic;
+        // What is there already as it must be is left alone: a replaced file is one more
+        // write, rename and deletion each time a worktree is looked at.
+        let write_atomic = |path: &Path, text: &str, mode: u32| -> Result<()> {
+            if plain_text(path).as_deref() == Some(text) {
+                return Ok(());
+            }
+            Ok(crate::sys::fs::write_atomic(path, text, mode)?)
+        };
         let admin = admin_dir(common_dir, path)?;
         let mut replaced = Vec::new();
         if let Ok(entries) = std::fs::read_dir(&admin) {
@@ -356,7 +516,11 @@ impl RunTree {
             &format!("{}\n", path.join(".git").display()),
             0o644,
         )?;
-        write_config(&admin, &run_config(identity, &hooks, &run_dir))?;
+        write_atomic(
+            &admin.join("config.worktree"),
+            &config_text(&run_config(identity, &hooks, &run_dir))?,
+            0o644,
+        )?;
         if std::fs::symlink_metadata(path).is_ok_and(|m| m.is_dir()) {
             let link = path.join(".git");
             // Never tracked content: a `.git` folder or link here is the worker's stand-in
@@ -788,12 +952,60 @@ impl RunTree {
 
     /// Removes the worktree and its administration — only after the caller saw it clean
     /// and holding no nested repository; git's own check, which would run `git status`
-    /// in it (into nested repositories, with their configs), is not needed then.
+    /// in it (into nested repositories, with their configs), is not needed then. The work
+    /// tree goes, then its administration, as `git worktree remove --force` removes them
+    /// (no link followed), in-process: git would read every other worktree first. A
+    /// worktree looked at through a copy of its administration is removed by git.
     pub fn remove(&self, repo_dir: &Path) -> Result<()> {
+        if self._aside.is_none() {
+            crate::sys::fs::remove_entry(&self.path)
+                .with_context(|| format!("cannot remove {}", self.path.display()))?;
+            crate::sys::fs::remove_entry(&self.admin)
+                .with_context(|| format!("cannot remove {}", self.admin.display()))?;
+            // As git does: the folder of registrations goes with its last one.
+            if let Some(registrations) = self.admin.parent() {
+                let _ = std::fs::remove_dir(registrations);
+            }
+            return Ok(());
+        }
         let path = self.path.to_string_lossy();
         GitRunner::new(repo_dir)
             .with_config("core.fsmonitor=false")
             .output(&["worktree", "remove", "--force", &path])?;
+        Ok(())
+    }
+
+    /// [`RunTree::remove`], the files deleted later: the work tree, then its
+    /// administration, each moved by one rename into the folder `trash` (on the same
+    /// filesystem), where nothing of them is where git or anyone looks; a detached process
+    /// then deletes what `trash` holds (`sys::fs::delete_in_background`), so the caller
+    /// does not wait for every file to go. Where a rename cannot be made, they are
+    /// removed here, as [`RunTree::remove`] removes them.
+    pub fn remove_later(&self, repo_dir: &Path, trash: &Path) -> Result<()> {
+        if self._aside.is_some() || std::fs::create_dir_all(trash).is_err() {
+            return self.remove(repo_dir);
+        }
+        let name = self
+            .path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos())
+            .unwrap_or_default();
+        let stamp = format!("{name}-{}-{nanos}", std::process::id());
+        if std::fs::rename(&self.path, trash.join(format!("{stamp}.tree"))).is_err() {
+            return self.remove(repo_dir);
+        }
+        if std::fs::rename(&self.admin, trash.join(format!("{stamp}.admin"))).is_err() {
+            crate::sys::fs::remove_entry(&self.admin)
+                .with_context(|| format!("cannot remove {}", self.admin.display()))?;
+        }
+        if let Some(registrations) = self.admin.parent() {
+            let _ = std::fs::remove_dir(registrations);
+        }
+        crate::sys::fs::delete_in_background(trash);
         Ok(())
     }
 
@@ -1167,6 +1379,163 @@ pub struct Indexed {
     pub held: Option<super::untracked::Held>,
 }
 
+/// The most entries whose content [`same_files`] reads (their stat data say nothing
+/// certain: racily clean, or smudged by git): past it, git is asked.
+const MOST_READ: usize = 256;
+
+/// The index at `file`, when it is a plain one git-crew can judge alone: not split, not
+/// sparse, nothing unmerged, no entry marked assume-unchanged, skip-worktree or
+/// intent-to-add, and no gitlink (a repository's own changes are git's to find).
+fn plain_index(file: &Path, hash: gix::hash::Kind) -> Option<gix::index::File> {
+    use gix::index::entry::{Flags, Mode};
+    if !std::fs::symlink_metadata(file).is_ok_and(|m| m.is_file()) {
+        return None;
+    }
+    let options = gix::index::decode::Options {
+        thread_limit: Some(1),
+        ..Default::default()
+    };
+    let index = gix::index::File::at(file, hash, false, options).ok()?;
+    if index.link().is_some() || index.is_sparse() {
+        return None;
+    }
+    let odd = Flags::ASSUME_VALID | Flags::SKIP_WORKTREE | Flags::INTENT_TO_ADD;
+    let plain = index.entries().iter().all(|entry| {
+        entry.flags.stage_raw() == 0 && !entry.flags.intersects(odd) && entry.mode != Mode::COMMIT
+    });
+    plain.then_some(index)
+}
+
+/// Whether every tracked file of the checkout `repo` (opened at `worktree`) is there, of
+/// its kind, and holds what its index entry names, as git's status would find it: by its
+/// stat data where they match and the entry is not racily clean; else by its content,
+/// read only where no filter applies to it (a symlink's target, a file with no
+/// attribute or config that converts it) and hashed — a file a filter would convert, or
+/// more than [`MOST_READ`] of them, and git is asked (`false`).
+fn same_files(repo: &gix::Repository, worktree: &Path, index: &gix::index::File) -> bool {
+    use gix::index::entry::{Mode, Stat, stat};
+    let strict = stat::Options {
+        trust_ctime: true,
+        check_stat: true,
+        use_nsec: true,
+        use_stdev: false,
+    };
+    let racy = stat::Options {
+        use_nsec: false,
+        ..strict
+    };
+    let written = index.timestamp();
+    let mut unsure = Vec::new();
+    for entry in index.entries() {
+        let rel = on_disk(entry.path(index));
+        let Ok(meta) = gix::index::fs::Metadata::from_path_no_follow(&worktree.join(rel)) else {
+            return false;
+        };
+        let kind = match entry.mode {
+            Mode::FILE => meta.is_file() && !meta.is_executable(),
+            Mode::FILE_EXECUTABLE => meta.is_file() && meta.is_executable(),
+            Mode::SYMLINK => meta.is_symlink(),
+            _ => false,
+        };
+        if !kind {
+            return false;
+        }
+        let sure = Stat::from_fs(&meta).is_ok_and(|now| entry.stat.matches(&now, strict))
+            && !entry.stat.is_racy(written, racy);
+        if !sure {
+            if unsure.len() == MOST_READ {
+                return false;
+            }
+            unsure.push(entry);
+        }
+    }
+    if unsure.is_empty() {
+        return true;
+    }
+    let Ok((mut pipeline, state)) = repo.filter_pipeline(None) else {
+        return false;
+    };
+    unsure.into_iter().all(|entry| {
+        let rel = on_disk(entry.path(index));
+        let path = worktree.join(rel);
+        let content = match entry.mode {
+            Mode::SYMLINK => {
+                use std::os::unix::ffi::OsStrExt;
+                match std::fs::read_link(&path) {
+                    Ok(target) => target.as_os_str().as_bytes().to_vec(),
+                    Err(_) => return false,
+                }
+            }
+            _ => {
+                let Ok(bytes) = std::fs::read(&path) else {
+                    return false;
+                };
+                match pipeline.convert_to_git(bytes.as_slice(), rel, &state) {
+                    Ok(gix::filter::plumbing::pipeline::convert::ToGitOutcome::Unchanged(_)) => {
+                        bytes
+                    }
+                    _ => return false,
+                }
+            }
+        };
+        gix::objs::compute_hash(repo.object_hash(), gix::objs::Kind::Blob, &content)
+            .is_ok_and(|id| id == entry.id)
+    })
+}
+
+/// Whether the checkout at `worktree` certainly has no change to its tracked files,
+/// staged or not, against `head` (its HEAD's commit), read in-process: its index is plain
+/// ([`plain_index`]), holds exactly `head`'s files, and each file on disk holds what its
+/// entry names ([`same_files`]). `false` says only that git must look. What is untracked
+/// is not looked at (`git status --untracked-files=no`).
+///
+/// `repo` is used when `worktree` is its work tree; any other checkout is opened.
+pub fn tracked_at_rest(repo: &gix::Repository, worktree: &Path, head: gix::ObjectId) -> bool {
+    let opened;
+    let checkout = match repo.workdir() == Some(worktree) {
+        true => repo,
+        false => match gix::open(worktree) {
+            Ok(other) => {
+                opened = other;
+                &opened
+            }
+            Err(_) => return false,
+        },
+    };
+    let Some(index) = plain_index(&checkout.index_path(), checkout.object_hash()) else {
+        return false;
+    };
+    holds_head(checkout, &index, head) && same_files(checkout, worktree, &index)
+}
+
+impl RunTree {
+    /// Whether the worktree can certainly be removed without git's look: its index is
+    /// plain ([`plain_index`]) and holds exactly its HEAD's files, every file holds what
+    /// its entry names ([`same_files`]: racily clean entries, and those git smudged when
+    /// it committed right after the worker wrote them, by their content), and every path
+    /// on disk is a tracked file or a folder of them — nothing uncommitted, nothing
+    /// ignored, no repository nested in it. `false` says only that git must look.
+    pub fn surely_clean(&self, repo: &gix::Repository) -> bool {
+        let Some(index) = plain_index(&self.admin.join("index"), repo.object_hash()) else {
+            return false;
+        };
+        let Some(head) = self.head(repo) else {
+            return false;
+        };
+        if !(nothing_beside(&self.path, &index) && holds_head(repo, &index, head)) {
+            return false;
+        }
+        // The attributes and config its files are read with: the worktree's own, through
+        // its `.git` link — which must lead to this administration.
+        let canon = |p: &Path| p.canonicalize().ok();
+        let Ok(linked) = gix::open(&self.path) else {
+            return false;
+        };
+        canon(linked.git_dir()).is_some_and(|d| Some(d) == canon(&self.admin))
+            && same_files(&linked, &self.path, &index)
+    }
+}
+
 /// An index path as a path on disk (relative to the worktree).
 fn on_disk(path: &gix::bstr::BStr) -> &Path {
     use std::os::unix::ffi::OsStrExt;
@@ -1450,4 +1819,144 @@ pub fn last_commit_time(dir: &Path, rel: &str) -> Option<i64> {
         .trim()
         .parse()
         .ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::git::test_git as git;
+
+    /// A repository with two files committed, the second in a folder: (dir, HEAD).
+    fn committed(dir: &Path) -> gix::ObjectId {
+        git(dir, &["init", "-q", "-b", "main"]);
+        std::fs::write(dir.join("a.txt"), "alpha\n").unwrap();
+        std::fs::create_dir(dir.join("docs")).unwrap();
+        std::fs::write(dir.join("docs/b.txt"), "bravo\n").unwrap();
+        git(dir, &["add", "-A"]);
+        git(dir, &["commit", "-q", "-m", "one"]);
+        gix::ObjectId::from_hex(git(dir, &["rev-parse", "HEAD"]).as_bytes()).unwrap()
+    }
+
+    /// What git's own status says of the tracked files, as integrate would ask it.
+    fn git_sees_changes(dir: &Path) -> bool {
+        !git(dir, &["status", "--porcelain", "--untracked-files=no"]).is_empty()
+    }
+
+    #[test]
+    fn tracked_files_at_rest_agree_with_gits_status_and_doubt_means_no() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path();
+        let head = committed(dir);
+        // Just committed: the entries are racily clean (written in the index's second),
+        // and their content says they are unchanged.
+        assert!(tracked_at_rest(&gix::open(dir).unwrap(), dir, head));
+        assert!(!git_sees_changes(dir));
+        // An untracked file is not looked at.
+        std::fs::write(dir.join("new.txt"), "n\n").unwrap();
+        assert!(tracked_at_rest(&gix::open(dir).unwrap(), dir, head));
+        // The same size and time, another content.
+        let file = dir.join("docs/b.txt");
+        let time = std::fs::metadata(&file).unwrap().modified().unwrap();
+        std::fs::write(&file, "BRAVO\n").unwrap();
+        std::fs::File::options()
+            .write(true)
+            .open(&file)
+            .unwrap()
+            .set_modified(time)
+            .unwrap();
+        assert!(git_sees_changes(dir));
+        assert!(!tracked_at_rest(&gix::open(dir).unwrap(), dir, head));
+        git(dir, &["checkout", "-q", "docs/b.txt"]);
+        assert!(tracked_at_rest(&gix::open(dir).unwrap(), dir, head));
+        // Staged: the index no longer holds HEAD's files.
+        std::fs::write(dir.join("a.txt"), "changed\n").unwrap();
+        git(dir, &["add", "a.txt"]);
+        assert!(git_sees_changes(dir));
+        assert!(!tracked_at_rest(&gix::open(dir).unwrap(), dir, head));
+        git(dir, &["reset", "-q", "--hard"]);
+        assert!(tracked_at_rest(&gix::open(dir).unwrap(), dir, head));
+        // A file gone; a file that became a folder.
+        std::fs::remove_file(dir.join("a.txt")).unwrap();
+        assert!(!tracked_at_rest(&gix::open(dir).unwrap(), dir, head));
+        std::fs::create_dir(dir.join("a.txt")).unwrap();
+        assert!(!tracked_at_rest(&gix::open(dir).unwrap(), dir, head));
+        std::fs::remove_dir(dir.join("a.txt")).unwrap();
+        git(dir, &["checkout", "-q", "a.txt"]);
+        assert!(tracked_at_rest(&gix::open(dir).unwrap(), dir, head));
+        // Hidden from status (assume-unchanged): git must look.
+        git(dir, &["update-index", "--assume-unchanged", "a.txt"]);
+        assert!(!tracked_at_rest(&gix::open(dir).unwrap(), dir, head));
+        git(dir, &["update-index", "--no-assume-unchanged", "a.txt"]);
+        // A filter may convert a file whose stat data say nothing certain: git must look.
+        std::fs::write(dir.join(".gitattributes"), "*.txt text eol=crlf\n").unwrap();
+        git(dir, &["add", ".gitattributes"]);
+        git(dir, &["commit", "-q", "-m", "attributes"]);
+        let head = gix::ObjectId::from_hex(git(dir, &["rev-parse", "HEAD"]).as_bytes()).unwrap();
+        let index = dir.join(".git/index");
+        let later = std::time::SystemTime::now() + std::time::Duration::from_secs(5);
+        // The files are younger than the index no more: their content must be read.
+        for file in ["a.txt", "docs/b.txt"] {
+            std::fs::File::options()
+                .write(true)
+                .open(dir.join(file))
+                .unwrap()
+                .set_modified(later)
+                .unwrap();
+        }
+        assert!(index.exists());
+        assert!(!tracked_at_rest(&gix::open(dir).unwrap(), dir, head));
+        // Another HEAD than the index's.
+        let empty = gix::ObjectId::empty_tree(gix::hash::Kind::Sha1);
+        assert!(!tracked_at_rest(&gix::open(dir).unwrap(), dir, empty));
+    }
+
+    #[test]
+    fn a_registered_worktree_is_as_git_worktree_add_makes_one_and_goes_whole() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("lead");
+        std::fs::create_dir(&dir).unwrap();
+        let head = committed(&dir);
+        let repo = gix::open(&dir).unwrap();
+        create_branch(&repo, "crew/t/r1", &head.to_string()).unwrap();
+        let wt = dir.join(".git/crew/worktrees/r1");
+        std::fs::create_dir_all(wt.parent().unwrap()).unwrap();
+        let admin = register(&repo, &wt, "crew/t/r1", "git-crew run r1 is live").unwrap();
+        check_out(&wt).unwrap();
+        assert_eq!(admin, dir.join(".git/worktrees/r1"));
+        // git reads it as its own: on its branch, locked, clean, every file there.
+        let listed = git(&dir, &["worktree", "list", "--porcelain"]);
+        assert!(
+            listed.contains(&format!("worktree {}", wt.display())),
+            "{listed}"
+        );
+        assert!(listed.contains("branch refs/heads/crew/t/r1"), "{listed}");
+        assert!(
+            listed.contains("locked git-crew run r1 is live"),
+            "{listed}"
+        );
+        assert_eq!(git(&wt, &["status", "--porcelain"]), "");
+        assert_eq!(
+            std::fs::read_to_string(wt.join("docs/b.txt")).unwrap(),
+            "bravo\n"
+        );
+        assert!(tracked_at_rest(&repo, &wt, head));
+        // The name is taken: a second registration touches nothing of the first.
+        assert!(register(&repo, &wt, "crew/t/r1", "again").is_err());
+        assert_eq!(git(&wt, &["status", "--porcelain"]), "");
+        // Unlocked in-process, as git would see it.
+        unlock(&dir, &wt).unwrap();
+        let listed = git(&dir, &["worktree", "list", "--porcelain"]);
+        assert!(!listed.contains("locked"), "{listed}");
+        unlock(&dir, &wt).unwrap();
+        // Discarded: nothing of it is left, not even the folder of registrations.
+        discard(repo.common_dir(), &wt);
+        assert!(!wt.exists());
+        assert!(!dir.join(".git/worktrees").exists());
+        assert_eq!(
+            git(&dir, &["worktree", "list", "--porcelain"])
+                .matches("worktree ")
+                .count(),
+            1
+        );
+    }
 }

@@ -146,10 +146,17 @@ pub fn dispatch(ctx: &Context, req: &Request) -> Result<Dispatched> {
         }
     };
     let base_rev = req.base.clone().unwrap_or_else(|| "HEAD".into());
-    let base = crate::git::worktree::rev_parse(&repo_dir, &base_rev).map_err(|e| {
-        CrewError::new(ErrorCode::BadBase, e.to_string())
-            .hinted("--base takes a branch, tag or commit")
-    })?;
+    // HEAD's commit is read in-process; any other revision is git's to resolve.
+    let head = (req.base.is_none())
+        .then(|| crate::git::refs::head_id(repo))
+        .flatten();
+    let base = match head {
+        Some(id) => id.to_string(),
+        None => crate::git::worktree::rev_parse(&repo_dir, &base_rev).map_err(|e| {
+            CrewError::new(ErrorCode::BadBase, e.to_string())
+                .hinted("--base takes a branch, tag or commit")
+        })?,
+    };
     let flags = Flags {
         base_ref: base_branch(repo, req.base.as_deref()),
         task: req.task.clone(),

@@ -91,15 +91,31 @@ pub fn forecast(
     focus: Focus<'_>,
     into: Option<&str>,
 ) -> Result<Forecasts> {
+    let passes = store.passed_not_integrated();
+    forecast_with(ctx, live, &passes, among, focus, into)
+}
+
+/// [`forecast`] where the caller holds every finished run already (`status --all`):
+/// the passes awaiting integration are found among `finished`, and no record is read
+/// again.
+pub fn forecast_with(
+    ctx: &Context,
+    live: &[&RunRecord],
+    finished: &[RunRecord],
+    among: Among,
+    focus: Focus<'_>,
+    into: Option<&str>,
+) -> Result<Forecasts> {
     let repo = ctx.repo()?;
     let mut records: Vec<(&RunRecord, bool)> = Vec::new();
     if among == Among::Everything {
         records.extend(live.iter().map(|r| (*r, false)));
     }
-    let passes = store.passed_not_integrated();
+    let passes = finished.iter().filter(|r| {
+        r.outcome == Some(crate::core::record::Outcome::Pass) && r.integration.is_none()
+    });
     records.extend(
         passes
-            .iter()
             .filter(|r| {
                 matches!(
                     IntegrationState::of(r),

@@ -73,7 +73,22 @@ pub fn status(ctx: &Context, req: &Request) -> Result<Status> {
         .chain(&snapshot.finished)
         .map(|r| r.run.as_str())
         .collect();
-    let forecasts = forecasts(ctx, &store, &live, &listed);
+    // Holding every finished run, `--all` finds the passes among them: nothing is read
+    // twice.
+    let forecasts = match req.all {
+        true => forecast::or_warn(
+            ctx,
+            forecast::forecast_with(
+                ctx,
+                &live,
+                &snapshot.finished,
+                Among::Everything,
+                Focus::Runs(&listed),
+                None,
+            ),
+        ),
+        false => forecasts(ctx, &store, &live, &listed),
+    };
     let runs = snapshot.into_runs();
     Ok(Status {
         runs,

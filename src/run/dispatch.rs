@@ -17,14 +17,36 @@ use crate::state::claims::Claims;
 use crate::state::runs::RunStore;
 use crate::sys::clock::now_millis;
 
+/// What a dispatch decision reads of the machine: the kernel's write fence, whether a
+/// process can get namespaces of its own (a probe that starts a process), whether it runs
+/// as root outside a sandbox. Nothing another dispatch does changes it, so it is found
+/// before the dispatch turn.
+pub struct Machine {
+    fence_abi: Option<i32>,
+    namespaces: bool,
+    root_unsandboxed: bool,
+}
+
+impl Machine {
+    pub fn now() -> Machine {
+        let fence_abi = crate::sys::fence::kernel_abi();
+        Machine {
+            fence_abi,
+            namespaces: fence_abi.is_some() && crate::sys::ns::available(),
+            root_unsandboxed: crate::sys::process::is_root()
+                && std::env::var_os("IS_SANDBOX").is_none(),
+        }
+    }
+}
+
 /// Gathers what a dispatch decision reads — the live runs, the task's ledger, the
-/// kernel's fence, the clock, whether the worker's program exists — and decides it.
+/// clock, whether the worker's program exists; `machine`'s facts — and decides it.
 pub fn plan(
     repo: &crate::git::Repository,
     store: &RunStore,
     flight: &Flight,
     request: &Request,
-    base: String,
+    (base, machine): (String, &Machine),
     run: String,
 ) -> Result<Result<Plan, Refusal>> {
     let live = store.live()?;
@@ -35,10 +57,18 @@ pub fn plan(
     let history =
         || -> Vec<Row> { super::ledger::rows(repo, Some(&request.task)).unwrap_or_default() };
     // Both failures' evidence, for an escalated prompt: what was measured, never output.
+    // The runs are those the task's own ledger names; only their records are read.
     let evidence = |task: &str, key: &str| -> Vec<String> {
-        store
-            .finished()
-            .unwrap_or_default()
+        let rows = history();
+        let mut named: Vec<&str> = rows.iter().map(|r| r.run.as_str()).collect();
+        named.sort_unstable();
+        named.dedup();
+        let mut records: Vec<RunRecord> = named
+            .into_iter()
+            .filter_map(|run| store.load_record(run).ok().flatten())
+            .collect();
+        records.sort_by(|a, b| a.started_at.cmp(&b.started_at).then(a.run.cmp(&b.run)));
+        records
             .iter()
             .filter(|r| {
                 r.task == task
@@ -73,7 +103,6 @@ pub fn plan(
             !super::backends::program_exists(program, path.as_deref())
         }))
     };
-    let fence_abi = crate::sys::fence::kernel_abi();
     let facts = crate::core::dispatch::Facts {
         live: &live,
         claims: &claims,
@@ -83,10 +112,9 @@ pub fn plan(
         unstartable: &unstartable,
         base,
         now_ms: now_millis(),
-        fence_abi,
-        namespaces: fence_abi.is_some() && crate::sys::ns::available(),
-        root_unsandboxed: crate::sys::process::is_root()
-            && std::env::var_os("IS_SANDBOX").is_none(),
+        fence_abi: machine.fence_abi,
+        namespaces: machine.namespaces,
+        root_unsandboxed: machine.root_unsandboxed,
         home: std::env::var_os("HOME").map(PathBuf::from),
         run_dir: store.run_dir(&run),
         worktree: store.worktree_path(&run),
@@ -104,10 +132,17 @@ pub struct Started {
     pub warnings: Vec<String>,
 }
 
-/// Dispatches `request`: under the dispatch lock, refuses a task that nests with
-/// another, decides the plan, refuses a `writable` path that holds the repository and a
-/// repository `init` has not prepared, then (unless `dry_run`) applies it. A human
-/// report a refusal carries is filed here.
+/// How often a dispatch still preparing its run marks the run's live pointer as fresh:
+/// well within the grace a pointer with no supervisor gets.
+const HEARTBEAT: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// Dispatches `request`. In the dispatch turn, only what the next dispatch's decision must
+/// see: the nesting check (branch names only, of the task's own folders), the plan, the
+/// refusals of a `writable` path that holds the repository and of a repository `init` has
+/// not prepared, then (unless `dry_run`) the run's branch, seal, registered worktree and
+/// claim (its live pointer, `preparing`). The turn is let go before the checkout: parallel
+/// dispatches overlap everything else ([`prepare`]). A human report a refusal carries is
+/// filed here.
 pub fn start(
     repo: &crate::git::Repository,
     repo_dir: &Path,
@@ -117,16 +152,24 @@ pub fn start(
     base: String,
     dry_run: bool,
 ) -> Result<Result<Started, Refusal>> {
-    let _guard = match store.dispatch_lock(std::time::Duration::from_secs(30)) {
+    let machine = Machine::now();
+    let turn = match store.dispatch_lock(std::time::Duration::from_secs(30)) {
         Ok(guard) => guard,
         Err(e) => return Ok(Err(Refusal::Busy(e.to_string()))),
     };
     // A task's worker may write its task's branch folder (`crew/<task>/`): no other task's
-    // branches may live in it, nor it in theirs.
-    let branches: Vec<String> = crate::git::refs::under(repo, "refs/heads/crew/")?
-        .into_iter()
-        .map(|(name, _)| name)
-        .collect();
+    // branches may live in it, nor it in theirs. Only where such a branch can be is
+    // listed, by name.
+    let (folders, exact) = crate::core::dispatch::nesting_places(&request.task);
+    let mut branches = Vec::new();
+    for folder in &folders {
+        branches.extend(crate::git::refs::names_under(repo, folder)?);
+    }
+    branches.extend(
+        exact
+            .into_iter()
+            .filter(|name| crate::git::refs::exists(repo, name)),
+    );
     if let Some(other) = crate::core::dispatch::nesting(&request.task, &branches) {
         return Ok(Err(Refusal::Nests {
             task: request.task.clone(),
@@ -138,7 +181,7 @@ pub fn start(
         store,
         flight,
         request,
-        base,
+        (base, &machine),
         crate::sys::clock::new_run_id(),
     )? {
         Ok(plan) => plan,
@@ -179,8 +222,6 @@ pub fn start(
             warnings: Vec::new(),
         }));
     }
-    let run_hooks = crate::core::layout::run_hooks(store.root());
-    super::worktree_files::ensure_run_hooks(&run_hooks, &crate::git::hooks_dir::hooks_dir(repo))?;
     // In a fleet, the task is claimed on the remote before anything is made here.
     let ticket = match super::fleet::Fleet::of(flight, request.remote.as_deref()) {
         None => None,
@@ -189,19 +230,29 @@ pub fn start(
             Err(refusal) => return Ok(Err(refusal)),
         },
     };
+    // Nothing was made here, or all of it was taken back: the remote's claim goes too (if
+    // it cannot, its lease runs out).
+    let let_go = || {
+        if let Some(ticket) = &ticket {
+            let _ = super::fleet::release(repo_dir, ticket);
+        }
+    };
     // Decided in this dispatch turn, the claim holds; a claim taken elsewhere meanwhile
     // (a store other processes share) refuses it as the decision would have.
-    let applied = apply(&plan, repo, repo_dir, &run_hooks, store);
-    if !matches!(applied, Ok(Ok(_)))
-        && let Some(ticket) = &ticket
-    {
-        // Nothing was made: the claim goes too (if it cannot, its lease runs out).
-        let _ = super::fleet::release(repo_dir, ticket);
+    let claimed = claim(&plan, repo, store);
+    if !matches!(claimed, Ok(Ok(_))) {
+        let_go();
     }
-    let (record, warnings) = match applied? {
-        Ok(applied) => applied,
+    let git_dir = match claimed? {
+        Ok(git_dir) => git_dir,
         Err(clash) => return Ok(Err(Refusal::State(clash.to_string()))),
     };
+    drop(turn);
+    let prepared = prepare(&plan, repo, repo_dir, store, &git_dir);
+    if prepared.is_err() {
+        let_go();
+    }
+    let (record, warnings) = prepared?;
     Ok(Ok(Started {
         plan,
         record: Some(record),
@@ -279,115 +330,182 @@ pub fn session_plan(store: &RunStore, flight: &Flight, record: &RunRecord) -> Op
     ))
 }
 
-/// Carries out a plan: worktree and branch, identity, hooks, prompt, the run's claim (its
-/// live pointer), and the detached supervisor. On failure — or a claim that clashes —
-/// everything created so far is taken back. Returns the run's record and the warnings of
-/// its worktree's making (`.worktreeinclude`).
-fn apply(
+/// Takes the run's place, in the dispatch turn: its branch, its seal (the lead's facts,
+/// before any worker process exists), its worktree registered and locked (not checked
+/// out yet) and its claim — the live pointer, in phase `preparing` whatever phase the run
+/// is to have, so nothing starts it before it is ready. On failure, or a claim that
+/// clashes, everything made is taken back. Returns the worktree's private git dir.
+fn claim(
     plan: &Plan,
     repo: &crate::git::Repository,
-    repo_dir: &Path,
-    hooks: &Path,
     store: &RunStore,
-) -> Result<Result<(RunRecord, Vec<String>), Clash>> {
+) -> Result<Result<PathBuf, Clash>> {
     let record = &plan.record;
     let wt = PathBuf::from(&record.worktree);
     std::fs::create_dir_all(wt.parent().context("worktree path has a parent")?)?;
-    let git_dir = worktree::add(repo, &wt, &record.branch, &record.base)?;
-    let undo = || {
-        let _ = worktree::unlock(repo_dir, &wt);
-        worktree::force_remove(repo_dir, &wt);
-        crate::git::refs::force_delete_branch(repo_dir, &record.branch);
-        let _ = std::fs::remove_dir_all(store.run_dir(&record.run));
-        let _ = store.release(&record.run);
-        let _ = crate::git::seal::remove(repo, &record.run);
-    };
-    let mut warnings = Vec::new();
-    let result = (|| -> Result<Result<RunRecord, Clash>> {
-        // The lead's facts, sealed before any worker process exists.
+    worktree::create_branch(repo, &record.branch, &record.base)?;
+    let claimed = (|| -> Result<Result<PathBuf, Clash>> {
         crate::git::seal::write(repo, &crate::core::seal::Sealed::of(record))?;
-        let run_dir = store.run_dir(&record.run);
-        std::fs::create_dir_all(&run_dir)?;
-        // What git ignores in the worktree besides the project's rules: the lead's own
-        // excludes (which the run's file takes the place of), tool state and the flight's
-        // `[worktree] ignore`.
-        let lead = crate::git::worktree_files::lead_excludes(repo);
-        let excludes = crate::core::worktree_files::excludes_text(
-            lead.as_ref()
-                .map(|(path, text)| (path.to_str().unwrap_or("?"), text.as_str())),
-            &plan.ignore,
-        );
-        crate::sys::fs::write_atomic(
-            &crate::core::layout::run_excludes(&run_dir),
-            &excludes,
-            0o644,
-        )?;
-        worktree::write_config(
-            &git_dir,
-            &worktree::run_config(&record.identity(), hooks, &run_dir),
-        )?;
-        warnings.extend(super::worktree_files::copy_includes(repo_dir, &wt));
-        warnings.extend(node_hooks_unreachable(&wt, record));
-        // A submodule that cannot be checked out (the lead's copy lacks the commit) is
-        // said, not a failed dispatch: the run can still work on the rest, and its setup
-        // may fetch it.
-        if let Err(e) = crate::git::submodules::init(repo.common_dir(), &wt) {
-            warnings.push(format!(
-                "{}; the worker finds it empty",
-                crate::fault::chain(&e)
-            ));
-        }
-        worktree::lock(
-            repo_dir,
+        let git_dir = worktree::register(
+            repo,
             &wt,
+            &record.branch,
             &format!("git-crew run {} is live", record.run),
         )?;
-        // What the task's ref folder holds now, its new branch included: anything else
-        // the run leaves there is a stray of its.
-        super::strays::note(repo, &record.task, &run_dir)?;
-        std::fs::write(
-            &record.prompt_file,
-            prompt::worker(record, &plan.task_prompt),
-        )?;
-        crate::state::run_files::keep(
-            &run_dir,
-            &crate::state::run_files::Kept {
-                backend: &plan.backend,
-                task_prompt: &plan.task_prompt,
-                writable: &plan.writable,
-                notify: &plan.notify,
-            },
-        )?;
-        if record.adapter == crate::core::flight::AdapterKind::Native {
-            // No process: the lead binds its own sub-task with `attach`.
-            let mut waiting = record.clone();
-            waiting.phase = Phase::AwaitingAttach;
-            return Ok(store.claim(&waiting)?.map(|()| waiting));
-        }
-        // The run's claim on its task and scope, checked again as it is taken.
-        if let Err(clash) = store.claim(record)? {
-            return Ok(Err(clash));
-        }
-        if record.phase == Phase::Queued {
-            // Started by `queue::promote` when a slot frees.
-            return Ok(Ok(record.clone()));
-        }
-        let pid = super::queue::start_supervisor(repo_dir, &record.run, &run_dir)?;
-        let mut started = record.clone();
-        started.supervisor_pid = Some(pid);
-        Ok(Ok(started))
+        let mut preparing = record.clone();
+        preparing.phase = Phase::Preparing;
+        Ok(store.claim(&preparing)?.map(|()| git_dir))
     })();
-    match result {
-        Ok(Ok(record)) => Ok(Ok((record, warnings))),
-        Ok(Err(clash)) => {
-            undo();
-            Ok(Err(clash))
-        }
+    if !matches!(claimed, Ok(Ok(_))) {
+        take_back(repo, store, record);
+    }
+    claimed
+}
+
+/// Takes back what a dispatch made of `record`'s run: its claim (the live pointer), its
+/// worktree and registration, its branch, its folder and its seal. No git process runs.
+fn take_back(repo: &crate::git::Repository, store: &RunStore, record: &RunRecord) {
+    let _ = store.release(&record.run);
+    worktree::discard(repo.common_dir(), Path::new(&record.worktree));
+    worktree::delete_branch(repo, &record.branch);
+    let _ = std::fs::remove_dir_all(store.run_dir(&record.run));
+    let _ = crate::git::seal::remove(repo, &record.run);
+}
+
+/// Carries out the rest of a claimed plan, outside the dispatch turn: the checkout,
+/// identity, hooks, prompt, then the run's live pointer as the run is to start (queued,
+/// awaiting its attach, or preparing with its detached supervisor). While it works it
+/// keeps the pointer fresh, so the run is not taken for one whose supervisor died. On
+/// failure everything made is taken back — claim, branch, worktree, pointer. Returns the
+/// run's record and the warnings of its worktree's making (`.worktreeinclude`).
+fn prepare(
+    plan: &Plan,
+    repo: &crate::git::Repository,
+    repo_dir: &Path,
+    store: &RunStore,
+    git_dir: &Path,
+) -> Result<(RunRecord, Vec<String>)> {
+    let record = &plan.record;
+    let (stop, stopped) = std::sync::mpsc::channel::<()>();
+    let prepared = std::thread::scope(|scope| {
+        scope.spawn(move || {
+            while let Err(std::sync::mpsc::RecvTimeoutError::Timeout) =
+                stopped.recv_timeout(HEARTBEAT)
+            {
+                store.touch_live(&record.run);
+            }
+        });
+        let prepared = fill(plan, repo, repo_dir, store, git_dir);
+        drop(stop);
+        prepared
+    });
+    let (ready, warnings) = match prepared {
+        Ok(prepared) => prepared,
         Err(err) => {
-            undo();
-            Err(err)
+            take_back(repo, store, record);
+            return Err(err);
+        }
+    };
+    // The pointer as the run is to start. One that went meanwhile (the run was abandoned
+    // while it was prepared) is not brought back, and nothing is started for it.
+    if !store.update_live(&ready)? {
+        crate::run::error::bail!(
+            "run {} was ended while it was being prepared; its worktree and branch are kept",
+            record.run
+        );
+    }
+    match ready.phase {
+        // Started by `queue::promote` when a slot frees — which may have happened while
+        // the run was prepared, its pointer holding a slot meanwhile.
+        Phase::Queued => {
+            super::queue::promote(store, repo_dir)?;
+            Ok((ready, warnings))
+        }
+        // No process: the lead binds its own sub-task with `attach`.
+        Phase::AwaitingAttach => Ok((ready, warnings)),
+        _ => {
+            let pid =
+                super::queue::start_supervisor(repo_dir, &record.run, &store.run_dir(&record.run))
+                    .inspect_err(|_| {
+                        take_back(repo, store, record);
+                    })?;
+            let mut started = ready;
+            started.supervisor_pid = Some(pid);
+            Ok((started, warnings))
         }
     }
+}
+
+/// Fills the claimed run's worktree and folder: the checkout, the excludes, the
+/// worktree's config, `.worktreeinclude`, submodules, the task's ref folder noted, the
+/// prompt and the files the supervisor reads. Returns the record as the run is to start,
+/// and the warnings of the worktree's making.
+fn fill(
+    plan: &Plan,
+    repo: &crate::git::Repository,
+    repo_dir: &Path,
+    store: &RunStore,
+    git_dir: &Path,
+) -> Result<(RunRecord, Vec<String>)> {
+    let record = &plan.record;
+    let wt = PathBuf::from(&record.worktree);
+    let run_hooks = crate::core::layout::run_hooks(store.root());
+    super::worktree_files::ensure_run_hooks(&run_hooks, &crate::git::hooks_dir::hooks_dir(repo))?;
+    worktree::check_out(&wt)?;
+    let mut warnings = Vec::new();
+    let run_dir = store.run_dir(&record.run);
+    std::fs::create_dir_all(&run_dir)?;
+    // What git ignores in the worktree besides the project's rules: the lead's own
+    // excludes (which the run's file takes the place of), tool state and the flight's
+    // `[worktree] ignore`.
+    let lead = crate::git::worktree_files::lead_excludes(repo);
+    let excludes = crate::core::worktree_files::excludes_text(
+        lead.as_ref()
+            .map(|(path, text)| (path.to_str().unwrap_or("?"), text.as_str())),
+        &plan.ignore,
+    );
+    crate::sys::fs::write_atomic(
+        &crate::core::layout::run_excludes(&run_dir),
+        &excludes,
+        0o644,
+    )?;
+    worktree::write_config(
+        git_dir,
+        &worktree::run_config(&record.identity(), &run_hooks, &run_dir),
+    )?;
+    warnings.extend(super::worktree_files::copy_includes(repo_dir, &wt));
+    warnings.extend(node_hooks_unreachable(&wt, record));
+    // A submodule that cannot be checked out (the lead's copy lacks the commit) is
+    // said, not a failed dispatch: the run can still work on the rest, and its setup
+    // may fetch it.
+    if let Err(e) = crate::git::submodules::init(repo.common_dir(), &wt) {
+        warnings.push(format!(
+            "{}; the worker finds it empty",
+            crate::fault::chain(&e)
+        ));
+    }
+    // What the task's ref folder holds now, its new branch included: anything else
+    // the run leaves there is a stray of its.
+    super::strays::note(repo, &record.task, &run_dir)?;
+    std::fs::write(
+        &record.prompt_file,
+        prompt::worker(record, &plan.task_prompt),
+    )?;
+    // Last: a queued run whose files are not there yet is passed over by the queue.
+    crate::state::run_files::keep(
+        &run_dir,
+        &crate::state::run_files::Kept {
+            backend: &plan.backend,
+            task_prompt: &plan.task_prompt,
+            writable: &plan.writable,
+            notify: &plan.notify,
+        },
+    )?;
+    let mut ready = record.clone();
+    if record.adapter == crate::core::flight::AdapterKind::Native {
+        ready.phase = Phase::AwaitingAttach;
+    }
+    Ok((ready, warnings))
 }
 
 /// The warning for a Node project's hook manager that a fresh worktree cannot run

@@ -272,7 +272,7 @@ fn merge_in(
             Some(tip) => {
                 let checkout = merge::checked_out_in(repo, &into)?;
                 let dirty_checkout = match &checkout {
-                    Some(wt) if merge::has_tracked_changes(wt)? => Some(wt.clone()),
+                    Some(wt) if merge::has_tracked_changes(repo, wt, tip)? => Some(wt.clone()),
                     _ => None,
                 };
                 Some((
@@ -398,7 +398,15 @@ fn merge_in(
             continue;
         }
         let advanced = match &checkout {
-            Some(wt) => merge::fast_forward(wt, commit, (super::post_merge::INTEGRATING_VAR, run)),
+            // Seen without changes to tracked files as the merge was built, when no
+            // verify ran since.
+            Some(wt) => merge::fast_forward(
+                repo,
+                wt,
+                (target_tip, commit),
+                landing.reverify.is_none(),
+                (super::post_merge::INTEGRATING_VAR, run),
+            ),
             None => merge::advance(
                 repo,
                 &into,

@@ -345,10 +345,13 @@ fn clean_up(
     // The administration is put back as dispatch wrote it before git runs there (and
     // before `git worktree remove` runs `git status` in it).
     let tree = git::worktree::RunTree::restore(repo.common_dir(), &wt, &record.identity());
-    let clean = tree.as_ref().is_ok_and(|t| {
-        t.is_dirty().is_ok_and(|dirty| !dirty)
-            && t.holds_nested_repository().is_ok_and(|nested| !nested)
-    });
+    // Seen certainly clean in-process, nothing ignored in it either, or asked of git.
+    let surely_clean = tree.as_ref().is_ok_and(|t| t.surely_clean(repo));
+    let clean = surely_clean
+        || tree.as_ref().is_ok_and(|t| {
+            t.is_dirty().is_ok_and(|dirty| !dirty)
+                && t.holds_nested_repository().is_ok_and(|nested| !nested)
+        });
     let head_kept = tree
         .as_ref()
         .ok()
@@ -364,8 +367,15 @@ fn clean_up(
     {
         // Seen clean above, with git-crew's own hardened status; git's check would run a
         // status of its own in the worker's worktree.
-        let ignored = t.ignored().unwrap_or_default();
-        if crate::run::prune::remove_tree(repo_dir, t).is_ok() {
+        let ignored = match surely_clean {
+            true => Vec::new(),
+            false => t.ignored().unwrap_or_default(),
+        };
+        // Unlocked, then moved out of the way and deleted by a detached process: the
+        // landing does not wait for its files to go.
+        let _ = git::worktree::unlock_in(repo_dir, Some(repo.common_dir()), &t.path);
+        let trash = crate::core::layout::trash(&crate::git::repo::state_dir(repo));
+        if t.remove_later(repo_dir, &trash).is_ok() {
             cleaned.worktree = "removed";
             cleaned.ignored = ignored;
         }

@@ -114,6 +114,12 @@ pub fn readmit(store: &RunStore, record: &RunRecord) -> Result<Phase> {
 /// that acts, so a queue never
 /// stalls for long even when a supervisor died.
 pub fn promote(store: &RunStore, repo_dir: &Path) -> Result<Vec<String>> {
+    // With nothing queued there is nothing to start: the dispatch turn is not taken (a
+    // run that ends finds it busy with dispatches). A run queued after this look is its
+    // dispatch's to start: it promotes once the run is ready.
+    if !store.live()?.iter().any(|r| r.phase == Phase::Queued) {
+        return Ok(Vec::new());
+    }
     let _lock = store.dispatch_lock(Duration::from_secs(30))?;
     let live = store.live()?;
     let mut started = Vec::new();

@@ -185,6 +185,17 @@ impl RunStore {
         Ok(true)
     }
 
+    /// Marks run `run`'s live pointer as written now, its content unchanged (a dispatch
+    /// still preparing the run says it is alive: see `core::supervisor::START_GRACE`);
+    /// `false` when there is no pointer, and none is made.
+    pub fn touch_live(&self, run: &str) -> bool {
+        std::fs::File::options()
+            .write(true)
+            .open(self.live_path(run))
+            .and_then(|f| f.set_modified(std::time::SystemTime::now()))
+            .is_ok()
+    }
+
     /// Ends a run: files its record and removes its live pointer, only if the run is
     /// still live — exactly one of the processes that may end a run (its supervisor,
     /// abandon, the reaper) wins; the others get `false`. The record is written before the

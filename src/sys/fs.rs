@@ -1,7 +1,7 @@
 //! Files written so a reader never sees half of one, and read in place (mapped).
 
 use std::os::unix::fs::PermissionsExt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use super::error::{Context, Result};
 
@@ -256,6 +256,40 @@ fn dir_beneath_with(root: &Path, rel: &Path, mode: u32) -> Result<std::os::fd::O
         .with_context(|| format!("{} is not a plain folder", root.join(rel).display()))?;
     }
     Ok(dir)
+}
+
+/// Deletes everything in the folder `trash` from a detached process (`rm -rf`, a
+/// session of its own, no terminal), so the caller does not wait for a tree of files to
+/// go; what an earlier one left there (a process killed half-way) goes with it. Waited
+/// for from a thread, so a long-lived caller keeps no zombie. Where it cannot start, the
+/// entries are deleted here.
+pub fn delete_in_background(trash: &Path) {
+    let entries: Vec<PathBuf> = std::fs::read_dir(trash)
+        .map(|entries| entries.flatten().map(|e| e.path()).collect())
+        .unwrap_or_default();
+    if entries.is_empty() {
+        return;
+    }
+    let mut command = std::process::Command::new("rm");
+    command
+        .args(["-rf", "--"])
+        .args(&entries)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null());
+    super::process::new_session(&mut command);
+    match command.spawn() {
+        Ok(mut child) => {
+            std::thread::spawn(move || {
+                let _ = child.wait();
+            });
+        }
+        Err(_) => {
+            for entry in entries {
+                let _ = remove_entry(&entry);
+            }
+        }
+    }
 }
 
 /// Removes `path` without following it: a symlink goes, not what it points at; a folder

@@ -82,7 +82,9 @@ impl Lock {
             if start.elapsed() > wait {
                 return Err(NotTaken::Held(Held { path }));
             }
-            std::thread::sleep(Duration::from_millis(10));
+            // Short: a turn taken many times in a row (dispatches started together)
+            // passes from one holder to the next with little idle time between.
+            std::thread::sleep(Duration::from_millis(2));
         }
     }
 }

@@ -1948,3 +1948,296 @@ fn a_run_past_its_budget_that_left_work_outside_its_scope_is_a_scope_reject() {
     assert!(ledger.stdout.contains("scope-reject"), "{}", ledger.stdout);
     assert!(!ledger.stdout.contains("\"timeout\""), "{}", ledger.stdout);
 }
+
+/// Starts `git crew dispatch` once for each of `tasks` (task, scope) all at once, with
+/// `extra` arguments, and gives each one's output, in order.
+fn dispatched_at_once(
+    env: &TestEnv,
+    repo: &Path,
+    backend: &str,
+    tasks: &[(String, String)],
+    extra: &[&str],
+) -> Vec<Out> {
+    let children: Vec<_> = tasks
+        .iter()
+        .map(|(task, scope)| {
+            env.command(crate::common::bin())
+                .current_dir(repo)
+                .args(["dispatch", "--task", task, "--scope", scope])
+                .args(["--backend", backend, "--prompt", "Do the task."])
+                .args(extra)
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    children
+        .into_iter()
+        .map(|child| {
+            let output = child.wait_with_output().unwrap();
+            Out {
+                code: output.status.code().unwrap_or(-1),
+                stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+                stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+            }
+        })
+        .collect()
+}
+
+/// The names of the entries of `dir` (none when it is not there), sorted.
+fn entries(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .map(|e| {
+            e.flatten()
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .collect()
+        })
+        .unwrap_or_default();
+    names.sort();
+    names
+}
+
+#[test]
+fn thirty_two_dispatches_of_disjoint_scopes_at_once_all_start_each_in_its_own_worktree() {
+    let env = TestEnv::new();
+    let repo = crew_repo(&env);
+    // One slot: the first to start works, the others wait in the queue, every one of them
+    // with its worktree and branch made at dispatch.
+    write(
+        &repo.join(".crew/flight.toml"),
+        &format!(
+            "version = 1\ndefault_backend = \"hang\"\n[backends.hang]\nadapter = \"command\"\nargv = [\"{}\", \"{{prompt_file}}\"]\nconcurrency = 1\ntime_budget = \"60s\"\n",
+            crate::common::fixtures().join("workers/hang.sh").display()
+        ),
+    );
+    let tasks: Vec<(String, String)> = (0..32)
+        .map(|i| (format!("part-{i:02}"), format!("parts/{i:02}/**")))
+        .collect();
+    let outs = dispatched_at_once(&env, &repo, "hang", &tasks, &["--queue"]);
+    let base = env.git_ok(&repo, &["rev-parse", "HEAD"]).trim().to_string();
+    let mut runs = Vec::new();
+    for ((task, _), out) in tasks.iter().zip(&outs) {
+        out.expect_code(0);
+        let json = out.json();
+        let run = json["run"].as_str().unwrap().to_string();
+        let wt = PathBuf::from(json["worktree"].as_str().unwrap());
+        // Its own worktree, checked out whole on its own branch, at the base, clean.
+        assert!(wt.ends_with(format!(".git/crew/worktrees/{run}")), "{json}");
+        assert_eq!(
+            env.git_ok(&wt, &["symbolic-ref", "HEAD"]).trim(),
+            format!("refs/heads/crew/{task}/{run}")
+        );
+        assert_eq!(env.git_ok(&wt, &["rev-parse", "HEAD"]).trim(), base);
+        assert_eq!(env.git_ok(&wt, &["status", "--porcelain"]), "", "{run}");
+        assert_eq!(
+            env.git_ok(&wt, &["ls-files"]),
+            env.git_ok(&repo, &["ls-files"]),
+            "{run}"
+        );
+        runs.push(run);
+    }
+    let mut distinct = runs.clone();
+    distinct.sort();
+    distinct.dedup();
+    assert_eq!(distinct.len(), 32);
+    // Every one registered with git and locked, and live.
+    let listed = env.git_ok(&repo, &["worktree", "list", "--porcelain"]);
+    assert_eq!(listed.matches("\nlocked").count(), 32, "{listed}");
+    for run in &runs {
+        assert!(
+            listed.contains(&format!("/.git/crew/worktrees/{run}\n")),
+            "{run}"
+        );
+    }
+    assert_eq!(entries(&repo.join(".git/crew/live")).len(), 32);
+    let phases: Vec<String> = env.crew(&repo, &["status"]).json()["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["phase"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(
+        phases.iter().filter(|p| *p == "queued").count(),
+        31,
+        "{phases:?}"
+    );
+    for run in &runs {
+        env.crew(&repo, &["abandon", run]).expect_code(0);
+    }
+}
+
+#[test]
+fn thirty_two_dispatches_of_overlapping_scopes_at_once_have_exactly_one_winner() {
+    let env = TestEnv::new();
+    let repo = crew_repo(&env);
+    let tasks: Vec<(String, String)> = (0..32)
+        .map(|i| (format!("racer-{i:02}"), "src/**".to_string()))
+        .collect();
+    let outs = dispatched_at_once(&env, &repo, "hang", &tasks, &[]);
+    let won: Vec<&Out> = outs.iter().filter(|o| o.code == 0).collect();
+    assert_eq!(won.len(), 1, "{outs:?}");
+    for out in outs.iter().filter(|o| o.code != 0) {
+        out.expect_code(4);
+        let message = out.json()["error"]["message"].as_str().unwrap().to_string();
+        assert!(message.contains("overlaps"), "{message}");
+    }
+    let winner = won[0].json();
+    let run = winner["run"].as_str().unwrap();
+    let task = winner["task"].as_str().unwrap();
+    // The winner's branch, worktree, pointer and seal, and nothing of the others.
+    assert_eq!(
+        env.git_ok(
+            &repo,
+            &["for-each-ref", "--format=%(refname)", "refs/heads/crew/"]
+        )
+        .trim(),
+        format!("refs/heads/crew/{task}/{run}")
+    );
+    assert_eq!(
+        env.git_ok(
+            &repo,
+            &["for-each-ref", "--format=%(refname)", "refs/crew/sealed/"]
+        )
+        .trim(),
+        format!("refs/crew/sealed/{run}")
+    );
+    assert_eq!(entries(&repo.join(".git/crew/worktrees")), [run]);
+    assert_eq!(entries(&repo.join(".git/worktrees")), [run]);
+    assert_eq!(
+        entries(&repo.join(".git/crew/live")),
+        [format!("{run}.json")]
+    );
+    env.crew(&repo, &["abandon", run]).expect_code(0);
+}
+
+#[test]
+fn a_dispatch_whose_checkout_fails_leaves_no_claim_branch_pointer_or_worktree() {
+    let env = TestEnv::new();
+    let repo = crew_repo(&env);
+    let nothing_left = |why: &str| {
+        assert_eq!(
+            env.git_ok(&repo, &["for-each-ref", "refs/heads/crew/", "refs/crew/"]),
+            "",
+            "{why}"
+        );
+        assert_eq!(
+            entries(&repo.join(".git/crew/live")),
+            Vec::<String>::new(),
+            "{why}"
+        );
+        assert_eq!(
+            entries(&repo.join(".git/crew/worktrees")),
+            Vec::<String>::new(),
+            "{why}"
+        );
+        assert_eq!(
+            entries(&repo.join(".git/worktrees")),
+            Vec::<String>::new(),
+            "{why}"
+        );
+        assert_eq!(
+            entries(&repo.join(".git/crew/runs")),
+            Vec::<String>::new(),
+            "{why}"
+        );
+        assert_eq!(
+            env.git_ok(&repo, &["worktree", "list", "--porcelain"])
+                .matches("worktree ")
+                .count(),
+            1,
+            "{why}"
+        );
+    };
+    // The checkout itself fails, after the dispatch turn was let go.
+    let out = crate::common::run(
+        env.command(crate::common::bin())
+            .current_dir(&repo)
+            .env("GIT_CREW_FAILPOINT", "dispatch-checkout")
+            .args(["dispatch", "--task", "routes", "--scope", "src/routes/**"])
+            .args(["--backend", "ok", "--prompt", "Do the task."]),
+        None,
+    );
+    assert_ne!(out.code, 0, "{out:?}");
+    assert!(
+        out.json()["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("the checkout failed"),
+        "{out:?}"
+    );
+    nothing_left("a failed checkout");
+    // A base whose tree names a blob the repository does not have: neither gix nor git
+    // can check it out.
+    let missing = "1111111111111111111111111111111111111111";
+    let made = crate::common::run(
+        env.command("git")
+            .current_dir(&repo)
+            .args(["mktree", "--missing"]),
+        Some(format!("100644 blob {missing}\tgone.txt\n").as_bytes()),
+    );
+    made.expect_code(0);
+    let tree = made.stdout.trim().to_string();
+    let commit = env
+        .git_ok(
+            &repo,
+            &["commit-tree", &tree, "-p", "HEAD", "-m", "a blob short"],
+        )
+        .trim()
+        .to_string();
+    let out = dispatch(&env, &repo, "routes", "ok", &["--base", &commit]);
+    assert_ne!(out.code, 0, "{out:?}");
+    nothing_left("a missing blob");
+    // The task and its scope are free: the next dispatch of them starts.
+    let run = dispatched(&env, &repo, "routes", "ok", &[]);
+    let (out, result) = wait(&env, &repo, &run);
+    out.expect_code(0);
+    assert_eq!(result["outcome"], "pass", "{result}");
+}
+
+#[test]
+fn the_nesting_check_reads_loose_and_packed_branches_by_name() {
+    let env = TestEnv::new();
+    let repo = crew_repo(&env);
+    // Their outcome does not matter (the worker writes outside these scopes): their
+    // branches stay.
+    let api = dispatched(&env, &repo, "api", "ok", &["--scope", "api/**"]);
+    wait(&env, &repo, &api);
+    let deep = dispatched(&env, &repo, "ui/forms", "ok", &["--scope", "ui/**"]);
+    wait(&env, &repo, &deep);
+    assert!(
+        env.git(
+            &repo,
+            &[
+                "rev-parse",
+                "--verify",
+                &format!("refs/heads/crew/ui/forms/{deep}")
+            ]
+        )
+        .code
+            == 0
+    );
+    let refused = |task: &str| {
+        let out = dispatch(&env, &repo, task, "ok", &["--scope", "docs/**"]);
+        out.expect_code(4);
+        assert_eq!(out.json()["error"]["code"], "task-nests", "{task}");
+    };
+    for packed in [false, true] {
+        if packed {
+            env.git_ok(&repo, &["pack-refs", "--all"]);
+            assert!(
+                !repo
+                    .join(format!(".git/refs/heads/crew/api/{api}"))
+                    .exists()
+            );
+        }
+        // In a task's folder, or holding one; a name that only begins alike is not.
+        refused("api/v2");
+        refused("ui");
+        refused("ui/forms/x");
+    }
+    for task in ["apis", "ui-kit", "api2/x"] {
+        let run = dispatched(&env, &repo, task, "ok", &["--scope", &format!("{task}/**")]);
+        wait(&env, &repo, &run);
+    }
+}

@@ -141,6 +141,11 @@ fn the_forecast_agrees_with_git_merge_tree_and_integrate_all_lands_what_does_not
     let frame = env.crew(&repo, &["watch", "--once", "--json"]);
     frame.expect_code(0);
     let frame = frame.json();
+    // `--all`, holding every record already, finds the passes among them: the same
+    // forecasts.
+    let all = env.crew(&repo, &["status", "--all", "--json"]);
+    all.expect_code(0);
+    let all = all.json();
     let human = env.crew(&repo, &["status", "--human"]);
     let show_b = env.crew(&repo, &["show", &b, "--human"]);
     let watch_human = env.crew(&repo, &["watch", "--once", "--human"]);
@@ -158,8 +163,13 @@ fn the_forecast_agrees_with_git_merge_tree_and_integrate_all_lands_what_does_not
             forecast["merges_cleanly"], !conflicts,
             "{name} onto main: forecast {forecast}, git merge-tree says conflicts={conflicts}"
         );
-        // show and watch say the same.
+        // show, watch and status --all say the same.
         assert_eq!(&shown[i], forecast, "{name}: show and status differ");
+        assert_eq!(
+            forecast_of(&all["runs"], run),
+            forecast,
+            "{name}: status --all and status differ"
+        );
         assert_eq!(
             forecast_of(&frame["awaiting_integration"], run),
             forecast,

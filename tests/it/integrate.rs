@@ -824,3 +824,79 @@ fn a_fast_forward_a_filter_breaks_half_way_leaves_the_leads_checkout_as_it_was()
     assert!(!repo.join("src/routes/new").exists());
     assert_eq!(read(&repo.join("src/routes/a.rs")), "pub fn routes() {}\n");
 }
+
+/// Rewrites `path` with content of the same length that differs, and gives it back the
+/// time it had: only its change time (which no one can set) and its content tell.
+fn change_behind_its_stat_data(path: &Path) {
+    let before = std::fs::metadata(path).unwrap().modified().unwrap();
+    let text = read(path);
+    let changed: String = text
+        .chars()
+        .map(|c| {
+            if c.is_ascii_lowercase() {
+                c.to_ascii_uppercase()
+            } else {
+                c
+            }
+        })
+        .collect();
+    assert_ne!(changed, text);
+    assert_eq!(changed.len(), text.len());
+    write(path, &changed);
+    std::fs::File::options()
+        .write(true)
+        .open(path)
+        .unwrap()
+        .set_modified(before)
+        .unwrap();
+}
+
+#[test]
+fn a_change_that_keeps_a_files_size_and_time_is_seen_in_either_checkout() {
+    let env = TestEnv::new();
+    let repo = env.fixture("crew-repo.sh", "repo", &[]);
+    let run = routes_run(&env, &repo);
+    // The lead's checkout: refused as dirty, whatever its index's stat data say.
+    change_behind_its_stat_data(&repo.join("README.md"));
+    let out = env.crew(&repo, &["integrate", &run]);
+    out.expect_code(4);
+    assert_eq!(out.json()["error"]["code"], "dirty-checkout");
+    env.git_ok(&repo, &["checkout", "-q", "README.md"]);
+    // The run's worktree: the run lands, and its worktree, changed, is kept.
+    let wt = worktree_of(&env, &repo, &run);
+    change_behind_its_stat_data(&wt.join("src/routes/crew.rs"));
+    let out = env.crew(&repo, &["integrate", &run]);
+    out.expect_code(0);
+    let json = out.json();
+    assert_eq!(json["cleanup"]["worktree"], "kept", "{json}");
+    assert!(json["cleanup"]["kept_because"].is_string(), "{json}");
+    assert_eq!(read(&wt.join("src/routes/crew.rs")), "PUB FN CREW() {}\n");
+    assert_eq!(read(&repo.join("src/routes/crew.rs")), "pub fn crew() {}\n");
+}
+
+#[test]
+fn a_clean_worktree_is_moved_out_of_the_way_at_once_and_its_files_deleted_after() {
+    let env = TestEnv::new();
+    let repo = env.fixture("crew-repo.sh", "repo", &[]);
+    let run = routes_run(&env, &repo);
+    let wt = worktree_of(&env, &repo, &run);
+    // Build output git ignores would need git's look (and be named): none here.
+    let out = env.crew(&repo, &["integrate", &run]);
+    out.expect_code(0);
+    let json = out.json();
+    assert_eq!(json["cleanup"]["worktree"], "removed", "{json}");
+    assert_eq!(json["cleanup"]["ignored"], serde_json::json!([]));
+    // Gone from where it was and from git's registrations at once.
+    assert!(!wt.exists());
+    assert!(!repo.join(".git/worktrees").join(&run).exists());
+    let listed = env.git_ok(&repo, &["worktree", "list", "--porcelain"]);
+    assert!(!listed.contains(&run), "{listed}");
+    // Its files, moved aside, are deleted by a process of their own.
+    let trash = repo.join(".git/crew/trash");
+    poll_until(Duration::from_secs(20), "the trash emptied", || {
+        std::fs::read_dir(&trash).map_or(true, |mut e| e.next().is_none())
+    });
+    // The run record says what went.
+    let shown = env.crew(&repo, &["show", &run]).json();
+    assert_eq!(shown["run"]["pruned"]["worktree"], true, "{shown}");
+}
