@@ -274,7 +274,7 @@ impl Attempts<'_> {
                     state_file: merge::read_path(&repo, tip, STATE_FILE)?,
                 }),
             };
-            let onto = match integrate::onto(&plan, &note, target.as_ref()) {
+            let onto = match integrate::onto(plan, &note, target.as_ref()) {
                 Ok(onto) => onto,
                 Err(refusal) => return Ok(Err(refusal)),
             };
@@ -304,7 +304,7 @@ impl Attempts<'_> {
                 },
                 merge::Merged::Conflicts(paths) => Built::Conflicts(paths),
             };
-            let (tree, landing) = match integrate::after_merge(&plan, &onto, built) {
+            let (tree, landing) = match integrate::after_merge(plan, &onto, built) {
                 Ok(decided) => decided,
                 Err(refusal) => {
                     if refusal.counts_as_scope_reject() && !request.dry_run {
@@ -344,7 +344,7 @@ impl Attempts<'_> {
                         integrate::Reverified::SetupFailed(problem)
                     }
                 };
-                match integrate::reverified(&plan, outcome) {
+                match integrate::reverified(plan, outcome) {
                     Ok(result) => merged_verify = Some(result),
                     Err(refusal) => return Ok(Err(refusal)),
                 }
@@ -517,7 +517,10 @@ fn follow(
     let tip = merge::branch_tip(repo, into)?;
     let checkout = merge::checked_out_in(repo, into)?;
     let dirty = match &checkout {
-        Some(wt) => merge::has_tracked_changes(wt)?,
+        Some(wt) => match tip {
+            Some(tip) => merge::has_tracked_changes(repo, wt, tip)?,
+            None => false,
+        },
         None => false,
     };
     let decided = fleet::local_target(
@@ -530,7 +533,13 @@ fn follow(
         return Ok(decided);
     };
     let moved = match &checkout {
-        Some(wt) => merge::fast_forward(wt, commit, (super::post_merge::INTEGRATING_VAR, run)),
+        Some(wt) => merge::fast_forward(
+            repo,
+            wt,
+            (tip, commit),
+            false,
+            (super::post_merge::INTEGRATING_VAR, run),
+        ),
         None => merge::advance(
             repo,
             into,

@@ -102,33 +102,31 @@ pub fn catch_up(repo_dir: &Path, remote: &str, target: &str) -> Result<CaughtUp>
             )));
         }
     }
-    match merge::checked_out_in(&repo, target)? {
-        Some(worktree) => {
+    match (merge::checked_out_in(&repo, target)?, ours) {
+        (Some(worktree), Some(ours)) => {
             // The hooks leave this fast-forward alone: what it brings in was recorded
             // where it landed.
             let env = (super::post_merge::INTEGRATING_VAR, "fleet");
-            if let Err(e) = merge::fast_forward(&worktree, theirs, env) {
+            if let Err(e) = merge::fast_forward(&repo, &worktree, (ours, theirs), false, env) {
                 return Ok(CaughtUp::Left(format!(
                     "{target} is behind {remote}/{target} and its checkout could not move: {}",
                     crate::fault::chain(&e)
                 )));
             }
         }
-        None => match ours {
-            Some(ours) => merge::advance(
-                &repo,
-                target,
-                ours,
-                theirs,
-                &format!("crew: caught up with {remote}"),
-            )?,
-            None => merge::set_ref(
-                &repo,
-                &format!("refs/heads/{target}"),
-                theirs,
-                &format!("crew: caught up with {remote}"),
-            )?,
-        },
+        (_, Some(ours)) => merge::advance(
+            &repo,
+            target,
+            ours,
+            theirs,
+            &format!("crew: caught up with {remote}"),
+        )?,
+        (_, None) => merge::set_ref(
+            &repo,
+            &format!("refs/heads/{target}"),
+            theirs,
+            &format!("crew: caught up with {remote}"),
+        )?,
     }
     Ok(CaughtUp::Advanced)
 }
