@@ -288,6 +288,9 @@ error_codes! {
     /// git would not fast-forward the checked-out target.
     CheckoutRefused = "checkout-refused", Refused,
         hint: "move the files in its way, then integrate again";
+    /// Integrate through a fleet's remote found the task's claim held by another run.
+    ClaimTakenOver = "claim-taken-over", Refused,
+        hint: "the run's lease ran out and another machine took the task over: abandon one of the two runs, then integrate the other";
     /// The target's checkout has uncommitted changes to tracked files.
     DirtyCheckout = "dirty-checkout", Refused,
         hint: "commit or stash them, then integrate again";
@@ -300,9 +303,6 @@ error_codes! {
     /// The remote's notes cannot be fetched.
     FetchFailed = "fetch-failed", Refused,
         hint: "check that the remote is reachable: git fetch REMOTE";
-    /// Integrate through a fleet's remote found the task's claim held by another run.
-    ClaimTakenOver = "claim-taken-over", Refused,
-        hint: "the run's lease ran out and another machine took the task over: abandon one of the two runs, then integrate the other";
     /// `init` would move a hook aside onto a name that is taken.
     HookInTheWay = "hook-in-the-way", Refused;
     /// `init` was run inside a run's worktree.

@@ -176,7 +176,7 @@ fn all_report(all: crate::ops::integrate_all::All) -> Report {
 
 /// What integrate did (or, under `--dry-run`, would do), for JSON and for people.
 /// What a landing through a fleet's remote did there and here, in a line.
-fn remote_line(through: &crate::run::remote_landing::Through) -> String {
+fn remote_line(through: &crate::run::integrate::remote::Through) -> String {
     use crate::core::fleet::LocalTarget;
     let tries = match through.tries {
         1 => String::new(),

@@ -63,12 +63,7 @@ pub fn fetch_refs(repo_dir: &Path, remote: &str, specs: &[&str], prune: bool) ->
     }
     args.push(remote);
     args.extend(specs);
-    // A fenced run's branch may name commits still in its quarantine (they reach the
-    // store when its attempt ends): git's check of what it fetched must not read it as a
-    // broken ref and refuse the whole fetch.
-    GitRunner::new(repo_dir)
-        .with_env("GIT_REF_PARANOIA", "0")
-        .output(&args)?;
+    GitRunner::new(repo_dir).output(&args)?;
     Ok(())
 }
 

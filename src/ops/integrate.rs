@@ -76,7 +76,7 @@ pub struct Landed<'a> {
     pub cleanup: &'a crate::run::landing::Cleaned,
     /// Landed through a fleet's remote (`--remote`, `fleet.remote`).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub remote: Option<ThroughRemote<'a>>,
+    pub remote: Option<Box<ThroughRemote<'a>>>,
 }
 
 /// How a run landed through a fleet's remote.
@@ -97,7 +97,7 @@ pub struct ThroughRemote<'a> {
 }
 
 impl<'a> ThroughRemote<'a> {
-    fn of(through: &'a crate::run::remote_landing::Through) -> ThroughRemote<'a> {
+    fn of(through: &'a crate::run::integrate::remote::Through) -> ThroughRemote<'a> {
         use crate::core::fleet::LocalTarget;
         let (local_target, left_because) = match &through.local {
             LocalTarget::Absent => ("absent", None),
@@ -146,7 +146,7 @@ pub fn output(done: &Done) -> Output<'_> {
         noted: done.noted.iter().map(ToString::to_string).collect(),
         attempts_ref: &done.attempts_ref,
         cleanup: &done.cleanup,
-        remote: done.remote.as_ref().map(ThroughRemote::of),
+        remote: done.remote.as_ref().map(|t| Box::new(ThroughRemote::of(t))),
     })
 }
 

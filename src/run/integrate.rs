@@ -23,6 +23,8 @@ use crate::core::record::{Integration, RunRecord, Verify};
 use crate::git::{self, ObjectId, merge, notes};
 use crate::state::runs::RunStore;
 
+pub mod remote;
+
 /// The change integrate would apply and audit for a run (`diff` shows it).
 pub use crate::git::run_range::audit_range;
 
@@ -43,7 +45,7 @@ pub struct Request {
     /// Decide everything (audit, verdict, the merge) and say what would land; change
     /// nothing.
     pub dry_run: bool,
-    /// Land through this fleet remote (`run::remote_landing`): onto its tip of the
+    /// Land through this fleet remote (`integrate::remote`): onto its tip of the
     /// target, pushed in one atomic push.
     pub remote: Option<String>,
 }
@@ -78,7 +80,7 @@ pub struct Done {
     /// Only decided (`--dry-run`): nothing moved.
     pub dry_run: bool,
     /// Landed through a fleet's remote: how.
-    pub remote: Option<super::remote_landing::Through>,
+    pub remote: Option<remote::Through>,
 }
 
 /// Where an integration is, for a caller that shows its progress: integrate itself
@@ -126,7 +128,7 @@ pub fn integrate(
     }
     // Through a fleet's remote: its tip of the target is fetched first.
     if let Some(remote) = &request.remote
-        && let Err(why) = super::remote_landing::prefetch(repo_dir, repo, store, request, remote)
+        && let Err(why) = remote::prefetch(repo_dir, repo, store, request, remote)
     {
         return Ok(Err(Refusal::Unreachable(why)));
     }
@@ -149,9 +151,7 @@ pub fn integrate(
             Ok(by_hand(repo_dir, repo, store, request, plan, target)?)
         }
         integrate::Route::Merge { .. } => match &request.remote {
-            Some(remote) => {
-                super::remote_landing::merge_in(repo_dir, store, request, remote, plan, observe)
-            }
+            Some(remote) => remote::merge_in(repo_dir, store, request, remote, plan, observe),
             None => merge_in(repo_dir, repo, store, request, plan, observe),
         },
     }
@@ -197,7 +197,7 @@ fn gather(
     let target = match integrate::target(&facts.asked, record, head.as_deref()) {
         // Through a fleet's remote: the remote's tip of the target, fetched now.
         Some(into) => match &request.remote {
-            Some(remote) => super::remote_landing::fetched_tip(repo_dir, remote, &into)?,
+            Some(remote) => remote::fetched_tip(repo_dir, remote, &into)?,
             None => merge::branch_tip(repo, &into)?,
         },
         None => None,
@@ -567,7 +567,7 @@ fn by_hand(
 
 /// The run's integration as its record says now, when it still stands: whoever held the
 /// integrate turn before may have integrated this very run.
-pub(super) fn standing_now(
+fn standing_now(
     repo: &crate::git::Repository,
     store: &RunStore,
     run: &str,
@@ -586,7 +586,7 @@ fn standing(repo: &crate::git::Repository, done: &Integration) -> bool {
 }
 
 /// Runs the run's verify command on `commit` in a throwaway worktree.
-pub(super) fn verify_merged(
+fn verify_merged(
     repo_dir: &Path,
     store: &RunStore,
     record: &RunRecord,

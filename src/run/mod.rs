@@ -30,7 +30,6 @@ pub mod prompt;
 pub mod prune;
 pub mod queue;
 pub mod reap;
-pub mod remote_landing;
 pub mod setup;
 pub mod strays;
 pub mod supervisor;

@@ -11,15 +11,15 @@
 use std::path::Path;
 use std::time::Duration;
 
-use super::integrate::{Done, Request, Step};
-use super::landing::{self, Journal};
-use super::process::RunError;
-use super::verify;
+use super::{Done, Request, Step};
 use crate::core::fleet::{self, AtLanding, LAND_TRIES, LocalTarget};
 use crate::core::integrate::{self, Built, Plan, Refusal, STATE_FILE};
 use crate::git::fleet::{Pushed, Update};
 use crate::git::{self, ObjectId, merge, notes, sync};
 use crate::run::error::Result;
+use crate::run::landing::{self, Journal};
+use crate::run::process::RunError;
+use crate::run::verify;
 use crate::state::runs::RunStore;
 
 /// How a run landed through a fleet's remote.
@@ -99,16 +99,15 @@ pub fn merge_in(
     let _turn = store.integrate_lock(Duration::from_secs(1800))?;
     {
         let repo = crate::git::repo::open(repo_dir)?;
-        if let Err(refusal) = integrate::turn(
-            &plan,
-            super::integrate::standing_now(&repo, store, run)?.as_ref(),
-        ) {
+        if let Err(refusal) =
+            integrate::turn(&plan, super::standing_now(&repo, store, run)?.as_ref())
+        {
             return Ok(Err(refusal));
         }
     }
-    let ticket = super::fleet::load(&store.run_dir(run))?.filter(|t| t.remote == remote);
+    let ticket = crate::run::fleet::load(&store.run_dir(run))?.filter(|t| t.remote == remote);
     let release = match &ticket {
-        Some(ticket) => Some(super::fleet::release_update(ticket)?),
+        Some(ticket) => Some(crate::run::fleet::release_update(ticket)?),
         None => None,
     };
     let machine = ticket
@@ -335,9 +334,8 @@ impl Attempts<'_> {
             let mut merged_verify = None;
             if let Some(command) = &landing.reverify {
                 observe(Step::Reverifying);
-                let outcome = match super::integrate::verify_merged(
-                    repo_dir, store, &record, command, commit,
-                )? {
+                let outcome = match super::verify_merged(repo_dir, store, &record, command, commit)?
+                {
                     verify::Verified::Done(result) => integrate::Reverified::Done(result),
                     verify::Verified::Timeout => integrate::Reverified::Timeout,
                     verify::Verified::SetupFailed(problem) => {
@@ -394,7 +392,7 @@ impl Attempts<'_> {
                     merged_reward: journal.merged_reward,
                 },
             );
-            let appended = super::ledger::append_row(repo_dir, &record.task, &row);
+            let appended = crate::run::ledger::append_row(repo_dir, &record.task, &row);
             let repo = crate::git::repo::open(repo_dir)?;
             if let Some(after) = notes::tip(&repo, notes::LEDGER)?
                 && Some(after) != ledger_before
@@ -538,7 +536,7 @@ fn follow(
             wt,
             (tip, commit),
             false,
-            (super::post_merge::INTEGRATING_VAR, run),
+            (crate::run::post_merge::INTEGRATING_VAR, run),
         ),
         None => merge::advance(
             repo,
