@@ -42,11 +42,22 @@ pub struct StatusArgs {
     /// Include every finished run.
     #[arg(long)]
     pub all: bool,
+    /// The runs in flight on every machine of the fleet instead, from the claims on its
+    /// remote: machine, task, run, phase (running, passed, expired) and lease. Fetches
+    /// the claims; changes nothing else.
+    #[arg(long, conflicts_with_all = ["run", "all"])]
+    pub fleet: bool,
+    /// The fleet's remote (default: fleet.remote).
+    #[arg(long, value_name = "NAME", requires = "fleet")]
+    pub remote: Option<String>,
 }
 
 /// The runs as they are: a read, so nothing is settled — a run whose supervisor died is
 /// listed live, its supervisor `dead`.
 pub fn run(ctx: &CommandContext, args: StatusArgs) -> Result<Report> {
+    if args.fleet {
+        return fleet(ctx, args.remote);
+    }
     let request = crate::ops::status::Request {
         run: args.run,
         recent: args.recent,
@@ -69,6 +80,72 @@ pub fn run(ctx: &CommandContext, args: StatusArgs) -> Result<Report> {
     // The table made every cell printable; its colours stay.
     report.styled = true;
     Ok(report)
+}
+
+/// `status --fleet`: the claims on the fleet's remote, as a table for people.
+fn fleet(ctx: &CommandContext, remote: Option<String>) -> Result<Report> {
+    let status = crate::ops::status::fleet(ctx, &crate::ops::status::FleetRequest { remote })?;
+    let output = status.output(crate::sys::clock::now_millis());
+    let human = if output.claims.is_empty() {
+        format!("no runs in flight on {}", output.remote)
+    } else {
+        fleet_table(&output).render(crate::sys::term::stdout_width(), super::ui::colour())
+    };
+    let mut report = Report::of(&output, human);
+    report.styled = true;
+    Ok(report)
+}
+
+/// The fleet's claims for people: the lease as `renewed 12s ago, 1m48s left`, or when
+/// it ran out.
+pub fn fleet_table(output: &crate::view::output::FleetStatusOutput) -> Table {
+    use crate::core::fleet::FleetPhase;
+    let columns = vec![
+        Column::new("MACHINE", Fit::Shrink { min: 6 }),
+        Column::new("TASK", Fit::Shrink { min: 8 }),
+        Column::new("RUN", Fit::Fixed).dropped_at(1),
+        Column::new("PHASE", Fit::Fixed),
+        Column::new("LEASE", Fit::Fill { min: 12 }),
+        Column::new("ATTEMPT", Fit::Fixed).dropped_at(0),
+    ];
+    let now = output.now_ms;
+    let rows = output
+        .claims
+        .iter()
+        .map(|c| {
+            let phase_tone = match c.phase {
+                FleetPhase::Running => Tone::Busy,
+                FleetPhase::Passed => Tone::Good,
+                FleetPhase::Expired | FleetPhase::Unreadable => Tone::Attention,
+            };
+            let lease = match (c.renewed_ms, c.left_ms) {
+                (Some(renewed), Some(left)) if left > 0 => format!(
+                    "renewed {}, {} left",
+                    human::ago(renewed, now),
+                    human::duration(left.unsigned_abs().div_ceil(1000))
+                ),
+                (Some(_), Some(left)) => format!(
+                    "ran out {} ago",
+                    human::duration(left.unsigned_abs() / 1000)
+                ),
+                _ => format!("claim {} cannot be read", c.claim),
+            };
+            let attempt = c
+                .attempt
+                .as_deref()
+                .map(|id| id.get(..12).unwrap_or(id))
+                .unwrap_or("-");
+            vec![
+                c.machine.as_deref().unwrap_or("?").into(),
+                c.task.as_str().into(),
+                c.run.as_deref().unwrap_or("?").into(),
+                Cell::styled(c.phase.as_str(), tone(phase_tone)),
+                lease.into(),
+                attempt.into(),
+            ]
+        })
+        .collect();
+    Table { columns, rows }
 }
 
 /// The runs as a table for people, measured at `now` (Unix milliseconds), with the

@@ -16,6 +16,8 @@ use crate::core::record::Phase;
 
 /// Where the claims live on the remote: one ref a task.
 pub const CLAIMS_PREFIX: &str = "refs/crew/claims/";
+/// Where runs keep their commits on the remote as they go: one ref a run.
+pub const ATTEMPTS_PREFIX: &str = "refs/crew/attempts/";
 /// The serial ref every new claim moves, so that claims are decided one at a time.
 pub const SERIAL: &str = "refs/crew/fleet";
 
@@ -49,6 +51,72 @@ pub struct FleetClaim {
     /// The ref on the remote that keeps the run's commits as it goes
     /// (`refs/crew/attempts/<run>`), for whoever takes the task over.
     pub attempt_ref: String,
+    /// When the run passed (the holder's clock): it holds its task until it is
+    /// integrated. Absent while the run works.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub passed_ms: Option<u64>,
+    /// The run whose claim, its lease run out, this one took over: where that run's
+    /// commits are kept on the remote. The taking-over run starts afresh from its own
+    /// base; the commits stay there, for a person or a later retry to look at.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub took_over: Option<TookOver>,
+}
+
+/// A claim taken over: whose it was, and where that run's commits are on the remote.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct TookOver {
+    pub run: String,
+    pub machine: String,
+    pub attempt_ref: String,
+}
+
+impl TookOver {
+    /// What a claim that replaces `old` says of it: nothing when `old` is the same run's
+    /// (a renewal), or no claim git-crew can read.
+    pub fn of(old: Option<&FleetClaim>, run: &str) -> Option<TookOver> {
+        old.filter(|c| c.run != run).map(|c| TookOver {
+            run: c.run.clone(),
+            machine: c.machine.clone(),
+            attempt_ref: c.attempt_ref.clone(),
+        })
+    }
+}
+
+/// Where a claim's run stands, as far as the claim tells (`status --fleet`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum FleetPhase {
+    /// Its run works, and renews its lease.
+    Running,
+    /// Its run passed and awaits integration; its lease still runs.
+    Passed,
+    /// Its lease ran out: the run or its machine is gone, and another machine may take
+    /// the task over.
+    Expired,
+    /// The claim's blob is no claim git-crew can read: it holds its task until someone
+    /// removes it.
+    Unreadable,
+}
+
+impl FleetPhase {
+    /// The phase of `claim` (`None`: unreadable) at `now_ms`.
+    pub fn of(claim: Option<&FleetClaim>, now_ms: u64) -> FleetPhase {
+        match claim {
+            None => FleetPhase::Unreadable,
+            Some(c) if c.expired(now_ms) => FleetPhase::Expired,
+            Some(c) if c.passed_ms.is_some() => FleetPhase::Passed,
+            Some(_) => FleetPhase::Running,
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FleetPhase::Running => "running",
+            FleetPhase::Passed => "passed",
+            FleetPhase::Expired => "expired",
+            FleetPhase::Unreadable => "unreadable",
+        }
+    }
 }
 
 impl FleetClaim {
@@ -78,6 +146,15 @@ impl FleetClaim {
         FleetClaim {
             renewed_ms: now_ms.max(self.renewed_ms),
             ..self.clone()
+        }
+    }
+
+    /// The claim renewed at `now_ms`, its run passed then.
+    pub fn passed(&self, now_ms: u64) -> FleetClaim {
+        let renewed = self.renewed(now_ms);
+        FleetClaim {
+            passed_ms: Some(renewed.renewed_ms),
+            ..renewed
         }
     }
 
@@ -338,6 +415,8 @@ mod tests {
             renewed_ms: renewed,
             lease_ms: 1_000,
             attempt_ref: format!("refs/crew/attempts/{run}"),
+            passed_ms: None,
+            took_over: None,
         }
     }
 
@@ -519,5 +598,50 @@ mod tests {
         assert_eq!(c.renewed(3).renewed_ms, 5);
         assert_eq!(c.renewed(9).renewed_ms, 9);
         assert!(serial_text(&c, Some("x")).contains("after x"));
+        // A working claim's text has no `passed_ms`: claims written before it read the same.
+        assert!(!c.to_text().contains("passed_ms"), "{}", c.to_text());
+        let passed = c.passed(9);
+        assert_eq!(passed.passed_ms, Some(9));
+        assert_eq!(FleetClaim::parse(&passed.to_text()), Some(passed));
+    }
+
+    #[test]
+    fn a_claims_phase_is_what_its_lease_and_its_pass_say() {
+        let c = claim("box-1", "r1", "a", &["src/**"], 10_000);
+        assert_eq!(FleetPhase::of(Some(&c), 10_500), FleetPhase::Running);
+        assert_eq!(
+            FleetPhase::of(Some(&c.passed(10_200)), 10_500),
+            FleetPhase::Passed
+        );
+        // Its lease, renewed at the pass, runs from there; once out, nothing holds.
+        assert_eq!(
+            FleetPhase::of(Some(&c.passed(10_200)), 11_199),
+            FleetPhase::Passed
+        );
+        assert_eq!(
+            FleetPhase::of(Some(&c.passed(10_200)), 11_200),
+            FleetPhase::Expired
+        );
+        assert_eq!(FleetPhase::of(Some(&c), 11_000), FleetPhase::Expired);
+        assert_eq!(FleetPhase::of(None, 0), FleetPhase::Unreadable);
+        assert_eq!(FleetPhase::Expired.as_str(), "expired");
+    }
+
+    #[test]
+    fn a_takeover_names_the_run_it_took_over_and_a_renewal_names_none() {
+        let old = claim("box-1", "r1", "a", &["src/**"], 10_000);
+        assert_eq!(
+            TookOver::of(Some(&old), "r2"),
+            Some(TookOver {
+                run: "r1".into(),
+                machine: "box-1".into(),
+                attempt_ref: "refs/crew/attempts/r1".into(),
+            })
+        );
+        assert_eq!(TookOver::of(Some(&old), "r1"), None);
+        assert_eq!(TookOver::of(None, "r2"), None);
+        let mut taken = claim("box-2", "r2", "a", &["src/**"], 12_000);
+        taken.took_over = TookOver::of(Some(&old), "r2");
+        assert_eq!(FleetClaim::parse(&taken.to_text()), Some(taken));
     }
 }

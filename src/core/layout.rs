@@ -114,6 +114,12 @@ pub fn tmp(dir: &Path) -> PathBuf {
 pub fn quarantine(dir: &Path) -> PathBuf {
     dir.join("objects")
 }
+/// A fleet run's objects copied out of its quarantine while an attempt runs, each hashed
+/// again, for the heartbeat to push its commits (git-crew's, outside the fence; gone
+/// when the run ends).
+pub fn attempt_objects(dir: &Path) -> PathBuf {
+    dir.join("attempt-objects")
+}
 /// The worktree setup's stdout and stderr while it runs.
 pub fn setup_output(dir: &Path, stream: &str) -> PathBuf {
     dir.join(format!("setup.{stream}"))

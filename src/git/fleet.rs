@@ -7,7 +7,7 @@ use std::path::Path;
 
 use super::error::{Context, Result, bail};
 use super::run::GitRunner;
-use crate::core::fleet::{CLAIMS_PREFIX, FleetClaim, SERIAL, Seen};
+use crate::core::fleet::{ATTEMPTS_PREFIX, CLAIMS_PREFIX, FleetClaim, SERIAL, Seen};
 use gix::ObjectId;
 
 /// Where the remote's claims are kept here.
@@ -98,6 +98,29 @@ pub fn seen(repo: &gix::Repository, remote: &str) -> Result<(Vec<Seen>, Option<O
     Ok((seen, serial))
 }
 
+/// The remote's attempt refs (`refs/crew/attempts/<run>` → the commit it names), as
+/// `git ls-remote` lists them: nothing is fetched, nothing written here.
+pub fn attempts(repo_dir: &Path, remote: &str) -> Result<Vec<(String, ObjectId)>> {
+    let pattern = format!("{ATTEMPTS_PREFIX}*");
+    let out = GitRunner::new(repo_dir)
+        .output(&["ls-remote", "--refs", remote, &pattern])
+        .with_context(|| format!("cannot list the fleet's attempts on {remote}"))?;
+    Ok(parse_ls_remote(&out)
+        .into_iter()
+        .filter_map(|(name, id)| Some((name.strip_prefix(ATTEMPTS_PREFIX)?.to_string(), id)))
+        .collect())
+}
+
+/// `git ls-remote`'s lines: each ref with the object it names.
+fn parse_ls_remote(out: &str) -> Vec<(String, ObjectId)> {
+    out.lines()
+        .filter_map(|line| {
+            let (id, name) = line.split_once('\t')?;
+            Some((name.to_string(), ObjectId::from_hex(id.as_bytes()).ok()?))
+        })
+        .collect()
+}
+
 /// Writes `text` as a blob here (for a push to name).
 pub fn write_text(repo: &gix::Repository, text: &str) -> Result<ObjectId> {
     Ok(repo
@@ -129,6 +152,11 @@ pub enum Pushed {
 /// Moves every ref of `updates` on `remote` in one atomic push, each with a lease on its
 /// old value.
 pub fn push(repo_dir: &Path, remote: &str, updates: &[Update]) -> Result<Pushed> {
+    push_with(GitRunner::new(repo_dir), remote, updates)
+}
+
+/// [`push`] through `runner` (a repository and its environment).
+fn push_with(runner: GitRunner, remote: &str, updates: &[Update]) -> Result<Pushed> {
     if updates.is_empty() {
         return Ok(Pushed::Done);
     }
@@ -148,13 +176,92 @@ pub fn push(repo_dir: &Path, remote: &str, updates: &[Update]) -> Result<Pushed>
         args.push(format!("{new}:{}", u.reference));
     }
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    let out = GitRunner::new(repo_dir).raw(&args)?;
+    let out = runner.raw(&args)?;
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
     Ok(match outcome(out.status.success(), &stdout, &stderr) {
         Some(pushed) => pushed,
         None => bail!("git push to {remote} failed: {}", stderr.trim()),
     })
+}
+
+/// Pushes a run's commits to its attempt ref on the remote (`update`, leased on what was
+/// pushed last), reading the objects of the repository and of `store` (the attempt's
+/// objects copied out of its quarantine, each hashed again: see
+/// `objects::copy_live`). What the worker's ref names is checked first, and nothing is
+/// pushed unless it is a commit that descends from the run's `base`: `Refused` says why.
+/// Nothing is written here.
+pub fn push_attempt(
+    repo_dir: &Path,
+    remote: &str,
+    update: &Update,
+    base: ObjectId,
+    store: &Path,
+) -> Result<Pushed> {
+    let Some(tip) = update.new else {
+        return push(repo_dir, remote, std::slice::from_ref(update));
+    };
+    let runner = || {
+        let mut runner = GitRunner::new(repo_dir);
+        let text = store.to_string_lossy();
+        // git splits the variable at a colon; a store it cannot name is left out.
+        if store.is_dir() && !text.contains([':', '"', '\n']) {
+            runner = runner.with_env("GIT_ALTERNATE_OBJECT_DIRECTORIES", &text);
+        }
+        runner
+    };
+    let tip_hex = tip.to_string();
+    let kind = runner().raw(&["cat-file", "-t", &tip_hex])?;
+    if !kind.status.success() || String::from_utf8_lossy(&kind.stdout).trim() != "commit" {
+        return Ok(Pushed::Refused(format!(
+            "the run's branch names {tip_hex}, which is no commit of the run's"
+        )));
+    }
+    let descends = runner().raw(&["merge-base", "--is-ancestor", &base.to_string(), &tip_hex])?;
+    if !descends.status.success() {
+        return Ok(Pushed::Refused(format!(
+            "the run's branch names {tip_hex}, which does not descend from the run's base {base}"
+        )));
+    }
+    push_with(runner(), remote, std::slice::from_ref(update))
+}
+
+/// The commit a branch of a run names, read with care while the run's processes may
+/// still write its folder (`refs/heads/crew/<task>/`): the loose ref is opened without
+/// following a symlink or blocking, must be a regular file holding an object id and
+/// nothing else (a symbolic ref, a folder, a FIFO or junk name nothing); with no loose
+/// ref, the packed one. `name` is the full ref name.
+pub fn branch_tip(common_dir: &Path, name: &str) -> Option<ObjectId> {
+    use std::io::Read as _;
+    use std::os::unix::fs::OpenOptionsExt as _;
+    let opened = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(common_dir.join(name));
+    let text = match opened {
+        Ok(file) => {
+            if !file.metadata().ok()?.is_file() {
+                return None;
+            }
+            let mut text = String::new();
+            file.take(128).read_to_string(&mut text).ok()?;
+            text
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            // git-crew's own file: the worker cannot write it.
+            let packed = std::fs::read_to_string(common_dir.join("packed-refs")).ok()?;
+            let line = packed
+                .lines()
+                .find(|l| l.split_once(' ').is_some_and(|(_, n)| n == name))?;
+            line.split_once(' ')?.0.to_string()
+        }
+        Err(_) => return None,
+    };
+    let hex = text.trim_end_matches('\n');
+    if !matches!(hex.len(), 40 | 64) || !hex.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return None;
+    }
+    ObjectId::from_hex(hex.as_bytes()).ok()
 }
 
 /// What a push's porcelain output says; `None` when it failed before any ref was
@@ -241,6 +348,19 @@ mod tests {
         assert_eq!(
             outcome(false, "", "fatal: could not read from remote"),
             None
+        );
+    }
+
+    #[test]
+    fn ls_remote_lines_are_read_as_refs_and_ids() {
+        let id = "0123456789abcdef0123456789abcdef01234567";
+        let out = format!("{id}\trefs/crew/attempts/r1\nnot a line\nzz\trefs/crew/attempts/r2\n");
+        assert_eq!(
+            parse_ls_remote(&out),
+            vec![(
+                "refs/crew/attempts/r1".to_string(),
+                ObjectId::from_hex(id.as_bytes()).unwrap()
+            )]
         );
     }
 }

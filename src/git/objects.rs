@@ -147,6 +147,114 @@ pub fn import(repo: &gix::Repository, quarantine: &Path, limits: Limits) -> Resu
     Ok(imported)
 }
 
+/// Copies the loose objects of a live attempt's `quarantine` into `store` (a loose object
+/// folder of the lead's, outside the run's fence) without taking anything out of the
+/// quarantine, for a push of the attempt's commits while it runs (the repository's own
+/// store gets nothing: that is the import's, when the attempt ends). The worker's
+/// processes still run, so nothing is trusted as it looks: each file is opened without
+/// following a symlink and without blocking (a FIFO, a device, a folder is passed over),
+/// read no further than the size limit, inflated no further than it, and kept only when
+/// its content hashes to its name. Objects `lead` or `store` already has are passed over;
+/// packs are left for the import. Returns how many objects were copied.
+pub fn copy_live(
+    lead: &gix::Repository,
+    quarantine: &Path,
+    store: &Path,
+    limits: Limits,
+) -> Result<usize> {
+    use gix::objs::Write as _;
+    let hash = lead.object_hash();
+    let target = gix::odb::loose::Store::at(store, hash);
+    let mut copied = 0;
+    if !is_real_dir(quarantine) {
+        return Ok(0);
+    }
+    let Ok(fanout) = std::fs::read_dir(quarantine) else {
+        return Ok(0);
+    };
+    std::fs::create_dir_all(store)?;
+    for dir in fanout.flatten() {
+        let prefix = dir.file_name().to_string_lossy().into_owned();
+        let is_dir = dir.file_type().is_ok_and(|t| t.is_dir());
+        if prefix.len() != 2 || !prefix.bytes().all(|b| b.is_ascii_hexdigit()) || !is_dir {
+            continue;
+        }
+        let Ok(files) = std::fs::read_dir(dir.path()) else {
+            continue;
+        };
+        for file in files.flatten() {
+            if Instant::now() > limits.until {
+                return Ok(copied);
+            }
+            let name = format!("{prefix}{}", file.file_name().to_string_lossy());
+            let Ok(id) = gix::ObjectId::from_hex(name.as_bytes()) else {
+                continue;
+            };
+            if lead.has_object(id) || target.contains(&id) {
+                continue;
+            }
+            let Some((kind, data)) = read_loose(&file.path(), limits.max_object_size) else {
+                continue;
+            };
+            let named = gix::objs::compute_hash(hash, kind, &data).ok();
+            if named == Some(id) && target.write_buf(kind, &data).is_ok() {
+                copied += 1;
+            }
+        }
+    }
+    Ok(copied)
+}
+
+/// A loose object file read with care (see [`copy_live`]): its kind and content, when it
+/// is a regular file that inflates to a whole object no bigger than `max_size`.
+fn read_loose(path: &Path, max_size: u64) -> Option<(gix::objs::Kind, Vec<u8>)> {
+    use gix::zlib::{Decompress, FlushDecompress, Status};
+    use std::io::Read as _;
+    use std::os::unix::fs::OpenOptionsExt as _;
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(path)
+        .ok()?;
+    let meta = file.metadata().ok()?;
+    // A deflated object is at most a little bigger than the object itself.
+    let cap = max_size.saturating_add(1024);
+    if !meta.is_file() || meta.len() > cap {
+        return None;
+    }
+    let mut raw = Vec::new();
+    file.take(cap).read_to_end(&mut raw).ok()?;
+    // The header (`<kind> <size>\0`) comes first, then the content.
+    let most = usize::try_from(max_size.saturating_add(64)).ok()?;
+    let mut inflate = Decompress::new();
+    let mut out = Vec::new();
+    let mut scratch = vec![0u8; 64 << 10];
+    let mut input = raw.as_slice();
+    loop {
+        let (before_in, before_out) = (inflate.total_in(), inflate.total_out());
+        let status = inflate
+            .decompress(input, &mut scratch, FlushDecompress::None)
+            .ok()?;
+        let consumed = usize::try_from(inflate.total_in() - before_in).ok()?;
+        let produced = usize::try_from(inflate.total_out() - before_out).ok()?;
+        input = input.get(consumed..)?;
+        out.extend_from_slice(scratch.get(..produced)?);
+        if out.len() > most {
+            return None;
+        }
+        match status {
+            Status::StreamEnd => break,
+            Status::Ok if consumed > 0 || produced > 0 => {}
+            _ => return None,
+        }
+    }
+    let (kind, size, header) = gix::objs::decode::loose_header(&out).ok()?;
+    if size > max_size || out.len().checked_sub(header)? as u64 != size {
+        return None;
+    }
+    Some((kind, out.split_off(header)))
+}
+
 /// Brings the pack at `path` (named `name`) into the store through `git index-pack`,
 /// within `limits`: a pack file bigger than the size limit, or one that holds an object
 /// bigger than it, is refused before `index-pack` sees it, and `index-pack` is stopped

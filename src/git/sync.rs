@@ -42,28 +42,88 @@ pub fn fetch(repo_dir: &Path, remote: &str) -> Result<()> {
         .with_context(|| format!("cannot fetch the notes of {remote}"))
 }
 
-/// Fetches `specs` from `remote` quietly, with no tags and no `FETCH_HEAD`; `prune`: what
-/// the remote no longer has under a spec's destination goes here too.
+/// Fetches `specs` (forced globs, `+<src>*:<dst>*`) from `remote` quietly, with no tags
+/// and no `FETCH_HEAD`; `prune`: what the remote no longer has under a spec's
+/// destination goes here too.
 ///
-/// The run branches (`refs/heads/crew/`) take no part in the fetch's negotiation and
-/// connectivity check (`fetch.hideRefs`): a fenced run's branch names commits that are
-/// in its quarantine until its attempt ends, and git refuses a fetch while any ref it
-/// weighs names an object the store lacks.
+/// The fetch runs in a scratch repository that shares this one's object store and
+/// config, holding only the refs under the specs' destinations, and what it fetched is
+/// then set here: git checks a fetch's connectivity against every ref it has, and a live
+/// fenced run's branch names commits that are still in the run's quarantine, not in
+/// the store, so a fetch here would fail on them ("bad object") while any run has
+/// committed.
 pub fn fetch_refs(repo_dir: &Path, remote: &str, specs: &[&str], prune: bool) -> Result<()> {
-    let mut args = vec![
-        "-c",
-        "fetch.hideRefs=refs/heads/crew/",
-        "fetch",
-        "--quiet",
-        "--no-tags",
-        "--no-write-fetch-head",
-    ];
+    let repo = super::repo::open(repo_dir)?;
+    let common = repo.common_dir().to_path_buf();
+    let objects = common.join("objects");
+    let prefixes: Vec<&str> = specs
+        .iter()
+        .filter_map(|s| s.split_once(':'))
+        .map(|(_, dst)| dst.trim_end_matches('*'))
+        .collect();
+    let within = |name: &str| prefixes.iter().any(|p| name.starts_with(p));
+    let scratch = tempfile::Builder::new()
+        .prefix("crew-fetch-")
+        .tempdir()
+        .context("cannot make a scratch repository to fetch into")?;
+    let scratch_dir = scratch.path().to_string_lossy().into_owned();
+    GitRunner::new(repo_dir).output(&["init", "--quiet", "--bare", &scratch_dir])?;
+    let in_scratch = || {
+        GitRunner::new(scratch.path())
+            .with_env("GIT_DIR", &scratch_dir)
+            .with_env("GIT_OBJECT_DIRECTORY", &objects.to_string_lossy())
+    };
+    // What is here already: the fetch negotiates from it, and prunes it.
+    let mut here = std::collections::BTreeMap::new();
+    for prefix in &prefixes {
+        for (name, id) in super::refs::under(&repo, prefix)? {
+            if let Some(id) = id {
+                here.insert(name, id.to_string());
+            }
+        }
+    }
+    let seed: String = here
+        .iter()
+        .map(|(name, id)| format!("create {name} {id}\n"))
+        .collect();
+    update_refs(&in_scratch(), &seed)?;
+    let include = format!("include.path={}", common.join("config").display());
+    let mut args = vec!["fetch", "--quiet", "--no-tags", "--no-write-fetch-head"];
     if prune {
         args.push("--prune");
     }
     args.push(remote);
     args.extend(specs);
-    GitRunner::new(repo_dir).output(&args)?;
+    in_scratch().with_config(&include).output(&args)?;
+    let fetched: std::collections::BTreeMap<String, String> = in_scratch()
+        .output(&["for-each-ref", "--format=%(objectname) %(refname)"])?
+        .lines()
+        .filter_map(|l| l.split_once(' '))
+        .filter(|(_, name)| within(name))
+        .map(|(id, name)| (name.to_string(), id.to_string()))
+        .collect();
+    let mut moves = String::new();
+    for (name, id) in &fetched {
+        if here.get(name) != Some(id) {
+            moves.push_str(&format!("update {name} {id}\n"));
+        }
+    }
+    for name in here.keys().filter(|n| prune && !fetched.contains_key(*n)) {
+        moves.push_str(&format!("delete {name}\n"));
+    }
+    update_refs(&GitRunner::new(repo_dir), &moves)
+}
+
+/// Runs `git update-ref --stdin` with `commands`, when there are any.
+fn update_refs(runner: &GitRunner, commands: &str) -> Result<()> {
+    if commands.is_empty() {
+        return Ok(());
+    }
+    let mut file = tempfile::tempfile().context("cannot write the ref updates")?;
+    std::io::Write::write_all(&mut file, commands.as_bytes())
+        .context("cannot write the ref updates")?;
+    std::io::Seek::rewind(&mut file).context("cannot write the ref updates")?;
+    runner.output_with_stdin(&["update-ref", "--stdin"], file)?;
     Ok(())
 }
 

@@ -117,10 +117,10 @@ where
 pub fn all() -> Vec<Tool> {
     use crate::view::output as out;
     vec![
-        tool::<StatusIn, out::StatusOutput<'static>>(
+        tool::<StatusIn, out::StatusAnswer<'static>>(
             "status",
             Kind::Read,
-            "The runs in flight and the recent ones, oldest first, each with its phase, footer, verify, decision, integration and supervisor (`git crew status --json`). A read: changes nothing.",
+            "The runs in flight and the recent ones, oldest first, each with its phase, footer, verify, decision, integration and supervisor (`git crew status --json`). A read: changes nothing. With fleet: true, the runs in flight on every machine of the fleet instead, from the claims on its remote (`git crew status --fleet --json`): fetching them is all it changes.",
             status,
         ),
         tool::<RunIn, crate::view::result::FoundOutput<'static>>(
@@ -268,6 +268,12 @@ struct StatusIn {
     /// Include every finished run.
     #[serde(default)]
     all: bool,
+    /// The runs in flight on every machine of the fleet instead, from the claims on its
+    /// remote (`status --fleet`).
+    #[serde(default)]
+    fleet: bool,
+    /// The fleet's remote (default: fleet.remote); only with fleet.
+    remote: Option<String>,
 }
 
 fn twenty() -> usize {
@@ -275,13 +281,34 @@ fn twenty() -> usize {
 }
 
 fn status(ctx: &Context, input: StatusIn) -> Result<Answer> {
+    use crate::view::output::StatusAnswer;
+    let now = crate::sys::clock::now_millis();
+    if input.fleet {
+        if input.run.is_some() || input.all {
+            return Err(CrewError::new(
+                ErrorCode::Usage,
+                "status: fleet lists the fleet's claims; give it without run or all",
+            ));
+        }
+        let request = crate::ops::status::FleetRequest {
+            remote: input.remote,
+        };
+        let fleet = crate::ops::status::fleet(ctx, &request)?;
+        return Answer::ok(&StatusAnswer::Fleet(fleet.output(now)));
+    }
+    if input.remote.is_some() {
+        return Err(CrewError::new(
+            ErrorCode::Usage,
+            "status: remote names the fleet's remote; give it with fleet: true",
+        ));
+    }
     let request = crate::ops::status::Request {
         run: input.run.as_deref().map(address).transpose()?,
         recent: input.recent,
         all: input.all,
     };
     let status = crate::ops::status::status(ctx, &request)?;
-    Answer::ok(&status.output(crate::sys::clock::now_millis()))
+    Answer::ok(&StatusAnswer::Runs(status.output(now)))
 }
 
 #[derive(Deserialize, JsonSchema)]

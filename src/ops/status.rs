@@ -114,3 +114,116 @@ fn forecasts(
     );
     forecast::or_warn(ctx, found)
 }
+
+/// `status --fleet`: which remote's claims to read (`fleet.remote` when none).
+pub struct FleetRequest {
+    pub remote: Option<String>,
+}
+
+/// The claims on the fleet's remote, with the commit each run keeps there.
+pub struct FleetStatus {
+    pub remote: String,
+    pub claims: Vec<(crate::core::fleet::Seen, Option<String>)>,
+}
+
+impl FleetStatus {
+    /// What `status --fleet` prints as data, each claim weighed at `now` (Unix ms).
+    pub fn output(&self, now: u64) -> crate::view::output::FleetStatusOutput {
+        use crate::core::fleet::FleetPhase;
+        use crate::view::output::{FleetClaimOutput, FleetStatusOutput};
+        let claims = self
+            .claims
+            .iter()
+            .map(|(seen, attempt)| {
+                let c = seen.claim.as_ref();
+                let expires = c.map(crate::core::fleet::FleetClaim::expires_ms);
+                FleetClaimOutput {
+                    task: seen.task.clone(),
+                    machine: c.map(|c| c.machine.clone()),
+                    run: c.map(|c| c.run.clone()),
+                    phase: FleetPhase::of(c, now),
+                    writes: c.map(|c| c.writes),
+                    scope: c.map(|c| c.scope.clone()).unwrap_or_default(),
+                    since_ms: c.map(|c| c.since_ms),
+                    renewed_ms: c.map(|c| c.renewed_ms),
+                    lease_ms: c.map(|c| c.lease_ms),
+                    expires_ms: expires,
+                    age_ms: c.map(|c| now.saturating_sub(c.renewed_ms)),
+                    left_ms: expires.map(|e| {
+                        i64::try_from(e)
+                            .unwrap_or(i64::MAX)
+                            .saturating_sub(i64::try_from(now).unwrap_or(i64::MAX))
+                    }),
+                    passed_ms: c.and_then(|c| c.passed_ms),
+                    attempt_ref: c.map(|c| c.attempt_ref.clone()),
+                    attempt: attempt.clone(),
+                    took_over: c.and_then(|c| c.took_over.clone()),
+                    claim: seen.id.clone(),
+                }
+            })
+            .collect();
+        FleetStatusOutput {
+            remote: self.remote.clone(),
+            now_ms: now,
+            claims,
+        }
+    }
+}
+
+/// Fetches the fleet remote's claims (into `refs/crew/remotes/<remote>/`, as a fetch
+/// would: nothing else here changes) and lists them, each with the commit its run keeps
+/// on the remote.
+pub fn fleet(ctx: &Context, req: &FleetRequest) -> Result<FleetStatus> {
+    use crate::error::{CrewError, ErrorCode};
+    let remote = match &req.remote {
+        Some(remote) => remote.clone(),
+        None => {
+            let invocation = crate::core::flight::Invocation::default();
+            super::flight::resolve(ctx, &invocation)?
+                .flight
+                .fleet
+                .remote
+                .filter(|r| !r.is_empty())
+                .ok_or_else(|| {
+                    CrewError::new(
+                        ErrorCode::RemoteRequired,
+                        "no fleet remote: name the one whose claims to read",
+                    )
+                    .hinted("--remote NAME, or fleet.remote in the flight config")
+                })?
+        }
+    };
+    let repo_dir = ctx.workdir()?.to_path_buf();
+    let repo = ctx.repo()?;
+    if !crate::git::sync::remotes(repo).contains(&remote) {
+        return Err(CrewError::new(
+            ErrorCode::RemoteNotFound,
+            format!("no remote {remote}: the fleet's claims live on a remote of this repository"),
+        )
+        .hinted("`git remote -v` lists them; --remote NAME or fleet.remote names one"));
+    }
+    let unreachable = |e: crate::git::error::Error| {
+        CrewError::new(ErrorCode::FetchFailed, crate::fault::chain(&e))
+    };
+    crate::git::fleet::fetch(&repo_dir, &remote).map_err(unreachable)?;
+    let attempts = crate::git::fleet::attempts(&repo_dir, &remote).map_err(unreachable)?;
+    // A fresh view of the refs the fetch moved.
+    let repo = crate::git::repo::open(&repo_dir).map_err(CrewError::from)?;
+    let (seen, _) = crate::git::fleet::seen(&repo, &remote).map_err(CrewError::from)?;
+    let claims = seen
+        .into_iter()
+        .map(|s| {
+            let attempt = s.claim.as_ref().and_then(|c| {
+                let run = c
+                    .attempt_ref
+                    .strip_prefix(crate::core::fleet::ATTEMPTS_PREFIX)?;
+                attempts
+                    .iter()
+                    .find(|(r, _)| r == run)
+                    .map(|(_, id)| id.to_string())
+            });
+            (s, attempt)
+        })
+        .collect();
+    Ok(FleetStatus { remote, claims })
+}

@@ -293,9 +293,8 @@ pub fn work(
                         .map(|(task, _)| task)
                         .collect();
                 }
-                // Out of reach for now (or a fetch refused while a run's commits are in
-                // its quarantine): this round goes by what was fetched last; said once it
-                // lasts.
+                // Out of reach for now: this round goes by what was fetched last; said
+                // once it lasts.
                 Err(e) => {
                     unseen += 1;
                     if unseen >= UNSEEN_ROUNDS {
@@ -513,22 +512,12 @@ fn settle(
                 observe(Event::Stopping(Stop::HandBack));
             }
             // The remote out of reach for now, or other machines landing all the while:
-            // the pass keeps its claim and tries again next round, a few times. While a
-            // run of this clone works, a fetch may fail for it (a fenced run's branch names
-            // commits that stay in its quarantine until its attempt ends, and git refuses
-            // a fetch while a worktree's HEAD names an object the store lacks): such a
-            // try is not counted.
+            // the pass keeps its claim and tries again next round, a few times.
             Err(e)
                 if matches!(e.code, ErrorCode::FetchFailed | ErrorCode::TargetKeptMoving)
                     && held.tries.get(&task).copied().unwrap_or(0) + 1 < LANDING_TRIES =>
             {
-                let working = store.live().map(|live| {
-                    live.iter()
-                        .any(|r| !r.phase.is_final() && r.phase != Phase::NeedsHelp)
-                });
-                if e.code == ErrorCode::TargetKeptMoving || !working.unwrap_or(false) {
-                    *held.tries.entry(task.clone()).or_default() += 1;
-                }
+                *held.tries.entry(task.clone()).or_default() += 1;
                 ctx.warn(format!(
                     "{task} (run {run}) did not land yet: {}",
                     e.message

@@ -97,10 +97,13 @@ pub fn claim(repo_dir: &Path, fleet: &Fleet, record: &RunRecord, now_ms: u64) ->
         let repo = crate::git::repo::open(repo_dir)?;
         let (seen, serial) = crate::git::fleet::seen(&repo, &fleet.remote)?;
         let now = now_ms.max(crate::sys::clock::now_millis());
-        let old = match fleet::decide(&record.run, &wanted, &seen, now) {
+        let (old, took_over) = match fleet::decide(&record.run, &wanted, &seen, now) {
             Decision::Refuse(held) => return Ok(Claimed::Refused(held)),
-            Decision::Create => None,
-            Decision::Replace { old } => Some(crate::git::refs::oid(&old.id)?),
+            Decision::Create => (None, None),
+            Decision::Replace { old } => (
+                Some(crate::git::refs::oid(&old.id)?),
+                fleet::TookOver::of(old.claim.as_ref(), &record.run),
+            ),
         };
         let claim = FleetClaim {
             machine: fleet.machine.clone(),
@@ -111,7 +114,9 @@ pub fn claim(repo_dir: &Path, fleet: &Fleet, record: &RunRecord, now_ms: u64) ->
             since_ms: now,
             renewed_ms: now,
             lease_ms: fleet.lease_ms,
-            attempt_ref: format!("refs/crew/attempts/{}", record.run),
+            attempt_ref: format!("{}{}", fleet::ATTEMPTS_PREFIX, record.run),
+            passed_ms: None,
+            took_over,
         };
         let blob = crate::git::fleet::write_text(&repo, &claim.to_text())?;
         let serial_text = fleet::serial_text(&claim, serial.map(|s| s.to_string()).as_deref());
@@ -157,9 +162,21 @@ pub fn claim(repo_dir: &Path, fleet: &Fleet, record: &RunRecord, now_ms: u64) ->
 /// last; `None` when the claim is no longer its own (its lease ran out and another
 /// machine took the task over, or it was let go).
 pub fn renew(repo_dir: &Path, ticket: &Ticket, now_ms: u64) -> Result<Option<Ticket>> {
+    swap(repo_dir, ticket, ticket.claim.renewed(now_ms))
+}
+
+/// Says on the remote that the ticket's run passed (and renews its lease then), with a
+/// swap on the value this machine pushed last: the claim holds its task until the run is
+/// integrated. `None` when the claim is no longer its own.
+pub fn passed(repo_dir: &Path, ticket: &Ticket, now_ms: u64) -> Result<Option<Ticket>> {
+    swap(repo_dir, ticket, ticket.claim.passed(now_ms))
+}
+
+/// Replaces the ticket's claim on the remote with `claim`, leased on the value pushed last.
+fn swap(repo_dir: &Path, ticket: &Ticket, claim: FleetClaim) -> Result<Option<Ticket>> {
     let repo = crate::git::repo::open(repo_dir)?;
     let renewed = Ticket {
-        claim: ticket.claim.renewed(now_ms),
+        claim,
         ..ticket.clone()
     };
     let blob = crate::git::fleet::write_text(&repo, &renewed.claim.to_text())?;
@@ -230,21 +247,32 @@ pub fn let_go(repo_dir: &Path, run_dir: &Path) -> Result<Option<bool>> {
 }
 
 /// At a run's end: its commits are pushed to the remote (`refs/crew/attempts/<run>`),
-/// then a run that did not pass lets its claim go; a pass keeps it until it is
-/// integrated. What fails here, the lease's end takes care of.
+/// then a run that did not pass lets its claim go; a pass marks its claim passed
+/// (`passed_ms`) and keeps it until it is integrated. What fails here, the lease's end
+/// takes care of.
 pub fn at_end(
     repo_dir: &Path,
     run_dir: &Path,
-    branch: &str,
+    record: &RunRecord,
     outcome: crate::core::record::Outcome,
 ) {
     {
         let _turn = TURN.lock();
-        if let Ok(Some(mut ticket)) = load(run_dir)
-            && let Ok(pushed) = push_attempt(repo_dir, &ticket, branch)
+        if let Ok(Some(mut ticket)) = load(run_dir) {
+            // Its objects are in the repository's store now.
+            let live = Live::of(repo_dir, run_dir, record);
+            if let Ok(pushed) = push_attempt(repo_dir, &ticket, &live) {
+                ticket.attempt_pushed = pushed.map(|id| id.to_string());
+                let _ = save(run_dir, &ticket);
+            }
+        }
+        let _ = std::fs::remove_dir_all(crate::core::layout::attempt_objects(run_dir));
+        // A pass says so on the remote: every machine sees it awaits integration.
+        if outcome == crate::core::record::Outcome::Pass
+            && let Ok(Some(ticket)) = load(run_dir)
+            && let Ok(Some(marked)) = passed(repo_dir, &ticket, crate::sys::clock::now_millis())
         {
-            ticket.attempt_pushed = pushed.map(|id| id.to_string());
-            let _ = save(run_dir, &ticket);
+            let _ = save(run_dir, &marked);
         }
     }
     if outcome != crate::core::record::Outcome::Pass {
@@ -252,32 +280,61 @@ pub fn at_end(
     }
 }
 
-/// A live run's heartbeat: every third of its lease, its claim is renewed and the commits
-/// its branch holds are pushed to the remote (`refs/crew/attempts/<run>`), so another
-/// machine can take the task over from them if this one dies. (A worker's commits reach
-/// the branch when its attempt ends: until then they are in the run's private view of
-/// the git dir.) Stops when dropped, or when the claim is no
-/// longer the run's.
+/// What a run's heartbeat reads of it to push its commits as they are made.
+#[derive(Debug, Clone)]
+struct Live {
+    /// The repository's common git dir, where the run's branch lives.
+    common_dir: std::path::PathBuf,
+    /// The run's branch, as a full ref name, and the commit it was cut from.
+    branch: String,
+    base: Option<crate::git::ObjectId>,
+    /// The attempt's object quarantine and where its objects are copied for a push.
+    quarantine: std::path::PathBuf,
+    store: std::path::PathBuf,
+    max_object_size: u64,
+}
+
+impl Live {
+    fn of(repo_dir: &Path, run_dir: &Path, record: &RunRecord) -> Live {
+        let common_dir = crate::git::repo::open(repo_dir)
+            .map(|r| r.common_dir().to_path_buf())
+            .unwrap_or_else(|_| repo_dir.join(".git"));
+        Live {
+            common_dir,
+            branch: format!("refs/heads/{}", record.branch),
+            base: crate::git::refs::oid(&record.base).ok(),
+            quarantine: crate::core::layout::quarantine(run_dir),
+            store: crate::core::layout::attempt_objects(run_dir),
+            max_object_size: record.file_size_cap(),
+        }
+    }
+}
+
+/// A live run's heartbeat: every third of its lease, its claim is renewed and its commits
+/// are pushed to the remote (`refs/crew/attempts/<run>`), so another machine can take the
+/// task over from them if this one dies. A fenced worker's commits are in its attempt's
+/// quarantine until the attempt ends: the beat copies them out (each hashed again, into
+/// the run's own folder, never the repository's store) and pushes the run's branch when
+/// it names a commit that descends from the run's base. Stops when dropped, or when the
+/// claim is no longer the run's.
 pub struct Heartbeat {
     stop: Option<std::sync::mpsc::Sender<()>>,
     thread: Option<std::thread::JoinHandle<()>>,
 }
 
 impl Heartbeat {
-    /// Starts the heartbeat of the run whose folder is `run_dir`, when it holds a claim.
-    pub fn start(repo_dir: &Path, run_dir: &Path, branch: &str) -> Option<Heartbeat> {
+    /// Starts the heartbeat of `record`'s run, whose folder is `run_dir`, when it holds a
+    /// claim.
+    pub fn start(repo_dir: &Path, run_dir: &Path, record: &RunRecord) -> Option<Heartbeat> {
         let ticket = load(run_dir).ok().flatten()?;
         let every = std::time::Duration::from_millis((ticket.claim.lease_ms / 3).max(200));
         let (stop, stopped) = std::sync::mpsc::channel::<()>();
-        let (repo_dir, run_dir, branch) = (
-            repo_dir.to_path_buf(),
-            run_dir.to_path_buf(),
-            branch.to_string(),
-        );
+        let live = Live::of(repo_dir, run_dir, record);
+        let (repo_dir, run_dir) = (repo_dir.to_path_buf(), run_dir.to_path_buf());
         let thread = std::thread::spawn(move || {
             while let Err(std::sync::mpsc::RecvTimeoutError::Timeout) = stopped.recv_timeout(every)
             {
-                if !beat(&repo_dir, &run_dir, &branch) {
+                if !beat(&repo_dir, &run_dir, &live, every) {
                     break;
                 }
             }
@@ -300,7 +357,7 @@ impl Drop for Heartbeat {
 
 /// One beat: renews the claim and pushes the run's commits; `false` when the run holds
 /// no claim any more (let go, or taken over once its lease ran out).
-fn beat(repo_dir: &Path, run_dir: &Path, branch: &str) -> bool {
+fn beat(repo_dir: &Path, run_dir: &Path, live: &Live, every: std::time::Duration) -> bool {
     let _turn = TURN.lock();
     let Ok(Some(ticket)) = load(run_dir) else {
         return false;
@@ -315,27 +372,39 @@ fn beat(repo_dir: &Path, run_dir: &Path, branch: &str) -> bool {
         // The remote is out of reach for now: the next beat tries again.
         Err(_) => return true,
     };
-    if let Ok(pushed) = push_attempt(repo_dir, &ticket, branch) {
+    // The attempt's new objects, copied out of its quarantine within this beat's time.
+    if let Ok(repo) = crate::git::repo::open(repo_dir) {
+        let limits = crate::git::objects::Limits {
+            max_object_size: live.max_object_size,
+            until: std::time::Instant::now() + every,
+        };
+        let _ = crate::git::objects::copy_live(&repo, &live.quarantine, &live.store, limits);
+    }
+    if let Ok(pushed) = push_attempt(repo_dir, &ticket, live) {
         ticket.attempt_pushed = pushed.map(|id| id.to_string());
     }
     let _ = save(run_dir, &ticket);
     true
 }
 
-/// Pushes the run's branch tip to its attempt ref on the remote, with a lease on what was
-/// pushed last; the value the remote holds after.
+/// Pushes the commit the run's branch names to its attempt ref on the remote, with a
+/// lease on what was pushed last, when it is a commit of the run's (see
+/// `git::fleet::push_attempt`); the value the remote holds after.
 fn push_attempt(
     repo_dir: &Path,
     ticket: &Ticket,
-    branch: &str,
+    live: &Live,
 ) -> Result<Option<crate::git::ObjectId>> {
     let last = match &ticket.attempt_pushed {
         Some(id) => Some(crate::git::refs::oid(id)?),
         None => None,
     };
-    let repo = crate::git::repo::open(repo_dir)?;
-    let tip = crate::git::refs::tip(&repo, &format!("refs/heads/{branch}"))?;
-    if tip.is_none() || tip == last {
+    let Some(base) = live.base else {
+        return Ok(last);
+    };
+    let tip = crate::git::fleet::branch_tip(&live.common_dir, &live.branch);
+    // Nothing of the run's yet (or nothing new): nothing to push.
+    if tip.is_none() || tip == last || tip == Some(base) {
         return Ok(last);
     }
     let update = Update {
@@ -343,7 +412,7 @@ fn push_attempt(
         old: last,
         new: tip,
     };
-    match crate::git::fleet::push(repo_dir, &ticket.remote, &[update])? {
+    match crate::git::fleet::push_attempt(repo_dir, &ticket.remote, &update, base, &live.store)? {
         Pushed::Done => Ok(tip),
         Pushed::Lost | Pushed::Refused(_) => Ok(last),
     }

@@ -119,12 +119,7 @@ pub fn end_outside(
     if store.finish(&record, || {
         not_filed = filing::ledger_row(repo_dir, &record).err()
     })? {
-        crate::run::fleet::at_end(
-            repo_dir,
-            &store.run_dir(&record.run),
-            &record.branch,
-            outcome,
-        );
+        crate::run::fleet::at_end(repo_dir, &store.run_dir(&record.run), &record, outcome);
         Ok(Some(Ended { record, not_filed }))
     } else {
         Ok(None)

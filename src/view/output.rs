@@ -22,6 +22,54 @@ pub struct StatusOutput<'a> {
     pub hidden: usize,
 }
 
+/// `status --fleet`: the claims on the fleet's remote (SPEC-like, README "A fleet"), one
+/// a task, each as its blob says with what follows from it at `now_ms`.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct FleetStatusOutput {
+    /// The remote the claims were fetched from.
+    pub remote: String,
+    /// When they were read (ms since the epoch, this machine's clock).
+    pub now_ms: u64,
+    pub claims: Vec<FleetClaimOutput>,
+}
+
+/// One claim of `status --fleet`. The fields of an unreadable claim's blob are null.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct FleetClaimOutput {
+    pub task: String,
+    pub machine: Option<String>,
+    pub run: Option<String>,
+    pub phase: crate::core::fleet::FleetPhase,
+    pub writes: Option<bool>,
+    pub scope: Vec<String>,
+    pub since_ms: Option<u64>,
+    pub renewed_ms: Option<u64>,
+    pub lease_ms: Option<u64>,
+    pub expires_ms: Option<u64>,
+    /// How long ago the lease was last renewed.
+    pub age_ms: Option<u64>,
+    /// How long the lease runs on (negative: how long ago it ran out).
+    pub left_ms: Option<i64>,
+    /// When the run passed (it awaits integration), if it did.
+    pub passed_ms: Option<u64>,
+    /// Where the run keeps its commits on the remote, and the commit there now (null
+    /// when it pushed none yet).
+    pub attempt_ref: Option<String>,
+    pub attempt: Option<String>,
+    /// The run whose expired claim this one took over, and where its commits are.
+    pub took_over: Option<crate::core::fleet::TookOver>,
+    /// The object the claim ref names.
+    pub claim: String,
+}
+
+/// What the MCP `status` tool returns: the runs, or with `fleet` the fleet's claims.
+#[derive(Debug, Serialize, JsonSchema)]
+#[serde(untagged)]
+pub enum StatusAnswer<'a> {
+    Runs(StatusOutput<'a>),
+    Fleet(FleetStatusOutput),
+}
+
 /// What `diff` prints under `--json`: the run, the two commits and the text.
 #[derive(Debug, Serialize, JsonSchema)]
 pub struct DiffOutput<'a> {

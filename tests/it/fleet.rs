@@ -493,3 +493,496 @@ fn claims_race_the_same_over_git_daemon_on_loopback() {
     let fsck = env.git(&bare, &["fsck", "--no-progress"]);
     assert_eq!(fsck.code, 0, "{fsck:?}");
 }
+
+/// Puts a claim blob of `text` on the bare remote for `task`, as another machine would.
+fn plant_claim(env: &TestEnv, bare: &Path, task: &str, text: &str) {
+    let blob = env
+        .command("git")
+        .current_dir(bare)
+        .args(["hash-object", "-w", "--stdin"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .and_then(|mut child| {
+            use std::io::Write;
+            child.stdin.take().unwrap().write_all(text.as_bytes())?;
+            child.wait_with_output()
+        })
+        .unwrap();
+    let id = String::from_utf8(blob.stdout).unwrap();
+    env.git_ok(
+        bare,
+        &["update-ref", &format!("refs/crew/claims/{task}"), id.trim()],
+    );
+}
+
+/// What a read must leave as it found it: every ref but the remote's claims as fetched,
+/// and every file of git-crew's folder.
+fn local_state(env: &TestEnv, dir: &Path) -> (String, Vec<String>) {
+    let refs = env
+        .git_ok(dir, &["for-each-ref", "--format=%(refname) %(objectname)"])
+        .lines()
+        .filter(|l| !l.starts_with("refs/crew/remotes/"))
+        .collect::<Vec<_>>()
+        .join("\n");
+    fn walk(dir: &Path, out: &mut Vec<String>) {
+        for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                walk(&path, out);
+            } else {
+                let len = entry.metadata().map(|m| m.len()).unwrap_or(0);
+                out.push(format!("{} {len}", path.display()));
+            }
+        }
+    }
+    let mut files = Vec::new();
+    walk(&dir.join(".git/crew"), &mut files);
+    files.sort();
+    (refs, files)
+}
+
+fn fleet_status(env: &TestEnv, dir: &Path, extra: &[&str]) -> Out {
+    let mut args = vec!["status", "--fleet"];
+    args.extend(extra);
+    env.crew(dir, &args)
+}
+
+#[test]
+fn status_fleet_lists_every_machines_runs_from_the_claims_and_changes_nothing_else() {
+    let env = TestEnv::new();
+    let (bare, clones) = fleet(&env, &["a", "b", "c"], None);
+    let (a, b, c) = (&clones[0], &clones[1], &clones[2]);
+    // A run working on machine a, and one that passed on machine b.
+    let set = slow(30);
+    let out = claim(
+        &env,
+        a,
+        "box-a",
+        "long",
+        &["--backend", "slow", "--set", &set],
+    );
+    out.expect_code(0);
+    let working = out.json()["run"].as_str().unwrap().to_string();
+    let out = claim(
+        &env,
+        b,
+        "box-b",
+        "routes",
+        &["--backend", "ok", "--scope", "src/routes/**"],
+    );
+    out.expect_code(0);
+    let passed = out.json()["run"].as_str().unwrap().to_string();
+    env.wait(b, &passed).run().expect_code(0);
+    poll_until(
+        Duration::from_secs(20),
+        "the pass marked on the remote",
+        || {
+            claims_on(&env, &bare)
+                .iter()
+                .any(|(t, c)| t == "routes" && c["passed_ms"].is_u64())
+        },
+    );
+    // A claim whose lease ran out long ago, and one that is no claim at all.
+    plant_claim(
+        &env,
+        &bare,
+        "stale",
+        "{\"machine\":\"box-gone\",\"run\":\"r-gone\",\"task\":\"stale\",\"writes\":true,\"scope\":[\"stale/**\"],\"since_ms\":1000,\"renewed_ms\":2000,\"lease_ms\":1000,\"attempt_ref\":\"refs/crew/attempts/r-gone\"}\n",
+    );
+    plant_claim(&env, &bare, "junk", "not a claim\n");
+
+    let before = local_state(&env, c);
+    let out = fleet_status(&env, c, &["--remote", "origin", "--json"]);
+    out.expect_code(0);
+    let json = out.json();
+    assert_eq!(json["remote"], "origin", "{json}");
+    let now = json["now_ms"].as_u64().unwrap();
+    let claims = json["claims"].as_array().unwrap();
+    let by_task = |task: &str| {
+        claims
+            .iter()
+            .find(|c| c["task"] == task)
+            .unwrap_or_else(|| panic!("no claim of {task}: {json}"))
+    };
+    assert_eq!(claims.len(), 4, "{json}");
+    let long = by_task("long");
+    assert_eq!(long["machine"], "box-a");
+    assert_eq!(long["run"], working.as_str());
+    assert_eq!(long["phase"], "running");
+    assert_eq!(long["scope"], serde_json::json!(["work/long/**"]));
+    assert!(long["left_ms"].as_i64().unwrap() > 0, "{long}");
+    assert_eq!(
+        long["expires_ms"].as_u64().unwrap(),
+        long["renewed_ms"].as_u64().unwrap() + long["lease_ms"].as_u64().unwrap()
+    );
+    assert_eq!(
+        long["age_ms"].as_u64().unwrap(),
+        now - long["renewed_ms"].as_u64().unwrap()
+    );
+    let routes = by_task("routes");
+    assert_eq!(routes["machine"], "box-b");
+    assert_eq!(routes["phase"], "passed");
+    assert!(routes["passed_ms"].is_u64(), "{routes}");
+    // The commit the pass keeps on the remote, as the bare repository has it.
+    let kept = env.git_ok(
+        &bare,
+        &["rev-parse", &format!("refs/crew/attempts/{passed}")],
+    );
+    assert_eq!(routes["attempt"], kept.trim(), "{routes}");
+    let stale = by_task("stale");
+    assert_eq!(stale["phase"], "expired");
+    assert_eq!(stale["machine"], "box-gone");
+    assert!(stale["left_ms"].as_i64().unwrap() < 0, "{stale}");
+    assert!(stale["attempt"].is_null(), "{stale}");
+    let junk = by_task("junk");
+    assert_eq!(junk["phase"], "unreadable");
+    assert!(junk["machine"].is_null() && junk["run"].is_null(), "{junk}");
+    // A read: on c nothing moved but the remote's claims as fetched.
+    assert_eq!(local_state(&env, c), before);
+    let fetched = env.git_ok(
+        c,
+        &[
+            "for-each-ref",
+            "--format=%(refname)",
+            "refs/crew/remotes/origin/claims/",
+        ],
+    );
+    assert!(
+        fetched.contains("refs/crew/remotes/origin/claims/long"),
+        "{fetched}"
+    );
+
+    // For people: a row per claim with its machine, phase and lease.
+    let human = fleet_status(&env, c, &["--remote", "origin", "--human"]);
+    human.expect_code(0);
+    let text = &human.stdout;
+    for word in [
+        "MACHINE",
+        "box-a",
+        "box-b",
+        "box-gone",
+        "running",
+        "passed",
+        "expired",
+        "unreadable",
+        "left",
+        "ran out",
+    ] {
+        assert!(text.contains(word), "{word} missing:\n{text}");
+    }
+
+    // The remote from the flight config; none named is a usage error, an unknown one
+    // exit 3, as for dispatch.
+    let out = fleet_status(&env, c, &["--json"]);
+    out.expect_code(2);
+    assert_eq!(out.json()["error"]["code"], "remote-required");
+    let out = fleet_status(&env, c, &["--remote", "nowhere", "--json"]);
+    out.expect_code(3);
+    assert_eq!(out.json()["error"]["code"], "remote-not-found");
+    write(
+        &c.join(".crew/flight.toml"),
+        &format!(
+            "{}\n[fleet]\nremote = \"origin\"\n",
+            std::fs::read_to_string(c.join(".crew/flight.toml")).unwrap_or_default()
+        ),
+    );
+    let out = fleet_status(&env, c, &["--json"]);
+    out.expect_code(0);
+    assert_eq!(out.json()["claims"].as_array().unwrap().len(), 4);
+
+    // The MCP status tool, with fleet: true, says the same.
+    let mut client = crate::mcp::Client::start(&env, c);
+    let answer = client.call(
+        "status",
+        serde_json::json!({"fleet": true, "remote": "origin"}),
+    );
+    let tasks: Vec<&str> = answer["structuredContent"]["claims"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["task"].as_str().unwrap())
+        .collect();
+    assert_eq!(tasks.len(), 4, "{answer}");
+    assert!(
+        tasks.contains(&"long") && tasks.contains(&"routes"),
+        "{answer}"
+    );
+    let _ = env.crew(a, &["abandon", &working]);
+}
+
+#[test]
+fn status_fleet_reads_the_claims_over_git_daemon() {
+    let env = TestEnv::new();
+    let daemon = Daemon::start(env.root());
+    let url = format!("git://127.0.0.1:{}/remote.git", daemon.port);
+    let (_bare, clones) = fleet(&env, &["a", "b"], Some(&url));
+    let set = slow(30);
+    let out = claim(
+        &env,
+        &clones[0],
+        "box-a",
+        "far",
+        &["--backend", "slow", "--set", &set],
+    );
+    out.expect_code(0);
+    let run = out.json()["run"].as_str().unwrap().to_string();
+    let out = fleet_status(&env, &clones[1], &["--remote", "origin", "--json"]);
+    out.expect_code(0);
+    let claims = out.json()["claims"].as_array().unwrap().clone();
+    assert_eq!(claims.len(), 1, "{claims:?}");
+    assert_eq!(claims[0]["machine"], "box-a");
+    assert_eq!(claims[0]["run"], run.as_str());
+    assert_eq!(claims[0]["phase"], "running");
+    let _ = env.crew(&clones[0], &["abandon", &run]);
+}
+
+/// The commit `run`'s attempt ref names on the bare remote, if any.
+fn attempt_on(env: &TestEnv, bare: &Path, run: &str) -> Option<String> {
+    let out = env.git(
+        bare,
+        &[
+            "rev-parse",
+            "-q",
+            "--verify",
+            &format!("refs/crew/attempts/{run}"),
+        ],
+    );
+    (out.code == 0).then(|| out.stdout.trim().to_string())
+}
+
+/// The `renewed_ms` of `task`'s claim on the bare remote.
+fn renewed(env: &TestEnv, bare: &Path, task: &str) -> u64 {
+    claims_on(env, bare)
+        .iter()
+        .find(|(t, _)| t == task)
+        .and_then(|(_, c)| c["renewed_ms"].as_u64())
+        .unwrap_or(0)
+}
+
+fn run_of(out: &Out) -> String {
+    out.expect_code(0);
+    out.json()["run"].as_str().unwrap().to_string()
+}
+
+#[test]
+fn a_workers_commits_reach_the_remote_while_its_attempt_runs_and_nothing_reaches_the_lead_early() {
+    crate::dispatch::require_fence();
+    let env = TestEnv::new();
+    let (bare, clones) = fleet(&env, &["a"], None);
+    let a = &clones[0];
+    let lease = "fleet.lease=\"2s\"";
+    let run = run_of(&claim(
+        &env,
+        a,
+        "box-a",
+        "live",
+        &["--backend", "commits-then-hangs", "--set", lease],
+    ));
+    poll_until(
+        Duration::from_secs(20),
+        "the live attempt's commit on the remote",
+        || attempt_on(&env, &bare, &run).is_some(),
+    );
+    let commit = attempt_on(&env, &bare, &run).unwrap();
+    // The worker's commit, on top of the run's base.
+    let shown = env.git_ok(&bare, &["show", &format!("{commit}:work/live/first.txt")]);
+    assert_eq!(shown.trim(), run);
+    let record = env.crew(a, &["show", &run]).json()["run"].clone();
+    let base = record["base"].as_str().unwrap();
+    env.git(&bare, &["merge-base", "--is-ancestor", base, &commit])
+        .expect_code(0);
+    // Its attempt still runs: the commit is in the attempt's quarantine, not in the
+    // lead's store, and no ref of the lead's but the run's branch names it.
+    assert_eq!(record["phase"], "working", "{record}");
+    assert!(
+        record["fence"]
+            .as_str()
+            .is_some_and(|f| f.starts_with("landlock")),
+        "{record}"
+    );
+    assert_ne!(env.git(a, &["cat-file", "-e", &commit]).code, 0);
+    let naming = env.git_ok(
+        a,
+        &[
+            "for-each-ref",
+            "--points-at",
+            &commit,
+            "--format=%(refname)",
+        ],
+    );
+    assert_eq!(naming.trim(), format!("refs/heads/crew/live/{run}"));
+    // The branch names a commit the store lacks until the attempt ends: a fetch here
+    // checks every ref, so the fleet's fetches go around it, and this machine still
+    // claims another task and reads the fleet.
+    let other = run_of(&claim(
+        &env,
+        a,
+        "box-a",
+        "other",
+        &["--backend", "no-footer"],
+    ));
+    let out = fleet_status(&env, a, &["--remote", "origin", "--json"]);
+    out.expect_code(0);
+    assert!(
+        out.json()["claims"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|c| c["task"] == "live" && c["attempt"] == commit.as_str()),
+        "{}",
+        out.stdout
+    );
+    env.crew(a, &["sync", "origin"]).expect_code(0);
+    env.wait(a, &other).run();
+    env.crew(a, &["abandon", &run]).expect_code(0);
+    let fsck = env.git(&bare, &["fsck", "--no-progress"]);
+    assert_eq!(fsck.code, 0, "{fsck:?}");
+}
+
+#[test]
+fn a_hostile_worker_can_at_worst_keep_its_own_attempt_off_the_remote() {
+    crate::dispatch::require_fence();
+    let env = TestEnv::new();
+    let (bare, clones) = fleet(&env, &["a"], None);
+    let a = &clones[0];
+    let lease = "fleet.lease=\"2s\"";
+    let modes = ["huge-ref", "blob", "unrelated", "symlinks", "none"];
+    let runs: Vec<String> = modes
+        .iter()
+        .map(|mode| {
+            let hostile = format!("backends.hostile-attempt.env.HOSTILE=\"{mode}\"");
+            run_of(&claim(
+                &env,
+                a,
+                "box-a",
+                &format!("h-{mode}"),
+                &[
+                    "--backend",
+                    "hostile-attempt",
+                    "--set",
+                    lease,
+                    "--set",
+                    &hostile,
+                    "--set",
+                    "backends.hostile-attempt.concurrency=10",
+                ],
+            ))
+        })
+        .collect();
+    // The worker that tampers with nothing gets its commit onto the remote...
+    poll_until(
+        Duration::from_secs(20),
+        "the untampered attempt on the remote",
+        || attempt_on(&env, &bare, &runs[4]).is_some(),
+    );
+    // ...and every hostile one keeps its heartbeat: its lease is renewed twice more.
+    for mode in &modes[..4] {
+        let task = format!("h-{mode}");
+        let first = renewed(&env, &bare, &task);
+        poll_until(Duration::from_secs(10), "two more renewals", || {
+            renewed(&env, &bare, &task) >= first + 1_000
+        });
+    }
+    // What each hostile worker named never reached the remote.
+    for (mode, run) in modes.iter().zip(&runs).take(4) {
+        assert_eq!(attempt_on(&env, &bare, run), None, "{mode}");
+    }
+    // Each did what it came to do (it says so in its manifest, once it is done).
+    for (mode, run) in modes.iter().zip(&runs) {
+        let manifest = a.join(format!(".git/crew/runs/{run}/manifest.md"));
+        let said = std::fs::read_to_string(&manifest).unwrap_or_default();
+        assert_eq!(said.trim(), format!("tampered: {mode}"));
+    }
+    // Nor at the run's end: the same check holds then.
+    for run in &runs {
+        env.crew(a, &["abandon", run]).expect_code(0);
+    }
+    for (mode, run) in modes.iter().zip(&runs).take(4) {
+        assert_eq!(attempt_on(&env, &bare, run), None, "{mode}");
+    }
+    assert!(attempt_on(&env, &bare, &runs[4]).is_some());
+    let fsck = env.git(&bare, &["fsck", "--no-progress"]);
+    assert_eq!(fsck.code, 0, "{fsck:?}");
+}
+
+#[test]
+fn a_machine_killed_mid_task_leaves_its_commits_on_the_remote_for_the_machine_that_takes_over() {
+    crate::dispatch::require_fence();
+    let env = TestEnv::new();
+    let daemon = Daemon::start(env.root());
+    let url = format!("git://127.0.0.1:{}/remote.git", daemon.port);
+    let (bare, clones) = fleet(&env, &["a", "b"], Some(&url));
+    let (a, b) = (&clones[0], &clones[1]);
+    let lease = "fleet.lease=\"2s\"";
+    let run = run_of(&claim(
+        &env,
+        a,
+        "box-a",
+        "long",
+        &["--backend", "commits-then-hangs", "--set", lease],
+    ));
+    let base = env.crew(a, &["show", &run]).json()["run"]["base"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    // The worker has committed, and the heartbeat has pushed the commit mid-attempt.
+    poll_until(
+        Duration::from_secs(20),
+        "the worker's commit on the remote",
+        || attempt_on(&env, &bare, &run).is_some(),
+    );
+    let commit = attempt_on(&env, &bare, &run).unwrap();
+
+    // Machine a dies mid-task: its supervisor and its worker are killed outright.
+    let pointer = a.join(".git/crew/live").join(format!("{run}.json"));
+    let live: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&pointer).unwrap()).unwrap();
+    let supervisor = live["supervisor_pid"].as_i64().unwrap().to_string();
+    let worker = format!("-{}", live["pid"].as_i64().unwrap());
+    Command::new("kill")
+        .args(["-KILL", &supervisor])
+        .status()
+        .unwrap();
+    let _ = Command::new("kill").args(["-KILL", "--", &worker]).status();
+    // Nothing of a's renews the claim now: once its lease runs out, b takes the task over.
+    let set = slow(30);
+    let mut takeover = None;
+    poll_until(Duration::from_secs(20), "a takeover", || {
+        let out = claim(
+            &env,
+            b,
+            "box-b",
+            "long",
+            &["--backend", "slow", "--set", lease, "--set", &set],
+        );
+        takeover = (out.code == 0).then(|| run_of(&out));
+        takeover.is_some()
+    });
+    let claims = claims_on(&env, &bare);
+    let (_, taken) = claims.iter().find(|(t, _)| t == "long").unwrap();
+    assert_eq!(taken["machine"], "box-b", "{taken}");
+    assert_eq!(taken["took_over"]["run"], run.as_str(), "{taken}");
+    assert_eq!(taken["took_over"]["machine"], "box-a", "{taken}");
+    let attempt = format!("refs/crew/attempts/{run}");
+    assert_eq!(taken["took_over"]["attempt_ref"], attempt.as_str());
+
+    // The killed machine's commit is on the remote, reachable from its attempt ref and
+    // on top of the run's base, with what the worker wrote.
+    env.git(&bare, &["cat-file", "-e", &format!("{commit}^{{commit}}")])
+        .expect_code(0);
+    env.git(&bare, &["merge-base", "--is-ancestor", &base, &commit])
+        .expect_code(0);
+    env.git(&bare, &["merge-base", "--is-ancestor", &commit, &attempt])
+        .expect_code(0);
+    let kept = env.git_ok(&bare, &["show", &format!("{attempt}:work/long/first.txt")]);
+    assert_eq!(kept.trim(), run);
+    // Every machine sees where it went.
+    let out = fleet_status(&env, b, &["--remote", "origin", "--json"]);
+    out.expect_code(0);
+    let listed = out.json()["claims"][0].clone();
+    assert_eq!(listed["took_over"]["run"], run.as_str(), "{listed}");
+    let fsck = env.git(&bare, &["fsck", "--no-progress"]);
+    assert_eq!(fsck.code, 0, "{fsck:?}");
+    env.crew(b, &["abandon", &takeover.unwrap()]).expect_code(0);
+}

@@ -87,7 +87,7 @@ pub fn drive(
     };
     // In a fleet, the run's claim on the remote is renewed while it is driven.
     let heartbeat =
-        crate::run::fleet::Heartbeat::start(&repo_dir(repo), &store.run_dir(run), &record.branch);
+        crate::run::fleet::Heartbeat::start(&repo_dir(repo), &store.run_dir(run), &record);
     let driven = sup.drive();
     drop(heartbeat);
     if let Err(err) = driven {

@@ -448,7 +448,7 @@ impl Supervisor<'_> {
         if !finished {
             return Err(DriveError::EndedOutside);
         }
-        crate::run::fleet::at_end(&self.repo_dir, &self.run_dir, &self.record.branch, outcome);
+        crate::run::fleet::at_end(&self.repo_dir, &self.run_dir, &self.record, outcome);
         self.report.notice = Some(self.record.clone());
         // A slot is free: a queued run of this backend (or of this worker) may start.
         self.report.freed_slot = true;
