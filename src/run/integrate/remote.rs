@@ -514,12 +514,9 @@ fn follow(
 ) -> Result<LocalTarget> {
     let tip = merge::branch_tip(repo, into)?;
     let checkout = merge::checked_out_in(repo, into)?;
-    let dirty = match &checkout {
-        Some(wt) => match tip {
-            Some(tip) => merge::has_tracked_changes(repo, wt, tip)?,
-            None => false,
-        },
-        None => false,
+    let dirty = match (&checkout, tip) {
+        (Some(wt), Some(tip)) => merge::has_tracked_changes(repo, wt, tip)?,
+        _ => false,
     };
     let decided = fleet::local_target(
         tip.is_some(),
@@ -531,11 +528,12 @@ fn follow(
         return Ok(decided);
     };
     let moved = match &checkout {
+        // Seen without changes to tracked files just now.
         Some(wt) => merge::fast_forward(
             repo,
             wt,
             (tip, commit),
-            false,
+            true,
             (crate::run::post_merge::INTEGRATING_VAR, run),
         ),
         None => merge::advance(
