@@ -319,6 +319,9 @@ error_codes! {
     /// The run's branch has nothing to integrate.
     NothingToIntegrate = "nothing-to-integrate", Refused,
         hint: "`git crew show RUN` has its footer; its manifest is beside its record";
+    /// `work` stopped with tasks of the plan not done: blocked (a gate, a dependency not done) or left by Ctrl-C.
+    PlanUnfinished = "plan-unfinished", Refused,
+        hint: "`git crew plan status` shows what blocks each task";
     /// The remote refused a push of the fleet's refs (a hook, a protected ref); nothing moved there.
     RemoteRefused = "remote-refused", Refused,
         hint: "the remote's hooks or rules refuse refs/crew/*: ask its keeper to allow them";
@@ -645,6 +648,7 @@ mod tests {
             ("not-deliverable", 4),
             ("not-waiting-for-help", 4),
             ("nothing-to-integrate", 4),
+            ("plan-unfinished", 4),
             ("remote-refused", 4),
             ("run-busy", 4),
             ("run-ended", 4),

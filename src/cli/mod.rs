@@ -36,6 +36,7 @@ pub mod verify;
 pub mod wait;
 pub mod watch;
 pub mod wave;
+pub mod work;
 pub mod workers;
 
 use std::ffi::OsString;
@@ -122,6 +123,7 @@ pub enum Command {
     Plan(plan::PlanArgs),
     Gate(gate::GateArgs),
     Wave(wave::WaveArgs),
+    Work(Box<work::WorkArgs>),
     Workers(workers::WorkersArgs),
     Summary(summary::SummaryArgs),
     Sync(sync::SyncArgs),
@@ -193,6 +195,7 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> u8 {
         Command::Plan(args) => plan::run(&ctx, args),
         Command::Gate(args) => gate::run(&ctx, args),
         Command::Wave(args) => wave::run(&ctx, args),
+        Command::Work(args) => work::run(&ctx, *args),
         Command::Workers(args) => workers::run(&ctx, args),
         Command::Summary(args) => summary::run(&ctx, args),
         Command::Sync(args) => sync::run(&ctx, args),

@@ -39,5 +39,6 @@ pub mod toolchain;
 pub mod usage;
 pub mod verify;
 pub mod wave;
+pub mod work;
 pub mod workenv;
 pub mod worktree_files;

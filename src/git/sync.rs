@@ -340,6 +340,41 @@ mod tests {
     /// the same notes as the union of every note of theirs, also when the remote's notes
     /// tree fanned out meanwhile; and it looks at no other note.
     #[test]
+    fn a_run_branch_naming_an_object_still_in_quarantine_does_not_stop_a_fetch() {
+        let tmp = tempfile::tempdir().unwrap();
+        let (remote, here) = (tmp.path().join("remote"), tmp.path().join("here"));
+        git(
+            tmp.path(),
+            &["init", "-q", "-b", "main", remote.to_str().unwrap()],
+        );
+        git(&remote, &["commit", "-q", "--allow-empty", "-m", "one"]);
+        git(
+            tmp.path(),
+            &[
+                "clone",
+                "-q",
+                remote.to_str().unwrap(),
+                here.to_str().unwrap(),
+            ],
+        );
+        git(&remote, &["commit", "-q", "--allow-empty", "-m", "two"]);
+        // A run's branch names a commit the store does not hold (yet).
+        let missing = "1234567890123456789012345678901234567890";
+        std::fs::create_dir_all(here.join(".git/refs/heads/crew/t")).unwrap();
+        std::fs::write(
+            here.join(".git/refs/heads/crew/t/run"),
+            format!("{missing}\n"),
+        )
+        .unwrap();
+        let spec = "+refs/heads/main:refs/remotes/origin/main";
+        fetch_refs(&here, "origin", &[spec], false).unwrap();
+        assert_eq!(
+            git(&here, &["rev-parse", "origin/main"]),
+            git(&remote, &["rev-parse", "main"])
+        );
+    }
+
+    #[test]
     fn merging_only_the_notes_changed_since_the_base_gives_the_full_union() {
         let tmp = tempfile::tempdir().unwrap();
         let dir = tmp.path();

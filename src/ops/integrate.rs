@@ -43,6 +43,7 @@ pub enum Event<'a> {
 /// `--dry-run` the plan it would apply, with nothing changed.
 #[derive(serde::Serialize, schemars::JsonSchema)]
 #[serde(untagged)]
+#[allow(clippy::large_enum_variant)] // built once, printed, dropped
 pub enum Output<'a> {
     WouldLand {
         dry_run: bool,

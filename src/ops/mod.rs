@@ -39,6 +39,7 @@ pub mod verify;
 pub mod wait;
 pub mod watch;
 pub mod wave;
+pub mod work;
 pub mod workers;
 
 pub use context::Context;

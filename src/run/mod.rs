@@ -35,5 +35,6 @@ pub mod strays;
 pub mod supervisor;
 pub mod verify;
 pub mod wave;
+pub mod work;
 pub mod workenv;
 pub mod worktree_files;

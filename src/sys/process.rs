@@ -159,6 +159,13 @@ pub fn interrupted() -> bool {
     INTERRUPTED.load(Ordering::SeqCst)
 }
 
+/// Whether SIGINT or SIGTERM arrived since [`catch_interrupts`] or the last take, and
+/// forgets it: a caller that counts interrupts (the runner's first Ctrl-C and its
+/// second) takes each once.
+pub fn take_interrupt() -> bool {
+    INTERRUPTED.swap(false, Ordering::SeqCst)
+}
+
 /// A process's state letter (`R`, `S`, `Z`, ...) and parent.
 pub fn state_and_parent(pid: u32) -> Option<(char, u32)> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;

@@ -41,4 +41,5 @@ mod tc_toolchains;
 mod tc_worktree_files;
 mod term;
 mod watch;
+mod work;
 mod worker_env;
