@@ -206,15 +206,38 @@ pub fn release_update(ticket: &Ticket) -> Result<Update> {
 }
 
 /// Lets the ticket's claim go; `false` when it was no longer this machine's to let go.
+///
+/// The claim may have moved since the ticket was kept: the run's supervisor, another
+/// process, renews it and marks it passed. A claim that is still the ticket's run's is let
+/// go with a lease on the value the remote holds now.
 pub fn release(repo_dir: &Path, ticket: &Ticket) -> Result<bool> {
-    match crate::git::fleet::push(repo_dir, &ticket.remote, &[release_update(ticket)?])? {
-        Pushed::Done => Ok(true),
-        Pushed::Lost => Ok(false),
-        Pushed::Refused(why) => Err(crate::run::error::Error::Invalid(format!(
-            "{} refused to let go of the claim on task {}: {why}",
-            ticket.remote, ticket.claim.task
-        ))),
+    let mut update = release_update(ticket)?;
+    for _ in 0..3 {
+        match crate::git::fleet::push(repo_dir, &ticket.remote, std::slice::from_ref(&update))? {
+            Pushed::Done => return Ok(true),
+            Pushed::Lost => {}
+            Pushed::Refused(why) => {
+                return Err(crate::run::error::Error::Invalid(format!(
+                    "{} refused to let go of the claim on task {}: {why}",
+                    ticket.remote, ticket.claim.task
+                )));
+            }
+        }
+        crate::git::fleet::fetch(repo_dir, &ticket.remote)?;
+        let repo = crate::git::repo::open(repo_dir)?;
+        let (seen, _) = crate::git::fleet::seen(&repo, &ticket.remote)?;
+        let same_run = |claim: &FleetClaim| {
+            claim.run == ticket.claim.run && claim.machine == ticket.claim.machine
+        };
+        match seen.into_iter().find(|s| s.task == ticket.claim.task) {
+            Some(now) if now.claim.as_ref().is_some_and(same_run) => {
+                update.old = Some(crate::git::refs::oid(&now.id)?);
+            }
+            // Gone, or another run's now.
+            _ => return Ok(false),
+        }
     }
+    Ok(false)
 }
 
 /// Keeps the run's ticket in its folder.
