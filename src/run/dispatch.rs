@@ -153,6 +153,15 @@ pub fn start(
     dry_run: bool,
 ) -> Result<Result<Started, Refusal>> {
     let machine = Machine::now();
+    // In a fleet, the remote's notes (the ledger, the gates' verdicts) are merged in first,
+    // outside the turn, so that the decision counts every machine's runs. A remote out of
+    // reach is named by the claim below.
+    if !dry_run
+        && let Some(fleet) = super::fleet::Fleet::of(flight, request.remote.as_deref())
+        && crate::git::sync::remotes(repo).contains(&fleet.remote)
+    {
+        let _ = super::fleet::pull_notes(repo_dir, &fleet.remote);
+    }
     let turn = match store.dispatch_lock(std::time::Duration::from_secs(30)) {
         Ok(guard) => guard,
         Err(e) => return Ok(Err(Refusal::Busy(e.to_string()))),

@@ -240,6 +240,29 @@ pub fn release(repo_dir: &Path, ticket: &Ticket) -> Result<bool> {
     Ok(false)
 }
 
+/// Merges the remote's crew notes, as last fetched (`refs/notes/remotes/<remote>/crew*`),
+/// into the local ones by line union: the ledger and the gates' verdicts of every machine.
+/// Returns, for each notes ref that could not be merged, why.
+pub fn merge_fetched_notes(repo: &crate::git::Repository, remote: &str) -> Vec<String> {
+    let mut unmerged = Vec::new();
+    for local in crate::git::notes::ALL {
+        let tracking = crate::git::sync::tracking_ref(remote, local);
+        if let Err(e) = crate::git::sync::merge_into(repo, local, &tracking) {
+            unmerged.push(format!("{local}: {}", crate::fault::chain(&e)));
+        }
+    }
+    unmerged
+}
+
+/// Before a claim: fetches the remote's crew notes and merges them here (what `sync`
+/// does, without its push), so that the dispatch decision that follows counts every
+/// machine's runs. Returns what could not be merged.
+pub fn pull_notes(repo_dir: &Path, remote: &str) -> Result<Vec<String>> {
+    crate::git::sync::fetch(repo_dir, remote)?;
+    let repo = crate::git::repo::open(repo_dir)?;
+    Ok(merge_fetched_notes(&repo, remote))
+}
+
 /// Keeps the run's ticket in its folder.
 pub fn save(run_dir: &Path, ticket: &Ticket) -> Result<()> {
     let text = serde_json::to_string_pretty(ticket)?;

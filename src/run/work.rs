@@ -55,13 +55,7 @@ pub fn look(repo_dir: &Path, remote: &str, target: Option<&str>, now_ms: u64) ->
         }
     }
     let repo = git::repo::open(repo_dir)?;
-    let mut notes_unmerged = Vec::new();
-    for local in git::notes::ALL {
-        let tracking = git::sync::tracking_ref(remote, local);
-        if let Err(e) = git::sync::merge_into(&repo, local, &tracking) {
-            notes_unmerged.push(format!("{local}: {}", crate::fault::chain(&e)));
-        }
-    }
+    let notes_unmerged = super::fleet::merge_fetched_notes(&repo, remote);
     let caught_up = match target {
         Some(target) => Some(catch_up(repo_dir, remote, target)?),
         None => None,

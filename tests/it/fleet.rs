@@ -986,3 +986,30 @@ fn a_machine_killed_mid_task_leaves_its_commits_on_the_remote_for_the_machine_th
     assert_eq!(fsck.code, 0, "{fsck:?}");
     env.crew(b, &["abandon", &takeover.unwrap()]).expect_code(0);
 }
+
+#[test]
+fn claiming_merges_the_remotes_ledger_first_so_the_decision_counts_every_machine() {
+    let env = TestEnv::new();
+    let (_bare, clones) = fleet(&env, &["a", "b"], None);
+    let (a, b) = (&clones[0], &clones[1]);
+    // Machine a's run fails; its ledger row reaches the remote with a sync.
+    let out = claim(&env, a, "box-a", "broken", &["--backend", "no-footer"]);
+    out.expect_code(0);
+    let failed = out.json()["run"].as_str().unwrap().to_string();
+    env.wait(a, &failed).run();
+    env.crew(a, &["sync"]).expect_code(0);
+    let runs_of = |dir: &Path| -> Vec<String> {
+        let rows = env.crew(dir, &["ledger", "--task", "broken"]).json()["rows"].clone();
+        rows.as_array()
+            .map(|rows| {
+                rows.iter()
+                    .filter_map(|r| r["run"].as_str().map(str::to_string))
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    assert!(runs_of(b).is_empty(), "b has not heard of a's run yet");
+    // b claims another task: the remote's notes are merged in before its decision.
+    claim(&env, b, "box-b", "other", &["--backend", "no-footer"]).expect_code(0);
+    assert_eq!(runs_of(b), vec![failed.clone()]);
+}
