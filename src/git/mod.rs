@@ -29,21 +29,26 @@ pub mod untracked;
 pub mod worktree;
 pub mod worktree_files;
 
-/// For the tests of this layer: runs git in `dir` with no user or system config and a
-/// fixed identity, and gives its output, trimmed; a git that fails fails the test.
+/// For the tests of this layer: git in `dir` with no user or system config and a fixed
+/// identity, to be given its arguments (for a git whose failure a test expects).
 #[cfg(test)]
-pub(crate) fn test_git(dir: &std::path::Path, args: &[&str]) -> String {
-    let out = std::process::Command::new("git")
-        .args(args)
-        .current_dir(dir)
+pub(crate) fn test_git_command(dir: &std::path::Path) -> std::process::Command {
+    let mut git = std::process::Command::new("git");
+    git.current_dir(dir)
         .env("GIT_CONFIG_GLOBAL", "/dev/null")
         .env("GIT_CONFIG_NOSYSTEM", "1")
         .env("GIT_AUTHOR_NAME", "t")
         .env("GIT_AUTHOR_EMAIL", "t@x")
         .env("GIT_COMMITTER_NAME", "t")
-        .env("GIT_COMMITTER_EMAIL", "t@x")
-        .output()
-        .unwrap();
+        .env("GIT_COMMITTER_EMAIL", "t@x");
+    git
+}
+
+/// For the tests of this layer: runs git in `dir` with no user or system config and a
+/// fixed identity, and gives its output, trimmed; a git that fails fails the test.
+#[cfg(test)]
+pub(crate) fn test_git(dir: &std::path::Path, args: &[&str]) -> String {
+    let out = test_git_command(dir).args(args).output().unwrap();
     assert!(out.status.success(), "git {args:?}: {out:?}");
     String::from_utf8(out.stdout).unwrap().trim().to_string()
 }

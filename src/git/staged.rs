@@ -419,7 +419,6 @@ mod tests {
     use std::process::Command;
 
     use super::staged_changes;
-    use crate::core::scope::ChangeKind;
 
     /// `program` with no user or system git config and a fixed identity.
     fn hermetic(program: &str) -> Command {
@@ -475,21 +474,7 @@ mod tests {
 
     fn ours(dir: &Path) -> Vec<(String, String)> {
         let repo = gix::open(dir).unwrap();
-        let mut out: Vec<(String, String)> = staged_changes(&repo)
-            .unwrap()
-            .into_iter()
-            .map(|c| {
-                let kind = match c.kind {
-                    ChangeKind::Added => "A",
-                    ChangeKind::Deleted => "D",
-                    ChangeKind::Modified | ChangeKind::ModeChanged => "M",
-                    ChangeKind::Unmerged => "U",
-                };
-                (c.path, kind.to_string())
-            })
-            .collect();
-        out.sort();
-        out
+        super::in_place::kinds(staged_changes(&repo).unwrap())
     }
 
     #[test]
@@ -558,7 +543,7 @@ mod in_place {
     use crate::core::scope::{Change, ChangeKind};
     use crate::git::test_git as git;
 
-    fn kinds(changes: Vec<Change>) -> Vec<(String, String)> {
+    pub(super) fn kinds(changes: Vec<Change>) -> Vec<(String, String)> {
         let mut out: Vec<(String, String)> = changes
             .into_iter()
             .map(|c| {
@@ -722,15 +707,8 @@ mod in_place {
         git(dir, &["checkout", "-q", "main"]);
         std::fs::write(dir.join("a.txt"), "main\n").unwrap();
         git(dir, &["commit", "-q", "-am", "main"]);
-        let merge = std::process::Command::new("git")
+        let merge = crate::git::test_git_command(dir)
             .args(["merge", "-q", "side"])
-            .current_dir(dir)
-            .env("GIT_CONFIG_GLOBAL", "/dev/null")
-            .env("GIT_CONFIG_NOSYSTEM", "1")
-            .env("GIT_AUTHOR_NAME", "t")
-            .env("GIT_AUTHOR_EMAIL", "t@x")
-            .env("GIT_COMMITTER_NAME", "t")
-            .env("GIT_COMMITTER_EMAIL", "t@x")
             .output()
             .unwrap();
         assert!(!merge.status.success(), "the merge conflicts");
