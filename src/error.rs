@@ -288,9 +288,12 @@ error_codes! {
     /// git would not fast-forward the checked-out target.
     CheckoutRefused = "checkout-refused", Refused,
         hint: "move the files in its way, then integrate again";
-    /// Integrate through a fleet's remote found the task's claim held by another run.
+    /// `abandon --remote` of a run whose claim on the fleet's remote is renewed by its live run.
+    ClaimLive = "claim-live", Refused,
+        hint: "abandon the run on its own machine, or wait until its lease runs out";
+    /// Integrate through a fleet's remote found the task's claim held by another run, or gone.
     ClaimTakenOver = "claim-taken-over", Refused,
-        hint: "the run's lease ran out and another machine took the task over: abandon one of the two runs, then integrate the other";
+        hint: "the run's lease ran out and another machine took the task over, or its claim was abandoned on the remote: abandon one of the two runs, then integrate the other, or dispatch the task again";
     /// The target's checkout has uncommitted changes to tracked files.
     DirtyCheckout = "dirty-checkout", Refused,
         hint: "commit or stash them, then integrate again";
@@ -636,6 +639,7 @@ mod tests {
             ("blocked-by-gate", 4),
             ("cannot-write", 4),
             ("checkout-refused", 4),
+            ("claim-live", 4),
             ("claim-taken-over", 4),
             ("dirty-checkout", 4),
             ("dispatch-busy", 4),

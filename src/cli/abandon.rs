@@ -16,16 +16,31 @@ use crate::ops::abandon::Abandoned;
 /// it gives that work up without losing it: its commits and its worktree's uncommitted
 /// changes (as one more commit on top; ignored files are not kept) go under
 /// refs/crew/attempts/<run>, so that `git crew prune --all` may remove the worktree and
-/// branch. Nothing else changes: its outcome and ledger rows stay as they were.
+/// branch. Nothing else changes: its outcome and ledger rows stay as they were. A pass
+/// that held its task on a fleet's remote lets it go.
+///
+/// A run of another machine (one this clone does not know) is looked for on the fleet's
+/// remote (--remote, else fleet.remote): a pass its machine never integrated, or a claim
+/// whose lease ran out, is dropped there, so the task may be dispatched again; its
+/// commits stay under refs/crew/attempts/<run> on the remote. A working run's live claim
+/// is its own machine's (exit 4, claim-live).
 #[derive(Debug, Args)]
-#[command(after_help = "Examples:\n  git crew abandon 20261202-101500-1a2b")]
+#[command(
+    after_help = "Examples:\n  git crew abandon 20261202-101500-1a2b\n  git crew abandon 20261202-101500-1a2b --remote origin"
+)]
 pub struct AbandonArgs {
     #[arg(value_parser = super::runs::run_address, add = super::complete::runs())]
     pub run: String,
+    /// The fleet's remote where a run of another machine holds a claim to drop.
+    #[arg(long, value_name = "NAME")]
+    pub remote: Option<String>,
 }
 
 pub fn abandon(ctx: &CommandContext, args: AbandonArgs) -> Result<Report> {
-    let request = crate::ops::abandon::Request { run: args.run };
+    let request = crate::ops::abandon::Request {
+        run: args.run,
+        remote: args.remote,
+    };
     Ok(report(&crate::ops::abandon::abandon(ctx, &request)?))
 }
 
@@ -36,7 +51,26 @@ pub fn report(abandoned: &Abandoned) -> Report {
             "abandoned {} (task {}); branch {} kept",
             record.run, record.task, record.branch
         ),
-        Abandoned::Kept { record, kept } => kept_human(record, kept),
+        Abandoned::Kept {
+            record,
+            kept,
+            released_claim,
+        } => {
+            let mut human = kept_human(record, kept);
+            if *released_claim {
+                human.push_str("; its claim on the fleet's remote is let go");
+            }
+            human
+        }
+        Abandoned::Dropped(dropped) => format!(
+            "dropped run {}'s claim on task {} from {} ({} on machine {}); its commits stay under {} there; the task may be dispatched again",
+            dropped.run,
+            dropped.task,
+            dropped.remote,
+            dropped.phase.as_str(),
+            dropped.machine,
+            dropped.attempt_ref
+        ),
     };
     Report::of(&abandoned.output(crate::sys::clock::now_millis()), human)
 }

@@ -97,7 +97,7 @@ fn fleet(ctx: &CommandContext, remote: Option<String>) -> Result<Report> {
 }
 
 /// The fleet's claims for people: the lease as `renewed 12s ago, 1m48s left`, or when
-/// it ran out.
+/// it ran out; a pass as when it passed (it holds with no lease).
 pub fn fleet_table(output: &crate::view::output::FleetStatusOutput) -> Table {
     use crate::core::fleet::FleetPhase;
     let columns = vec![
@@ -118,13 +118,16 @@ pub fn fleet_table(output: &crate::view::output::FleetStatusOutput) -> Table {
                 FleetPhase::Passed => Tone::Good,
                 FleetPhase::Expired | FleetPhase::Unreadable => Tone::Attention,
             };
-            let lease = match (c.renewed_ms, c.left_ms) {
-                (Some(renewed), Some(left)) if left > 0 => format!(
+            let lease = match (c.passed_ms, c.renewed_ms, c.left_ms) {
+                (Some(passed), ..) => {
+                    format!("passed {}, held until integrated", human::ago(passed, now))
+                }
+                (None, Some(renewed), Some(left)) if left > 0 => format!(
                     "renewed {}, {} left",
                     human::ago(renewed, now),
                     human::duration(left.unsigned_abs().div_ceil(1000))
                 ),
-                (Some(_), Some(left)) => format!(
+                (None, Some(_), Some(left)) => format!(
                     "ran out {} ago",
                     human::duration(left.unsigned_abs() / 1000)
                 ),

@@ -88,10 +88,11 @@ impl TookOver {
 pub enum FleetPhase {
     /// Its run works, and renews its lease.
     Running,
-    /// Its run passed and awaits integration; its lease still runs.
+    /// Its run passed and awaits integration: it holds its task, with no lease, until it
+    /// is integrated or abandoned (`abandon RUN --remote`, from any machine).
     Passed,
-    /// Its lease ran out: the run or its machine is gone, and another machine may take
-    /// the task over.
+    /// Its run worked and its lease ran out: the run or its machine is gone, and another
+    /// machine may take the task over.
     Expired,
     /// The claim's blob is no claim git-crew can read: it holds its task until someone
     /// removes it.
@@ -103,8 +104,8 @@ impl FleetPhase {
     pub fn of(claim: Option<&FleetClaim>, now_ms: u64) -> FleetPhase {
         match claim {
             None => FleetPhase::Unreadable,
-            Some(c) if c.expired(now_ms) => FleetPhase::Expired,
             Some(c) if c.passed_ms.is_some() => FleetPhase::Passed,
+            Some(c) if c.expired(now_ms) => FleetPhase::Expired,
             Some(_) => FleetPhase::Running,
         }
     }
@@ -120,14 +121,28 @@ impl FleetPhase {
 }
 
 impl FleetClaim {
-    /// When the lease runs out.
-    pub fn expires_ms(&self) -> u64 {
-        self.renewed_ms.saturating_add(self.lease_ms)
+    /// When the lease runs out; `None` once the run passed: a pass holds its task until
+    /// it is integrated or abandoned, whatever time its machine keeps.
+    pub fn expires_ms(&self) -> Option<u64> {
+        match self.passed_ms {
+            Some(_) => None,
+            None => Some(self.renewed_ms.saturating_add(self.lease_ms)),
+        }
     }
 
-    /// Whether the lease ran out by `now_ms`.
+    /// Whether the claim holds nothing any more at `now_ms`: its run works and its lease
+    /// ran out. A pass never expires.
     pub fn expired(&self, now_ms: u64) -> bool {
-        now_ms >= self.expires_ms()
+        self.expires_ms().is_some_and(|end| now_ms >= end)
+    }
+
+    /// Whether a runner waits for the claim's run at `now_ms` (it may end, or land, and
+    /// unblock what depends on its task): while it works and renews its lease, and for
+    /// one lease after it passed, while its machine lands it. A pass older than that
+    /// awaits a person (to integrate or abandon it): it still holds its task, but nothing
+    /// comes of waiting for it.
+    pub fn waited_for(&self, now_ms: u64) -> bool {
+        now_ms < self.renewed_ms.saturating_add(self.lease_ms)
     }
 
     /// The claim as the local rule sees it.
@@ -188,12 +203,19 @@ pub struct Held {
     pub clash: Clash,
     /// When the holder's lease runs out (ms since the epoch), when known.
     pub until_ms: Option<u64>,
+    /// The holder passed: it holds until it is integrated or abandoned.
+    pub passed: bool,
 }
 
 impl std::fmt::Display for Held {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "{} on machine {}", self.clash, self.machine)?;
-        if let Some(until) = self.until_ms {
+        if self.passed {
+            write!(
+                f,
+                " (it passed and holds until it is integrated, or abandoned with `git crew abandon RUN --remote`)"
+            )?;
+        } else if let Some(until) = self.until_ms {
             write!(
                 f,
                 " (its lease runs until {})",
@@ -234,6 +256,7 @@ pub fn decide(run: &str, wanted: &Wanted, seen: &[Seen], now_ms: u64) -> Decisio
                         scope: Vec::new(),
                     }),
                     until_ms: None,
+                    passed: false,
                 });
             }
             None => {}
@@ -254,7 +277,8 @@ pub fn decide(run: &str, wanted: &Wanted, seen: &[Seen], now_ms: u64) -> Decisio
         return Decision::Refuse(Held {
             machine: holder.map_or_else(|| "unknown".to_string(), |c| c.machine.clone()),
             clash: found,
-            until_ms: holder.map(FleetClaim::expires_ms),
+            until_ms: holder.and_then(FleetClaim::expires_ms),
+            passed: holder.is_some_and(|c| c.passed_ms.is_some()),
         });
     }
     match replace {
@@ -337,10 +361,11 @@ pub enum AtLanding {
     /// The claim is still the one this run pushed: let it go in the landing's push, with
     /// a lease on its value.
     Release,
-    /// Nothing to let go: the run holds no claim there, or its claim is gone.
+    /// Nothing to let go: the run holds no claim there.
     Nothing,
-    /// Another run holds the task now (this run's lease ran out and it was taken over):
-    /// what to say.
+    /// The run's claim is not its own any more: another run holds the task now (this
+    /// run's lease ran out while it worked, and it was taken over), or its claim was
+    /// dropped there (`abandon RUN --remote`). What to say.
     TakenOver(String),
 }
 
@@ -351,7 +376,10 @@ pub fn at_landing(run: &str, task: &str, ours: Option<&str>, seen: &[Seen]) -> A
         return AtLanding::Nothing;
     };
     match seen.iter().find(|s| s.task == task) {
-        None => AtLanding::Nothing,
+        // It held one: only `abandon --remote` (or a hand) deletes another machine's claim.
+        None => AtLanding::TakenOver(format!(
+            "run {run}'s claim on task {task} is gone from the remote: it was abandoned there; nothing was landed"
+        )),
         Some(s) if s.id == ours => AtLanding::Release,
         Some(s) => match &s.claim {
             // A renewal of this run's own claim this machine did not see.
@@ -365,6 +393,40 @@ pub fn at_landing(run: &str, task: &str, ours: Option<&str>, seen: &[Seen]) -> A
                 s.id
             )),
         },
+    }
+}
+
+/// What `abandon RUN --remote` does with the claims `seen` on the remote at `now_ms`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Dropping {
+    /// The run's claim may go: it passed (and its machine never integrated it), or its
+    /// lease ran out. Delete it with a lease on its value.
+    Delete(Box<Seen>),
+    /// Its run works and renews its lease: it is abandoned on its own machine, or its
+    /// lease is left to run out. Why.
+    Live(String),
+    /// No claim on the remote is the run's.
+    Absent,
+}
+
+/// Whether run `run`'s claim may be dropped from the remote by any machine: a pass that
+/// waits for a machine that is gone, or a claim whose lease ran out. A working run's
+/// live claim is its machine's: dropping it would let two runs work on one task.
+pub fn dropping(run: &str, seen: &[Seen], now_ms: u64) -> Dropping {
+    let Some((s, c)) = seen
+        .iter()
+        .find_map(|s| s.claim.as_ref().filter(|c| c.run == run).map(|c| (s, c)))
+    else {
+        return Dropping::Absent;
+    };
+    match c.expires_ms() {
+        Some(until) if now_ms < until => Dropping::Live(format!(
+            "run {run} on machine {} works on task {} and renews its claim (its lease runs until {}): abandon it on that machine, or wait until its lease runs out",
+            c.machine,
+            c.task,
+            crate::core::stamp::seconds_of_millis(until)
+        )),
+        _ => Dropping::Delete(Box::new(s.clone())),
     }
 }
 
@@ -554,10 +616,11 @@ mod tests {
             at_landing("r1", "a", Some("id-r1"), &[renewed]),
             AtLanding::Release
         );
-        assert_eq!(
-            at_landing("r1", "a", Some("id-r1"), &[]),
-            AtLanding::Nothing
-        );
+        // Its claim was dropped from the remote (abandoned there): nothing lands.
+        let AtLanding::TakenOver(why) = at_landing("r1", "a", Some("id-r1"), &[]) else {
+            panic!("a claim gone from the remote is not this run's to land");
+        };
+        assert!(why.contains("gone from the remote"), "{why}");
         assert_eq!(at_landing("r1", "a", None, &[mine]), AtLanding::Nothing);
         let theirs = seen(claim("box-2", "r2", "a", &["src/**"], 20));
         let AtLanding::TakenOver(why) = at_landing("r1", "a", Some("id-r1"), &[theirs]) else {
@@ -613,18 +676,58 @@ mod tests {
             FleetPhase::of(Some(&c.passed(10_200)), 10_500),
             FleetPhase::Passed
         );
-        // Its lease, renewed at the pass, runs from there; once out, nothing holds.
-        assert_eq!(
-            FleetPhase::of(Some(&c.passed(10_200)), 11_199),
-            FleetPhase::Passed
-        );
-        assert_eq!(
-            FleetPhase::of(Some(&c.passed(10_200)), 11_200),
-            FleetPhase::Expired
-        );
+        // A pass holds its task with no lease: long after its lease would have run out,
+        // it is still passed, and it refuses the task and its scope to other runs.
+        let passed = c.passed(10_200);
+        assert_eq!(passed.expires_ms(), None);
+        assert!(!passed.expired(u64::MAX));
+        assert_eq!(FleetPhase::of(Some(&passed), 1_000_000), FleetPhase::Passed);
+        let scope = vec!["src/b/**".to_string()];
+        let Decision::Refuse(held) = decide(
+            "r2",
+            &wanted("b", &scope),
+            &[seen(passed.clone())],
+            1_000_000,
+        ) else {
+            panic!("a pass holds its scope however old");
+        };
+        assert!(held.passed);
+        assert_eq!(held.until_ms, None);
+        assert!(held.to_string().contains("abandon RUN --remote"), "{held}");
+        // A runner waits for it while its machine lands it (one lease from the pass),
+        // and no longer after: it awaits a person.
+        assert!(passed.waited_for(11_199));
+        assert!(!passed.waited_for(11_200));
+        assert!(c.waited_for(10_999));
+        assert!(!c.waited_for(11_000));
         assert_eq!(FleetPhase::of(Some(&c), 11_000), FleetPhase::Expired);
         assert_eq!(FleetPhase::of(None, 0), FleetPhase::Unreadable);
         assert_eq!(FleetPhase::Expired.as_str(), "expired");
+    }
+
+    #[test]
+    fn only_a_pass_or_a_claim_whose_lease_ran_out_may_be_dropped() {
+        let working = seen(claim("box-1", "r1", "a", &["src/**"], 10_000));
+        let Dropping::Live(why) = dropping("r1", std::slice::from_ref(&working), 10_500) else {
+            panic!("a live working claim is its machine's");
+        };
+        assert!(why.contains("machine box-1"), "{why}");
+        assert_eq!(
+            dropping("r1", std::slice::from_ref(&working), 11_000),
+            Dropping::Delete(Box::new(working.clone()))
+        );
+        let passed = seen(claim("box-1", "r1", "a", &["src/**"], 10_000).passed(10_100));
+        assert_eq!(
+            dropping("r1", std::slice::from_ref(&passed), 10_200),
+            Dropping::Delete(Box::new(passed.clone()))
+        );
+        assert_eq!(dropping("r9", &[working, passed], 10_200), Dropping::Absent);
+        let junk = Seen {
+            task: "a".into(),
+            id: "abc".into(),
+            claim: None,
+        };
+        assert_eq!(dropping("r1", &[junk], 0), Dropping::Absent);
     }
 
     #[test]

@@ -11,9 +11,15 @@ pub struct Round<'a> {
     /// Every task's derived status, in the plan's order (from the remote's state when
     /// there is a fleet).
     pub statuses: &'a [TaskStatus],
-    /// Tasks whose claim on the remote is held by a run that is not this runner's, with a
-    /// lease that has not run out.
+    /// Tasks whose claim on the remote is held by a run that is not this runner's: a
+    /// working run whose lease has not run out, a pass awaiting integration, or a claim
+    /// that cannot be read. None of them is taken.
     pub held_elsewhere: &'a BTreeSet<String>,
+    /// Of those, the tasks whose run works, or passed within a lease and is being landed
+    /// (`FleetClaim::waited_for`): it may unblock what depends on it, so the runner waits
+    /// for it. An older pass waits for a person (to integrate or abandon it), and an
+    /// unreadable claim for someone to remove it: neither is waited for.
+    pub working_elsewhere: &'a BTreeSet<String>,
     /// Tasks this runner holds: a run working, or a pass waiting to land.
     pub mine: &'a BTreeSet<String>,
     /// Tasks whose run this runner saw fail (or could not land): it does not take them
@@ -67,7 +73,7 @@ pub fn next(round: &Round<'_>) -> Next {
     let in_flight = round.statuses.iter().any(|s| {
         s.status != TaskState::Done
             && !round.parked.contains(&s.task)
-            && (s.status == TaskState::InFlight || round.held_elsewhere.contains(&s.task))
+            && (s.status == TaskState::InFlight || round.working_elsewhere.contains(&s.task))
     });
     let over = round.mine.is_empty()
         && take.is_empty()
@@ -151,6 +157,7 @@ mod tests {
         Round {
             statuses,
             held_elsewhere: &sets[0],
+            working_elsewhere: &sets[0],
             mine: &sets[1],
             given_up: &sets[2],
             parked: &sets[3],
@@ -176,6 +183,26 @@ mod tests {
         // c is held elsewhere, d failed here, one slot of three is taken by x.
         assert_eq!(next.take, ["b", "f"]);
         assert!(!next.over);
+    }
+
+    #[test]
+    fn a_pass_held_elsewhere_is_not_taken_and_not_waited_for() {
+        use TaskState::*;
+        let statuses = [status("a", Ready), status("b", Blocked)];
+        let (held, working, none) = (set(&["a"]), set(&[]), set(&[]));
+        let round = Round {
+            statuses: &statuses,
+            held_elsewhere: &held,
+            working_elsewhere: &working,
+            mine: &none,
+            given_up: &none,
+            parked: &none,
+            max: 2,
+            stopping: false,
+        };
+        let next = next(&round);
+        assert!(next.take.is_empty(), "{:?}", next.take);
+        assert!(next.over, "a pass awaits a person, not this runner");
     }
 
     #[test]

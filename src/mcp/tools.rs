@@ -195,10 +195,10 @@ pub fn all() -> Vec<Tool> {
             "Integrate a finished, verified run: audit its branch against its scope, merge it onto the target's tip away from the checkout (verifying the merge again when the target moved), write the run record notes, advance the target, clean up (`git crew integrate RUN --json`). With all: true instead of a run, every pass awaiting integration in the order the conflict forecast gives; it stops at the first refusal and says what landed, what refused and what is left (`git crew integrate --all --json`).",
             integrate,
         ),
-        tool::<RunIn, crate::ops::abandon::Output<'static>>(
+        tool::<AbandonIn, crate::ops::abandon::Output<'static>>(
             "abandon",
             Kind::Act,
-            "Stop a run, keeping its branch and commits; for an ended run, keep what it holds under refs/crew/attempts/<run> (`git crew abandon RUN --json`).",
+            "Stop a run, keeping its branch and commits; for an ended run, keep what it holds under refs/crew/attempts/<run>; for a run of another machine, drop its pass (or expired claim) from the fleet's remote (`git crew abandon RUN [--remote NAME] --json`).",
             abandon,
         ),
         tool::<RetryIn, crate::view::dispatch::DispatchOutput<'static>>(
@@ -668,9 +668,20 @@ fn integrate(ctx: &Context, input: IntegrateIn) -> Result<Answer> {
     ))
 }
 
-fn abandon(ctx: &Context, input: RunIn) -> Result<Answer> {
+#[derive(Deserialize, JsonSchema)]
+struct AbandonIn {
+    /// The run: its id, a unique part of it, its task, or @last.
+    run: String,
+    /// A fleet's remote (else `fleet.remote`) where a run of another machine holds a claim
+    /// to drop: a pass never integrated, or a claim whose lease ran out.
+    #[serde(default)]
+    remote: Option<String>,
+}
+
+fn abandon(ctx: &Context, input: AbandonIn) -> Result<Answer> {
     let request = crate::ops::abandon::Request {
         run: address(&input.run)?,
+        remote: input.remote,
     };
     let abandoned = crate::ops::abandon::abandon(ctx, &request)?;
     Answer::ok(&abandoned.output(crate::sys::clock::now_millis()))

@@ -10,13 +10,37 @@ use super::{Context, runs};
 pub struct Request {
     /// A run address (see [`runs::resolve`]).
     pub run: String,
+    /// A fleet's remote (else `fleet.remote`) where a run this clone does not know
+    /// holds a claim to drop: a pass whose machine is gone, or a claim whose lease ran
+    /// out.
+    pub remote: Option<String>,
 }
 
 pub enum Abandoned {
     /// A live run, stopped: its outcome is `abandoned`.
     Stopped(RunRecord),
-    /// An ended run: what now keeps its work.
-    Kept { record: RunRecord, kept: Kept },
+    /// An ended run: what now keeps its work, and whether the claim it held on a
+    /// fleet's remote was let go.
+    Kept {
+        record: RunRecord,
+        kept: Kept,
+        released_claim: bool,
+    },
+    /// A run of another machine: its claim, dropped from the fleet's remote.
+    Dropped(DroppedClaim),
+}
+
+/// A claim `abandon --remote` dropped from a fleet's remote.
+#[derive(Debug, serde::Serialize, schemars::JsonSchema)]
+pub struct DroppedClaim {
+    pub remote: String,
+    pub task: String,
+    pub run: String,
+    pub machine: String,
+    /// What it was: `passed` (never integrated) or `expired`.
+    pub phase: crate::core::fleet::FleetPhase,
+    /// Where the run's commits stay on the remote.
+    pub attempt_ref: String,
 }
 
 /// What `abandon` prints as data: the run stopped (`{"run": run result}`), or an ended
@@ -28,6 +52,10 @@ pub enum Output<'a> {
     Kept {
         run: crate::view::result::RunResult<'a>,
         kept: &'a Kept,
+        released_claim: bool,
+    },
+    Dropped {
+        dropped: &'a DroppedClaim,
     },
 }
 
@@ -38,19 +66,35 @@ impl Abandoned {
             Abandoned::Stopped(record) => {
                 Output::Stopped(crate::view::result::RunOutput::at(record, now))
             }
-            Abandoned::Kept { record, kept } => Output::Kept {
+            Abandoned::Kept {
+                record,
+                kept,
+                released_claim,
+            } => Output::Kept {
                 run: crate::view::result::RunResult::at(record, now),
                 kept,
+                released_claim: *released_claim,
             },
+            Abandoned::Dropped(dropped) => Output::Dropped { dropped },
         }
     }
 }
 
 /// Stops the run, or keeps what an ended run holds; refused (exit 4) when the run ends
-/// on its own meanwhile, or when what it holds cannot be read.
+/// on its own meanwhile, or when what it holds cannot be read. A run this clone does not
+/// know is looked for on the fleet's remote, when there is one: its claim is dropped.
 pub fn abandon(ctx: &Context, request: &Request) -> Result<Abandoned> {
     let store = runs::settled(ctx)?;
-    let record = runs::load(&store, &runs::resolve(&store, &request.run)?)?;
+    let record = match runs::resolve(&store, &request.run).and_then(|r| runs::load(&store, &r)) {
+        Ok(record) => record,
+        Err(e) if e.code == ErrorCode::RunNotFound => {
+            return match fleet_remote(ctx, request.remote.as_deref())? {
+                Some(remote) => drop_claim(ctx, &remote, &request.run, e),
+                None => Err(e),
+            };
+        }
+        Err(e) => return Err(e),
+    };
     if record.phase.is_final() {
         return keep(ctx, &store, record);
     }
@@ -93,13 +137,95 @@ fn keep(
         .integrate_lock(std::time::Duration::from_secs(600))
         .map_err(CrewError::from)?;
     match crate::run::prune::keep(repo, store, &record).map_err(CrewError::from)? {
-        Ok(kept) => Ok(Abandoned::Kept { record, kept }),
+        Ok(kept) => {
+            // Given up: a pass's claim on a fleet's remote holds its task no longer.
+            let repo_dir = ctx.workdir()?;
+            let released_claim =
+                match crate::run::fleet::let_go(repo_dir, &store.run_dir(&record.run)) {
+                    Ok(released) => released == Some(true),
+                    Err(e) => {
+                        ctx.warn(format!(
+                            "run {}'s claim on the fleet's remote was not let go: {}",
+                            record.run,
+                            crate::fault::chain(&e)
+                        ));
+                        false
+                    }
+                };
+            Ok(Abandoned::Kept {
+                record,
+                kept,
+                released_claim,
+            })
+        }
         Err(NotKept::Unreadable(why)) => Err(CrewError::new(
             ErrorCode::WorktreeUnreadable,
             format!(
                 "run {} has ended; what it holds cannot be kept: {why}",
                 record.run
             ),
+        )),
+    }
+}
+
+/// The fleet's remote `abandon` looks at for a run it does not know: `given`, else
+/// `fleet.remote`; none when neither names one.
+fn fleet_remote(ctx: &Context, given: Option<&str>) -> Result<Option<String>> {
+    if let Some(remote) = given {
+        return Ok(Some(remote.to_string()));
+    }
+    let invocation = crate::core::flight::Invocation::default();
+    Ok(super::flight::resolve(ctx, &invocation)?
+        .flight
+        .fleet
+        .remote
+        .filter(|r| !r.is_empty()))
+}
+
+/// Drops run `run`'s claim from `remote`: a pass whose machine never integrated it, or a
+/// claim whose lease ran out. `unknown` is the error to give when the remote has no claim
+/// of the run either.
+fn drop_claim(ctx: &Context, remote: &str, run: &str, unknown: CrewError) -> Result<Abandoned> {
+    use crate::run::fleet::Dropped;
+    let repo_dir = ctx.workdir()?.to_path_buf();
+    if !crate::git::sync::remotes(ctx.repo()?)
+        .iter()
+        .any(|r| r == remote)
+    {
+        return Err(CrewError::new(
+            ErrorCode::RemoteNotFound,
+            format!("no remote {remote}: the fleet's claims live on a remote of this repository"),
+        )
+        .hinted("`git remote -v` lists them; --remote NAME or fleet.remote names one"));
+    }
+    let dropped = crate::run::fleet::drop_claim(&repo_dir, remote, run)
+        .map_err(|e| CrewError::new(ErrorCode::FetchFailed, crate::fault::chain(&e)))?;
+    match dropped {
+        Dropped::Gone(seen) => {
+            let claim = seen.claim.ok_or_else(|| {
+                CrewError::new(
+                    ErrorCode::Internal,
+                    "a dropped claim was read as unreadable",
+                )
+            })?;
+            let phase =
+                crate::core::fleet::FleetPhase::of(Some(&claim), crate::sys::clock::now_millis());
+            Ok(Abandoned::Dropped(DroppedClaim {
+                remote: remote.to_string(),
+                task: claim.task,
+                run: claim.run,
+                machine: claim.machine,
+                phase,
+                attempt_ref: claim.attempt_ref,
+            }))
+        }
+        Dropped::Live(why) => Err(CrewError::new(ErrorCode::ClaimLive, why)),
+        Dropped::Absent => Err(unknown.hinted(format!(
+            "nor does a claim on {remote} name it: `git crew status --fleet` lists them"
+        ))),
+        Dropped::RemoteRefused(why) => Err(CrewError::new(
+            ErrorCode::RemoteRefused,
+            format!("{remote} refused to drop run {run}'s claim: {why}"),
         )),
     }
 }

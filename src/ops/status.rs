@@ -136,7 +136,7 @@ impl FleetStatus {
             .iter()
             .map(|(seen, attempt)| {
                 let c = seen.claim.as_ref();
-                let expires = c.map(crate::core::fleet::FleetClaim::expires_ms);
+                let expires = c.and_then(crate::core::fleet::FleetClaim::expires_ms);
                 FleetClaimOutput {
                     task: seen.task.clone(),
                     machine: c.map(|c| c.machine.clone()),

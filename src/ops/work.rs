@@ -270,6 +270,7 @@ pub fn work(
             warn_once(&mut said, warning);
         }
         let mut elsewhere = BTreeSet::new();
+        let mut working_elsewhere = BTreeSet::new();
         if let Some(fleet) = &fleet {
             let now = crate::sys::clock::now_millis();
             match crate::run::work::look(&repo_dir, &fleet.remote, target.as_deref(), now) {
@@ -284,14 +285,24 @@ pub fn work(
                     if let Some(crate::run::work::CaughtUp::Left(why)) = look.caught_up {
                         warn_once(&mut said, why);
                     }
-                    let ours: BTreeSet<&String> =
-                        held.mine.values().chain(held.parked.values()).collect();
-                    elsewhere = look
+                    // Every run this runner took is its own, a pass it could not land too.
+                    let ours: BTreeSet<&String> = held
+                        .mine
+                        .values()
+                        .chain(held.parked.values())
+                        .chain(held.taken.iter().filter_map(|t| t.run.as_ref()))
+                        .collect();
+                    let theirs: Vec<_> = look
                         .claims
                         .into_iter()
                         .filter(|(_, claim)| claim.as_ref().is_none_or(|c| !ours.contains(&c.run)))
-                        .map(|(task, _)| task)
                         .collect();
+                    working_elsewhere = theirs
+                        .iter()
+                        .filter(|(_, c)| c.as_ref().is_some_and(|c| c.waited_for(now)))
+                        .map(|(task, _)| task.clone())
+                        .collect();
+                    elsewhere = theirs.into_iter().map(|(task, _)| task).collect();
                 }
                 // Out of reach for now: this round goes by what was fetched last; said
                 // once it lasts.
@@ -310,6 +321,7 @@ pub fn work(
         let next = work::next(&Round {
             statuses: &statuses,
             held_elsewhere: &elsewhere,
+            working_elsewhere: &working_elsewhere,
             mine: &mine,
             given_up: &held.given_up,
             parked: &parked,
@@ -549,7 +561,10 @@ fn hand_back(ctx: &Context, held: &mut Held, observe: &dyn Fn(Event<'_>)) -> Res
             .flatten()
             .is_some_and(|r| !r.phase.is_final());
         if live {
-            let request = super::abandon::Request { run: run.clone() };
+            let request = super::abandon::Request {
+                run: run.clone(),
+                remote: None,
+            };
             if let Err(e) = super::abandon::abandon(ctx, &request) {
                 ctx.warn(format!("run {run} could not be abandoned: {}", e.message));
             }

@@ -240,6 +240,50 @@ pub fn release(repo_dir: &Path, ticket: &Ticket) -> Result<bool> {
     Ok(false)
 }
 
+/// What `abandon RUN --remote` did with the run's claim on the remote.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Dropped {
+    /// The claim is gone from the remote (deleted with a lease on the value read): as
+    /// it was.
+    Gone(Box<fleet::Seen>),
+    /// The run works and renews its claim: why it was left alone.
+    Live(String),
+    /// No claim on the remote is the run's.
+    Absent,
+    /// The remote refused the deletion: what it said.
+    RemoteRefused(String),
+}
+
+/// Drops run `run`'s claim from `remote` when the rule allows it (`core::fleet::dropping`:
+/// a pass, or a claim whose lease ran out), with a lease on the value read; when the
+/// claim moved meanwhile, reads it again.
+pub fn drop_claim(repo_dir: &Path, remote: &str, run: &str) -> Result<Dropped> {
+    for _ in 0..ROUNDS {
+        crate::git::fleet::fetch(repo_dir, remote)?;
+        let repo = crate::git::repo::open(repo_dir)?;
+        let (seen, _) = crate::git::fleet::seen(&repo, remote)?;
+        let old = match fleet::dropping(run, &seen, crate::sys::clock::now_millis()) {
+            fleet::Dropping::Delete(old) => old,
+            fleet::Dropping::Live(why) => return Ok(Dropped::Live(why)),
+            fleet::Dropping::Absent => return Ok(Dropped::Absent),
+        };
+        let update = Update {
+            reference: fleet::claim_ref(&old.task),
+            old: Some(crate::git::refs::oid(&old.id)?),
+            new: None,
+        };
+        match crate::git::fleet::push(repo_dir, remote, &[update])? {
+            Pushed::Done => return Ok(Dropped::Gone(old)),
+            Pushed::Refused(why) => return Ok(Dropped::RemoteRefused(why)),
+            // Renewed or replaced meanwhile: read it again.
+            Pushed::Lost => {}
+        }
+    }
+    Err(crate::run::error::Error::Invalid(format!(
+        "the claims on {remote} kept moving: {ROUNDS} tries to drop run {run}'s claim lost the race"
+    )))
+}
+
 /// Merges the remote's crew notes, as last fetched (`refs/notes/remotes/<remote>/crew*`),
 /// into the local ones by line union: the ledger and the gates' verdicts of every machine.
 /// Returns, for each notes ref that could not be merged, why.

@@ -385,6 +385,9 @@ fn merge_in(
             notes_after: notes_after.to_string(),
             merged_reward: merged_verify.as_ref().map(|v| v.reward),
             applied_as: landing.applied_as.to_string(),
+            remote: None,
+            ledger_before: None,
+            ledger_after: None,
         };
         landing::write_journal(store, run, &journal)?;
         crate::sys::failpoint::crash("integrate-before-target");

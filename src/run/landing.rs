@@ -58,6 +58,15 @@ pub struct Journal {
     pub notes_after: String,
     pub merged_reward: Option<f64>,
     pub applied_as: String,
+    /// A landing through a fleet's remote: the remote whose target the push moves. Its
+    /// notes and ledger row are written here before the push, so an integrate killed
+    /// before it must take the row back as well as the notes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub remote: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ledger_before: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ledger_after: Option<String>,
 }
 
 fn journal_path(store: &RunStore, run: &str) -> PathBuf {
@@ -233,19 +242,45 @@ pub fn resume(
         return Ok(None);
     };
     let commit = crate::git::refs::oid(&journal.commit)?;
-    let landed = merge::branch_tip(repo, &journal.into)?
-        .is_some_and(|tip| merge::is_ancestor(repo, commit, tip));
-    if !landed {
-        if let Ok(after) = crate::git::refs::oid(&journal.notes_after)
-            && notes::tip(repo, notes::CREW)? == Some(after)
-        {
-            let before = journal
-                .notes_before
-                .as_deref()
-                .map(crate::git::refs::oid)
-                .transpose()?;
-            notes::undo(repo, notes::CREW, after, before)?;
+    // Through a remote, the push is what lands: whether it went through, only the
+    // remote's target says (fetched now; a remote out of reach leaves the journal).
+    let fetched;
+    let repo = match &journal.remote {
+        Some(remote) => {
+            crate::git::fleet::fetch_landing(repo_dir, remote, &journal.into)?;
+            fetched = crate::git::repo::open(repo_dir)?;
+            &fetched
         }
+        None => repo,
+    };
+    let reached = |reference: &str| -> Result<bool> {
+        Ok(crate::git::refs::tip(repo, reference)?
+            .is_some_and(|tip| merge::is_ancestor(repo, commit, tip)))
+    };
+    let landed = match &journal.remote {
+        Some(remote) => reached(&crate::git::fleet::tracking_branch(remote, &journal.into))?,
+        None => reached(&format!("refs/heads/{}", journal.into))?,
+    };
+    if !landed {
+        let undo = |reference: &str, before: Option<&str>, after: Option<&str>| -> Result<()> {
+            if let Some(after) = after.map(crate::git::refs::oid).transpose()?
+                && notes::tip(repo, reference)? == Some(after)
+            {
+                let before = before.map(crate::git::refs::oid).transpose()?;
+                notes::undo(repo, reference, after, before)?;
+            }
+            Ok(())
+        };
+        undo(
+            notes::LEDGER,
+            journal.ledger_before.as_deref(),
+            journal.ledger_after.as_deref(),
+        )?;
+        undo(
+            notes::CREW,
+            journal.notes_before.as_deref(),
+            Some(&journal.notes_after),
+        )?;
         let _ = std::fs::remove_file(&path);
         return Ok(None);
     }

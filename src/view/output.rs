@@ -45,12 +45,14 @@ pub struct FleetClaimOutput {
     pub since_ms: Option<u64>,
     pub renewed_ms: Option<u64>,
     pub lease_ms: Option<u64>,
+    /// When the lease runs out (null for a pass: it holds until it is integrated or
+    /// abandoned).
     pub expires_ms: Option<u64>,
     /// How long ago the lease was last renewed.
     pub age_ms: Option<u64>,
-    /// How long the lease runs on (negative: how long ago it ran out).
+    /// How long the lease runs on (negative: how long ago it ran out; null for a pass).
     pub left_ms: Option<i64>,
-    /// When the run passed (it awaits integration), if it did.
+    /// When the run passed (it awaits integration and holds its task), if it did.
     pub passed_ms: Option<u64>,
     /// Where the run keeps its commits on the remote, and the commit there now (null
     /// when it pushed none yet).

@@ -1013,3 +1013,148 @@ fn claiming_merges_the_remotes_ledger_first_so_the_decision_counts_every_machine
     claim(&env, b, "box-b", "other", &["--backend", "no-footer"]).expect_code(0);
     assert_eq!(runs_of(b), vec![failed.clone()]);
 }
+
+/// A run of task `task` on machine a that passes (scope `src/routes/**`, lease `lease`),
+/// once its claim on the remote says so: its run id.
+fn a_pass(env: &TestEnv, a: &Path, bare: &Path, task: &str, lease: &str) -> String {
+    let out = claim(
+        env,
+        a,
+        "box-a",
+        task,
+        &[
+            "--backend",
+            "ok",
+            "--scope",
+            "src/routes/**",
+            "--set",
+            lease,
+        ],
+    );
+    out.expect_code(0);
+    let run = run_of(&out);
+    env.wait(a, &run).run().expect_code(0);
+    poll_until(Duration::from_secs(20), "the claim marked passed", || {
+        claims_on(env, bare)
+            .iter()
+            .any(|(t, c)| t == task && c["passed_ms"].is_u64())
+    });
+    run
+}
+
+#[test]
+fn a_pass_holds_its_task_past_its_lease_until_it_is_integrated() {
+    let env = TestEnv::new();
+    let (bare, clones) = fleet(&env, &["a", "b"], None);
+    let (a, b) = (&clones[0], &clones[1]);
+    let lease = "fleet.lease=\"1s\"";
+    let run = a_pass(&env, a, &bare, "routes", lease);
+    // Well past its lease, nobody renews it: it still holds the task and its scope.
+    std::thread::sleep(Duration::from_millis(2_500));
+    let refused = claim(&env, b, "box-b", "routes", &["--backend", "no-footer"]);
+    refused.expect_code(4);
+    let said = format!("{}{}", refused.stdout, refused.stderr);
+    assert!(
+        said.contains("on machine box-a") && said.contains("passed"),
+        "{said}"
+    );
+    claim(
+        &env,
+        b,
+        "box-b",
+        "wide",
+        &["--backend", "no-footer", "--scope", "src/**"],
+    )
+    .expect_code(4);
+    // Every machine sees it passed, with no lease to run out.
+    let status = fleet_status(&env, b, &["--remote", "origin", "--json"]);
+    status.expect_code(0);
+    let listed = &status.json()["claims"][0];
+    assert_eq!(listed["phase"], "passed", "{listed}");
+    assert_eq!(listed["expires_ms"], serde_json::Value::Null, "{listed}");
+    assert_eq!(listed["left_ms"], serde_json::Value::Null, "{listed}");
+    let table = fleet_status(&env, b, &["--remote", "origin", "--human"]);
+    assert!(
+        table.stdout.contains("held until integrated"),
+        "{}",
+        table.stdout
+    );
+    // Its own machine lands it, long after its lease: the claim is still its own.
+    let landed = env.crew(a, &["integrate", &run, "--remote", "origin"]);
+    landed.expect_code(0);
+    assert_eq!(landed.json()["remote"]["released_claim"], true);
+    assert!(claims_on(&env, &bare).is_empty());
+    claim(&env, b, "box-b", "routes", &["--backend", "no-footer"]).expect_code(0);
+}
+
+#[test]
+fn a_dead_machines_pass_is_dropped_by_abandon_remote_and_cannot_land_after() {
+    let env = TestEnv::new();
+    let (bare, clones) = fleet(&env, &["a", "b"], None);
+    let (a, b) = (&clones[0], &clones[1]);
+    let lease = "fleet.lease=\"1s\"";
+    let run = a_pass(&env, a, &bare, "routes", lease);
+    let target = env.git_ok(&bare, &["rev-parse", "main"]);
+    // A live working run's claim is its machine's: nobody else drops it.
+    let out = claim(
+        &env,
+        a,
+        "box-a",
+        "live",
+        &[
+            "--backend",
+            "slow",
+            "--set",
+            &slow(60),
+            "--set",
+            "fleet.lease=\"30s\"",
+        ],
+    );
+    out.expect_code(0);
+    let live = run_of(&out);
+    let refused = env.crew(b, &["abandon", &live, "--remote", "origin", "--json"]);
+    refused.expect_code(4);
+    let said = format!("{}{}", refused.stdout, refused.stderr);
+    assert!(said.contains("claim-live"), "{said}");
+    assert!(said.contains("machine box-a"), "{said}");
+    assert!(claims_on(&env, &bare).iter().any(|(t, _)| t == "live"));
+    env.crew(a, &["abandon", &live]).expect_code(0);
+
+    // Machine a is gone with its pass: b drops the claim, and the task is free again.
+    let out = env.crew(b, &["abandon", &run, "--remote", "origin", "--json"]);
+    out.expect_code(0);
+    let dropped = &out.json()["dropped"];
+    assert_eq!(dropped["run"], run.as_str(), "{dropped}");
+    assert_eq!(dropped["task"], "routes");
+    assert_eq!(dropped["machine"], "box-a");
+    assert_eq!(dropped["phase"], "passed");
+    assert!(!claims_on(&env, &bare).iter().any(|(t, _)| t == "routes"));
+    // Its commits are still on the remote.
+    let attempt = format!("refs/crew/attempts/{run}");
+    env.git_ok(&bare, &["rev-parse", "--verify", &attempt]);
+    // A run neither here nor on the remote is not found.
+    let again = env.crew(b, &["abandon", &run, "--remote", "origin"]);
+    again.expect_code(3);
+    let said = format!("{}{}", again.stdout, again.stderr);
+    assert!(said.contains("status --fleet"), "{said}");
+    claim(&env, b, "box-b", "routes", &["--backend", "no-footer"]).expect_code(0);
+
+    // Machine a comes back and tries to land its pass: the claim is not its own.
+    let late = env.crew(a, &["integrate", &run, "--remote", "origin"]);
+    late.expect_code(4);
+    let said = format!("{}{}", late.stdout, late.stderr);
+    assert!(said.contains("claim-taken-over"), "{said}");
+    assert_eq!(env.git_ok(&bare, &["rev-parse", "main"]), target);
+}
+
+#[test]
+fn abandoning_a_pass_here_lets_its_claim_go() {
+    let env = TestEnv::new();
+    let (bare, clones) = fleet(&env, &["a"], None);
+    let a = &clones[0];
+    let run = a_pass(&env, a, &bare, "routes", "fleet.lease=\"1s\"");
+    let out = env.crew(a, &["abandon", &run, "--json"]);
+    out.expect_code(0);
+    assert_eq!(out.json()["released_claim"], true, "{}", out.stdout);
+    assert!(claims_on(&env, &bare).is_empty());
+}

@@ -332,3 +332,95 @@ fn two_machines_racing_fifty_integrations_into_one_target_over_git_daemon_land_e
     let fsck = env.git(&bare, &["fsck", "--no-progress"]);
     assert_eq!(fsck.code, 0, "{fsck:?}");
 }
+
+/// `git crew` with `GIT_CREW_FAILPOINT=point` (killed there).
+fn crew_killed_at(env: &TestEnv, dir: &Path, point: &str, args: &[&str]) {
+    let out = env
+        .command(crate::common::bin())
+        .current_dir(dir)
+        .args(args)
+        .env("GIT_CREW_FAILPOINT", point)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), None, "killed, not exited: {out:?}");
+}
+
+/// The ledger's `integrated` rows of `task` on `dir`.
+fn integrated_rows(env: &TestEnv, dir: &Path, task: &str) -> Vec<String> {
+    let rows = env.crew(dir, &["ledger", "--task", task]).json()["rows"].clone();
+    rows.as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|r| r["integrated"].as_str().map(str::to_string))
+        .collect()
+}
+
+#[test]
+fn a_landing_killed_after_its_push_is_finished_by_the_next_integrate_or_doctor() {
+    for finisher in ["integrate", "doctor"] {
+        let env = TestEnv::new();
+        let (bare, clones) = fleet(&env, &["a"], None);
+        let a = &clones[0];
+        let run = routes_pass(&env, a);
+        crew_killed_at(
+            &env,
+            a,
+            "integrate-after-target",
+            &["integrate", &run, "--remote", "origin"],
+        );
+        // The remote has the landing; nothing of it was booked here.
+        let landed = rev(&env, &bare, "main");
+        assert!(!claim_exists(&env, &bare, "routes"));
+        let shown = env.crew(a, &["show", &run]).json();
+        assert_eq!(shown["run"]["integration"], Value::Null);
+        if finisher == "integrate" {
+            let out = env.crew(a, &["integrate", &run, "--remote", "origin"]);
+            out.expect_code(0);
+            let json = out.json();
+            assert_eq!(json["completed"], true, "{json}");
+            assert_eq!(json["commit"], landed.as_str());
+        } else {
+            let out = env.crew(a, &["doctor", "--fix"]);
+            assert!(
+                out.stdout.contains("integration-unfinished"),
+                "{}",
+                out.stdout
+            );
+        }
+        assert_eq!(rev(&env, &bare, "main"), landed, "landed once");
+        let shown = env.crew(a, &["show", &run]).json();
+        assert_eq!(shown["run"]["integration"]["commit"], landed.as_str());
+        assert_eq!(
+            integrated_rows(&env, a, "routes"),
+            std::slice::from_ref(&landed)
+        );
+        env.crew(a, &["integrate", &run, "--remote", "origin"])
+            .expect_code(4);
+    }
+}
+
+#[test]
+fn a_landing_killed_before_its_push_takes_its_notes_and_row_back_and_lands_once_after() {
+    let env = TestEnv::new();
+    let (bare, clones) = fleet(&env, &["a"], None);
+    let a = &clones[0];
+    let run = routes_pass(&env, a);
+    let before = rev(&env, &bare, "main");
+    crew_killed_at(
+        &env,
+        a,
+        "integrate-before-target",
+        &["integrate", &run, "--remote", "origin"],
+    );
+    assert_eq!(rev(&env, &bare, "main"), before, "nothing was pushed");
+    assert!(claim_exists(&env, &bare, "routes"));
+    let out = env.crew(a, &["integrate", &run, "--remote", "origin"]);
+    out.expect_code(0);
+    let json = out.json();
+    assert_eq!(json["completed"], false, "{json}");
+    let landed = rev(&env, &bare, "main");
+    assert_eq!(json["commit"], landed.as_str());
+    // The row written before the killed push was taken back: one landing, one row.
+    assert_eq!(integrated_rows(&env, a, "routes"), [landed]);
+    assert!(!claim_exists(&env, &bare, "routes"));
+}

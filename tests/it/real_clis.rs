@@ -15,6 +15,7 @@ use serde_json::Value;
 
 use crate::common::{TestEnv, poll_for, read, write};
 
+mod fleet;
 mod lead;
 mod spend;
 

@@ -735,3 +735,61 @@ fn over_file_a_task_another_machine_holds_is_not_taken_and_what_depends_on_it_wa
     }
     assert_eq!(claims_on(&env, &bare), Vec::<String>::new());
 }
+
+#[test]
+fn a_pass_another_machine_never_landed_is_not_taken_nor_waited_for() {
+    let env = TestEnv::new();
+    let (bare, clones) = crate::fleet::fleet(&env, &["a", "b"], None);
+    let (a, b) = (&clones[0], &clones[1]);
+    commit_plan(
+        &env,
+        a,
+        &plan(
+            &[Task("x", 1, &[]), Task("y", 1, &["x"]), Task("z", 1, &[])],
+            "",
+        ),
+    );
+    env.git_ok(a, &["push", "-q", "origin", "main"]);
+    env.git_ok(b, &["pull", "-q", "--ff-only", "origin", "main"]);
+    // Machine a's run of x passes, and a never lands it.
+    let run = env
+        .dispatch(a, "x")
+        .args(&[
+            "--plan",
+            "p",
+            "--remote",
+            "origin",
+            "--backend",
+            "slow",
+            "--set",
+            "backends.slow.env.SLOW_SECONDS=\"0\"",
+            "--set",
+            "fleet.machine=box-a",
+            "--set",
+            "fleet.lease=\"1s\"",
+        ])
+        .run_id();
+    env.wait(a, &run).run().expect_code(0);
+    crate::common::poll_until(Duration::from_secs(20), "x's claim passed", || {
+        env.git(&bare, &["cat-file", "-p", "refs/crew/claims/x"])
+            .stdout
+            .contains("passed_ms")
+    });
+    std::thread::sleep(Duration::from_millis(1_500));
+    // A lease after it passed, b's runner takes z only, and stops: x awaits a person.
+    let out = Runner::start(
+        &env,
+        b,
+        &work_args(0, &["--remote", "origin", "--set", "fleet.machine=box-b"]),
+    )
+    .finish(Duration::from_secs(90));
+    out.expect_code(4);
+    let json = out.json();
+    assert_eq!(taken(&json), [("z".to_string(), "landed".to_string())]);
+    assert_eq!(json["left"], serde_json::json!(["x", "y"]), "{json}");
+    assert_eq!(claims_on(&env, &bare), ["x".to_string()]);
+    // Its own machine lands it still.
+    env.crew(a, &["integrate", &run, "--remote", "origin"])
+        .expect_code(0);
+    assert_eq!(claims_on(&env, &bare), Vec::<String>::new());
+}

@@ -74,7 +74,10 @@ fn act(dir: PathBuf, action: &Action) -> Result<Report, CrewError> {
                 .map(|done| crate::cli::integrate::report(&done))
         }
         Action::Abandon(run) => {
-            let request = crate::ops::abandon::Request { run: run.clone() };
+            let request = crate::ops::abandon::Request {
+                run: run.clone(),
+                remote: None,
+            };
             crate::ops::abandon::abandon(&ctx, &request).map(|a| crate::cli::abandon::report(&a))
         }
         Action::Quit | Action::Show(_) | Action::Diff(_) => {

@@ -364,7 +364,7 @@ impl Attempts<'_> {
             let mut written = Written {
                 notes: vec![(notes::CREW, crew_before, crew_after)],
             };
-            let journal = Journal {
+            let mut journal = Journal {
                 commit: commit.to_string(),
                 into: into.clone(),
                 at: at.clone(),
@@ -377,6 +377,9 @@ impl Attempts<'_> {
                 notes_after: crew_after.to_string(),
                 merged_reward: merged_verify.as_ref().map(|v| v.reward),
                 applied_as: landing.applied_as.to_string(),
+                remote: Some(remote.to_string()),
+                ledger_before: None,
+                ledger_after: None,
             };
             let ledger_before = notes::tip(&repo, notes::LEDGER)?;
             let row = landing::landed_row(
@@ -403,6 +406,10 @@ impl Attempts<'_> {
                 written.undo(&repo)?;
                 return Err(e.into());
             }
+            if let Some((_, before, after)) = written.notes.iter().find(|w| w.0 == notes::LEDGER) {
+                journal.ledger_before = before.map(|b| b.to_string());
+                journal.ledger_after = Some(after.to_string());
+            }
 
             let mut updates = vec![Update {
                 reference: format!("refs/heads/{into}"),
@@ -428,25 +435,34 @@ impl Attempts<'_> {
                     new: None,
                 });
             }
+            // Written before the push: an integrate killed from here on is finished (or
+            // taken back) by the next integrate of the run, or `doctor --fix`.
+            if let Err(e) = landing::write_journal(store, run, &journal) {
+                written.undo(&repo)?;
+                return Err(e.into());
+            }
             crate::sys::failpoint::crash("integrate-before-target");
             let pushed = match crate::git::fleet::push(repo_dir, remote, &updates) {
                 Ok(pushed) => pushed,
                 Err(e) => {
                     written.undo(&repo)?;
+                    landing::drop_journal(store, run);
                     return Ok(Err(Refusal::Unreachable(crate::fault::chain(&e))));
                 }
             };
+            if !matches!(pushed, Pushed::Done) {
+                written.undo(&repo)?;
+                landing::drop_journal(store, run);
+            }
             match pushed {
                 Pushed::Done => *turn = None,
                 Pushed::Refused(why) => {
-                    written.undo(&repo)?;
                     return Ok(Err(Refusal::RemoteRefused(format!(
                         "{remote} refused the landing of run {run} on {into}: {why}; nothing moved there"
                     ))));
                 }
                 Pushed::Lost => {
                     // Another machine landed first: fetch, merge again on its tip.
-                    written.undo(&repo)?;
                     let jitter = u64::from(std::process::id() % 29);
                     std::thread::sleep(Duration::from_millis(10 * (tries.min(10) as u64) + jitter));
                     continue;
