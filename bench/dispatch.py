@@ -4,6 +4,7 @@
     python3 bench/dispatch.py [--files 50000] [--runs 8] [--records 1000] [--work DIR]
     python3 bench/dispatch.py --scale [--sizes 1000,5000] [--repeat 7] [--parallel 32]
                               [--rounds 5] [--work DIR] [--keep] [--bin PATH]
+                              [--only dispatch|integrate]
 
 On a repository of --files files it times, side by side:
   * `git worktree add -b <branch> <path>` (the reference), and
@@ -245,28 +246,33 @@ def scale(args):
         sh([BIN, "init"], fresh, env)
         configure(fresh, env)
         f = Scale(fresh, env, work)
-        m = alternately([("git worktree add", f.worktree_add),
-                         ("git crew dispatch", f.dispatch)], args.repeat)
-        report("fresh", m, [("git worktree add", "git worktree add"),
-                            ("git crew dispatch", "git worktree add")])
-        fresh_dispatch = m["git crew dispatch"]
-        m = alternately([("git merge --no-ff", f.merge_no_ff),
-                         ("git crew integrate", f.integrate)], args.repeat)
-        report("fresh", m, [("git merge --no-ff", "git merge --no-ff"),
-                            ("git crew integrate", "git merge --no-ff")])
-        fresh_integrate = m["git crew integrate"]
-        par = "%d at once, slowest" % args.parallel
-        git_par = "git worktree add, " + par
-        nap = "git crew dispatch, " + par + " (worker sleeps)"
-        noop = "git crew dispatch, " + par + " (worker `true`)"
-        m = alternately([(git_par, lambda: f.at_once(args.parallel, False)),
-                         (nap, lambda: f.at_once(args.parallel, True, "nap")),
-                         (noop, lambda: f.at_once(args.parallel, True, "noop"))],
-                        args.rounds)
-        report("fresh", m, [(git_par, git_par), (nap, git_par), (noop, git_par)])
-        print("  (%d of the git worktree adds at once failed on a half-made registration "
-              "and were run again, timed from their first start)" % f.retried,
-              file=sys.stderr)
+        dispatching = args.only in ("all", "dispatch")
+        integrating = args.only in ("all", "integrate")
+        if dispatching:
+            m = alternately([("git worktree add", f.worktree_add),
+                             ("git crew dispatch", f.dispatch)], args.repeat)
+            report("fresh", m, [("git worktree add", "git worktree add"),
+                                ("git crew dispatch", "git worktree add")])
+            fresh_dispatch = m["git crew dispatch"]
+        if integrating:
+            m = alternately([("git merge --no-ff", f.merge_no_ff),
+                             ("git crew integrate", f.integrate)], args.repeat)
+            report("fresh", m, [("git merge --no-ff", "git merge --no-ff"),
+                                ("git crew integrate", "git merge --no-ff")])
+            fresh_integrate = m["git crew integrate"]
+        if dispatching:
+            par = "%d at once, slowest" % args.parallel
+            git_par = "git worktree add, " + par
+            nap = "git crew dispatch, " + par + " (worker sleeps)"
+            noop = "git crew dispatch, " + par + " (worker `true`)"
+            m = alternately([(git_par, lambda: f.at_once(args.parallel, False)),
+                             (nap, lambda: f.at_once(args.parallel, True, "nap")),
+                             (noop, lambda: f.at_once(args.parallel, True, "noop"))],
+                            args.rounds)
+            report("fresh", m, [(git_par, git_par), (nap, git_par), (noop, git_par)])
+            print("  (%d of the git worktree adds at once failed on a half-made "
+                  "registration and were run again, timed from their first start)"
+                  % f.retried, file=sys.stderr)
 
         big = os.path.join(work, "big")
         os.makedirs(big)
@@ -280,18 +286,20 @@ def scale(args):
             print("  (%d runs copied in %.1f s)" % (size, time.perf_counter() - started),
                   file=sys.stderr)
             label = "{:,} finished runs".format(size)
-            m = alternately([("git worktree add", b.worktree_add),
-                             ("git crew dispatch", b.dispatch)], args.repeat)
-            report(label, m, [("git worktree add", "git worktree add"),
-                              ("git crew dispatch", "git worktree add")])
-            print("  dispatch at %s / in the fresh repository: %.2fx (target <= 1.2x)" % (
-                label, m["git crew dispatch"] / fresh_dispatch), file=sys.stderr)
-            m = alternately([("git merge --no-ff", b.merge_no_ff),
-                             ("git crew integrate", b.integrate)], args.repeat)
-            report(label, m, [("git merge --no-ff", "git merge --no-ff"),
-                              ("git crew integrate", "git merge --no-ff")])
-            print("  integrate at %s / in the fresh repository: %.2fx" % (
-                label, m["git crew integrate"] / fresh_integrate), file=sys.stderr)
+            if dispatching:
+                m = alternately([("git worktree add", b.worktree_add),
+                                 ("git crew dispatch", b.dispatch)], args.repeat)
+                report(label, m, [("git worktree add", "git worktree add"),
+                                  ("git crew dispatch", "git worktree add")])
+                print("  dispatch at %s / in the fresh repository: %.2fx (target <= 1.2x)"
+                      % (label, m["git crew dispatch"] / fresh_dispatch), file=sys.stderr)
+            if integrating:
+                m = alternately([("git merge --no-ff", b.merge_no_ff),
+                                 ("git crew integrate", b.integrate)], args.repeat)
+                report(label, m, [("git merge --no-ff", "git merge --no-ff"),
+                                  ("git crew integrate", "git merge --no-ff")])
+                print("  integrate at %s / in the fresh repository: %.2fx" % (
+                    label, m["git crew integrate"] / fresh_integrate), file=sys.stderr)
     finally:
         if not args.keep:
             shutil.rmtree(work, ignore_errors=True)
@@ -311,6 +319,8 @@ def main():
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--keep", action="store_true", help="keep the scratch repositories")
     ap.add_argument("--bin", default=BIN, help="the git-crew binary (--scale)")
+    ap.add_argument("--only", choices=["all", "dispatch", "integrate"], default="all",
+                    help="--scale: the dispatch cases, the integrate cases, or both")
     args = ap.parse_args()
     if not os.path.exists(args.bin):
         sys.exit("build first: cargo build --release")

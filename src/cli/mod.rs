@@ -161,10 +161,47 @@ pub fn main() -> ExitCode {
 /// Like [`main`], for a given argument list; returns the exit code.
 pub fn run(args: impl IntoIterator<Item = OsString>) -> u8 {
     let args: Vec<OsString> = args.into_iter().collect();
-    let cli = match Cli::try_parse_from(&args) {
-        Ok(cli) => cli,
-        Err(err) => return usage_error(&args, err),
+    let cli = match hook_line(&args) {
+        Some(cli) => cli,
+        None => match Cli::try_parse_from(&args) {
+            Ok(cli) => cli,
+            Err(err) => return usage_error(&args, err),
+        },
     };
+    execute(cli)
+}
+
+/// The command lines the installed hook shims run on every commit and merge (`hook
+/// pre-commit`, `hook post-merge [0|1]`, `hook post-commit`), read without building
+/// clap's tree of every command: the same [`Cli`] clap would give for them. Any other
+/// line, or one with a flag in it, is left to clap.
+fn hook_line(args: &[OsString]) -> Option<Cli> {
+    let words: Vec<&str> = args
+        .get(1..)?
+        .iter()
+        .map(|a| a.to_str())
+        .collect::<Option<_>>()?;
+    let hook = match words.as_slice() {
+        ["hook", "pre-commit"] => hook::Hook::PreCommit,
+        ["hook", "post-commit"] => hook::Hook::PostCommit,
+        ["hook", "post-merge"] => hook::Hook::PostMerge {
+            squash: "0".to_string(),
+        },
+        ["hook", "post-merge", squash] if !squash.starts_with('-') => hook::Hook::PostMerge {
+            squash: (*squash).to_string(),
+        },
+        _ => return None,
+    };
+    Some(Cli {
+        directories: Vec::new(),
+        json: false,
+        human: false,
+        command: Command::Hook(hook::HookArgs { hook }),
+    })
+}
+
+/// Runs a parsed command line and renders its result; returns the exit code.
+fn execute(cli: Cli) -> u8 {
     let format = match cli.command {
         // git runs a hook for a person: it speaks on stderr, and only when it has
         // something to say, whatever GIT_CREW_FORMAT the shell exports. JSON on stdout
@@ -271,6 +308,45 @@ fn usage_error(args: &[OsString], err: clap::Error) -> u8 {
 mod tests {
     use super::*;
     use clap::CommandFactory;
+
+    /// The hook lines read without clap give the command line clap gives; any other
+    /// line (a flag, another hook, a word more) is left to clap.
+    #[test]
+    fn hook_lines_read_without_clap_are_those_clap_reads() {
+        let line = |words: &[&str]| -> Vec<OsString> {
+            std::iter::once("git-crew")
+                .chain(words.iter().copied())
+                .map(OsString::from)
+                .collect()
+        };
+        for words in [
+            &["hook", "pre-commit"][..],
+            &["hook", "post-commit"],
+            &["hook", "post-merge"],
+            &["hook", "post-merge", "0"],
+            &["hook", "post-merge", "1"],
+            &["hook", "post-merge", ""],
+        ] {
+            let args = line(words);
+            let fast = hook_line(&args).expect("a hook line");
+            let clap = Cli::try_parse_from(&args).expect("clap reads it");
+            assert_eq!(format!("{fast:?}"), format!("{clap:?}"), "{words:?}");
+        }
+        for words in [
+            &["hook", "pre-commit", "--json"][..],
+            &["--json", "hook", "pre-commit"],
+            &["-C", ".", "hook", "pre-commit"],
+            &["hook", "pre-commit", "extra"],
+            &["hook", "post-merge", "--help"],
+            &["hook", "post-merge", "1", "2"],
+            &["hook", "pre-push"],
+            &["hook"],
+            &["status"],
+            &[],
+        ] {
+            assert!(hook_line(&line(words)).is_none(), "{words:?}");
+        }
+    }
 
     #[test]
     fn verify_app() {

@@ -199,6 +199,38 @@ pub fn kept_on_uninstall(key: &str, worktree_config_in_use: bool) -> bool {
     key == WORKTREE_CONFIG && worktree_config_in_use
 }
 
+/// Whether `text` is the `hook` shim init writes when the hook had nothing else: the
+/// shebang and git-crew's block, with whatever binary path init put in it; nothing the
+/// user added, nothing chained.
+pub fn is_bare_shim(hook: &str, text: &str) -> bool {
+    use crate::core::hookblock::{SHEBANG, block_of};
+    let Some(shipped) = SHIMS
+        .iter()
+        .find(|(name, _)| *name == hook)
+        .and_then(|(_, shim)| block_of(shim))
+    else {
+        return false;
+    };
+    let Some(block) = block_of(text) else {
+        return false;
+    };
+    if text != format!("{SHEBANG}\n{block}\n") {
+        return false;
+    }
+    // The path init quoted into the block, read back from its `[ -x PATH ]` test.
+    let (Some((before, _)), Some(start)) =
+        (shipped.split_once("@GIT_CREW_EXE@"), block.find("[ -x '"))
+    else {
+        return false;
+    };
+    let from = start + "[ -x ".len();
+    let Some(len) = block[from..].find(" ]; then") else {
+        return false;
+    };
+    let quoted = &block[from..from + len];
+    before.ends_with("[ -x ") && block == shipped.replace("@GIT_CREW_EXE@", quoted)
+}
+
 /// A shim's block with `exe` (quoted for the shell; empty for none) as the fallback for
 /// when `git-crew` is not on PATH at commit time.
 pub fn with_exe(block: &str, exe: &str) -> String {
@@ -238,6 +270,54 @@ mod tests {
     use super::*;
     use crate::core::flight::{Layer, LayerSource, parse_layer};
     use crate::core::hookblock;
+
+    /// Only the post-merge shim exactly as init writes it — whatever the binary's path —
+    /// is bare: a line of the user's, a chained hook, another hook's block are not.
+    #[test]
+    fn a_bare_shim_is_the_shebang_and_the_block_init_writes() {
+        let block = |exe: &str| {
+            let shipped = hookblock::block_of(SHIMS[1].1).unwrap();
+            with_exe(shipped, exe)
+        };
+        let bare = |exe: &str| format!("#!/bin/sh\n{}\n", block(exe));
+        assert!(is_bare_shim("post-merge", &bare("/usr/local/bin/git-crew")));
+        assert!(is_bare_shim("post-merge", &bare("/opt/it's here/git-crew")));
+        assert!(is_bare_shim("post-merge", &bare("")));
+        // As init writes it into a repository without a post-merge of its own.
+        let hookblock::Install::Create(created) = hookblock::install(None, &block("/x/git-crew"))
+        else {
+            panic!("a new hook is created");
+        };
+        assert!(is_bare_shim("post-merge", &created));
+        let hookblock::Install::Update(with_user) =
+            hookblock::install(Some("#!/bin/sh\necho mine\n"), &block("/x/git-crew"))
+        else {
+            panic!("the user's hook takes the block");
+        };
+        assert!(!is_bare_shim("post-merge", &with_user));
+        assert!(!is_bare_shim(
+            "post-merge",
+            &format!("{}echo mine\n", bare("/x"))
+        ));
+        assert!(!is_bare_shim(
+            "post-merge",
+            &bare("/x").replace("#!/bin/sh", "#!/bin/bash")
+        ));
+        let chained = format!(
+            "#!/bin/sh\n{}\n",
+            hookblock::chain_block(&block("/x"), "post-merge.pre-crew")
+        );
+        assert!(!is_bare_shim("post-merge", &chained));
+        let shim = block("/x").replace("|| true", "|| true; touch /tmp/owned");
+        assert!(!is_bare_shim("post-merge", &format!("#!/bin/sh\n{shim}\n")));
+        let pre_commit = with_exe(hookblock::block_of(SHIMS[0].1).unwrap(), "/x");
+        assert!(!is_bare_shim(
+            "post-merge",
+            &format!("#!/bin/sh\n{pre_commit}\n")
+        ));
+        assert!(!is_bare_shim("pre-push", &bare("/x")));
+        assert!(!is_bare_shim("post-merge", ""));
+    }
 
     fn values(list: &[&str]) -> Vec<String> {
         list.iter().map(|v| v.to_string()).collect()

@@ -548,24 +548,67 @@ pub fn held_paths(runs: &[Holder], changes: &[Change]) -> Vec<String> {
         let Some(candidates) = candidates(run.scope, &sorted) else {
             continue;
         };
-        let Ok(scope) = Scope::new(run.scope) else {
+        let Some(held) = Held::new(run.scope) else {
             continue;
         };
+        let scope = run.scope.join(", ");
         for i in candidates {
             if let Some(path) = &normal[i]
-                && scope.contains(path)
+                && held.contains(path)
             {
                 out.push(format!(
-                    "{} is held by in-flight run {} (task {}, scope {})",
-                    changes[i].path,
-                    run.run,
-                    run.task,
-                    run.scope.join(", ")
+                    "{} is held by in-flight run {} (task {}, scope {scope})",
+                    changes[i].path, run.run, run.task,
                 ));
             }
         }
     }
     out
+}
+
+/// A scope as [`held_paths`] matches it: a scope of plain folders and files (`src/api/**`,
+/// `docs/`, `README.md`) by comparing paths, as its compiled globs would decide; any
+/// other compiled. `None` for a scope that does not compile.
+enum Held {
+    /// Each folder or file covered, and whether the path itself is covered too (a
+    /// literal path is; `dir/**` and `dir/` cover only what is under them).
+    Plain(Vec<(String, bool)>),
+    Compiled(Scope),
+}
+
+impl Held {
+    fn new(globs: &[String]) -> Option<Held> {
+        let plain: Option<Vec<(String, bool)>> = globs.iter().map(|g| plain_glob(g)).collect();
+        match plain {
+            Some(plain) => Some(Held::Plain(plain)),
+            None => Scope::new(globs).ok().map(Held::Compiled),
+        }
+    }
+
+    fn contains(&self, normalized_path: &str) -> bool {
+        match self {
+            Held::Plain(covered) => covered.iter().any(|(base, itself)| {
+                (*itself && normalized_path == base)
+                    || normalized_path
+                        .strip_prefix(base.as_str())
+                        .is_some_and(|rest| rest.len() > 1 && rest.starts_with('/'))
+            }),
+            Held::Compiled(scope) => scope.contains(normalized_path),
+        }
+    }
+}
+
+/// A glob that names a folder or a file with no pattern in it but a last `/**`: the
+/// folder or file, and whether the path itself is covered.
+fn plain_glob(glob: &str) -> Option<(String, bool)> {
+    let parsed = parse_glob(glob).ok()?;
+    let meta = |text: &str| text.contains(['*', '?', '[', '{', '\\']);
+    if parsed.is_dir || parsed.literal {
+        // `dir/` covers `dir/**`; a literal path covers itself and `path/**`.
+        return (!meta(&parsed.normal)).then(|| (parsed.normal.clone(), !parsed.is_dir));
+    }
+    let base = parsed.normal.strip_suffix("/**")?;
+    (!base.is_empty() && !meta(base)).then(|| (base.to_string(), false))
 }
 
 /// The positions (in `changes` order) of the paths some glob of `scope` could match,
@@ -908,5 +951,70 @@ mod tests {
         assert_eq!(held_paths(&holders, &changes), expected);
         assert_eq!(expected.len(), 23, "{expected:#?}");
         assert!(held_paths(&holders, &[]).is_empty());
+    }
+
+    /// The plain folders and files a live run's scope names are matched by comparing
+    /// paths; each decision is the compiled glob's, and a glob with a pattern in it is
+    /// left to the compiled scope.
+    #[test]
+    fn plain_scopes_match_as_their_compiled_globs_do() {
+        let globs = [
+            "src/api/**",
+            "src/api",
+            "src/api/",
+            "./src//api/**",
+            "src/../docs/**",
+            "d000/**",
+            "a b/ü/**",
+            "README.md",
+            "src/api.rs",
+            "src/a?i/**",
+            "src/*/**",
+            "src/rout\\es/**",
+            "src/api/**/*.rs",
+            "**",
+            "src/**/",
+        ];
+        let paths = [
+            "src/api",
+            "src/api/x.rs",
+            "src/api/deep/y.rs",
+            "src/api.rs",
+            "src/api0",
+            "src/apix/z.rs",
+            "src",
+            "docs",
+            "docs/a.md",
+            "d000",
+            "d000/f.txt",
+            "d0000/f.txt",
+            "a b/ü/c",
+            "a b/ü",
+            "README.md",
+            "README.md/x",
+            "src/routes/a.rs",
+        ];
+        let mut plain = 0;
+        for glob in globs {
+            let globs = vec![glob.to_string()];
+            let compiled = Scope::new(&globs).unwrap();
+            let held = Held::new(&globs).unwrap();
+            if matches!(held, Held::Plain(_)) {
+                plain += 1;
+            }
+            for path in paths {
+                assert_eq!(
+                    held.contains(path),
+                    compiled.contains(path),
+                    "{glob} against {path}"
+                );
+            }
+        }
+        assert!(plain_glob("src/a?i/**").is_none());
+        assert!(plain_glob("src/rout\\es/**").is_none());
+        assert!(plain_glob("src/**/").is_none());
+        assert_eq!(plain_glob("src/api/**"), Some(("src/api".into(), false)));
+        assert_eq!(plain_glob("README.md"), Some(("README.md".into(), true)));
+        assert_eq!(plain, 9);
     }
 }

@@ -29,6 +29,14 @@ pub fn truncate(text: &str, width: usize) -> String {
 /// the line feed and the tab. What can be seen stays. The one sanitizer of every human
 /// rendering: JSON carries the text as it came, as data.
 pub fn sanitize(text: &str) -> String {
+    // Most text has nothing to drop: printable ASCII, line feeds and tabs pass as they are
+    // (a byte test; the character walk below is for the rest).
+    if text
+        .bytes()
+        .all(|b| matches!(b, b' '..=b'~' | b'\n' | b'\t'))
+    {
+        return text.to_string();
+    }
     let mut out = String::with_capacity(text.len());
     let mut chars = text.chars().peekable();
     while let Some(c) = chars.next() {

@@ -10,6 +10,10 @@ use serde::Serialize;
 
 use crate::core::hookblock::{self, Install};
 
+/// The variable `git merge --ff-only` carries into the hooks while integrate advances a
+/// checked-out branch: the post-merge hook leaves that run to integrate.
+pub const INTEGRATING_VAR: &str = "GIT_CREW_INTEGRATING";
+
 /// Suffix of a non-shell hook moved aside so a shell hook can chain it.
 pub const CHAINED_SUFFIX: &str = ".pre-crew";
 
@@ -40,6 +44,56 @@ pub fn resolve(repo: &gix::Repository, value: &str) -> PathBuf {
     } else {
         repo.workdir().unwrap_or_else(|| repo.git_dir()).join(path)
     }
+}
+
+/// Whether `git merge --ff-only` of the checkout at `worktree` would run no hook but
+/// git-crew's own post-merge shim, which leaves the run being integrated
+/// (`GIT_CREW_INTEGRATING`) alone: then git may be told to look for no hook at all. It
+/// is so only when the checkout is this repository's own work tree, `core.hooksPath` is
+/// set nowhere (nor on git's command line), and the hooks directory holds nothing but
+/// git's samples, `pre-commit` and `post-commit` (a fast-forward commits nothing) and a
+/// `post-merge` that is init's shim alone. A user's post-merge, a chained hook, a
+/// `reference-transaction`, `post-index-change` or `pre-auto-gc` hook — anything else —
+/// and git runs the hooks as it always does.
+pub fn only_crew_post_merge(repo: &gix::Repository, worktree: &Path) -> bool {
+    if ["GIT_CONFIG_PARAMETERS", "GIT_CONFIG_COUNT"]
+        .iter()
+        .any(|var| std::env::var_os(var).is_some())
+        || repo.config_snapshot().string("core.hooksPath").is_some()
+    {
+        return false;
+    }
+    let same = |a: &Path, b: &Path| match (std::fs::canonicalize(a), std::fs::canonicalize(b)) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => false,
+    };
+    if !repo.workdir().is_some_and(|own| same(own, worktree)) {
+        return false;
+    }
+    let dir = repo.common_dir().join("hooks");
+    let Ok(entries) = std::fs::read_dir(&dir) else {
+        // No hooks directory: no hook either.
+        return !dir.exists();
+    };
+    for entry in entries {
+        let Ok(entry) = entry else {
+            return false;
+        };
+        let name = entry.file_name();
+        let Some(name) = name.to_str() else {
+            return false;
+        };
+        let fine = match name {
+            "pre-commit" | "post-commit" => true,
+            "post-merge" => std::fs::read_to_string(entry.path())
+                .is_ok_and(|text| crate::core::install::is_bare_shim("post-merge", &text)),
+            _ => name.ends_with(".sample"),
+        };
+        if !fine {
+            return false;
+        }
+    }
+    true
 }
 
 /// Writes the hooks of this repository's own hooks directory `dir`, each running the

@@ -297,12 +297,15 @@ pub fn fast_forward(
         true => Vec::new(),
         false => dirty(&git, &changed_paths(&git, commit)?)?,
     };
-    let out = GitRunner::new(worktree).with_env(env.0, env.1).raw(&[
-        "merge",
-        "--ff-only",
-        "--quiet",
-        &commit.to_string(),
-    ])?;
+    let mut runner = GitRunner::new(worktree).with_env(env.0, env.1);
+    // The only hook git would run is git-crew's post-merge shim, which leaves this
+    // fast-forward alone: no process for it.
+    if env.0 == super::hooks_dir::INTEGRATING_VAR
+        && super::hooks_dir::only_crew_post_merge(repo, worktree)
+    {
+        runner = runner.with_config("core.hooksPath=/dev/null");
+    }
+    let out = runner.raw(&["merge", "--ff-only", "--quiet", &commit.to_string()])?;
     if !out.status.success() {
         let mut undone = String::new();
         // HEAD stayed where it was: the paths are those it was to change.

@@ -89,6 +89,10 @@ pub enum After {
 /// Records the runs a merge (or a commit) brought in; `say` hears what the person
 /// running git should read as it goes.
 pub fn after(ctx: &Context, hook: After, say: &mut dyn FnMut(&str)) -> Result<Vec<Merged>> {
+    // `git crew integrate` records the run it is fast-forwarding itself: nothing to open.
+    if std::env::var_os(crate::run::post_merge::INTEGRATING_VAR).is_some() {
+        return Ok(Vec::new());
+    }
     let repo = ctx.repo()?;
     let repo_dir = ctx.workdir()?.to_path_buf();
     Ok(match hook {

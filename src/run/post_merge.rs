@@ -17,9 +17,7 @@ use crate::core::integrate::RunNote;
 use crate::core::scope;
 use crate::git::{self, repo::state_dir};
 
-/// The variable `git merge --ff-only` carries into the hooks while integrate advances a
-/// checked-out branch: the post-merge hook leaves that run to integrate.
-pub const INTEGRATING_VAR: &str = "GIT_CREW_INTEGRATING";
+pub use crate::git::hooks_dir::INTEGRATING_VAR;
 
 /// A run branch the merge brought in (SPEC: `hook post-merge`).
 #[derive(Debug, Clone, Serialize)]

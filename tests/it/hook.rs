@@ -442,3 +442,66 @@ fn a_plain_checkout_with_many_live_runs_is_warned_by_each_holder_and_never_by_on
          crew: warning: docs/guide.md is held by in-flight run s4 (task docs, scope d\\ocs/*.md)\n"
     );
 }
+
+/// The shims' command lines are read without clap; the same line with `-C .` in front
+/// goes through clap. Both say the same and exit alike: a refusal in a run's worktree, a
+/// warning in the lead's checkout, a post-merge, and no repository at all.
+#[test]
+fn the_shims_lines_answer_as_the_full_parser_does() {
+    let env = TestEnv::new();
+    let (repo, wt) = crew_setup(&env, "implement", &["src/routes/**"]);
+    let both = |dir: &Path, line: &[&str]| {
+        let fast = env.crew(dir, line);
+        let parsed = env.crew(dir, &[&["-C", "."][..], line].concat());
+        assert_eq!(
+            (fast.code, &fast.stdout, &fast.stderr),
+            (parsed.code, &parsed.stdout, &parsed.stderr),
+            "{line:?} in {}",
+            dir.display()
+        );
+        fast
+    };
+
+    write(&wt.join("src/lib.rs"), "outside\n");
+    env.git_ok(&wt, &["add", "-A"]);
+    let refused = both(&wt, &["hook", "pre-commit"]);
+    refused.expect_code(1);
+    assert!(
+        refused
+            .stderr
+            .contains("src/lib.rs (modified) is outside the write scope"),
+        "{}",
+        refused.stderr
+    );
+
+    write(
+        &repo.join(".git/crew/live/r1.json"),
+        r#"{"run": "r1", "task": "routes", "scope": ["src/routes/**"], "phase": "working"}"#,
+    );
+    write(&repo.join("src/routes/a.rs"), "the lead's\n");
+    env.git_ok(&repo, &["add", "-A"]);
+    let warned = both(&repo, &["hook", "pre-commit"]);
+    warned.expect_code(0);
+    assert_eq!(
+        warned.stderr,
+        "crew: warning: src/routes/a.rs is held by in-flight run r1 (task routes, scope src/routes/**)\n"
+    );
+
+    for line in [
+        &["hook", "post-merge"][..],
+        &["hook", "post-merge", "0"],
+        &["hook", "post-commit"],
+    ] {
+        both(&repo, line).expect_code(0);
+    }
+
+    let elsewhere = env.root().join("not-a-repo");
+    std::fs::create_dir_all(&elsewhere).unwrap();
+    let outside = both(&elsewhere, &["hook", "pre-commit"]);
+    assert_ne!(outside.code, 0, "{}", outside.stderr);
+    assert!(
+        outside.stderr.contains("not a git repository"),
+        "{}",
+        outside.stderr
+    );
+}

@@ -900,3 +900,74 @@ fn a_clean_worktree_is_moved_out_of_the_way_at_once_and_its_files_deleted_after(
     let shown = env.crew(&repo, &["show", &run]).json();
     assert_eq!(shown["run"]["pruned"]["worktree"], true, "{shown}");
 }
+
+/// The fast-forward of the lead's checkout runs the hooks git runs for it: a post-merge
+/// of the user's beside git-crew's block, and any other hook of a merge
+/// (`reference-transaction` here), each seeing the fast-forward as git shows it. Where
+/// the hooks directory holds git-crew's shims alone, git is told to look for none, and
+/// the merge lands the same.
+#[test]
+fn the_users_own_hooks_run_on_the_fast_forward() {
+    let env = TestEnv::new();
+    let repo = env.fixture("crew-repo.sh", "repo", &[]);
+    let hooks = repo.join(".git/hooks");
+    let post_merge = hooks.join("post-merge");
+    let shim = read(&post_merge);
+    assert!(shim.starts_with("#!/bin/sh\n# >>> git-crew >>>"), "{shim}");
+
+    // git-crew's shims alone: the merge lands, nothing else to see.
+    let run = routes_run(&env, &repo);
+    let out = env.crew(&repo, &["integrate", &run]);
+    out.expect_code(0);
+    assert_eq!(
+        rev(&env, &repo, "main"),
+        out.json()["commit"].as_str().unwrap()
+    );
+    assert!(env.git_ok(&repo, &["status", "--porcelain"]).is_empty());
+
+    // The user's own line in post-merge, after git-crew's block.
+    write(
+        &post_merge,
+        &format!(
+            "{shim}echo \"post-merge $1 $(git rev-parse HEAD)\" >> \"$(git rev-parse --git-dir)/mine.log\"\n"
+        ),
+    );
+    let run = env
+        .dispatch(&repo, "second")
+        .backend("own-file")
+        .scope("work/second.txt")
+        .finished();
+    let out = env.crew(&repo, &["integrate", &run]);
+    out.expect_code(0);
+    let commit = out.json()["commit"].as_str().unwrap().to_string();
+    assert_eq!(
+        read(&repo.join(".git/mine.log")),
+        format!("post-merge 0 {commit}\n")
+    );
+
+    // git-crew's shim alone again, and a reference-transaction hook of the user's.
+    write(&post_merge, &shim);
+    std::fs::remove_file(repo.join(".git/mine.log")).unwrap();
+    let transaction = hooks.join("reference-transaction");
+    write(
+        &transaction,
+        "#!/bin/sh\nif [ \"$1\" = committed ]; then cat >> \"$(git rev-parse --git-dir)/mine.log\"; fi\n",
+    );
+    let mut perms = std::fs::metadata(&transaction).unwrap().permissions();
+    std::os::unix::fs::PermissionsExt::set_mode(&mut perms, 0o755);
+    std::fs::set_permissions(&transaction, perms).unwrap();
+    let run = env
+        .dispatch(&repo, "third")
+        .backend("own-file")
+        .scope("work/third.txt")
+        .finished();
+    let out = env.crew(&repo, &["integrate", &run]);
+    out.expect_code(0);
+    let commit = out.json()["commit"].as_str().unwrap().to_string();
+    let log = read(&repo.join(".git/mine.log"));
+    assert!(
+        log.lines()
+            .any(|l| l.contains(&commit) && l.ends_with("refs/heads/main")),
+        "{log}"
+    );
+}
