@@ -13,6 +13,23 @@ use crate::common::{Out, TestEnv, poll_until, write};
 /// bare repository's path when none).
 pub fn fleet(env: &TestEnv, names: &[&str], url: Option<&str>) -> (PathBuf, Vec<PathBuf>) {
     let origin = env.fixture("crew-repo.sh", "origin", &[]);
+    let bare = bare_remote(env, &origin);
+    let url = url.map_or_else(|| format!("file://{}", bare.display()), str::to_string);
+    let clones = names
+        .iter()
+        .map(|name| {
+            let dir = env.root().join(name);
+            env.git_ok(env.root(), &["clone", "-q", &url, dir.to_str().unwrap()]);
+            env.crew(&dir, &["init"]).expect_code(0);
+            dir
+        })
+        .collect();
+    (bare, clones)
+}
+
+/// A bare clone of `origin` at `remote.git` in the test's folder (where `Daemon` serves
+/// it), every ref update logged so its claims' history can be read.
+pub fn bare_remote(env: &TestEnv, origin: &Path) -> PathBuf {
     let bare = env.root().join("remote.git");
     env.git_ok(
         env.root(),
@@ -25,17 +42,7 @@ pub fn fleet(env: &TestEnv, names: &[&str], url: Option<&str>) -> (PathBuf, Vec<
         ],
     );
     env.git_ok(&bare, &["config", "core.logAllRefUpdates", "always"]);
-    let url = url.map_or_else(|| format!("file://{}", bare.display()), str::to_string);
-    let clones = names
-        .iter()
-        .map(|name| {
-            let dir = env.root().join(name);
-            env.git_ok(env.root(), &["clone", "-q", &url, dir.to_str().unwrap()]);
-            env.crew(&dir, &["init"]).expect_code(0);
-            dir
-        })
-        .collect();
-    (bare, clones)
+    bare
 }
 
 /// `dispatch --remote origin` as machine `machine`, with `extra` flags.

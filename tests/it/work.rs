@@ -662,13 +662,13 @@ fn three_machines_work_one_plan_through_git_daemon_and_every_task_lands_exactly_
     }
 }
 
-#[test]
-fn over_file_a_task_another_machine_holds_is_not_taken_and_what_depends_on_it_waits_for_it() {
-    let env = TestEnv::new();
-    let (bare, clones) = crate::fleet::fleet(&env, &["a", "b"], None);
+/// Two machines sharing a bare remote, both with plan `p` of tasks x, y (after x) and z:
+/// the remote, machine a's clone, machine b's.
+fn two_machines_on_xyz(env: &TestEnv) -> (PathBuf, PathBuf, PathBuf) {
+    let (bare, clones) = crate::fleet::fleet(env, &["a", "b"], None);
     let (a, b) = (&clones[0], &clones[1]);
     commit_plan(
-        &env,
+        env,
         a,
         &plan(
             &[Task("x", 1, &[]), Task("y", 1, &["x"]), Task("z", 1, &[])],
@@ -677,22 +677,36 @@ fn over_file_a_task_another_machine_holds_is_not_taken_and_what_depends_on_it_wa
     );
     env.git_ok(a, &["push", "-q", "origin", "main"]);
     env.git_ok(b, &["pull", "-q", "--ff-only", "origin", "main"]);
+    (bare, a.clone(), b.clone())
+}
+
+/// Task x of plan `p` dispatched by hand on machine a (`box-a`), claimed on the remote,
+/// its worker taking `seconds`; its run.
+fn x_on_box_a(env: &TestEnv, a: &Path, seconds: u32, extra: &[&str]) -> String {
+    let slow = format!("backends.slow.env.SLOW_SECONDS=\"{seconds}\"");
+    let mut args = vec![
+        "--plan",
+        "p",
+        "--remote",
+        "origin",
+        "--backend",
+        "slow",
+        "--set",
+        &slow,
+        "--set",
+        "fleet.machine=box-a",
+    ];
+    args.extend(extra);
+    env.dispatch(a, "x").args(&args).run_id()
+}
+
+#[test]
+fn over_file_a_task_another_machine_holds_is_not_taken_and_what_depends_on_it_waits_for_it() {
+    let env = TestEnv::new();
+    let (bare, a, b) = two_machines_on_xyz(&env);
+    let (a, b) = (&a, &b);
     // Machine a holds x, by hand.
-    let run = env
-        .dispatch(a, "x")
-        .args(&[
-            "--plan",
-            "p",
-            "--remote",
-            "origin",
-            "--backend",
-            "slow",
-            "--set",
-            "backends.slow.env.SLOW_SECONDS=\"3\"",
-            "--set",
-            "fleet.machine=box-a",
-        ])
-        .run_id();
+    let run = x_on_box_a(&env, a, 3, &[]);
     // Machine b's runner takes z, leaves x to a, and waits for it before y.
     let runner = Runner::start(
         &env,
@@ -739,36 +753,10 @@ fn over_file_a_task_another_machine_holds_is_not_taken_and_what_depends_on_it_wa
 #[test]
 fn a_pass_another_machine_never_landed_is_not_taken_nor_waited_for() {
     let env = TestEnv::new();
-    let (bare, clones) = crate::fleet::fleet(&env, &["a", "b"], None);
-    let (a, b) = (&clones[0], &clones[1]);
-    commit_plan(
-        &env,
-        a,
-        &plan(
-            &[Task("x", 1, &[]), Task("y", 1, &["x"]), Task("z", 1, &[])],
-            "",
-        ),
-    );
-    env.git_ok(a, &["push", "-q", "origin", "main"]);
-    env.git_ok(b, &["pull", "-q", "--ff-only", "origin", "main"]);
+    let (bare, a, b) = two_machines_on_xyz(&env);
+    let (a, b) = (&a, &b);
     // Machine a's run of x passes, and a never lands it.
-    let run = env
-        .dispatch(a, "x")
-        .args(&[
-            "--plan",
-            "p",
-            "--remote",
-            "origin",
-            "--backend",
-            "slow",
-            "--set",
-            "backends.slow.env.SLOW_SECONDS=\"0\"",
-            "--set",
-            "fleet.machine=box-a",
-            "--set",
-            "fleet.lease=\"1s\"",
-        ])
-        .run_id();
+    let run = x_on_box_a(&env, a, 0, &["--set", "fleet.lease=\"1s\""]);
     env.wait(a, &run).run().expect_code(0);
     crate::common::poll_until(Duration::from_secs(20), "x's claim passed", || {
         env.git(&bare, &["cat-file", "-p", "refs/crew/claims/x"])

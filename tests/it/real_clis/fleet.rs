@@ -13,17 +13,7 @@ fn codex_and_claude_on_two_machines_claim_and_land_through_git_daemon() {
     let env = TestEnv::new();
     let server = ModelServer::start(&env);
     let origin = repo_with_real_backends_and(&env, &bin, &server, "");
-    let bare = env.root().join("remote.git");
-    env.git_ok(
-        env.root(),
-        &[
-            "clone",
-            "-q",
-            "--bare",
-            origin.to_str().unwrap(),
-            bare.to_str().unwrap(),
-        ],
-    );
+    let bare = crate::fleet::bare_remote(&env, &origin);
     let start = env.git_ok(&bare, &["rev-parse", "main"]).trim().to_string();
     let daemon = Daemon::start(env.root());
     let url = format!("git://127.0.0.1:{}/remote.git", daemon.port);
