@@ -132,6 +132,7 @@ fn unfinished_integrations(
                 && store
                     .integrate_lock(Duration::from_secs(600))
                 .is_ok_and(|_turn| {
+                    // A remote out of reach decides nothing: the journal stays.
                     crate::run::landing::resume(
                         repo_dir,
                         repo,
@@ -139,7 +140,7 @@ fn unfinished_integrations(
                         &run,
                         WorktreeCleanup::Never,
                     )
-                    .is_ok()
+                    .is_ok_and(|r| !matches!(r, crate::run::landing::Resumed::Unreachable(_)))
                 });
             Problem {
                 kind: ProblemKind::IntegrationUnfinished,

@@ -111,7 +111,12 @@ pub fn integrate(
     // An integrate of this run that died half-way is finished first.
     if !request.dry_run && landing::pending(store, run) {
         let _turn = store.integrate_lock(Duration::from_secs(1800))?;
-        if let Some(completed) = landing::resume(repo_dir, repo, store, run, request.cleanup)? {
+        let completed = match landing::resume(repo_dir, repo, store, run, request.cleanup)? {
+            landing::Resumed::Nothing => None,
+            landing::Resumed::Completed(completed) => Some(*completed),
+            landing::Resumed::Unreachable(why) => return Ok(Err(Refusal::Unreachable(why))),
+        };
+        if let Some(completed) = completed {
             return Ok(Ok(Done {
                 noted: vec![completed.commit],
                 landing: completed.landing,

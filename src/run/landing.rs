@@ -221,25 +221,35 @@ pub struct Completed {
     pub cleanup: Cleaned,
 }
 
+/// What finishing a dead integrate came to.
+pub enum Resumed {
+    /// No journal, or nothing landed (its notes taken back): integrate may start afresh.
+    Nothing,
+    /// It had landed: the bookkeeping is done now.
+    Completed(Box<Completed>),
+    /// It went through a remote that cannot be reached now: whether its push landed is
+    /// not known, so nothing is decided and the journal stays. What git said.
+    Unreachable(String),
+}
+
 /// Finishes what an integrate of `run` that died left: when its target reached the
 /// journaled commit, the bookkeeping is completed and the integration is returned; when
-/// it did not, the notes it wrote are taken back and the journal dropped (`None`: nothing
-/// landed, integrate may start afresh).
+/// it did not, the notes it wrote are taken back and the journal dropped.
 pub fn resume(
     repo_dir: &Path,
     repo: &crate::git::Repository,
     store: &RunStore,
     run: &str,
     cleanup: WorktreeCleanup,
-) -> Result<Option<Completed>> {
+) -> Result<Resumed> {
     let path = journal_path(store, run);
     let Ok(bytes) = std::fs::read(&path) else {
-        return Ok(None);
+        return Ok(Resumed::Nothing);
     };
     let journal: Journal = serde_json::from_slice(&bytes)
         .with_context(|| format!("cannot read {}", path.display()))?;
     let Some(mut record) = store.load(run)? else {
-        return Ok(None);
+        return Ok(Resumed::Nothing);
     };
     let commit = crate::git::refs::oid(&journal.commit)?;
     // Through a remote, the push is what lands: whether it went through, only the
@@ -247,7 +257,12 @@ pub fn resume(
     let fetched;
     let repo = match &journal.remote {
         Some(remote) => {
-            crate::git::fleet::fetch_landing(repo_dir, remote, &journal.into)?;
+            if let Err(e) = crate::git::fleet::fetch_landing(repo_dir, remote, &journal.into) {
+                return Ok(Resumed::Unreachable(format!(
+                    "cannot tell whether run {run} landed on {remote} before its integrate died: {}",
+                    crate::fault::chain(&e)
+                )));
+            }
             fetched = crate::git::repo::open(repo_dir)?;
             &fetched
         }
@@ -282,7 +297,7 @@ pub fn resume(
             Some(&journal.notes_after),
         )?;
         let _ = std::fs::remove_file(&path);
-        return Ok(None);
+        return Ok(Resumed::Nothing);
     }
     let cleaned = land(repo_dir, repo, store, &mut record, &journal, cleanup)?;
     let target_before = crate::git::refs::oid(&journal.target_before)?;
@@ -318,12 +333,12 @@ pub fn resume(
         squash: journal.squash,
         message: String::new(),
     };
-    Ok(Some(Completed {
+    Ok(Resumed::Completed(Box::new(Completed {
         record,
         commit,
         landing,
         cleanup: cleaned,
-    }))
+    })))
 }
 
 /// The runs whose integration a crash left unfinished.

@@ -71,13 +71,19 @@ fn fleet_args(machine: &str, task: &str, extra: &[&str]) -> Vec<String> {
 
 /// The claim refs on the bare remote: task → the claim's JSON.
 fn claims_on(env: &TestEnv, bare: &Path) -> Vec<(String, serde_json::Value)> {
+    // Each claim's blob by its id, which stays readable when its ref is let go meanwhile.
     env.git_ok(
         bare,
-        &["for-each-ref", "--format=%(refname)", "refs/crew/claims/"],
+        &[
+            "for-each-ref",
+            "--format=%(refname) %(objectname)",
+            "refs/crew/claims/",
+        ],
     )
     .lines()
-    .map(|name| {
-        let text = env.git_ok(bare, &["cat-file", "-p", name]);
+    .map(|line| {
+        let (name, id) = line.split_once(' ').unwrap();
+        let text = env.git_ok(bare, &["cat-file", "-p", id]);
         (
             name.trim_start_matches("refs/crew/claims/").to_string(),
             serde_json::from_str(&text).unwrap(),

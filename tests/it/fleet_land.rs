@@ -424,3 +424,42 @@ fn a_landing_killed_before_its_push_takes_its_notes_and_row_back_and_lands_once_
     assert_eq!(integrated_rows(&env, a, "routes"), [landed]);
     assert!(!claim_exists(&env, &bare, "routes"));
 }
+
+#[test]
+fn a_dead_landing_is_left_undecided_while_its_remote_is_out_of_reach() {
+    let env = TestEnv::new();
+    let (bare, clones) = fleet(&env, &["a"], None);
+    let a = &clones[0];
+    let run = routes_pass(&env, a);
+    crew_killed_at(
+        &env,
+        a,
+        "integrate-after-target",
+        &["integrate", &run, "--remote", "origin"],
+    );
+    let landed = rev(&env, &bare, "main");
+    // The remote is gone for now: whether the push landed cannot be told, so nothing is
+    // taken back or booked.
+    let away = env.root().join("remote-away.git");
+    std::fs::rename(&bare, &away).unwrap();
+    let out = env.crew(a, &["integrate", &run, "--remote", "origin"]);
+    out.expect_code(4);
+    let said = format!("{}{}", out.stdout, out.stderr);
+    assert!(said.contains("fetch-failed"), "{said}");
+    let doctor = env.crew(a, &["doctor", "--fix", "--json"]);
+    assert!(
+        doctor.stdout.contains("integration-unfinished"),
+        "{}",
+        doctor.stdout
+    );
+    assert_eq!(
+        env.crew(a, &["show", &run]).json()["run"]["integration"],
+        Value::Null
+    );
+    // Back again: the landing is booked, once.
+    std::fs::rename(&away, &bare).unwrap();
+    let out = env.crew(a, &["integrate", &run, "--remote", "origin"]);
+    out.expect_code(0);
+    assert_eq!(out.json()["completed"], true);
+    assert_eq!(integrated_rows(&env, a, "routes"), [landed]);
+}
