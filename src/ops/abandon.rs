@@ -88,7 +88,7 @@ pub fn abandon(ctx: &Context, request: &Request) -> Result<Abandoned> {
     let record = match runs::resolve(&store, &request.run).and_then(|r| runs::load(&store, &r)) {
         Ok(record) => record,
         Err(e) if e.code == ErrorCode::RunNotFound => {
-            return match fleet_remote(ctx, request.remote.as_deref())? {
+            return match super::fleet::remote(ctx, request.remote.as_deref())? {
                 Some(remote) => drop_claim(ctx, &remote, &request.run, e),
                 None => Err(e),
             };
@@ -168,36 +168,13 @@ fn keep(
     }
 }
 
-/// The fleet's remote `abandon` looks at for a run it does not know: `given`, else
-/// `fleet.remote`; none when neither names one.
-fn fleet_remote(ctx: &Context, given: Option<&str>) -> Result<Option<String>> {
-    if let Some(remote) = given {
-        return Ok(Some(remote.to_string()));
-    }
-    let invocation = crate::core::flight::Invocation::default();
-    Ok(super::flight::resolve(ctx, &invocation)?
-        .flight
-        .fleet
-        .remote
-        .filter(|r| !r.is_empty()))
-}
-
 /// Drops run `run`'s claim from `remote`: a pass whose machine never integrated it, or a
 /// claim whose lease ran out. `unknown` is the error to give when the remote has no claim
 /// of the run either.
 fn drop_claim(ctx: &Context, remote: &str, run: &str, unknown: CrewError) -> Result<Abandoned> {
     use crate::run::fleet::Dropped;
     let repo_dir = ctx.workdir()?.to_path_buf();
-    if !crate::git::sync::remotes(ctx.repo()?)
-        .iter()
-        .any(|r| r == remote)
-    {
-        return Err(CrewError::new(
-            ErrorCode::RemoteNotFound,
-            format!("no remote {remote}: the fleet's claims live on a remote of this repository"),
-        )
-        .hinted("`git remote -v` lists them; --remote NAME or fleet.remote names one"));
-    }
+    super::fleet::known(ctx.repo()?, remote)?;
     let dropped = crate::run::fleet::drop_claim(&repo_dir, remote, run)
         .map_err(|e| CrewError::new(ErrorCode::FetchFailed, crate::fault::chain(&e)))?;
     match dropped {

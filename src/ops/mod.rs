@@ -13,6 +13,7 @@ pub mod diff;
 pub mod dispatch;
 pub mod doctor;
 pub mod files;
+pub mod fleet;
 pub mod flight;
 pub mod footer;
 pub mod forecast;

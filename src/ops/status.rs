@@ -175,33 +175,15 @@ impl FleetStatus {
 /// on the remote.
 pub fn fleet(ctx: &Context, req: &FleetRequest) -> Result<FleetStatus> {
     use crate::error::{CrewError, ErrorCode};
-    let remote = match &req.remote {
-        Some(remote) => remote.clone(),
-        None => {
-            let invocation = crate::core::flight::Invocation::default();
-            super::flight::resolve(ctx, &invocation)?
-                .flight
-                .fleet
-                .remote
-                .filter(|r| !r.is_empty())
-                .ok_or_else(|| {
-                    CrewError::new(
-                        ErrorCode::RemoteRequired,
-                        "no fleet remote: name the one whose claims to read",
-                    )
-                    .hinted("--remote NAME, or fleet.remote in the flight config")
-                })?
-        }
-    };
-    let repo_dir = ctx.workdir()?.to_path_buf();
-    let repo = ctx.repo()?;
-    if !crate::git::sync::remotes(repo).contains(&remote) {
-        return Err(CrewError::new(
-            ErrorCode::RemoteNotFound,
-            format!("no remote {remote}: the fleet's claims live on a remote of this repository"),
+    let remote = super::fleet::remote(ctx, req.remote.as_deref())?.ok_or_else(|| {
+        CrewError::new(
+            ErrorCode::RemoteRequired,
+            "no fleet remote: name the one whose claims to read",
         )
-        .hinted("`git remote -v` lists them; --remote NAME or fleet.remote names one"));
-    }
+        .hinted("--remote NAME, or fleet.remote in the flight config")
+    })?;
+    let repo_dir = ctx.workdir()?.to_path_buf();
+    super::fleet::known(ctx.repo()?, &remote)?;
     let unreachable = |e: crate::git::error::Error| {
         CrewError::new(ErrorCode::FetchFailed, crate::fault::chain(&e))
     };

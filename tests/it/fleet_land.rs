@@ -355,21 +355,31 @@ fn integrated_rows(env: &TestEnv, dir: &Path, task: &str) -> Vec<String> {
         .collect()
 }
 
+/// Machine a's `routes` pass, its `integrate --remote` killed right after its push: the
+/// remote, a's clone, the run and the commit the push landed.
+fn killed_after_its_push(
+    env: &TestEnv,
+) -> (std::path::PathBuf, std::path::PathBuf, String, String) {
+    let (bare, mut clones) = fleet(env, &["a"], None);
+    let a = clones.remove(0);
+    let run = routes_pass(env, &a);
+    crew_killed_at(
+        env,
+        &a,
+        "integrate-after-target",
+        &["integrate", &run, "--remote", "origin"],
+    );
+    let landed = rev(env, &bare, "main");
+    (bare, a, run, landed)
+}
+
 #[test]
 fn a_landing_killed_after_its_push_is_finished_by_the_next_integrate_or_doctor() {
     for finisher in ["integrate", "doctor"] {
         let env = TestEnv::new();
-        let (bare, clones) = fleet(&env, &["a"], None);
-        let a = &clones[0];
-        let run = routes_pass(&env, a);
-        crew_killed_at(
-            &env,
-            a,
-            "integrate-after-target",
-            &["integrate", &run, "--remote", "origin"],
-        );
+        let (bare, a, run, landed) = killed_after_its_push(&env);
+        let a = &a;
         // The remote has the landing; nothing of it was booked here.
-        let landed = rev(&env, &bare, "main");
         assert!(!claim_exists(&env, &bare, "routes"));
         let shown = env.crew(a, &["show", &run]).json();
         assert_eq!(shown["run"]["integration"], Value::Null);
@@ -428,16 +438,8 @@ fn a_landing_killed_before_its_push_takes_its_notes_and_row_back_and_lands_once_
 #[test]
 fn a_dead_landing_is_left_undecided_while_its_remote_is_out_of_reach() {
     let env = TestEnv::new();
-    let (bare, clones) = fleet(&env, &["a"], None);
-    let a = &clones[0];
-    let run = routes_pass(&env, a);
-    crew_killed_at(
-        &env,
-        a,
-        "integrate-after-target",
-        &["integrate", &run, "--remote", "origin"],
-    );
-    let landed = rev(&env, &bare, "main");
+    let (bare, a, run, landed) = killed_after_its_push(&env);
+    let a = &a;
     // The remote is gone for now: whether the push landed cannot be told, so nothing is
     // taken back or booked.
     let away = env.root().join("remote-away.git");
