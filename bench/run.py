@@ -4,6 +4,7 @@
     python3 bench/run.py [--sizes 10000,50000,200000] [--files 50000] [--staged 1000]
                          [--live 5,100] [--runs 40] [--work DIR] [--bin PATH]
                          [--no-managers] [--no-footer] [--only worktree|main|all]
+                         [--added-only]
 
 The pre-commit check, each case against `git diff --cached --name-only` on the same
 index in the same run of the bench, alternately, each a separate process (median of
@@ -20,6 +21,12 @@ index in the same run of the bench, alternately, each a separate process (median
   * the same check run through the hook managers people use, where they install here:
     the pre-commit framework (PyPI) and lefthook (npm);
   * `git-crew footer` on a 64 MiB transcript.
+
+Each index is left as `git commit` leaves it for its pre-commit hook: staged with
+`git add`, then `git write-tree`, which brings the cache tree up to date and rewrites the
+index, as a commit does before it runs the hook; and with `index.recordEndOfIndexEntries`
+on, as `git crew init` sets it. `--added-only` skips the `write-tree` (the index as `git
+add` leaves it, when the hook is run by hand): the hook then reads the entries.
 
 Needs a release build (`cargo build --release`); the binary is taken from
 target/release/git-crew unless --bin names another (to measure a build before a change
@@ -104,8 +111,20 @@ def build_repo(work, files, env):
     return repo
 
 
+# Whether the index is left as `git add` leaves it rather than as `git commit` does.
+ADDED_ONLY = False
+
+
+def as_commit_leaves_it(cwd, env):
+    """The cache tree brought up to date and the index rewritten, as `git commit` does
+    before its pre-commit hook runs."""
+    if not ADDED_ONLY:
+        sh(["git", "write-tree"], cwd, env)
+
+
 def crew_worktree(repo, work, staged, env):
     sh(["git", "config", "extensions.worktreeConfig", "true"], repo, env)
+    sh(["git", "config", "index.recordEndOfIndexEntries", "true"], repo, env)
     wt = os.path.join(work, "wt")
     sh(["git", "worktree", "add", "-q", "-b", "crew/bench/r1", wt], repo, env)
     dirs = (staged + 99) // 100
@@ -122,6 +141,7 @@ def crew_worktree(repo, work, staged, env):
                 fh.write("changed\n")
             changed += 1
     sh(["git", "add", "-A"], wt, env)
+    as_commit_leaves_it(wt, env)
     return wt, dirs
 
 
@@ -181,6 +201,7 @@ def stage(repo, env, count):
         with open(os.path.join(repo, "d%03d" % (n // 100), "f%03d.txt" % (n % 100)), "a") as f:
             f.write("staged by the lead\n")
     sh(["git", "add", "-A", "--", "d*"], repo, env)
+    as_commit_leaves_it(repo, env)
 
 
 def main_checkout_cases(binary, work, files, staged, lives, runs, rows):
@@ -195,6 +216,8 @@ def main_checkout_cases(binary, work, files, staged, lives, runs, rows):
     env["PATH"] = os.path.dirname(binary) + os.pathsep + env["PATH"]
     repo = build_repo(folder, files, env)
     sh([binary, "init"], repo, env)
+    # As init sets it (set here too for a --bin built before init did).
+    sh(["git", "config", "index.recordEndOfIndexEntries", "true"], repo, env)
     idle = os.path.join(folder, "idle.sh")
     with open(idle, "w") as f:
         f.write("#!/bin/sh\nexec sleep 3600\n")
@@ -257,7 +280,11 @@ def main():
                     help="the crew-worktree cases, the main-checkout cases, or everything")
     ap.add_argument("--no-managers", action="store_true")
     ap.add_argument("--no-footer", action="store_true")
+    ap.add_argument("--added-only", action="store_true",
+                    help="leave each index as git add leaves it, not as git commit does")
     args = ap.parse_args()
+    global ADDED_ONLY
+    ADDED_ONLY = args.added_only
     binary = os.path.abspath(args.bin)
     if not os.path.exists(binary):
         sys.exit("build first: cargo build --release")

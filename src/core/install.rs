@@ -43,11 +43,28 @@ pub const NOTES_REF: &str = "refs/notes/crew";
 /// recorded), and says nothing for a glob that matches no ref.
 pub const NOTES_PATTERN: &str = "refs/notes/cre[w]";
 
-/// Config git-crew needs: (key, value, multi-valued).
-pub const CONFIG: &[(&str, &str, bool)] = &[
-    ("extensions.worktreeConfig", "true", false),
-    ("notes.displayRef", NOTES_PATTERN, true),
-    ("notes.rewriteRef", NOTES_PATTERN, true),
+/// How init sets one config value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Setting {
+    /// One value, git-crew's, set whatever the key held.
+    Single,
+    /// One value among others of a multi-valued key, added when missing.
+    Multi,
+    /// One value, set only when no config file sets the key: a choice of the user's,
+    /// either way, is theirs.
+    Default,
+}
+
+/// Config git-crew needs: (key, value, how it is set).
+///
+/// `index.recordEndOfIndexEntries` makes git write where the index entries end (the
+/// `EOIE` extension), so that the pre-commit hook reads the tree a commit is about to make
+/// from the end of the index rather than passing over every entry (`git::index_map`).
+pub const CONFIG: &[(&str, &str, Setting)] = &[
+    ("extensions.worktreeConfig", "true", Setting::Single),
+    ("notes.displayRef", NOTES_PATTERN, Setting::Multi),
+    ("notes.rewriteRef", NOTES_PATTERN, Setting::Multi),
+    ("index.recordEndOfIndexEntries", "true", Setting::Default),
 ];
 
 /// Values an earlier init set that this one replaces, when its record says they were
@@ -172,20 +189,22 @@ impl FlightAction {
 
 /// Whether the local values of a key (`current`, in order) already hold `value`: any of
 /// them for a multi-valued key, the last one (case aside) for a single-valued one.
-pub fn config_present(current: &[String], value: &str, multi: bool) -> bool {
-    if multi {
-        current.iter().any(|v| v == value)
-    } else {
-        current
+/// Whether init leaves a key as it is: `current` holds its values in this repository's
+/// config, `anywhere` whether any config file (system, global, local) sets it.
+pub fn config_present(current: &[String], value: &str, setting: Setting, anywhere: bool) -> bool {
+    match setting {
+        Setting::Multi => current.iter().any(|v| v == value),
+        Setting::Single => current
             .last()
-            .is_some_and(|v| v.eq_ignore_ascii_case(value))
+            .is_some_and(|v| v.eq_ignore_ascii_case(value)),
+        Setting::Default => anywhere,
     }
 }
 
 /// Whether a value init sets is init's to unset later: a single-valued key that held
 /// something else is not.
-pub fn config_is_ours(current: &[String], multi: bool) -> bool {
-    multi || current.is_empty()
+pub fn config_is_ours(current: &[String], setting: Setting) -> bool {
+    setting == Setting::Multi || current.is_empty()
 }
 
 /// Whether uninstall finds a value init added among the key's local values (case aside).
@@ -413,23 +432,48 @@ mod tests {
 
     #[test]
     fn a_single_valued_key_is_present_by_its_last_value_and_ours_only_when_unset() {
-        assert!(config_present(&values(&["false", "TRUE"]), "true", false));
-        assert!(!config_present(&values(&["true", "false"]), "true", false));
-        assert!(!config_present(&[], "true", false));
-        assert!(config_is_ours(&[], false));
-        assert!(!config_is_ours(&values(&["false"]), false));
+        let single = Setting::Single;
+        assert!(config_present(
+            &values(&["false", "TRUE"]),
+            "true",
+            single,
+            true
+        ));
+        assert!(!config_present(
+            &values(&["true", "false"]),
+            "true",
+            single,
+            true
+        ));
+        assert!(!config_present(&[], "true", single, false));
+        assert!(config_is_ours(&[], single));
+        assert!(!config_is_ours(&values(&["false"]), single));
+    }
+
+    #[test]
+    fn a_default_is_set_only_where_no_config_file_sets_the_key() {
+        let default = Setting::Default;
+        assert!(!config_present(&[], "true", default, false));
+        // false in the user's global config, or here: theirs, kept.
+        assert!(config_present(&[], "true", default, true));
+        assert!(config_present(&values(&["false"]), "true", default, true));
+        assert!(config_is_ours(&[], default));
+        assert!(CONFIG.iter().any(|(key, value, setting)| {
+            *key == "index.recordEndOfIndexEntries" && *value == "true" && *setting == default
+        }));
     }
 
     #[test]
     fn a_multi_valued_key_is_present_by_any_exact_value_and_always_ours() {
         let current = values(&["refs/notes/commits", NOTES_REF]);
-        assert!(config_present(&current, NOTES_REF, true));
+        assert!(config_present(&current, NOTES_REF, Setting::Multi, true));
         assert!(!config_present(
             &values(&["REFS/NOTES/CREW"]),
             NOTES_REF,
+            Setting::Multi,
             true
         ));
-        assert!(config_is_ours(&current, true));
+        assert!(config_is_ours(&current, Setting::Multi));
     }
 
     #[test]

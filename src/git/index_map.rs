@@ -219,17 +219,93 @@ fn locate(bytes: &[u8], hash_len: usize) -> Option<(Vec<u32>, Option<Range<usize
     (at == end).then_some((offsets, tree))
 }
 
+/// The size of the `EOIE` extension with its header: the signature, the size, the offset
+/// where the entries end and a SHA-1 of the other extensions' headers.
+const EOIE_LEN: usize = 8 + 4 + 20;
+
+/// The tree `git commit` is about to commit: the id of the cache tree's root, found from
+/// the end of the index alone, without reading an entry.
+///
+/// `git commit` brings the cache tree up to date and writes its trees before it runs the
+/// pre-commit hook, so the root names exactly what is being committed. Reaching it
+/// without a pass over every entry needs to know where the entries end: git records that
+/// in the `EOIE` extension, always the last one, when `index.recordEndOfIndexEntries` is
+/// on (`git crew init` turns it on). The extension is taken only as git's own reader
+/// takes it: at its place, of its size, pointing between the header and itself, and with
+/// the SHA-1 of every extension header between matching.
+///
+/// `None` whenever that does not hold — no `EOIE`, a cache tree invalidated since it was
+/// written (paths staged with `git add`, no commit under way), a root that does not cover
+/// every entry, a split index (`link`) or another extension git requires that this
+/// reader does not know, a SHA-256 repository — and the caller reads the entries.
+pub fn committed_tree(path: &Path, hash_len: usize) -> Option<gix::ObjectId> {
+    use std::os::unix::fs::FileExt;
+    if hash_len != 20 {
+        return None;
+    }
+    let file = std::fs::File::open(path).ok()?;
+    let len = usize::try_from(file.metadata().ok()?.len()).ok()?;
+    let read = |at: usize, n: usize| -> Option<Vec<u8>> {
+        let mut buf = vec![0; n];
+        file.read_exact_at(&mut buf, u64::try_from(at).ok()?).ok()?;
+        Some(buf)
+    };
+    let eoie = len.checked_sub(hash_len + EOIE_LEN)?;
+    if eoie < 12 {
+        return None;
+    }
+    let header = read(0, 12)?;
+    if &header[..4] != b"DIRC" || !matches!(be32(&header, 4), 2..=4) {
+        return None;
+    }
+    let tail = read(eoie, EOIE_LEN)?;
+    if &tail[..4] != b"EOIE" || be32(&tail, 4) != 24 {
+        return None;
+    }
+    let start = usize::try_from(be32(&tail, 8)).ok()?;
+    if start < 12 || start >= eoie {
+        return None;
+    }
+    let mut headers = gix::hash::hasher(gix::hash::Kind::Sha1);
+    let mut tree = None;
+    let mut at = start;
+    while at < eoie {
+        if at + 8 > eoie {
+            return None;
+        }
+        let head = read(at, 8)?;
+        headers.update(&head);
+        let data = at + 8..(at + 8).checked_add(usize::try_from(be32(&head, 4)).ok()?)?;
+        match &head[..4] {
+            b"TREE" => tree = Some(data.clone()),
+            b"sdir" => {}
+            signature if signature[0].is_ascii_lowercase() => return None,
+            _ => {}
+        }
+        at = data.end;
+    }
+    if at != eoie || headers.try_finalize().ok()?.as_bytes() != &tail[12..] {
+        return None;
+    }
+    let tree = tree?;
+    // The root's header: an empty name, its entry and subtree counts, its id.
+    let root = read(tree.start, tree.len().min(64))?;
+    let (name, valid, _, _) = parse_header(&root, hash_len)?;
+    let (entries, id) = valid?;
+    (name.is_empty() && entries == be32(&header, 8)).then(|| id.to_owned())
+}
+
 /// The cache tree of the extension's data; `None` when it does not parse.
 fn parse_tree(data: &[u8], hash_len: usize) -> Option<CacheNode<'_>> {
     let (node, rest) = parse_node(data, hash_len, 0)?;
     rest.is_empty().then_some(node)
 }
 
-fn parse_node(data: &[u8], hash_len: usize, depth: usize) -> Option<(CacheNode<'_>, &[u8])> {
-    // Deeper than any path git can hold: a broken extension.
-    if depth > 4096 {
-        return None;
-    }
+/// A cache-tree node without its subtrees: its name, its entry count and id when valid,
+/// how many subtrees follow, and the data after it.
+type NodeHeader<'a> = (&'a [u8], Option<(u32, &'a oid)>, usize, &'a [u8]);
+
+fn parse_header(data: &[u8], hash_len: usize) -> Option<NodeHeader<'_>> {
     let nul = data.iter().position(|&b| b == 0)?;
     let name = &data[..nul];
     let data = &data[nul + 1..];
@@ -246,6 +322,15 @@ fn parse_node(data: &[u8], hash_len: usize, depth: usize) -> Option<(CacheNode<'
     } else {
         None
     };
+    Some((name, valid, subtrees, data))
+}
+
+fn parse_node(data: &[u8], hash_len: usize, depth: usize) -> Option<(CacheNode<'_>, &[u8])> {
+    // Deeper than any path git can hold: a broken extension.
+    if depth > 4096 {
+        return None;
+    }
+    let (name, valid, subtrees, mut data) = parse_header(data, hash_len)?;
     let mut children = Vec::with_capacity(subtrees.min(data.len()));
     for _ in 0..subtrees {
         let (child, rest) = parse_node(data, hash_len, depth + 1)?;

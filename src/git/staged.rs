@@ -27,6 +27,11 @@ use crate::core::scope::{Change, ChangeKind};
 /// unmerged entries. Paths are in index order, repository-relative.
 pub fn staged_changes(repo: &gix::Repository) -> Result<Vec<Change>> {
     let path = repo.index_path();
+    if let Some(tree) = super::index_map::committed_tree(&path, repo.object_hash().len_in_bytes())
+        && let Some(changes) = committed_changes(repo, tree)
+    {
+        return Ok(changes);
+    }
     if let Some(index) = IndexMap::open(&path, repo.object_hash().len_in_bytes()) {
         let cache = index.cache_tree();
         return walk(repo, &index, cache.as_ref());
@@ -34,6 +39,68 @@ pub fn staged_changes(repo: &gix::Repository) -> Result<Vec<Change>> {
     let index = read_with_gix(repo, &path)?;
     let cache = index.tree().map(cache_node);
     walk(repo, &*index, cache.as_ref())
+}
+
+/// What `git commit` commits against HEAD when the index names the tree it commits: the
+/// two trees compared, reading only the subtrees whose ids differ, in path order. `None`
+/// when something cannot be read (a cache tree whose trees were never written, a broken
+/// HEAD): the entries decide then, and say what is wrong.
+fn committed_changes(repo: &gix::Repository, tree: ObjectId) -> Option<Vec<Change>> {
+    use gix::diff::tree::recorder::Change as Recorded;
+    use gix::objs::FindExt;
+    let head = head_tree(repo).ok()?;
+    if head == Some(tree) {
+        return Some(Vec::new());
+    }
+    let (mut old, mut new) = (Vec::new(), Vec::new());
+    let old = match head {
+        Some(id) => repo.objects.find_tree_iter(&id, &mut old).ok()?,
+        None => gix::objs::TreeRefIter::from_bytes(&[], tree.kind()),
+    };
+    let new = repo.objects.find_tree_iter(&tree, &mut new).ok()?;
+    let mut recorder = gix::diff::tree::Recorder::default();
+    gix::diff::tree(
+        old,
+        new,
+        gix::diff::tree::State::default(),
+        &repo.objects,
+        &mut recorder,
+    )
+    .ok()?;
+    let mut out = Vec::new();
+    for record in recorder.records {
+        let (path, kind) = match record {
+            Recorded::Addition {
+                entry_mode, path, ..
+            } if !entry_mode.is_tree() => (path, ChangeKind::Added),
+            Recorded::Deletion {
+                entry_mode, path, ..
+            } if !entry_mode.is_tree() => (path, ChangeKind::Deleted),
+            Recorded::Modification {
+                previous_entry_mode,
+                previous_oid,
+                entry_mode,
+                oid,
+                path,
+            } if !entry_mode.is_tree() && !previous_entry_mode.is_tree() => {
+                if previous_oid != oid {
+                    (path, ChangeKind::Modified)
+                } else if previous_entry_mode.normalized() != entry_mode.normalized() {
+                    // Old trees may carry non-canonical modes (100664); git compares
+                    // canonical ones.
+                    (path, ChangeKind::ModeChanged)
+                } else {
+                    continue;
+                }
+            }
+            _ => continue,
+        };
+        let mut change = Change::new(String::from_utf8_lossy(&path), kind);
+        change.refused = super::diff::checkout_refusal(path.as_ref(), false);
+        out.push(change);
+    }
+    out.sort_by(|a, b| a.path.cmp(&b.path));
+    Some(out)
 }
 
 /// The index as gix decodes it: every format, and the reason a broken one is broken.
@@ -618,12 +685,8 @@ mod in_place {
         tmp
     }
 
-    #[test]
-    fn every_kind_of_change_is_found_alike_in_place_and_by_gix() {
-        let tmp = repo();
-        let dir = tmp.path();
-        assert!(mapped(dir).is_empty(), "nothing staged yet");
-        // A cache tree valid everywhere, then changes of every kind.
+    /// Changes of every kind staged in `dir` over a cache tree valid everywhere.
+    fn stage_every_kind(dir: &Path) {
         git(dir, &["read-tree", "HEAD"]);
         std::fs::write(dir.join("src/deep/x.rs"), "changed\n").unwrap();
         std::fs::write(dir.join("new.txt"), "new\n").unwrap();
@@ -654,12 +717,115 @@ mod in_place {
                 &format!("160000,{sub},vendor/sub"),
             ],
         );
+    }
+
+    #[test]
+    fn every_kind_of_change_is_found_alike_in_place_and_by_gix() {
+        let tmp = repo();
+        let dir = tmp.path();
+        assert!(mapped(dir).is_empty(), "nothing staged yet");
+        stage_every_kind(dir);
         let found = mapped(dir);
         assert_eq!(found, decoded(dir));
         assert_eq!(found, oracle(dir));
         assert_eq!(found.len(), 12, "{found:?}");
         assert!(found.contains(&("run.sh".into(), "M".into())), "{found:?}");
         assert!(!found.iter().any(|(p, _)| p == "later.txt"), "{found:?}");
+    }
+
+    /// The index as `git commit` leaves it for its pre-commit hook: the cache tree
+    /// brought up to date and its trees written, the index rewritten. Returns the tree.
+    fn as_commit_leaves_it(dir: &Path) -> String {
+        git(dir, &["write-tree"])
+    }
+
+    fn committed_tree(dir: &Path) -> Option<String> {
+        super::super::index_map::committed_tree(&dir.join(".git/index"), 20)
+            .map(|id| id.to_string())
+    }
+
+    #[test]
+    fn the_tree_a_commit_would_make_is_compared_with_head_and_finds_the_same() {
+        let tmp = repo();
+        let dir = tmp.path();
+        git(dir, &["config", "index.recordEndOfIndexEntries", "true"]);
+        stage_every_kind(dir);
+        // git leaves the root invalid while an intent-to-add entry is there.
+        as_commit_leaves_it(dir);
+        assert_eq!(committed_tree(dir), None, "an intent-to-add entry");
+        git(dir, &["rm", "-q", "--cached", "later.txt"]);
+        let expected = oracle(dir);
+        assert_eq!(expected.len(), 12, "{expected:?}");
+        let tree = as_commit_leaves_it(dir);
+        assert_eq!(committed_tree(dir).as_deref(), Some(tree.as_str()));
+        let repo = gix::open(dir).unwrap();
+        let changes = staged_changes(&repo).unwrap();
+        let paths: Vec<&str> = changes.iter().map(|c| c.path.as_str()).collect();
+        let mut sorted = paths.clone();
+        sorted.sort_unstable();
+        assert_eq!(paths, sorted, "in path order");
+        assert_eq!(kinds(changes), expected);
+        assert_eq!(mapped(dir), expected, "the entries say the same");
+        // A commit of exactly that tree: nothing staged, with no tree read.
+        git(dir, &["commit", "-q", "-m", "every kind"]);
+        assert!(committed_tree(dir).is_some());
+        assert!(kinds(staged_changes(&repo).unwrap()).is_empty());
+    }
+
+    #[test]
+    fn the_index_end_is_trusted_only_as_git_writes_it() {
+        let tmp = repo();
+        let dir = tmp.path();
+        std::fs::write(dir.join("src/lib.rs"), "changed\n").unwrap();
+        git(dir, &["add", "-A"]);
+        // Without EOIE the entries must be read to find the cache tree.
+        as_commit_leaves_it(dir);
+        assert_eq!(committed_tree(dir), None, "no EOIE");
+        git(dir, &["config", "index.recordEndOfIndexEntries", "true"]);
+        git(dir, &["update-index", "--really-refresh"]);
+        std::fs::write(dir.join("a.txt"), "changed too\n").unwrap();
+        git(dir, &["add", "a.txt"]);
+        // Staged after the cache tree was written: the root is invalid.
+        assert_eq!(committed_tree(dir), None, "an invalidated root");
+        let expected = oracle(dir);
+        assert_eq!(
+            kinds(staged_changes(&gix::open(dir).unwrap()).unwrap()),
+            expected
+        );
+        as_commit_leaves_it(dir);
+        assert!(committed_tree(dir).is_some());
+        // One byte of the extension headers' checksum changed: refused, and the entries
+        // decide.
+        let index = dir.join(".git/index");
+        let bytes = std::fs::read(&index).unwrap();
+        let mut broken = bytes.clone();
+        let at = bytes.len() - 20 - 1;
+        broken[at] ^= 1;
+        std::fs::write(&index, &broken).unwrap();
+        assert_eq!(committed_tree(dir), None, "a checksum that does not match");
+        assert_eq!(
+            kinds(staged_changes(&gix::open(dir).unwrap()).unwrap()),
+            expected
+        );
+        // An offset pointing past the extension itself.
+        let mut broken = bytes.clone();
+        let offset = bytes.len() - 20 - 24;
+        broken[offset..offset + 4].copy_from_slice(&u32::MAX.to_be_bytes());
+        std::fs::write(&index, &broken).unwrap();
+        assert_eq!(committed_tree(dir), None, "an offset out of place");
+        // A tree the index names but the object store lacks: the entries decide.
+        std::fs::write(&index, &bytes).unwrap();
+        let tree = committed_tree(dir).unwrap();
+        let loose = dir.join(".git/objects").join(&tree[..2]).join(&tree[2..]);
+        std::fs::remove_file(loose).unwrap();
+        assert_eq!(
+            kinds(staged_changes(&gix::open(dir).unwrap()).unwrap()),
+            expected
+        );
+        // A split index keeps its entries elsewhere: left to gix.
+        git(dir, &["update-index", "--split-index"]);
+        as_commit_leaves_it(dir);
+        assert_eq!(committed_tree(dir), None, "a split index");
     }
 
     #[test]

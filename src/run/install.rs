@@ -212,12 +212,17 @@ fn install(
         });
     }
 
-    for (key, value, multi) in CONFIG {
+    for (key, value, setting) in CONFIG {
         let current = git.local_values(key)?;
-        let action = if install::config_present(&current, value, *multi) {
+        let action = if install::config_present(
+            &current,
+            value,
+            *setting,
+            set_anywhere(git, key, *setting)?,
+        ) {
             ConfigAction::Kept
         } else {
-            if *multi {
+            if *setting == install::Setting::Multi {
                 git.add_local(key, value)
             } else {
                 git.set_local(key, value)
@@ -226,7 +231,8 @@ fn install(
                 key: key.to_string(),
                 value: value.to_string(),
             };
-            if install::config_is_ours(&current, *multi) && !record.config_added.contains(&added) {
+            if install::config_is_ours(&current, *setting) && !record.config_added.contains(&added)
+            {
                 record.config_added.push(added);
                 checkpoint(&record)?;
             }
@@ -299,6 +305,12 @@ fn install(
         state_dir: Some(state.to_path_buf()),
         warnings,
     }))
+}
+
+/// Whether any config file sets `key`, for a value init sets only by default (asked of
+/// git only then).
+fn set_anywhere(git: &GitRunner, key: &str, setting: install::Setting) -> Result<bool> {
+    Ok(setting == install::Setting::Default && !git.scoped_values(key)?.is_empty())
 }
 
 /// What `init` would do, and the text of each file it would write, with nothing written:
@@ -395,9 +407,14 @@ pub fn preview(
     let worktree_config_on = CONFIG.iter().any(|(key, value, _)| {
         *key == install::WORKTREE_CONFIG && install::git_bool(value) == Some(true)
     });
-    for (key, value, multi) in CONFIG {
+    for (key, value, setting) in CONFIG {
         let current = git.local_values(key)?;
-        let present = install::config_present(&current, value, *multi);
+        let present = install::config_present(
+            &current,
+            value,
+            *setting,
+            set_anywhere(&git, key, *setting)?,
+        );
         config.push(ConfigStep {
             key: key.to_string(),
             value: value.to_string(),
@@ -596,7 +613,9 @@ fn set_config(
             key: key.to_string(),
             value: value.to_string(),
         };
-        if install::config_is_ours(&current, false) && !record.config_added.contains(&added) {
+        if install::config_is_ours(&current, install::Setting::Single)
+            && !record.config_added.contains(&added)
+        {
             record.config_added.push(added);
             record.save(state)?;
         }
