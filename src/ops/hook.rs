@@ -54,7 +54,7 @@ pub fn pre_commit(ctx: &Context) -> Result<PreCommit> {
 
 fn plain_checkout(repo: &crate::git::Repository) -> Vec<String> {
     let mut warnings = Vec::new();
-    let runs = live::list(&state_dir(repo), &mut |path, err| {
+    let runs = live::list_kept(&state_dir(repo), &mut |path, err| {
         warnings.push(format!("unreadable live pointer {}: {err}", path.display()));
     });
     if !runs.is_empty() {

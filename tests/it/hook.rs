@@ -441,6 +441,19 @@ fn a_plain_checkout_with_many_live_runs_is_warned_by_each_holder_and_never_by_on
         "crew: warning: README.md is held by in-flight run s3 (task readme, scope README.md)\n\
          crew: warning: docs/guide.md is held by in-flight run s4 (task docs, scope d\\ocs/*.md)\n"
     );
+    // The hook keeps what it read of the pointers; a run that starts after is read
+    // from its own pointer all the same.
+    let kept = read(&repo.join(".git/crew/live-scopes.json"));
+    assert!(kept.contains("r39.json") && !kept.contains("s1.json"), "{kept}");
+    pointer("s6", "build", &["build.sh"]);
+    write(&repo.join("build.sh"), "the lead's, again\n");
+    env.git_ok(&repo, &["add", "-A"]);
+    let out = commit(&env, &repo, "the lead's second commit");
+    out.expect_code(0);
+    assert_eq!(
+        out.stderr,
+        "crew: warning: build.sh is held by in-flight run s6 (task build, scope build.sh)\n"
+    );
 }
 
 /// The shims' command lines are read without clap; the same line with `-C .` in front
