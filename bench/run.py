@@ -28,6 +28,12 @@ index, as a commit does before it runs the hook; and with `index.recordEndOfInde
 on, as `git crew init` sets it. `--added-only` skips the `write-tree` (the index as `git
 add` leaves it, when the hook is run by hand): the hook then reads the entries.
 
+The hook is run as the installed shim runs it: `git-crew-hook pre-commit`, the binary of
+the hook's code alone built beside git-crew (for a --bin built before it, `git-crew hook
+pre-commit`). Each row gives wall-clock medians and, in its last three columns, the
+median CPU time of each process itself (user and system, as the kernel accounts the
+reaped child): the wall clock includes this side's spawn and pipes, the same for both.
+
 Needs a release build (`cargo build --release`); the binary is taken from
 target/release/git-crew unless --bin names another (to measure a build before a change
 against the same repositories). The scratch repositories are removed at the end unless
@@ -37,6 +43,7 @@ against the same repositories). The scratch repositories are removed at the end 
 import argparse
 import json
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -145,34 +152,58 @@ def crew_worktree(repo, work, staged, env):
     return wt, dirs
 
 
-def alternate(cases, cwd, env, runs):
+def child_cpu_ms():
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return (usage.ru_utime + usage.ru_stime) * 1000
+
+
+def alternate(cases, cwd, env, runs, cpu=None):
     """Medians (ms) of each (name, argv) case, run alternately, each a separate process,
-    after 3 warm-up runs of each; and each case's last exit code."""
+    after 3 warm-up runs of each; and each case's last exit code. With `cpu` (a dict),
+    also the median CPU time of the process itself (user and system, from the kernel's
+    accounting of the reaped child: the spawn and the pipes on this side are left out),
+    by name."""
     samples = {name: [] for name, _ in cases}
+    cpu_samples = {name: [] for name, _ in cases}
     exits = {}
     for _ in range(3):
         for _, args in cases:
             sh(args, cwd, env, check=False, stdin=subprocess.DEVNULL)
     for _ in range(runs):
         for name, args in cases:
+            before = child_cpu_ms()
             start = time.perf_counter()
             out = sh(args, cwd, env, check=False, stdin=subprocess.DEVNULL)
             samples[name].append((time.perf_counter() - start) * 1000)
+            cpu_samples[name].append(child_cpu_ms() - before)
             exits[name] = out.returncode
+    if cpu is not None:
+        cpu.update({name: statistics.median(v) for name, v in cpu_samples.items()})
     return {name: statistics.median(v) for name, v in samples.items()}, exits
 
 
 GIT_DIFF = ["git", "diff", "--cached", "--name-only"]
 
 
+def hook_argv(binary):
+    """What the pre-commit shim runs: `git-crew-hook pre-commit` where that binary is
+    built beside `binary`, else `git-crew hook pre-commit` (a build from before it)."""
+    quick = os.path.join(os.path.dirname(binary), "git-crew-hook")
+    if os.path.exists(quick):
+        return [quick, "pre-commit"]
+    return [binary, "hook", "pre-commit"]
+
+
 def against_git(label, binary, cwd, env, runs, rows):
     """The hook against git diff --cached on the same index: one row of the table."""
-    medians, exits = alternate([("git", GIT_DIFF), ("hook", [binary, "hook", "pre-commit"])],
-                               cwd, env, runs)
+    cpu = {}
+    medians, exits = alternate([("git", GIT_DIFF), ("hook", hook_argv(binary))],
+                               cwd, env, runs, cpu)
     if exits["git"] != 0 or exits["hook"] != 0:
         sys.exit("%s: git exited %d, the hook %d" % (label, exits["git"], exits["hook"]))
-    row = (label, medians["git"], medians["hook"], medians["hook"] / medians["git"])
-    print("| %s | %.2f | %.2f | %.2fx |" % row, flush=True)
+    row = (label, medians["git"], medians["hook"], medians["hook"] / medians["git"],
+           cpu["git"], cpu["hook"], cpu["hook"] / cpu["git"] if cpu["git"] else float("nan"))
+    print("| %s | %.2f | %.2f | %.2fx | %.2f | %.2f | %.2fx |" % row, flush=True)
     rows.append(row)
 
 
@@ -292,8 +323,9 @@ def main():
     os.makedirs(work, exist_ok=True)
     try:
         rows = []
-        print("| case | git diff --cached ms | hook pre-commit ms | hook / git |")
-        print("|---|---:|---:|---:|", flush=True)
+        print("| case | git diff --cached ms | hook pre-commit ms | hook / git "
+              "| git CPU ms | hook CPU ms | hook / git, CPU |")
+        print("|---|---:|---:|---:|---:|---:|---:|", flush=True)
         if args.only in ("worktree", "all"):
             worktree_cases(binary, work, [int(s) for s in args.sizes.split(",")],
                            args.staged, args.runs, rows)
@@ -318,7 +350,7 @@ def other_cases(binary, work, args):
     print("building a %d-file repository in %s ..." % (args.files, folder), file=sys.stderr)
     repo = build_repo(folder, args.files, env)
     wt, _ = crew_worktree(repo, folder, args.staged, env)
-    hook = [binary, "hook", "pre-commit"]
+    hook = hook_argv(binary)
     results = {}
     results["git diff --cached --name-only (crew worktree)"] = timed(
         ["git", "diff", "--cached", "--name-only"], wt, env, args.runs)

@@ -88,16 +88,7 @@ fn pre_commit(ctx: &CommandContext) -> Result<Report> {
         PreCommit::Plain { warnings } => {
             // One write for them all: a thousand staged paths a run holds are a thousand
             // lines.
-            let text: String = warnings
-                .iter()
-                .map(|w| {
-                    format!(
-                        "crew: {}\n",
-                        crate::view::human::sanitize(&format!("warning: {w}"))
-                    )
-                })
-                .collect();
-            eprint!("{text}");
+            eprint!("{}", crate::ops::hook::warning_lines(&warnings));
             return Ok(Report::of(
                 &PlainCheckout {
                     run: None,

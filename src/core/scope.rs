@@ -164,6 +164,15 @@ pub enum PathError {
 
 /// Normalises a repository-relative path: no leading `/` or `./`, no `.` or empty
 /// components, `..` resolved; a path that climbs above the root is an error.
+/// [`normalize_path`], borrowing a path that is already normal (no empty, `.` or `..`
+/// component), as almost every path git lists is.
+pub fn normalized(path: &str) -> Result<std::borrow::Cow<'_, str>, PathError> {
+    if path.split('/').all(|part| !matches!(part, "" | "." | "..")) {
+        return Ok(std::borrow::Cow::Borrowed(path));
+    }
+    normalize_path(path).map(std::borrow::Cow::Owned)
+}
+
 pub fn normalize_path(path: &str) -> Result<String, PathError> {
     let mut parts: Vec<&str> = Vec::new();
     for part in path.split('/') {
@@ -533,10 +542,8 @@ pub struct Holder<'a> {
 /// fall in it: one staged file and a hundred live runs compile none of their scopes but
 /// those that could hold it.
 pub fn held_paths(runs: &[Holder], changes: &[Change]) -> Vec<String> {
-    let normal: Vec<Option<String>> = changes
-        .iter()
-        .map(|c| normalize_path(&c.path).ok())
-        .collect();
+    let normal: Vec<Option<std::borrow::Cow<'_, str>>> =
+        changes.iter().map(|c| normalized(&c.path).ok()).collect();
     let mut sorted: Vec<(&str, usize)> = normal
         .iter()
         .enumerate()
@@ -551,15 +558,17 @@ pub fn held_paths(runs: &[Holder], changes: &[Change]) -> Vec<String> {
         let Some(held) = Held::new(run.scope) else {
             continue;
         };
-        let scope = run.scope.join(", ");
+        let said = format!(
+            " is held by in-flight run {} (task {}, scope {})",
+            run.run,
+            run.task,
+            run.scope.join(", ")
+        );
         for i in candidates {
             if let Some(path) = &normal[i]
                 && held.contains(path)
             {
-                out.push(format!(
-                    "{} is held by in-flight run {} (task {}, scope {scope})",
-                    changes[i].path, run.run, run.task,
-                ));
+                out.push([changes[i].path.as_str(), &said].concat());
             }
         }
     }

@@ -29,15 +29,22 @@ pub fn truncate(text: &str, width: usize) -> String {
 /// the line feed and the tab. What can be seen stays. The one sanitizer of every human
 /// rendering: JSON carries the text as it came, as data.
 pub fn sanitize(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    sanitize_into(text, &mut out);
+    out
+}
+
+/// [`sanitize`], appending to `out`.
+pub fn sanitize_into(text: &str, out: &mut String) {
     // Most text has nothing to drop: printable ASCII, line feeds and tabs pass as they are
     // (a byte test; the character walk below is for the rest).
     if text
         .bytes()
         .all(|b| matches!(b, b' '..=b'~' | b'\n' | b'\t'))
     {
-        return text.to_string();
+        out.push_str(text);
+        return;
     }
-    let mut out = String::with_capacity(text.len());
     let mut chars = text.chars().peekable();
     while let Some(c) = chars.next() {
         match c {
@@ -70,7 +77,6 @@ pub fn sanitize(text: &str) -> String {
             c => out.push(c),
         }
     }
-    out
 }
 
 /// Skips a control sequence's parameter and intermediate bytes and its final byte.

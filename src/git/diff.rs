@@ -121,10 +121,9 @@ pub fn checkout_refusal(path: &BStr, is_link: bool) -> Option<String> {
         protect_hfs: true,
         protect_ntfs: true,
     };
-    let parts: Vec<&[u8]> = path.split_str("/").collect();
-    let last = parts.len().saturating_sub(1);
-    for (i, part) in parts.iter().enumerate() {
-        let mode = (i == last && is_link).then_some(component::Mode::Symlink);
+    let mut parts = path.split_str("/").peekable();
+    while let Some(part) = parts.next() {
+        let mode = (is_link && parts.peek().is_none()).then_some(component::Mode::Symlink);
         if let Err(err) = component(part.as_bstr(), mode, options) {
             return Some(format!(
                 "git would refuse to check it out ({})",

@@ -95,11 +95,14 @@ fn committed_changes(repo: &gix::Repository, tree: ObjectId) -> Option<Vec<Chang
             }
             _ => continue,
         };
-        let mut change = Change::new(String::from_utf8_lossy(&path), kind);
-        change.refused = super::diff::checkout_refusal(path.as_ref(), false);
+        let refused = super::diff::checkout_refusal(path.as_ref(), false);
+        let path = String::from_utf8(path.into())
+            .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned());
+        let mut change = Change::new(path, kind);
+        change.refused = refused;
         out.push(change);
     }
-    out.sort_by(|a, b| a.path.cmp(&b.path));
+    out.sort_unstable_by(|a, b| a.path.cmp(&b.path));
     Some(out)
 }
 

@@ -32,7 +32,8 @@ pub struct LiveRun {
 /// `on_bad` and skipped, so one broken file never hides the others. Reads every pointer
 /// and writes nothing.
 pub fn list(state_dir: &Path, on_bad: &mut dyn FnMut(&Path, String)) -> Vec<LiveRun> {
-    read(state_dir, &BTreeMap::new(), on_bad).0
+    let (seen, others, _) = read(state_dir, BTreeMap::new(), on_bad);
+    runs_of(seen, others)
 }
 
 /// [`list`], reading only the pointers the summary does not hold, and bringing the
@@ -46,18 +47,18 @@ pub fn list_kept(state_dir: &Path, on_bad: &mut dyn FnMut(&Path, String)) -> Vec
         .filter(|summary| summary.version == VERSION)
         .map(|summary| summary.pointers)
         .unwrap_or_default();
-    let (runs, seen) = read(state_dir, &kept, on_bad);
-    if seen != kept
+    let (seen, others, changed) = read(state_dir, kept, on_bad);
+    if changed
         && let Ok(text) = serde_json::to_string(&Summary {
             version: VERSION,
-            pointers: seen,
+            pointers: seen.clone(),
         })
     {
         // Another process writing it at the same time writes what it saw: either is
         // true of the pointers it names.
         let _ = crate::sys::fs::write_atomic(&path, &text, 0o644);
     }
-    runs
+    runs_of(seen, others)
 }
 
 /// The summary's file, beside the `live` folder (a watch on that folder does not see it).
@@ -74,57 +75,75 @@ struct Summary {
 #[derive(Debug, Clone, Deserialize, Serialize, PartialEq, Eq)]
 struct Kept {
     inode: u64,
-    #[serde(flatten)]
     run: LiveRun,
 }
 
-/// The live runs, each taken from `kept` when it holds the pointer's name and inode,
-/// else read; and what was taken, by name.
+fn runs_of(seen: BTreeMap<String, Kept>, others: Vec<LiveRun>) -> Vec<LiveRun> {
+    let mut runs: Vec<LiveRun> = seen.into_values().map(|kept| kept.run).collect();
+    runs.extend(others);
+    runs.sort_by(|a, b| a.run.cmp(&b.run));
+    runs
+}
+
+/// The live runs by pointer name, each taken from `kept` when it holds the pointer's
+/// name and inode, else read; those whose file name is not UTF-8 (never a name git-crew
+/// writes; read, never kept); and whether the first differ from `kept` (a pointer read,
+/// or one `kept` names gone).
 fn read(
     state_dir: &Path,
-    kept: &BTreeMap<String, Kept>,
+    mut kept: BTreeMap<String, Kept>,
     on_bad: &mut dyn FnMut(&Path, String),
-) -> (Vec<LiveRun>, BTreeMap<String, Kept>) {
+) -> (BTreeMap<String, Kept>, Vec<LiveRun>, bool) {
     let mut seen = BTreeMap::new();
+    let mut others = Vec::new();
     let Ok(entries) = std::fs::read_dir(state_dir.join("live")) else {
-        return (Vec::new(), seen);
+        return (seen, others, !kept.is_empty());
     };
-    let mut runs = Vec::new();
+    let mut changed = false;
     for entry in entries.flatten() {
-        let path = entry.path();
-        if path.extension().is_none_or(|e| e != "json") {
+        let file_name = entry.file_name();
+        let Some(name) = file_name.to_str() else {
+            let path = entry.path();
+            if path.extension().is_some_and(|e| e == "json") {
+                others.extend(read_one(&path, on_bad));
+            }
+            continue;
+        };
+        if !name.ends_with(".json") {
             continue;
         }
-        let name = entry.file_name().to_str().map(str::to_string);
         let inode = entry.ino();
-        if let Some(held) = name.as_ref().and_then(|n| kept.get(n))
-            && held.inode == inode
-        {
-            runs.push(held.run.clone());
-            seen.insert(name.expect("found by name"), held.clone());
-            continue;
-        }
-        match std::fs::read(&path) {
-            Ok(bytes) => match serde_json::from_slice::<LiveRun>(&bytes) {
-                Ok(run) => {
-                    if let Some(name) = name {
-                        seen.insert(
-                            name,
-                            Kept {
-                                inode,
-                                run: run.clone(),
-                            },
-                        );
-                    }
-                    runs.push(run);
+        match kept.remove(name) {
+            Some(held) if held.inode == inode => {
+                seen.insert(name.to_string(), held);
+            }
+            _ => {
+                if let Some(run) = read_one(&entry.path(), on_bad) {
+                    seen.insert(name.to_string(), Kept { inode, run });
+                    changed = true;
                 }
-                Err(e) => on_bad(&path, e.to_string()),
-            },
-            Err(e) => on_bad(&path, e.to_string()),
+            }
         }
     }
-    runs.sort_by(|a, b| a.run.cmp(&b.run));
-    (runs, seen)
+    // A name the summary held that the listing does not show: an ended run.
+    (seen, others, changed || !kept.is_empty())
+}
+
+/// One pointer read; `None` (and `on_bad` told why) when it cannot be.
+fn read_one(path: &Path, on_bad: &mut dyn FnMut(&Path, String)) -> Option<LiveRun> {
+    match std::fs::read(path) {
+        Ok(bytes) => match serde_json::from_slice::<LiveRun>(&bytes) {
+            Ok(run) => Some(run),
+            Err(e) => {
+                on_bad(path, e.to_string());
+                None
+            }
+        },
+        Err(e) => {
+            on_bad(path, e.to_string());
+            None
+        }
+    }
 }
 
 #[cfg(test)]
@@ -196,7 +215,7 @@ mod tests {
         // parse, changes nothing.
         std::fs::write(
             state.join(SUMMARY),
-            r#"{"version":1,"pointers":{"r9.json":{"inode":1,"run":"r9","scope":["**"]}}}"#,
+            r#"{"version":1,"pointers":{"r9.json":{"inode":1,"run":{"run":"r9","scope":["**"]}}}}"#,
         )
         .unwrap();
         assert_eq!(list_kept(state, none), now);

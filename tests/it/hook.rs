@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::common::{TestEnv, read, write};
+use crate::common::{TestEnv, read, run, write};
 
 /// A repository with git-crew's hooks and a crew worktree: returns (repo, worktree).
 fn crew_setup(env: &TestEnv, role: &str, scope: &[&str]) -> (PathBuf, PathBuf) {
@@ -444,7 +444,10 @@ fn a_plain_checkout_with_many_live_runs_is_warned_by_each_holder_and_never_by_on
     // The hook keeps what it read of the pointers; a run that starts after is read
     // from its own pointer all the same.
     let kept = read(&repo.join(".git/crew/live-scopes.json"));
-    assert!(kept.contains("r39.json") && !kept.contains("s1.json"), "{kept}");
+    assert!(
+        kept.contains("r39.json") && !kept.contains("s1.json"),
+        "{kept}"
+    );
     pointer("s6", "build", &["build.sh"]);
     write(&repo.join("build.sh"), "the lead's, again\n");
     env.git_ok(&repo, &["add", "-A"]);
@@ -456,9 +459,16 @@ fn a_plain_checkout_with_many_live_runs_is_warned_by_each_holder_and_never_by_on
     );
 }
 
+/// What the pre-commit shim runs: `git-crew-hook`, the binary of the hook's code alone.
+fn hook_bin() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_git-crew-hook"))
+}
+
 /// The shims' command lines are read without clap; the same line with `-C .` in front
-/// goes through clap. Both say the same and exit alike: a refusal in a run's worktree, a
-/// warning in the lead's checkout, a post-merge, and no repository at all.
+/// goes through clap; `git-crew-hook` answers the usual cases itself and hands the rest
+/// to git-crew. All three say the same and exit alike: a commit within a run's scope, a
+/// refusal in a run's worktree, a warning in the lead's checkout, a post-merge, and no
+/// repository at all.
 #[test]
 fn the_shims_lines_answer_as_the_full_parser_does() {
     let env = TestEnv::new();
@@ -466,14 +476,26 @@ fn the_shims_lines_answer_as_the_full_parser_does() {
     let both = |dir: &Path, line: &[&str]| {
         let fast = env.crew(dir, line);
         let parsed = env.crew(dir, &[&["-C", "."][..], line].concat());
-        assert_eq!(
-            (fast.code, &fast.stdout, &fast.stderr),
-            (parsed.code, &parsed.stdout, &parsed.stderr),
-            "{line:?} in {}",
-            dir.display()
+        let quick = run(
+            env.command(hook_bin()).current_dir(dir).args(&line[1..]),
+            None,
         );
+        for other in [&parsed, &quick] {
+            assert_eq!(
+                (fast.code, &fast.stdout, &fast.stderr),
+                (other.code, &other.stdout, &other.stderr),
+                "{line:?} in {}",
+                dir.display()
+            );
+        }
         fast
     };
+
+    write(&wt.join("src/routes/a.rs"), "inside\n");
+    env.git_ok(&wt, &["add", "-A"]);
+    let passed = both(&wt, &["hook", "pre-commit"]);
+    passed.expect_code(0);
+    assert_eq!((passed.stdout.as_str(), passed.stderr.as_str()), ("", ""));
 
     write(&wt.join("src/lib.rs"), "outside\n");
     env.git_ok(&wt, &["add", "-A"]);
@@ -516,5 +538,24 @@ fn the_shims_lines_answer_as_the_full_parser_does() {
         outside.stderr.contains("not a git repository"),
         "{}",
         outside.stderr
+    );
+
+    // A refusal to hand on with no git-crew beside git-crew-hook or on PATH: the commit
+    // stops, unchecked, and says so.
+    let lonely = env.root().join("lonely");
+    std::fs::create_dir_all(&lonely).unwrap();
+    std::fs::copy(hook_bin(), lonely.join("git-crew-hook")).unwrap();
+    let alone = run(
+        env.command(lonely.join("git-crew-hook"))
+            .current_dir(&wt)
+            .env("PATH", "/usr/bin:/bin")
+            .arg("pre-commit"),
+        None,
+    );
+    alone.expect_code(1);
+    assert!(
+        alone.stderr.contains("cannot run git-crew") && alone.stderr.contains("not checked"),
+        "{}",
+        alone.stderr
     );
 }
