@@ -533,6 +533,23 @@ pub struct Holder<'a> {
     pub scope: &'a [String],
 }
 
+/// Where the staged paths [`held_paths`] could warn of lie: the literal folders and files
+/// the live runs' globs start with (`src/api/**`: `src/api`; `README.md` itself), for a
+/// caller that lists only what changed there. `None` when some glob could hold any path
+/// (`**/*.rs`, or one that does not parse).
+pub fn held_region(runs: &[Holder]) -> Option<Vec<String>> {
+    let mut region = Vec::new();
+    for glob in runs.iter().flat_map(|run| run.scope) {
+        match parse_glob(glob) {
+            Ok(parsed) if !parsed.prefix.is_empty() => region.push(parsed.prefix.join("/")),
+            _ => return None,
+        }
+    }
+    region.sort_unstable();
+    region.dedup();
+    Some(region)
+}
+
 /// One warning per staged path that a live run's scope holds, run by run, each run's in
 /// the order of `changes`.
 ///
@@ -656,6 +673,34 @@ fn candidates(scope: &[String], sorted: &[(&str, usize)]) -> Option<Vec<usize>> 
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn the_held_region_is_where_the_globs_literal_paths_lead() {
+        let holder = |scope: &'static [String]| Holder {
+            run: "r",
+            task: "t",
+            scope,
+        };
+        let a: Vec<String> = ["src/api/**", "README.md", "d\\ocs/*.md", "src/api/x/**"]
+            .iter()
+            .map(|g| g.to_string())
+            .collect();
+        let a: &'static [String] = Box::leak(a.into_boxed_slice());
+        assert_eq!(
+            held_region(&[holder(a)]),
+            Some(vec![
+                "README.md".to_string(),
+                "docs".to_string(),
+                "src/api".to_string(),
+                "src/api/x".to_string()
+            ])
+        );
+        // A glob with no literal folder first, or one that does not parse.
+        for anywhere in ["**/*.rs", "*.md", "../x"] {
+            let b: &'static [String] = Box::leak(vec![anywhere.to_string()].into_boxed_slice());
+            assert_eq!(held_region(&[holder(a), holder(b)]), None, "{anywhere}");
+        }
+    }
+
     use super::*;
 
     fn change(path: &str, kind: ChangeKind) -> Change {

@@ -46,28 +46,183 @@ pub fn staged_changes(repo: &gix::Repository) -> Result<Vec<Change>> {
 /// when something cannot be read (a cache tree whose trees were never written, a broken
 /// HEAD): the entries decide then, and say what is wrong.
 fn committed_changes(repo: &gix::Repository, tree: ObjectId) -> Option<Vec<Change>> {
-    use gix::diff::tree::recorder::Change as Recorded;
-    use gix::objs::FindExt;
-    let head = head_tree(repo).ok()?;
-    if head == Some(tree) {
-        return Some(Vec::new());
-    }
-    let (mut old, mut new) = (Vec::new(), Vec::new());
-    let old = match head {
-        Some(id) => repo.objects.find_tree_iter(&id, &mut old).ok()?,
-        None => gix::objs::TreeRefIter::from_bytes(&[], tree.kind()),
+    let mut out = Vec::new();
+    diff_trees(repo, head_tree(repo).ok()?, Some(tree), b"", &mut out)?;
+    out.sort_unstable_by(|a, b| a.path.cmp(&b.path));
+    Some(out)
+}
+
+/// [`staged_changes`] limited to `region`: the paths that are one of its folders or
+/// files, or lie beneath one (`None`: everywhere). When the index names the tree being
+/// committed, only the trees along the region's paths are read, and beneath each of its
+/// folders only the subtrees whose ids differ; a commit that stages a thousand files
+/// outside it reads none of theirs.
+pub fn staged_changes_within(
+    repo: &gix::Repository,
+    region: Option<&[String]>,
+) -> Result<Vec<Change>> {
+    let Some(region) = region else {
+        return staged_changes(repo);
     };
-    let new = repo.objects.find_tree_iter(&tree, &mut new).ok()?;
+    let mut region: Vec<&[u8]> = region.iter().map(|p| p.as_bytes()).collect();
+    region.sort_unstable();
+    // A path beneath another of the region is already in it.
+    region.dedup_by(|later, earlier| {
+        later == earlier || (later.starts_with(earlier) && later.get(earlier.len()) == Some(&b'/'))
+    });
+    let path = repo.index_path();
+    if let Some(tree) = super::index_map::committed_tree(&path, repo.object_hash().len_in_bytes())
+        && let Some(head) = head_tree(repo).ok()
+    {
+        let mut out = Vec::new();
+        if head == Some(tree) || within(repo, b"", head, Some(tree), &region, &mut out).is_some() {
+            out.sort_unstable_by(|a, b| a.path.cmp(&b.path));
+            return Ok(out);
+        }
+    }
+    let inside = |path: &str| {
+        region.iter().any(|r| {
+            path.as_bytes().starts_with(r)
+                && matches!(path.as_bytes().get(r.len()), None | Some(b'/'))
+        })
+    };
+    Ok(staged_changes(repo)?
+        .into_iter()
+        .filter(|c| inside(&c.path))
+        .collect())
+}
+
+/// The changes between trees `old` and `new` (the subtrees at `prefix`, empty or ending in
+/// `/`) on the paths `wanted` names, relative to `prefix`; none empty, none beneath
+/// another.
+fn within(
+    repo: &gix::Repository,
+    prefix: &[u8],
+    old: Option<ObjectId>,
+    new: Option<ObjectId>,
+    wanted: &[&[u8]],
+    out: &mut Vec<Change>,
+) -> Option<()> {
+    if old == new {
+        return Some(());
+    }
+    let (old_data, new_data) = (tree_data(repo, old)?, tree_data(repo, new)?);
+    let kind = repo.object_hash();
+    let (old_tree, new_tree) = (
+        gix::objs::TreeRef::from_bytes(&old_data, kind).ok()?,
+        gix::objs::TreeRef::from_bytes(&new_data, kind).ok()?,
+    );
+    let entry = |tree: &gix::objs::TreeRef<'_>, name: &[u8]| {
+        tree.entries
+            .iter()
+            .find(|e| e.filename == name)
+            .map(|e| (e.mode, e.oid.to_owned()))
+    };
+    // `wanted` is sorted: the paths under one name are together.
+    let mut rest = wanted;
+    while let Some(first) = rest.first() {
+        let name = first.split(|&b| b == b'/').next().unwrap_or_default();
+        let count = rest
+            .iter()
+            .take_while(|w| w.split(|&b| b == b'/').next() == Some(name))
+            .count();
+        let (group, after) = rest.split_at(count);
+        rest = after;
+        let (o, n) = (entry(&old_tree, name), entry(&new_tree, name));
+        let path = [prefix, name].concat();
+        if group.iter().any(|w| w.len() == name.len()) {
+            entries_compared(repo, &path, o, n, out)?;
+            continue;
+        }
+        let deeper: Vec<&[u8]> = group.iter().map(|w| &w[name.len() + 1..]).collect();
+        let subtree = |e: Option<(gix::objs::tree::EntryMode, ObjectId)>| {
+            e.filter(|(mode, _)| mode.is_tree()).map(|(_, id)| id)
+        };
+        let (old_sub, new_sub) = (subtree(o), subtree(n));
+        if old_sub.is_some() || new_sub.is_some() {
+            within(
+                repo,
+                &[&path[..], b"/"].concat(),
+                old_sub,
+                new_sub,
+                &deeper,
+                out,
+            )?;
+        }
+    }
+    Some(())
+}
+
+/// Everything that changed at `path`: the entry itself and, for a tree, all beneath it.
+fn entries_compared(
+    repo: &gix::Repository,
+    path: &[u8],
+    old: Option<(gix::objs::tree::EntryMode, ObjectId)>,
+    new: Option<(gix::objs::tree::EntryMode, ObjectId)>,
+    out: &mut Vec<Change>,
+) -> Option<()> {
+    let tree = |e: Option<(gix::objs::tree::EntryMode, ObjectId)>| {
+        e.filter(|(mode, _)| mode.is_tree()).map(|(_, id)| id)
+    };
+    let file =
+        |e: Option<(gix::objs::tree::EntryMode, ObjectId)>| e.filter(|(mode, _)| !mode.is_tree());
+    let dir = [path, b"/"].concat();
+    if tree(old).is_some() || tree(new).is_some() {
+        diff_trees(repo, tree(old), tree(new), &dir, out)?;
+    }
+    let kind = match (file(old), file(new)) {
+        (None, None) => return Some(()),
+        (Some(_), None) => ChangeKind::Deleted,
+        (None, Some(_)) => ChangeKind::Added,
+        (Some((old_mode, old_id)), Some((new_mode, new_id))) => {
+            if old_id != new_id {
+                ChangeKind::Modified
+            } else if old_mode.normalized() != new_mode.normalized() {
+                ChangeKind::ModeChanged
+            } else {
+                return Some(());
+            }
+        }
+    };
+    push_change(out, path.into(), kind);
+    Some(())
+}
+
+/// A tree's data; an empty tree's for `None`.
+fn tree_data(repo: &gix::Repository, id: Option<ObjectId>) -> Option<Vec<u8>> {
+    use gix::objs::FindExt;
+    let mut buf = Vec::new();
+    if let Some(id) = id {
+        repo.objects.find_tree_iter(&id, &mut buf).ok()?;
+    }
+    Some(buf)
+}
+
+/// Every file that differs between trees `old` and `new` (`None`: empty), its path
+/// prefixed with `prefix` (empty, or ending in `/`); the subtrees whose ids are equal are
+/// not read.
+fn diff_trees(
+    repo: &gix::Repository,
+    old: Option<ObjectId>,
+    new: Option<ObjectId>,
+    prefix: &[u8],
+    out: &mut Vec<Change>,
+) -> Option<()> {
+    use gix::diff::tree::recorder::Change as Recorded;
+    if old == new {
+        return Some(());
+    }
+    let (old, new) = (tree_data(repo, old)?, tree_data(repo, new)?);
+    let kind = repo.object_hash();
     let mut recorder = gix::diff::tree::Recorder::default();
     gix::diff::tree(
-        old,
-        new,
+        gix::objs::TreeRefIter::from_bytes(&old, kind),
+        gix::objs::TreeRefIter::from_bytes(&new, kind),
         gix::diff::tree::State::default(),
         &repo.objects,
         &mut recorder,
     )
     .ok()?;
-    let mut out = Vec::new();
     for record in recorder.records {
         let (path, kind) = match record {
             Recorded::Addition {
@@ -95,15 +250,23 @@ fn committed_changes(repo: &gix::Repository, tree: ObjectId) -> Option<Vec<Chang
             }
             _ => continue,
         };
-        let refused = super::diff::checkout_refusal(path.as_ref(), false);
-        let path = String::from_utf8(path.into())
-            .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned());
-        let mut change = Change::new(path, kind);
-        change.refused = refused;
-        out.push(change);
+        let path: Vec<u8> = if prefix.is_empty() {
+            path.into()
+        } else {
+            [prefix, &path[..]].concat()
+        };
+        push_change(out, path, kind);
     }
-    out.sort_unstable_by(|a, b| a.path.cmp(&b.path));
-    Some(out)
+    Some(())
+}
+
+fn push_change(out: &mut Vec<Change>, path: Vec<u8>, kind: ChangeKind) {
+    let refused = super::diff::checkout_refusal(path.as_slice().into(), false);
+    let path = String::from_utf8(path)
+        .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned());
+    let mut change = Change::new(path, kind);
+    change.refused = refused;
+    out.push(change);
 }
 
 /// The index as gix decodes it: every format, and the reason a broken one is broken.
@@ -773,6 +936,68 @@ mod in_place {
         git(dir, &["commit", "-q", "-m", "every kind"]);
         assert!(committed_tree(dir).is_some());
         assert!(kinds(staged_changes(&repo).unwrap()).is_empty());
+    }
+
+    #[test]
+    fn a_region_finds_what_the_whole_finds_there_and_nothing_else() {
+        let tmp = repo();
+        let dir = tmp.path();
+        git(dir, &["config", "index.recordEndOfIndexEntries", "true"]);
+        stage_every_kind(dir);
+        git(dir, &["rm", "-q", "--cached", "later.txt"]);
+        let repo = gix::open(dir).unwrap();
+        let regions: &[&[&str]] = &[
+            &["src"],
+            &["src/deep"],
+            &["src/deep/x.rs", "src/lib.rs"],
+            &["becomes_dir"],
+            &["becomes_dir/now"],
+            &["becomes_file"],
+            &["becomes_file/inner"],
+            &["gone/two"],
+            &["a.txt", "run.sh", "link"],
+            &["vendor/sub"],
+            &["vendor"],
+            &["fresh/er/f.txt", "fresh"],
+            &["nothing/here", "zzz"],
+            &[
+                "a.txt",
+                "becomes_dir",
+                "fresh",
+                "gone",
+                "link",
+                "new.txt",
+                "run.sh",
+                "src",
+                "vendor",
+            ],
+        ];
+        let check = |label: &str| {
+            let whole = kinds(staged_changes(&repo).unwrap());
+            assert!(whole.len() >= 11, "{whole:?}");
+            for region in regions {
+                let owned: Vec<String> = region.iter().map(|r| r.to_string()).collect();
+                let got = kinds(super::staged_changes_within(&repo, Some(&owned)).unwrap());
+                let expected: Vec<_> = whole
+                    .iter()
+                    .filter(|(path, _)| {
+                        region
+                            .iter()
+                            .any(|r| path == r || path.starts_with(&format!("{r}/")))
+                    })
+                    .cloned()
+                    .collect();
+                assert_eq!(got, expected, "{label}: {region:?}");
+            }
+            let everywhere = kinds(super::staged_changes_within(&repo, None).unwrap());
+            assert_eq!(everywhere, whole, "{label}");
+        };
+        // The entries decide (no tree named at the index's end yet), then the trees.
+        assert_eq!(committed_tree(dir), None);
+        check("from the entries");
+        as_commit_leaves_it(dir);
+        assert!(committed_tree(dir).is_some());
+        check("from the trees");
     }
 
     #[test]

@@ -96,16 +96,17 @@ fn plain_checkout(repo: &crate::git::Repository) -> Vec<String> {
         warnings.push(format!("unreadable live pointer {}: {err}", path.display()));
     });
     if !runs.is_empty() {
-        match git::staged::staged_changes(repo) {
+        let holders: Vec<scope::Holder> = runs
+            .iter()
+            .map(|r| scope::Holder {
+                run: &r.run,
+                task: &r.task,
+                scope: &r.scope,
+            })
+            .collect();
+        let region = scope::held_region(&holders);
+        match git::staged::staged_changes_within(repo, region.as_deref()) {
             Ok(changes) => {
-                let holders: Vec<scope::Holder> = runs
-                    .iter()
-                    .map(|r| scope::Holder {
-                        run: &r.run,
-                        task: &r.task,
-                        scope: &r.scope,
-                    })
-                    .collect();
                 warnings.extend(scope::held_paths(&holders, &changes));
             }
             Err(err) => warnings.push(format!(
