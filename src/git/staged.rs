@@ -47,16 +47,32 @@ pub fn staged_changes(repo: &gix::Repository) -> Result<Vec<Change>> {
 /// HEAD): the entries decide then, and say what is wrong.
 fn committed_changes(repo: &gix::Repository, tree: ObjectId) -> Option<Vec<Change>> {
     let mut out = Vec::new();
-    diff_trees(repo, head_tree(repo).ok()?, Some(tree), b"", &mut out)?;
+    diff_trees(
+        repo,
+        head_tree(repo).ok()?,
+        Some(tree),
+        b"",
+        &mut out,
+        Refusals::Found,
+    )?;
     out.sort_unstable_by(|a, b| a.path.cmp(&b.path));
     Some(out)
 }
 
-/// [`staged_changes`] limited to `region`: the paths that are one of its folders or
-/// files, or lie beneath one (`None`: everywhere). When the index names the tree being
-/// committed, only the trees along the region's paths are read, and beneath each of its
-/// folders only the subtrees whose ids differ; a commit that stages a thousand files
-/// outside it reads none of theirs.
+/// Whether a change found in the trees says why git would refuse to check it out: a run's
+/// commit is judged by it; a warning in the lead's checkout names the path alone.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Refusals {
+    Found,
+    Skipped,
+}
+
+/// The paths staged in `region`, for the warnings of a commit in the lead's checkout: the
+/// paths that are one of its folders or files, or lie beneath one (`None`: everywhere),
+/// each with its kind of change (`refused` is left unset where the trees are compared).
+/// When the index names the tree being committed, only the trees along the region's paths
+/// are read, and beneath each of its folders only the subtrees whose ids differ; a commit
+/// that stages a thousand files outside it reads none of theirs.
 pub fn staged_changes_within(
     repo: &gix::Repository,
     region: Option<&[String]>,
@@ -168,7 +184,7 @@ fn entries_compared(
         |e: Option<(gix::objs::tree::EntryMode, ObjectId)>| e.filter(|(mode, _)| !mode.is_tree());
     let dir = [path, b"/"].concat();
     if tree(old).is_some() || tree(new).is_some() {
-        diff_trees(repo, tree(old), tree(new), &dir, out)?;
+        diff_trees(repo, tree(old), tree(new), &dir, out, Refusals::Skipped)?;
     }
     let kind = match (file(old), file(new)) {
         (None, None) => return Some(()),
@@ -184,7 +200,7 @@ fn entries_compared(
             }
         }
     };
-    push_change(out, path.into(), kind);
+    push_change(out, path.into(), kind, Refusals::Skipped);
     Some(())
 }
 
@@ -207,6 +223,7 @@ fn diff_trees(
     new: Option<ObjectId>,
     prefix: &[u8],
     out: &mut Vec<Change>,
+    refusals: Refusals,
 ) -> Option<()> {
     use gix::diff::tree::recorder::Change as Recorded;
     if old == new {
@@ -255,13 +272,16 @@ fn diff_trees(
         } else {
             [prefix, &path[..]].concat()
         };
-        push_change(out, path, kind);
+        push_change(out, path, kind, refusals);
     }
     Some(())
 }
 
-fn push_change(out: &mut Vec<Change>, path: Vec<u8>, kind: ChangeKind) {
-    let refused = super::diff::checkout_refusal(path.as_slice().into(), false);
+fn push_change(out: &mut Vec<Change>, path: Vec<u8>, kind: ChangeKind, refusals: Refusals) {
+    let refused = match refusals {
+        Refusals::Found => super::diff::checkout_refusal(path.as_slice().into(), false),
+        Refusals::Skipped => None,
+    };
     let path = String::from_utf8(path)
         .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned());
     let mut change = Change::new(path, kind);
@@ -372,6 +392,17 @@ impl Entries for gix::index::State {
 /// HEAD's tree, or `None` on an unborn branch.
 fn head_tree(repo: &gix::Repository) -> Result<Option<ObjectId>> {
     let mut head = repo.head().context("cannot read HEAD")?;
+    // Most often HEAD names a branch that names a commit: that commit is read once.
+    if let Some(id) = head.id()
+        && let Ok(commit) = repo.find_commit(id)
+    {
+        return Ok(Some(
+            commit
+                .tree_id()
+                .context("cannot read HEAD's tree")?
+                .detach(),
+        ));
+    }
     match head.peel_to_commit() {
         Ok(commit) => Ok(Some(
             commit
