@@ -540,10 +540,7 @@ pub struct Holder<'a> {
 pub fn held_region(runs: &[Holder]) -> Option<Vec<String>> {
     let mut region = Vec::new();
     for glob in runs.iter().flat_map(|run| run.scope) {
-        match parse_glob(glob) {
-            Ok(parsed) if !parsed.prefix.is_empty() => region.push(parsed.prefix.join("/")),
-            _ => return None,
-        }
+        region.push(literal_prefix(glob)?.into_owned());
     }
     region.sort_unstable();
     region.dedup();
@@ -641,27 +638,49 @@ fn plain_glob(glob: &str) -> Option<(String, bool)> {
 /// from `sorted` (normalised paths, sorted, with their positions); `None` when there is
 /// none. A glob that does not parse leaves every path a candidate: the scope's compiling
 /// decides it.
+/// The literal folders and file a glob starts with, joined (`src/api/**`: `src/api`), as
+/// [`parse_glob`] finds them; `None` when there are none or the glob does not parse. A
+/// glob with no escape, no space at its ends and only plain components is read as it is.
+fn literal_prefix(glob: &str) -> Option<std::borrow::Cow<'_, str>> {
+    let plain = !glob.contains('\\')
+        && glob.trim() == glob
+        && !glob.chars().any(char::is_control)
+        && glob.split('/').all(|part| !matches!(part, "" | "." | ".."));
+    if plain {
+        let meta = |part: &str| part.contains(['*', '?', '[', '{']);
+        let literal = glob.split('/').take_while(|part| !meta(part)).count();
+        if literal == 0 {
+            return None;
+        }
+        let end = glob.split('/').take(literal).map(str::len).sum::<usize>() + literal - 1;
+        return Some(std::borrow::Cow::Borrowed(&glob[..end]));
+    }
+    match parse_glob(glob) {
+        Ok(parsed) if !parsed.prefix.is_empty() => {
+            Some(std::borrow::Cow::Owned(parsed.prefix.join("/")))
+        }
+        _ => None,
+    }
+}
+
 fn candidates(scope: &[String], sorted: &[(&str, usize)]) -> Option<Vec<usize>> {
     let mut found: Vec<usize> = Vec::new();
     for glob in scope {
-        let prefix = match parse_glob(glob) {
-            Ok(parsed) if !parsed.prefix.is_empty() => parsed.prefix.join("/"),
-            _ => {
-                found = sorted.iter().map(|(_, i)| *i).collect();
-                break;
-            }
+        let Some(prefix) = literal_prefix(glob) else {
+            found = sorted.iter().map(|(_, i)| *i).collect();
+            break;
         };
         // The path itself, and every path under it: between `prefix/` and `prefix0`
         // (`0` follows `/`).
         let under = format!("{prefix}/");
         let past = format!("{prefix}0");
-        let exact = sorted.partition_point(|(p, _)| *p < prefix.as_str());
+        let exact = sorted.partition_point(|(p, _)| *p < prefix.as_ref());
         let start = sorted.partition_point(|(p, _)| *p < under.as_str());
         let end = sorted.partition_point(|(p, _)| *p < past.as_str());
         found.extend(
             sorted[exact..]
                 .iter()
-                .take_while(|(p, _)| *p == prefix)
+                .take_while(|(p, _)| *p == prefix.as_ref())
                 .map(|(_, i)| *i),
         );
         found.extend(sorted[start..end].iter().map(|(_, i)| *i));
@@ -694,6 +713,35 @@ mod tests {
                 "src/api/x".to_string()
             ])
         );
+        // Read as it is or parsed, the same literal start.
+        for glob in [
+            "src/api/**",
+            "src/api/*.rs",
+            "README.md",
+            "a/b/c",
+            "**/x",
+            "*.md",
+            "src/{a,b}/x",
+            "d\\ocs/*.md",
+            " src/x ",
+            "src//x/**",
+            "./src/x",
+            "src/",
+            "/src/x",
+            "a/../b/**",
+            "../x",
+            "é/ü/**",
+        ] {
+            let parsed = parse_glob(glob)
+                .ok()
+                .filter(|p| !p.prefix.is_empty())
+                .map(|p| p.prefix.join("/"));
+            assert_eq!(
+                literal_prefix(glob).map(|p| p.into_owned()),
+                parsed,
+                "{glob}"
+            );
+        }
         // A glob with no literal folder first, or one that does not parse.
         for anywhere in ["**/*.rs", "*.md", "../x"] {
             let b: &'static [String] = Box::leak(vec![anywhere.to_string()].into_boxed_slice());

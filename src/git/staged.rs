@@ -128,10 +128,10 @@ fn within(
         gix::objs::TreeRef::from_bytes(&old_data, kind).ok()?,
         gix::objs::TreeRef::from_bytes(&new_data, kind).ok()?,
     );
+    // A name is a folder's or a file's: looked up as each, in git's order of names.
     let entry = |tree: &gix::objs::TreeRef<'_>, name: &[u8]| {
-        tree.entries
-            .iter()
-            .find(|e| e.filename == name)
+        tree.bisect_entry(name.as_bstr(), true)
+            .or_else(|| tree.bisect_entry(name.as_bstr(), false))
             .map(|e| (e.mode, e.oid.to_owned()))
     };
     // `wanted` is sorted: the paths under one name are together.
