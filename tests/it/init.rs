@@ -54,6 +54,11 @@ fn init_on_a_plain_repository_installs_everything() {
         local_config(&env, &repo, "notes.rewriteRef"),
         ["refs/notes/cre[w]"]
     );
+    assert_eq!(
+        local_config(&env, &repo, "index.recordEndOfIndexEntries"),
+        ["true"]
+    );
+    assert!(read(&repo.join(".git/hooks/pre-commit")).contains("git-crew-hook pre-commit \"$@\""));
     let flight = read(&repo.join(".crew/flight.toml"));
     assert!(flight.starts_with("# git-crew flight control"));
 
@@ -681,4 +686,37 @@ fn an_edited_skill_is_kept_by_init_and_by_uninstall() {
     assert_eq!(read(&skill), edited);
     assert!(!repo.join("AGENTS.md").exists() && !repo.join(".mcp.json").exists());
     assert!(!repo.join(".codex").exists());
+}
+
+/// `index.recordEndOfIndexEntries` is set only where no config file sets it, and taken
+/// back by uninstall only when init set it; a commit then writes `EOIE`.
+#[test]
+fn the_end_of_index_entries_is_recorded_unless_the_user_chose_otherwise() {
+    let env = TestEnv::new();
+    let repo = env.fixture("plain.sh", "repo", &[]);
+    env.crew(&repo, &["init"]).expect_code(0);
+    write(&repo.join("README.md"), "changed\n");
+    env.git_ok(&repo, &["commit", "-qam", "a commit writes the index"]);
+    let index = std::fs::read(repo.join(".git/index")).unwrap();
+    assert_eq!(&index[index.len() - 20 - 32..][..4], b"EOIE");
+    env.crew(&repo, &["init", "--uninstall"]).expect_code(0);
+    assert!(local_config(&env, &repo, "index.recordEndOfIndexEntries").is_empty());
+
+    // The user's own choice is kept, and left there by uninstall.
+    env.git_ok(&repo, &["config", "index.recordEndOfIndexEntries", "false"]);
+    let out = env.crew(&repo, &["init"]);
+    out.expect_code(0);
+    let step = out.json()["config"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["key"] == "index.recordEndOfIndexEntries")
+        .cloned()
+        .unwrap();
+    assert_eq!(step["action"], "kept");
+    env.crew(&repo, &["init", "--uninstall"]).expect_code(0);
+    assert_eq!(
+        local_config(&env, &repo, "index.recordEndOfIndexEntries"),
+        ["false"]
+    );
 }
