@@ -81,7 +81,9 @@ pub fn staged_changes_within(
         return staged_changes(repo);
     };
     let mut region: Vec<&[u8]> = region.iter().map(|p| p.as_bytes()).collect();
-    region.sort_unstable();
+    // By components, so that what lies beneath a path follows it at once (`src`, `src/x`,
+    // `src.y`; by bytes `src.y` would come between).
+    region.sort_unstable_by(|a, b| a.split(|&c| c == b'/').cmp(b.split(|&c| c == b'/')));
     // A path beneath another of the region is already in it.
     region.dedup_by(|later, earlier| {
         later == earlier || (later.starts_with(earlier) && later.get(earlier.len()) == Some(&b'/'))
@@ -134,7 +136,7 @@ fn within(
             .or_else(|| tree.bisect_entry(name.as_bstr(), false))
             .map(|e| (e.mode, e.oid.to_owned()))
     };
-    // `wanted` is sorted: the paths under one name are together.
+    // `wanted` is sorted by components: the paths under one name are together.
     let mut rest = wanted;
     while let Some(first) = rest.first() {
         let name = first.split(|&b| b == b'/').next().unwrap_or_default();
@@ -151,9 +153,6 @@ fn within(
             continue;
         }
         let deeper: Vec<&[u8]> = group.iter().map(|w| &w[name.len() + 1..]).collect();
-        let subtree = |e: Option<(gix::objs::tree::EntryMode, ObjectId)>| {
-            e.filter(|(mode, _)| mode.is_tree()).map(|(_, id)| id)
-        };
         let (old_sub, new_sub) = (subtree(o), subtree(n));
         if old_sub.is_some() || new_sub.is_some() {
             within(
@@ -169,22 +168,33 @@ fn within(
     Some(())
 }
 
+/// A tree entry's mode and id.
+type Entry = (gix::objs::tree::EntryMode, ObjectId);
+
+/// The id of the tree an entry is, if it is one.
+fn subtree(entry: Option<Entry>) -> Option<ObjectId> {
+    entry.filter(|(mode, _)| mode.is_tree()).map(|(_, id)| id)
+}
+
 /// Everything that changed at `path`: the entry itself and, for a tree, all beneath it.
 fn entries_compared(
     repo: &gix::Repository,
     path: &[u8],
-    old: Option<(gix::objs::tree::EntryMode, ObjectId)>,
-    new: Option<(gix::objs::tree::EntryMode, ObjectId)>,
+    old: Option<Entry>,
+    new: Option<Entry>,
     out: &mut Vec<Change>,
 ) -> Option<()> {
-    let tree = |e: Option<(gix::objs::tree::EntryMode, ObjectId)>| {
-        e.filter(|(mode, _)| mode.is_tree()).map(|(_, id)| id)
-    };
-    let file =
-        |e: Option<(gix::objs::tree::EntryMode, ObjectId)>| e.filter(|(mode, _)| !mode.is_tree());
+    let file = |e: Option<Entry>| e.filter(|(mode, _)| !mode.is_tree());
     let dir = [path, b"/"].concat();
-    if tree(old).is_some() || tree(new).is_some() {
-        diff_trees(repo, tree(old), tree(new), &dir, out, Refusals::Skipped)?;
+    if subtree(old).is_some() || subtree(new).is_some() {
+        diff_trees(
+            repo,
+            subtree(old),
+            subtree(new),
+            &dir,
+            out,
+            Refusals::Skipped,
+        )?;
     }
     let kind = match (file(old), file(new)) {
         (None, None) => return Some(()),
@@ -991,6 +1001,9 @@ mod in_place {
             &["vendor"],
             &["fresh/er/f.txt", "fresh"],
             &["nothing/here", "zzz"],
+            // By bytes `src.x` sorts between `src` and `src/deep`.
+            &["src", "src.x", "src/deep"],
+            &["becomes_dir/now", "becomes_dir", "becomes_dir.x"],
             &[
                 "a.txt",
                 "becomes_dir",
@@ -1008,7 +1021,13 @@ mod in_place {
             assert!(whole.len() >= 11, "{whole:?}");
             for region in regions {
                 let owned: Vec<String> = region.iter().map(|r| r.to_string()).collect();
-                let got = kinds(super::staged_changes_within(&repo, Some(&owned)).unwrap());
+                let raw = super::staged_changes_within(&repo, Some(&owned)).unwrap();
+                let mut paths: Vec<&str> = raw.iter().map(|c| c.path.as_str()).collect();
+                let listed = paths.len();
+                paths.sort_unstable();
+                paths.dedup();
+                assert_eq!(paths.len(), listed, "{label}: each path once: {region:?}");
+                let got = kinds(raw);
                 let expected: Vec<_> = whole
                     .iter()
                     .filter(|(path, _)| {
