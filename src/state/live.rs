@@ -163,6 +163,14 @@ mod tests {
             .unwrap();
     }
 
+    /// A state folder with an empty `live` folder in it, and that folder.
+    fn state_with_live_folder() -> (tempfile::TempDir, std::path::PathBuf) {
+        let tmp = tempfile::tempdir().unwrap();
+        let live = tmp.path().join("live");
+        std::fs::create_dir_all(&live).unwrap();
+        (tmp, live)
+    }
+
     fn scopes(runs: &[LiveRun]) -> Vec<(String, Vec<String>)> {
         runs.iter()
             .map(|r| (r.run.clone(), r.scope.clone()))
@@ -171,10 +179,8 @@ mod tests {
 
     #[test]
     fn the_summary_answers_as_the_pointers_do_and_follows_every_change() {
-        let tmp = tempfile::tempdir().unwrap();
+        let (tmp, live) = state_with_live_folder();
         let state = tmp.path();
-        let live = state.join("live");
-        std::fs::create_dir_all(&live).unwrap();
         let none = &mut |p: &Path, e: String| panic!("{}: {e}", p.display());
         assert!(list_kept(state, none).is_empty());
         pointer(&live, "r1", "a/**");
@@ -225,10 +231,8 @@ mod tests {
 
     #[test]
     fn a_broken_pointer_is_reported_on_every_call_and_never_kept() {
-        let tmp = tempfile::tempdir().unwrap();
+        let (tmp, live) = state_with_live_folder();
         let state = tmp.path();
-        let live = state.join("live");
-        std::fs::create_dir_all(&live).unwrap();
         pointer(&live, "r1", "a/**");
         std::fs::write(live.join("r2.json"), "{ not json").unwrap();
         for _ in 0..2 {
