@@ -26,12 +26,12 @@ use crate::core::scope::{Change, ChangeKind};
 /// (a rename shows as both), mode changes (executable bit, symlinks, gitlinks) and
 /// unmerged entries. Paths are in index order, repository-relative.
 pub fn staged_changes(repo: &gix::Repository) -> Result<Vec<Change>> {
-    let path = repo.index_path();
-    if let Some(tree) = super::index_map::committed_tree(&path, repo.object_hash().len_in_bytes())
+    if let Some(tree) = committed_tree(repo)
         && let Some(changes) = committed_changes(repo, tree)
     {
         return Ok(changes);
     }
+    let path = repo.index_path();
     if let Some(index) = IndexMap::open(&path, repo.object_hash().len_in_bytes()) {
         let cache = index.cache_tree();
         return walk(repo, &index, cache.as_ref());
@@ -39,6 +39,16 @@ pub fn staged_changes(repo: &gix::Repository) -> Result<Vec<Change>> {
     let index = read_with_gix(repo, &path)?;
     let cache = index.tree().map(cache_node);
     walk(repo, &*index, cache.as_ref())
+}
+
+/// The tree the index names as the one `git commit` is about to make, read from its end.
+fn committed_tree(repo: &gix::Repository) -> Option<ObjectId> {
+    super::index_map::committed_tree(&repo.index_path(), repo.object_hash().len_in_bytes())
+}
+
+/// Whether `path` is `base` or lies beneath it.
+fn at_or_beneath(path: &[u8], base: &[u8]) -> bool {
+    path.starts_with(base) && matches!(path.get(base.len()), None | Some(b'/'))
 }
 
 /// What `git commit` commits against HEAD when the index names the tree it commits: the
@@ -85,11 +95,8 @@ pub fn staged_changes_within(
     // `src.y`; by bytes `src.y` would come between).
     region.sort_unstable_by(|a, b| a.split(|&c| c == b'/').cmp(b.split(|&c| c == b'/')));
     // A path beneath another of the region is already in it.
-    region.dedup_by(|later, earlier| {
-        later == earlier || (later.starts_with(earlier) && later.get(earlier.len()) == Some(&b'/'))
-    });
-    let path = repo.index_path();
-    if let Some(tree) = super::index_map::committed_tree(&path, repo.object_hash().len_in_bytes())
+    region.dedup_by(|later, earlier| at_or_beneath(later, earlier));
+    if let Some(tree) = committed_tree(repo)
         && let Some(head) = head_tree(repo).ok()
     {
         let mut out = Vec::new();
@@ -98,15 +105,9 @@ pub fn staged_changes_within(
             return Ok(out);
         }
     }
-    let inside = |path: &str| {
-        region.iter().any(|r| {
-            path.as_bytes().starts_with(r)
-                && matches!(path.as_bytes().get(r.len()), None | Some(b'/'))
-        })
-    };
     Ok(staged_changes(repo)?
         .into_iter()
-        .filter(|c| inside(&c.path))
+        .filter(|c| region.iter().any(|r| at_or_beneath(c.path.as_bytes(), r)))
         .collect())
 }
 
@@ -403,26 +404,20 @@ impl Entries for gix::index::State {
 fn head_tree(repo: &gix::Repository) -> Result<Option<ObjectId>> {
     let mut head = repo.head().context("cannot read HEAD")?;
     // Most often HEAD names a branch that names a commit: that commit is read once.
-    if let Some(id) = head.id()
-        && let Ok(commit) = repo.find_commit(id)
-    {
-        return Ok(Some(
-            commit
-                .tree_id()
-                .context("cannot read HEAD's tree")?
-                .detach(),
-        ));
-    }
-    match head.peel_to_commit() {
-        Ok(commit) => Ok(Some(
-            commit
-                .tree_id()
-                .context("cannot read HEAD's tree")?
-                .detach(),
-        )),
-        Err(_) if head.is_unborn() => Ok(None),
-        Err(e) => Err(e).context("cannot resolve HEAD to a commit"),
-    }
+    let commit = match head.id().and_then(|id| repo.find_commit(id).ok()) {
+        Some(commit) => commit,
+        None => match head.peel_to_commit() {
+            Ok(commit) => commit,
+            Err(_) if head.is_unborn() => return Ok(None),
+            Err(e) => return Err(e).context("cannot resolve HEAD to a commit"),
+        },
+    };
+    Ok(Some(
+        commit
+            .tree_id()
+            .context("cannot read HEAD's tree")?
+            .detach(),
+    ))
 }
 
 struct TreeItem {
@@ -951,12 +946,21 @@ mod in_place {
             .map(|id| id.to_string())
     }
 
+    /// The repository with `EOIE` on and changes of every kind staged.
+    fn every_kind_staged_with_eoie() -> tempfile::TempDir {
+        let tmp = repo();
+        git(
+            tmp.path(),
+            &["config", "index.recordEndOfIndexEntries", "true"],
+        );
+        stage_every_kind(tmp.path());
+        tmp
+    }
+
     #[test]
     fn the_tree_a_commit_would_make_is_compared_with_head_and_finds_the_same() {
-        let tmp = repo();
+        let tmp = every_kind_staged_with_eoie();
         let dir = tmp.path();
-        git(dir, &["config", "index.recordEndOfIndexEntries", "true"]);
-        stage_every_kind(dir);
         // git leaves the root invalid while an intent-to-add entry is there.
         as_commit_leaves_it(dir);
         assert_eq!(committed_tree(dir), None, "an intent-to-add entry");
@@ -981,10 +985,8 @@ mod in_place {
 
     #[test]
     fn a_region_finds_what_the_whole_finds_there_and_nothing_else() {
-        let tmp = repo();
+        let tmp = every_kind_staged_with_eoie();
         let dir = tmp.path();
-        git(dir, &["config", "index.recordEndOfIndexEntries", "true"]);
-        stage_every_kind(dir);
         git(dir, &["rm", "-q", "--cached", "later.txt"]);
         let repo = gix::open(dir).unwrap();
         let regions: &[&[&str]] = &[

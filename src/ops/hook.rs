@@ -38,13 +38,7 @@ pub fn pre_commit(ctx: &Context) -> Result<PreCommit> {
             warnings: plain_checkout(repo),
         });
     };
-    let role_may_commit = scope::Role::parse(&identity.role).is_some_and(scope::Role::may_commit);
-    let changes = if role_may_commit {
-        git::staged::staged_changes(repo).map_err(CrewError::from)?
-    } else {
-        Vec::new()
-    };
-    let violations = scope::check_commit(&identity, &changes);
+    let (changes, violations) = commit_in_run(repo, &identity).map_err(CrewError::from)?;
     Ok(PreCommit::InRun {
         staged: changes.into_iter().map(|c| c.path).collect(),
         identity,
@@ -65,15 +59,24 @@ pub fn pre_commit_quick() -> Option<String> {
     let Some(identity) = git::identity::read(&repo).ok()? else {
         return Some(warning_lines(&plain_checkout(&repo)));
     };
+    let (_, violations) = commit_in_run(&repo, &identity).ok()?;
+    violations.is_empty().then(String::new)
+}
+
+/// A commit in a run's worktree: what is staged (nothing is read for a role that may not
+/// commit) and every path outside the run's scope.
+fn commit_in_run(
+    repo: &crate::git::Repository,
+    identity: &RunIdentity,
+) -> git::error::Result<(Vec<scope::Change>, Vec<Violation>)> {
     let role_may_commit = scope::Role::parse(&identity.role).is_some_and(scope::Role::may_commit);
     let changes = if role_may_commit {
-        git::staged::staged_changes(&repo).ok()?
+        git::staged::staged_changes(repo)?
     } else {
         Vec::new()
     };
-    scope::check_commit(&identity, &changes)
-        .is_empty()
-        .then(String::new)
+    let violations = scope::check_commit(identity, &changes);
+    Ok((changes, violations))
 }
 
 /// The warnings of a plain checkout's commit as the hook prints them: one line each,
