@@ -74,12 +74,22 @@ pub fn ensure_run_hooks(hooks: &Path, chain_dir: &Path) -> Result<()> {
     };
     let chain_dir = chain_dir.as_path();
     let exe = std::env::current_exe().context("cannot find the git-crew binary")?;
+    // The pre-commit check from `git-crew-hook` where it was installed beside git-crew:
+    // it starts sooner, and hands a refusal to the git-crew beside it.
+    let quick = exe
+        .parent()
+        .map(|dir| dir.join("git-crew-hook"))
+        .filter(|hook| hook.is_file());
     let quote = |s: &str| format!("'{}'", s.replace('\'', r"'\''"));
+    let pre_commit = match &quick {
+        Some(hook) => format!("{} pre-commit", quote(&hook.to_string_lossy())),
+        None => format!("{} hook pre-commit", quote(&exe.to_string_lossy())),
+    };
     let exe = quote(&exe.to_string_lossy());
     let chain = quote(&chain_dir.to_string_lossy());
     for name in CLIENT_HOOKS {
         let check = match *name {
-            "pre-commit" => format!("{exe} hook pre-commit \"$@\" || exit $?\n"),
+            "pre-commit" => format!("{pre_commit} \"$@\" || exit $?\n"),
             "post-merge" => format!("{exe} hook post-merge \"$@\" || true\n"),
             _ => String::new(),
         };

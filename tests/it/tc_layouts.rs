@@ -524,6 +524,9 @@ fn husky_regenerated(env: &TestEnv, repo: &Path, regenerate: &dyn Fn()) {
         transcript.contains("crew: error: commit refused in run"),
         "{transcript}"
     );
+    // The run worktree's check is git-crew-hook, which handed the refusal to git-crew.
+    let run_hook = read(&repo.join(".git/crew/hooks/pre-commit"));
+    assert!(run_hook.contains("git-crew-hook' pre-commit"), "{run_hook}");
     env.crew(repo, &["integrate", &run]).expect_code(0);
     let landed = env.git_ok(repo, &["diff", "--name-only", "HEAD^1", "HEAD"]);
     assert_eq!(landed, "docs/state/crew.json\nsrc/routes/crew.rs\n");
