@@ -464,6 +464,40 @@ fn hook_bin() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_git-crew-hook"))
 }
 
+/// Where the C toolchain has libgcc's static unwinder (`libgcc_eh.a`, with gcc's libraries
+/// on Linux and glibc), both binaries link it and never load `libgcc_s.so.1`, whose
+/// constructor queries the CPU at every start of a hook; where it has not, they link
+/// `libgcc_s` as before (build.rs).
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+#[test]
+fn the_binaries_link_the_unwinder_in_where_the_toolchain_has_it() {
+    let printed = std::process::Command::new("cc")
+        .arg("-print-file-name=libgcc_eh.a")
+        .output()
+        .expect("cc, which links the binaries");
+    let archive = PathBuf::from(String::from_utf8_lossy(&printed.stdout).trim());
+    let static_unwinder = archive.is_absolute() && archive.is_file();
+    for bin in [hook_bin(), PathBuf::from(env!("CARGO_BIN_EXE_git-crew"))] {
+        let out = std::process::Command::new("readelf")
+            .arg("-d")
+            .arg(&bin)
+            .output()
+            .expect("readelf (binutils)");
+        let dynamic = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success() && dynamic.contains("(NEEDED)"),
+            "{dynamic}"
+        );
+        assert_eq!(
+            dynamic.contains("[libgcc_s.so.1]"),
+            !static_unwinder,
+            "{} with {}: {dynamic}",
+            bin.display(),
+            archive.display()
+        );
+    }
+}
+
 /// The shims' command lines are read without clap; the same line with `-C .` in front
 /// goes through clap; `git-crew-hook` answers the usual cases itself and hands the rest
 /// to git-crew. All three say the same and exit alike: a commit within a run's scope, a
