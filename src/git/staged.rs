@@ -269,13 +269,24 @@ impl<'r> Objects<'r> {
     /// objects folder or it does not read.
     fn loose(&self, id: &oid, out: &mut Vec<u8>) -> Option<gix::objs::Kind> {
         use std::io::Read;
+        use std::os::unix::fs::OpenOptionsExt;
         let hex = id.to_hex().to_string();
         let path = self.dir.join(&hex[..2]).join(&hex[2..]);
         let mut compressed = self.compressed.borrow_mut();
         compressed.clear();
-        std::fs::File::open(path)
-            .and_then(|mut file| file.read_to_end(&mut compressed))
+        // A regular file only, read to the size it had when opened: what is not (a FIFO,
+        // a device) is gix's to refuse, and opening one does not wait.
+        let file = std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NONBLOCK)
+            .open(path)
             .ok()?;
+        let meta = file.metadata().ok()?;
+        if !meta.is_file() {
+            return None;
+        }
+        compressed.reserve(usize::try_from(meta.len()).ok()?);
+        file.take(meta.len()).read_to_end(&mut compressed).ok()?;
         let mut inflate = self.inflate.borrow_mut();
         inflate.reset();
         let mut header = [0_u8; 64];
@@ -291,11 +302,12 @@ impl<'r> Objects<'r> {
             return None;
         }
         let body = written.checked_sub(header_len)?;
-        if status == gix::zlib::Status::StreamEnd {
-            (body == size).then(|| out.clear())?;
+        let read = if status == gix::zlib::Status::StreamEnd {
+            out.clear();
             out.extend_from_slice(&header[header_len..written]);
+            body
         } else {
-            let n = inflate
+            inflate
                 .rest(
                     &compressed[used_in..],
                     &header[..written],
@@ -303,10 +315,9 @@ impl<'r> Objects<'r> {
                     out,
                     size,
                 )
-                .ok()?;
-            (n == size).then_some(())?;
-        }
-        Some(kind)
+                .ok()?
+        };
+        (read == size).then_some(kind)
     }
 }
 
@@ -1130,6 +1141,15 @@ mod in_place {
         let id = gix::ObjectId::from_hex(big.as_bytes()).unwrap();
         assert!(objects.loose(&id, &mut Vec::new()).is_none());
         assert!(objects.try_find(&id, &mut Vec::new()).is_err());
+        // Nor is what is not a file read, or waited on: a FIFO, an endless device.
+        std::fs::remove_file(&path).unwrap();
+        let fifo = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).unwrap();
+        // SAFETY: a NUL-terminated path that lives across the call.
+        assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o644) }, 0);
+        assert!(objects.loose(&id, &mut Vec::new()).is_none());
+        std::fs::remove_file(&path).unwrap();
+        std::os::unix::fs::symlink("/dev/zero", &path).unwrap();
+        assert!(objects.loose(&id, &mut Vec::new()).is_none());
     }
 
     #[test]
