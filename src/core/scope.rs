@@ -556,67 +556,114 @@ pub fn held_region(runs: &[Holder]) -> Option<Vec<String>> {
 /// fall in it: one staged file and a hundred live runs compile none of their scopes but
 /// those that could hold it.
 pub fn held_paths(runs: &[Holder], changes: &[Change]) -> Vec<String> {
-    let normal: Vec<Option<std::borrow::Cow<'_, str>>> =
-        changes.iter().map(|c| normalized(&c.path).ok()).collect();
-    let mut sorted: Vec<(&str, usize)> = normal
+    let held = Held::find(runs, changes);
+    held.pairs
         .iter()
-        .enumerate()
-        .filter_map(|(i, path)| Some((path.as_deref()?, i)))
-        .collect();
-    sorted.sort_unstable();
-    let mut out = Vec::new();
-    for run in runs {
-        let Some(candidates) = candidates(run.scope, &sorted) else {
-            continue;
+        .map(|&(change, said)| [changes[change].path.as_str(), &held.said[said]].concat())
+        .collect()
+}
+
+/// [`held_paths`] as lines appended to `text`: each `prefix`, the warning made safe by
+/// `sanitize` (which appends to the text), and a line feed, in room made once, with no
+/// string per warning.
+pub fn held_path_lines(
+    runs: &[Holder],
+    changes: &[Change],
+    prefix: &str,
+    sanitize: fn(&str, &mut String),
+    text: &mut String,
+) {
+    let held = Held::find(runs, changes);
+    let room = |&(change, said): &(usize, usize)| {
+        prefix.len() + changes[change].path.len() + held.said[said].len() + 1
+    };
+    text.reserve(held.pairs.iter().map(room).sum());
+    let mut warning = String::new();
+    for &(change, said) in &held.pairs {
+        warning.clear();
+        warning.push_str(&changes[change].path);
+        warning.push_str(&held.said[said]);
+        text.push_str(prefix);
+        sanitize(&warning, text);
+        text.push('\n');
+    }
+}
+
+/// The staged paths the live runs hold, run by run: (change, what is said) pairs, and
+/// what is said of each run's paths (` is held by in-flight run ...`).
+struct Held {
+    pairs: Vec<(usize, usize)>,
+    said: Vec<String>,
+}
+
+impl Held {
+    fn find(runs: &[Holder], changes: &[Change]) -> Held {
+        let normal: Vec<Option<std::borrow::Cow<'_, str>>> =
+            changes.iter().map(|c| normalized(&c.path).ok()).collect();
+        let mut sorted: Vec<(&str, usize)> = normal
+            .iter()
+            .enumerate()
+            .filter_map(|(i, path)| Some((path.as_deref()?, i)))
+            .collect();
+        sorted.sort_unstable();
+        let mut held = Held {
+            pairs: Vec::new(),
+            said: Vec::new(),
         };
-        let Some(held) = Held::new(run.scope) else {
-            continue;
-        };
-        let said = format!(
-            " is held by in-flight run {} (task {}, scope {})",
-            run.run,
-            run.task,
-            run.scope.join(", ")
-        );
-        for i in candidates {
-            if let Some(path) = &normal[i]
-                && held.contains(path)
-            {
-                out.push([changes[i].path.as_str(), &said].concat());
+        for run in runs {
+            let Some(candidates) = candidates(run.scope, &sorted) else {
+                continue;
+            };
+            let Some(scope) = Holds::new(run.scope) else {
+                continue;
+            };
+            let said = held.said.len();
+            held.said.push(format!(
+                " is held by in-flight run {} (task {}, scope {})",
+                run.run,
+                run.task,
+                run.scope.join(", ")
+            ));
+            for i in candidates {
+                if let Some(path) = &normal[i]
+                    && scope.contains(path)
+                {
+                    held.pairs.push((i, said));
+                }
             }
         }
+        held
     }
-    out
 }
 
 /// A scope as [`held_paths`] matches it: a scope of plain folders and files (`src/api/**`,
 /// `docs/`, `README.md`) by comparing paths, as its compiled globs would decide; any
 /// other compiled. `None` for a scope that does not compile.
-enum Held {
+enum Holds {
     /// Each folder or file covered, and whether the path itself is covered too (a
     /// literal path is; `dir/**` and `dir/` cover only what is under them).
     Plain(Vec<(String, bool)>),
     Compiled(Scope),
 }
 
-impl Held {
-    fn new(globs: &[String]) -> Option<Held> {
+impl Holds {
+    fn new(globs: &[String]) -> Option<Holds> {
         let plain: Option<Vec<(String, bool)>> = globs.iter().map(|g| plain_glob(g)).collect();
         match plain {
-            Some(plain) => Some(Held::Plain(plain)),
-            None => Scope::new(globs).ok().map(Held::Compiled),
+            Some(plain) => Some(Holds::Plain(plain)),
+            None => Scope::new(globs).ok().map(Holds::Compiled),
         }
     }
 
     fn contains(&self, normalized_path: &str) -> bool {
         match self {
-            Held::Plain(covered) => covered.iter().any(|(base, itself)| {
+            Holds::Plain(covered) => covered.iter().any(|(base, itself)| {
                 (*itself && normalized_path == base)
                     || normalized_path
                         .strip_prefix(base.as_str())
                         .is_some_and(|rest| rest.len() > 1 && rest.starts_with('/'))
             }),
-            Held::Compiled(scope) => scope.contains(normalized_path),
+            Holds::Compiled(scope) => scope.contains(normalized_path),
         }
     }
 }
@@ -1053,6 +1100,28 @@ mod tests {
         assert_eq!(held_paths(&holders, &changes), expected);
         assert_eq!(expected.len(), 23, "{expected:#?}");
         assert!(held_paths(&holders, &[]).is_empty());
+        // As lines, each made safe whole: an escape at a path's end is read with what
+        // follows it, as in the warnings made one string each.
+        let mut changes = changes;
+        changes.push(change("src/api/esc\u{1b}", ChangeKind::Added));
+        let lines = |prefix: &str| {
+            let mut text = String::from("before\n");
+            held_path_lines(
+                &holders,
+                &changes,
+                prefix,
+                crate::core::text::sanitize_into,
+                &mut text,
+            );
+            text
+        };
+        let each: String = held_paths(&holders, &changes)
+            .iter()
+            .map(|w| format!("> {}\n", crate::core::text::sanitize(w)))
+            .collect();
+        assert_eq!(lines("> "), format!("before\n{each}"));
+        assert_eq!(each.lines().count(), 28, "{each}");
+        assert!(each.contains("src/api/escs held by"), "{each}");
     }
 
     /// The plain folders and files a live run's scope names are matched by comparing
@@ -1100,8 +1169,8 @@ mod tests {
         for glob in globs {
             let globs = vec![glob.to_string()];
             let compiled = Scope::new(&globs).unwrap();
-            let held = Held::new(&globs).unwrap();
-            if matches!(held, Held::Plain(_)) {
+            let held = Holds::new(&globs).unwrap();
+            if matches!(held, Holds::Plain(_)) {
                 plain += 1;
             }
             for path in paths {

@@ -245,8 +245,8 @@ fn tree_data(objects: &Objects<'_>, id: Option<ObjectId>) -> Option<Vec<u8>> {
 /// twenty trees is checked in about 0.15 ms (7%) less.
 struct Objects<'r> {
     repo: &'r gix::Repository,
-    /// The objects folder.
-    dir: std::path::PathBuf,
+    /// The objects folder, open: each object is looked up from it, not from the root.
+    dir: Option<rustix::fd::OwnedFd>,
     inflate: std::cell::RefCell<gix::zlib::Inflate>,
     compressed: std::cell::RefCell<Vec<u8>>,
 }
@@ -255,7 +255,14 @@ impl<'r> Objects<'r> {
     fn new(repo: &'r gix::Repository) -> Self {
         Objects {
             repo,
-            dir: repo.objects.store_ref().path().to_path_buf(),
+            dir: rustix::fs::open(
+                repo.objects.store_ref().path(),
+                rustix::fs::OFlags::RDONLY
+                    | rustix::fs::OFlags::DIRECTORY
+                    | rustix::fs::OFlags::CLOEXEC,
+                rustix::fs::Mode::empty(),
+            )
+            .ok(),
             inflate: Default::default(),
             compressed: Default::default(),
         }
@@ -268,19 +275,18 @@ impl<'r> Objects<'r> {
     /// The loose object `id` into `out`, and its kind; `None` when there is none in the
     /// objects folder or it does not read.
     fn loose(&self, id: &oid, out: &mut Vec<u8>) -> Option<gix::objs::Kind> {
+        use rustix::fs::{Mode, OFlags};
         use std::io::Read;
-        use std::os::unix::fs::OpenOptionsExt;
         let hex = id.to_hex().to_string();
-        let path = self.dir.join(&hex[..2]).join(&hex[2..]);
+        let path = format!("{}/{}", &hex[..2], &hex[2..]);
         let mut compressed = self.compressed.borrow_mut();
         compressed.clear();
         // A regular file only, read to the size it had when opened: what is not (a FIFO,
         // a device) is gix's to refuse, and opening one does not wait.
-        let file = std::fs::OpenOptions::new()
-            .read(true)
-            .custom_flags(libc::O_NONBLOCK)
-            .open(path)
-            .ok()?;
+        let flags = OFlags::RDONLY | OFlags::NONBLOCK | OFlags::CLOEXEC;
+        let file = std::fs::File::from(
+            rustix::fs::openat(self.dir.as_ref()?, path.as_str(), flags, Mode::empty()).ok()?,
+        );
         let meta = file.metadata().ok()?;
         if !meta.is_file() {
             return None;

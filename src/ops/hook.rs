@@ -34,9 +34,9 @@ pub fn pre_commit(ctx: &Context) -> Result<PreCommit> {
         ))
     })?;
     let Some(identity) = identity else {
-        return Ok(PreCommit::Plain {
-            warnings: plain_checkout(repo),
-        });
+        let mut warnings = Vec::new();
+        plain_checkout(repo, Warnings::Each(&mut warnings));
+        return Ok(PreCommit::Plain { warnings });
     };
     let (changes, violations) = commit_in_run(repo, &identity).map_err(CrewError::from)?;
     Ok(PreCommit::InRun {
@@ -57,7 +57,9 @@ pub fn pre_commit_quick() -> Option<String> {
     let cwd = std::env::current_dir().ok()?;
     let repo = git::repo::discover(&cwd).ok()?;
     let Some(identity) = git::identity::read(&repo).ok()? else {
-        return Some(warning_lines(&plain_checkout(&repo)));
+        let mut text = String::new();
+        plain_checkout(&repo, Warnings::Lines(&mut text));
+        return Some(text);
     };
     let (_, violations) = commit_in_run(&repo, &identity).ok()?;
     violations.is_empty().then(String::new)
@@ -82,43 +84,75 @@ fn commit_in_run(
 /// The warnings of a plain checkout's commit as the hook prints them: one line each,
 /// `crew: warning: ...`, made safe for a terminal.
 pub fn warning_lines(warnings: &[String]) -> String {
-    const PREFIX: &str = "crew: warning: ";
-    let mut text = String::with_capacity(warnings.iter().map(|w| PREFIX.len() + w.len() + 1).sum());
+    let mut text =
+        String::with_capacity(warnings.iter().map(|w| WARNING.len() + w.len() + 1).sum());
     for warning in warnings {
-        // The prefix is plain text: what is made safe is the warning's own.
-        text.push_str(PREFIX);
-        crate::core::text::sanitize_into(warning, &mut text);
-        text.push('\n');
+        push_warning(&mut text, warning);
     }
     text
 }
 
-fn plain_checkout(repo: &crate::git::Repository) -> Vec<String> {
-    let mut warnings = Vec::new();
+/// What begins each line of [`warning_lines`]; plain text, made safe as it is.
+const WARNING: &str = "crew: warning: ";
+
+/// One line of [`warning_lines`].
+fn push_warning(text: &mut String, warning: &str) {
+    text.push_str(WARNING);
+    crate::core::text::sanitize_into(warning, text);
+    text.push('\n');
+}
+
+/// Where the warnings of a commit in a checkout of the lead's go: each into a string of
+/// its own (for the whole command, which reports them), or straight into the lines the
+/// hook prints ([`warning_lines`]), with no string per warning.
+enum Warnings<'a> {
+    Each(&'a mut Vec<String>),
+    Lines(&'a mut String),
+}
+
+impl Warnings<'_> {
+    fn push(&mut self, warning: String) {
+        match self {
+            Warnings::Each(all) => all.push(warning),
+            Warnings::Lines(text) => push_warning(text, &warning),
+        }
+    }
+}
+
+/// The warnings of a commit in a checkout of the lead's: the live pointers that cannot be
+/// read, then the staged paths a live run holds.
+fn plain_checkout(repo: &crate::git::Repository, mut warnings: Warnings<'_>) {
     let runs = live::list_kept(&state_dir(repo), &mut |path, err| {
         warnings.push(format!("unreadable live pointer {}: {err}", path.display()));
     });
-    if !runs.is_empty() {
-        let holders: Vec<scope::Holder> = runs
-            .iter()
-            .map(|r| scope::Holder {
-                run: &r.run,
-                task: &r.task,
-                scope: &r.scope,
-            })
-            .collect();
-        let region = scope::held_region(&holders);
-        match git::staged::staged_changes_within(repo, region.as_deref()) {
-            Ok(changes) => {
-                warnings.extend(scope::held_paths(&holders, &changes));
-            }
-            Err(err) => warnings.push(format!(
-                "cannot list the staged paths: {}",
-                crate::fault::chain(&err)
-            )),
-        }
+    if runs.is_empty() {
+        return;
     }
-    warnings
+    let holders: Vec<scope::Holder> = runs
+        .iter()
+        .map(|r| scope::Holder {
+            run: &r.run,
+            task: &r.task,
+            scope: &r.scope,
+        })
+        .collect();
+    let region = scope::held_region(&holders);
+    match git::staged::staged_changes_within(repo, region.as_deref()) {
+        Ok(changes) => match &mut warnings {
+            Warnings::Each(all) => all.extend(scope::held_paths(&holders, &changes)),
+            Warnings::Lines(text) => scope::held_path_lines(
+                &holders,
+                &changes,
+                WARNING,
+                crate::core::text::sanitize_into,
+                text,
+            ),
+        },
+        Err(err) => warnings.push(format!(
+            "cannot list the staged paths: {}",
+            crate::fault::chain(&err)
+        )),
+    }
 }
 
 /// Which audit a hook after a merge or a commit runs.
