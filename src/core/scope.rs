@@ -563,16 +563,10 @@ pub fn held_paths(runs: &[Holder], changes: &[Change]) -> Vec<String> {
         .collect()
 }
 
-/// [`held_paths`] as lines appended to `text`: each `prefix`, the warning made safe by
-/// `sanitize` (which appends to the text), and a line feed, in room made once, with no
-/// string per warning.
-pub fn held_path_lines(
-    runs: &[Holder],
-    changes: &[Change],
-    prefix: &str,
-    sanitize: fn(&str, &mut String),
-    text: &mut String,
-) {
+/// [`held_paths`] as lines appended to `text`: each `prefix`, the warning made safe for a
+/// terminal (whole: an escape at a path's end is read with what follows it), and a line
+/// feed, in room made once, with no string per warning.
+pub fn held_path_lines(runs: &[Holder], changes: &[Change], prefix: &str, text: &mut String) {
     let held = Held::find(runs, changes);
     let room = |&(change, said): &(usize, usize)| {
         prefix.len() + changes[change].path.len() + held.said[said].len() + 1
@@ -584,7 +578,7 @@ pub fn held_path_lines(
         warning.push_str(&changes[change].path);
         warning.push_str(&held.said[said]);
         text.push_str(prefix);
-        sanitize(&warning, text);
+        crate::core::text::sanitize_into(&warning, text);
         text.push('\n');
     }
 }
@@ -614,7 +608,7 @@ impl Held {
             let Some(candidates) = candidates(run.scope, &sorted) else {
                 continue;
             };
-            let Some(scope) = Holds::new(run.scope) else {
+            let Some(scope) = ScopeMatcher::new(run.scope) else {
                 continue;
             };
             let said = held.said.len();
@@ -639,31 +633,31 @@ impl Held {
 /// A scope as [`held_paths`] matches it: a scope of plain folders and files (`src/api/**`,
 /// `docs/`, `README.md`) by comparing paths, as its compiled globs would decide; any
 /// other compiled. `None` for a scope that does not compile.
-enum Holds {
+enum ScopeMatcher {
     /// Each folder or file covered, and whether the path itself is covered too (a
     /// literal path is; `dir/**` and `dir/` cover only what is under them).
     Plain(Vec<(String, bool)>),
     Compiled(Scope),
 }
 
-impl Holds {
-    fn new(globs: &[String]) -> Option<Holds> {
+impl ScopeMatcher {
+    fn new(globs: &[String]) -> Option<ScopeMatcher> {
         let plain: Option<Vec<(String, bool)>> = globs.iter().map(|g| plain_glob(g)).collect();
         match plain {
-            Some(plain) => Some(Holds::Plain(plain)),
-            None => Scope::new(globs).ok().map(Holds::Compiled),
+            Some(plain) => Some(ScopeMatcher::Plain(plain)),
+            None => Scope::new(globs).ok().map(ScopeMatcher::Compiled),
         }
     }
 
     fn contains(&self, normalized_path: &str) -> bool {
         match self {
-            Holds::Plain(covered) => covered.iter().any(|(base, itself)| {
+            ScopeMatcher::Plain(covered) => covered.iter().any(|(base, itself)| {
                 (*itself && normalized_path == base)
                     || normalized_path
                         .strip_prefix(base.as_str())
                         .is_some_and(|rest| rest.len() > 1 && rest.starts_with('/'))
             }),
-            Holds::Compiled(scope) => scope.contains(normalized_path),
+            ScopeMatcher::Compiled(scope) => scope.contains(normalized_path),
         }
     }
 }
@@ -1106,13 +1100,7 @@ mod tests {
         changes.push(change("src/api/esc\u{1b}", ChangeKind::Added));
         let lines = |prefix: &str| {
             let mut text = String::from("before\n");
-            held_path_lines(
-                &holders,
-                &changes,
-                prefix,
-                crate::core::text::sanitize_into,
-                &mut text,
-            );
+            held_path_lines(&holders, &changes, prefix, &mut text);
             text
         };
         let each: String = held_paths(&holders, &changes)
@@ -1169,8 +1157,8 @@ mod tests {
         for glob in globs {
             let globs = vec![glob.to_string()];
             let compiled = Scope::new(&globs).unwrap();
-            let held = Holds::new(&globs).unwrap();
-            if matches!(held, Holds::Plain(_)) {
+            let held = ScopeMatcher::new(&globs).unwrap();
+            if matches!(held, ScopeMatcher::Plain(_)) {
                 plain += 1;
             }
             for path in paths {

@@ -277,8 +277,9 @@ impl<'r> Objects<'r> {
     fn loose(&self, id: &oid, out: &mut Vec<u8>) -> Option<gix::objs::Kind> {
         use rustix::fs::{Mode, OFlags};
         use std::io::Read;
-        let hex = id.to_hex().to_string();
-        let path = format!("{}/{}", &hex[..2], &hex[2..]);
+        // `ab/cdef...`, relative to the objects folder.
+        let mut path = id.to_hex().to_string();
+        path.insert(2, '/');
         let mut compressed = self.compressed.borrow_mut();
         compressed.clear();
         // A regular file only, read to the size it had when opened: what is not (a FIFO,

@@ -140,13 +140,7 @@ fn plain_checkout(repo: &crate::git::Repository, mut warnings: Warnings<'_>) {
     match git::staged::staged_changes_within(repo, region.as_deref()) {
         Ok(changes) => match &mut warnings {
             Warnings::Each(all) => all.extend(scope::held_paths(&holders, &changes)),
-            Warnings::Lines(text) => scope::held_path_lines(
-                &holders,
-                &changes,
-                WARNING,
-                crate::core::text::sanitize_into,
-                text,
-            ),
+            Warnings::Lines(text) => scope::held_path_lines(&holders, &changes, WARNING, text),
         },
         Err(err) => warnings.push(format!(
             "cannot list the staged paths: {}",
